@@ -1,0 +1,135 @@
+// Package catalog describes the sellers the directory lists, as they come in from
+// outside: the demo catalog the project ships and catalogs imported from the x402
+// Bazaar discovery format. The store turns a Catalog into rows; nothing here talks to
+// the database.
+package catalog
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kinds a provider method can be paid by.
+const (
+	KindX402         = "x402"
+	KindCheckout     = "checkout"
+	KindSubscription = "subscription"
+	KindAccount      = "account"
+)
+
+// Kinds lists every kind, in the order the documentation gives them.
+var Kinds = []string{KindX402, KindCheckout, KindSubscription, KindAccount}
+
+// Categories is the small documented set a method's category is drawn from.
+var Categories = []string{
+	"ai", "blockchain", "commerce", "communication", "data", "developer", "finance",
+	"geo", "media", "news", "search", "security", "social", "travel", "weather", "other",
+}
+
+// Catalog is a batch of providers, their methods and what is known about the
+// merchants (hostnames) behind them.
+type Catalog struct {
+	Providers []Provider `json:"providers"`
+	Merchants []Merchant `json:"merchants,omitempty"`
+}
+
+// Provider is a seller: one name, one or more methods.
+type Provider struct {
+	Name    string   `json:"name"`
+	Methods []Method `json:"methods"`
+}
+
+// Method is one payable operation of a provider: an HTTP endpoint and how to pay it.
+type Method struct {
+	// Slug is unique and stable; left empty, the loader derives it from the endpoint.
+	Slug        string          `json:"slug,omitempty"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Category    string          `json:"category"`
+	Kind        string          `json:"kind"`
+	Endpoint    Endpoint        `json:"endpoint"`
+	Disabled    bool            `json:"disabled,omitempty"`
+	Guidance    json.RawMessage `json:"guidance,omitempty"`
+	Offers      []Offer         `json:"offers,omitempty"`
+	// SourceKey identifies the method across imports of the same source (the Bazaar
+	// resource URL); re-importing updates the row with the same key in place.
+	SourceKey string `json:"source_key,omitempty"`
+}
+
+// Endpoint is the HTTP method and URL an agent calls.
+type Endpoint struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+}
+
+// Offer is a payment requirement a seller lists for a method (an x402 `accepts`
+// entry). Amount is the atomic amount as a decimal string; nil when unreadable.
+type Offer struct {
+	Scheme            string          `json:"scheme"`
+	Network           string          `json:"network"`
+	Asset             string          `json:"asset,omitempty"`
+	PayTo             string          `json:"pay_to,omitempty"`
+	Amount            *string         `json:"amount"`
+	MaxTimeoutSeconds int             `json:"max_timeout_seconds,omitempty"`
+	MimeType          string          `json:"mime_type,omitempty"`
+	Extra             json.RawMessage `json:"extra,omitempty"`
+}
+
+// Merchant carries the facts about a hostname that the demo catalog ships with:
+// probe history, settled payments and an operator override.
+type Merchant struct {
+	Hostname string    `json:"hostname"`
+	Probes   []Probe   `json:"probes,omitempty"`
+	Payments Payments  `json:"payments"`
+	Override *Override `json:"override,omitempty"`
+}
+
+// Probe is one recorded probe of a method's endpoint. Age is how long before loading
+// it happened, so a freshly loaded demo catalog has fresh probes.
+type Probe struct {
+	Slug       string   `json:"slug"`
+	Age        Duration `json:"age"`
+	Outcome    string   `json:"outcome"`
+	HTTPStatus int      `json:"http_status,omitempty"`
+	LatencyMS  int      `json:"latency_ms,omitempty"`
+	Network    string   `json:"network,omitempty"`
+	Asset      string   `json:"asset,omitempty"`
+	PayTo      string   `json:"pay_to,omitempty"`
+	Amount     *string  `json:"amount,omitempty"`
+}
+
+// Payments summarises settled payments to a hostname: how many settled, how many of
+// those delivered what was paid for.
+type Payments struct {
+	Settled   int `json:"settled"`
+	Delivered int `json:"delivered"`
+}
+
+// Override is an operator's verdict on a hostname, with its reason.
+type Override struct {
+	Verdict   string    `json:"verdict"`
+	Reason    string    `json:"reason"`
+	ExpiresIn *Duration `json:"expires_in,omitempty"`
+}
+
+// Duration is a time.Duration written as Go duration text ("36h", "90m") in JSON.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as text.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads duration text such as "2h30m".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,130 @@
+// Package directory holds the public seller directory's domain: listing items, trust
+// blocks, merchant records, list filters, and the immutable snapshot that answers
+// every directory read from memory.
+package directory
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Verdicts a trust block can carry. Unknown means never probed, or probed too long ago.
+const (
+	VerdictProceed = "proceed"
+	VerdictCaution = "caution"
+	VerdictAvoid   = "avoid"
+	VerdictUnknown = "unknown"
+)
+
+// Verdicts lists every verdict, best first.
+var Verdicts = []string{VerdictProceed, VerdictCaution, VerdictAvoid, VerdictUnknown}
+
+// StatsFloor is the number of settled payments below which stats are withheld: too
+// few payments say nothing about a seller.
+const StatsFloor = 5
+
+// Method is one enabled provider method as the directory lists it. Its JSON form is
+// the listing item of the wire contract; Guidance is only encoded on the slug route.
+type Method struct {
+	Slug        string   `json:"slug"`
+	Name        string   `json:"name"`
+	Provider    string   `json:"provider"`
+	Hostname    string   `json:"hostname"`
+	Description string   `json:"description"`
+	Category    string   `json:"category"`
+	Kind        string   `json:"kind"`
+	Payable     bool     `json:"payable"`
+	Endpoint    Endpoint `json:"endpoint"`
+	Trust       Trust    `json:"trust"`
+	Stats       *Stats   `json:"stats"`
+
+	Guidance json.RawMessage `json:"-"`
+}
+
+// Endpoint is the HTTP method and URL an agent calls.
+type Endpoint struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+}
+
+// Trust is the advisory trust block. It never authorises a payment.
+type Trust struct {
+	Verdict  string    `json:"verdict"`
+	Score    *int      `json:"score"`
+	Advisory bool      `json:"advisory"`
+	Probe    *Probe    `json:"probe"`
+	Override *Override `json:"override"`
+}
+
+// Probe is what the last probe of a seller saw.
+type Probe struct {
+	Outcome     string    `json:"outcome"`
+	ProbedAt    time.Time `json:"probed_at"`
+	AgeSeconds  int64     `json:"age_seconds"`
+	Network     *string   `json:"network"`
+	Asset       *string   `json:"asset"`
+	AssetSymbol *string   `json:"asset_symbol"`
+	Price       *Price    `json:"price"`
+}
+
+// Price is an advertised amount: atomic units as given, and the decimal value when the
+// asset's decimals are known.
+type Price struct {
+	Amount   *string `json:"amount"`
+	Decimals *int    `json:"decimals"`
+	Value    *string `json:"value"`
+}
+
+// Override is an operator's verdict on a hostname; it decides the verdict while it lasts.
+type Override struct {
+	Verdict   string     `json:"verdict"`
+	Reason    string     `json:"reason"`
+	SetAt     time.Time  `json:"set_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+// Stats are settled-payment counts for a hostname, shown from StatsFloor payments on.
+type Stats struct {
+	SettledPayments int     `json:"settled_payments"`
+	Delivered       int     `json:"delivered"`
+	DeliveryRate    float64 `json:"delivery_rate"`
+}
+
+// NewStats returns the stats for a hostname, or nil under the floor.
+func NewStats(settled, delivered int) *Stats {
+	if settled < StatsFloor {
+		return nil
+	}
+	rate := float64(delivered) / float64(settled)
+	rate = float64(int64(rate*10000+0.5)) / 10000
+	return &Stats{SettledPayments: settled, Delivered: delivered, DeliveryRate: rate}
+}
+
+// Merchant is the trust record behind a hostname.
+type Merchant struct {
+	Hostname  string          `json:"hostname"`
+	Providers []string        `json:"providers"`
+	Trust     Trust           `json:"trust"`
+	Stats     *Stats          `json:"stats"`
+	Methods   []MerchantEntry `json:"methods"`
+	Probes    []ProbeRecord   `json:"probes"`
+}
+
+// MerchantEntry is a method as the merchant record lists it.
+type MerchantEntry struct {
+	Slug     string `json:"slug"`
+	Name     string `json:"name"`
+	Category string `json:"category"`
+	Payable  bool   `json:"payable"`
+}
+
+// ProbeRecord is one probe in a merchant's history.
+type ProbeRecord struct {
+	Outcome    string    `json:"outcome"`
+	ProbedAt   time.Time `json:"probed_at"`
+	HTTPStatus *int      `json:"http_status"`
+	LatencyMS  *int      `json:"latency_ms"`
+	Network    *string   `json:"network"`
+	Asset      *string   `json:"asset"`
+	Price      *Price    `json:"price"`
+}

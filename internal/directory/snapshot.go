@@ -1,0 +1,348 @@
+package directory
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Resource is one pre-encoded response body with its gzip form and strong ETags.
+// The identity and gzip forms are different representations, so their ETags differ.
+type Resource struct {
+	Body     []byte
+	Gzip     []byte
+	ETag     string
+	GzipETag string
+}
+
+// NewResource compresses body once, as small as gzip can, and derives both ETags from
+// its hash. It is meant for bodies encoded once and served many times.
+func NewResource(body []byte) *Resource {
+	return NewResourceLevel(body, gzip.BestCompression)
+}
+
+// NewResourceLevel is NewResource with a gzip level, for bodies made on demand.
+func NewResourceLevel(body []byte, level int) *Resource {
+	sum := sha256.Sum256(body)
+	tag := base64.RawURLEncoding.EncodeToString(sum[:18])
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, level)
+	zw.Write(body)
+	zw.Close()
+	return &Resource{Body: body, Gzip: gz.Bytes(), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
+}
+
+// Info names a snapshot.
+type Info struct {
+	ID          string    `json:"id"`
+	GeneratedAt time.Time `json:"generated_at"`
+}
+
+// Facet is one value of a facet and how many methods have it.
+type Facet struct {
+	Value string `json:"value"`
+	Count int    `json:"count"`
+}
+
+// Facets count, for each dimension, the methods matching every filter but that
+// dimension's own.
+type Facets struct {
+	Category []Facet `json:"category"`
+	Verdict  []Facet `json:"verdict"`
+	Kind     []Facet `json:"kind"`
+	Payable  []Facet `json:"payable"`
+}
+
+// Snapshot is an immutable view of the whole directory: every enabled method in list
+// order, every merchant record, their encoded bodies, and the index that answers
+// filtered lists. It is built once by the generator and then only read.
+type Snapshot struct {
+	info      Info
+	methods   []Method
+	items     [][]byte // list item JSON, by position
+	bySlug    map[string]int
+	slugs     []*Resource // method detail bodies, by position
+	merchants map[string]*Resource
+	hosts     []string // merchant hostnames, sorted
+	list      *Resource
+
+	all      bitset
+	category map[string]bitset
+	verdict  map[string]bitset
+	kind     map[string]bitset
+	payable  [2]bitset // false, true
+	byHost   map[string][]int
+}
+
+type methodDetail struct {
+	Method
+	Guidance json.RawMessage `json:"guidance"`
+}
+
+// NewSnapshot sorts the methods into list order (score descending with nulls last,
+// then slug), encodes every body and builds the index.
+func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
+	methods = slices.Clone(methods)
+	slices.SortFunc(methods, compareMethods)
+	n := len(methods)
+	s := &Snapshot{
+		methods:   methods,
+		items:     make([][]byte, n),
+		bySlug:    make(map[string]int, n),
+		slugs:     make([]*Resource, n),
+		merchants: make(map[string]*Resource, len(merchants)),
+		all:       newBitset(n),
+		category:  map[string]bitset{},
+		verdict:   map[string]bitset{},
+		kind:      map[string]bitset{},
+		payable:   [2]bitset{newBitset(n), newBitset(n)},
+		byHost:    map[string][]int{},
+	}
+	s.all.fill(n)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n", generatedAt.UnixNano())
+	mark := func(m map[string]bitset, key string, i int) {
+		b, ok := m[key]
+		if !ok {
+			b = newBitset(n)
+			m[key] = b
+		}
+		b.set(i)
+	}
+	for i := range methods {
+		m := &methods[i]
+		if _, dup := s.bySlug[m.Slug]; dup {
+			return nil, fmt.Errorf("directory: duplicate slug %q", m.Slug)
+		}
+		s.bySlug[m.Slug] = i
+		item, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("directory: encode %s: %w", m.Slug, err)
+		}
+		s.items[i] = item
+		guidance := m.Guidance
+		if len(guidance) == 0 {
+			guidance = json.RawMessage("null")
+		}
+		detail, err := json.Marshal(methodDetail{Method: *m, Guidance: guidance})
+		if err != nil {
+			return nil, fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
+		}
+		s.slugs[i] = NewResource(detail)
+		h.Write(detail)
+		mark(s.category, m.Category, i)
+		mark(s.verdict, m.Trust.Verdict, i)
+		mark(s.kind, m.Kind, i)
+		s.payable[b2i(m.Payable)].set(i)
+		s.byHost[m.Hostname] = append(s.byHost[m.Hostname], i)
+	}
+	for _, mr := range merchants {
+		body, err := json.Marshal(mr)
+		if err != nil {
+			return nil, fmt.Errorf("directory: encode merchant %s: %w", mr.Hostname, err)
+		}
+		s.merchants[mr.Hostname] = NewResource(body)
+		s.hosts = append(s.hosts, mr.Hostname)
+		h.Write(body)
+	}
+	slices.Sort(s.hosts)
+	s.info = Info{ID: hex.EncodeToString(h.Sum(nil)[:8]), GeneratedAt: generatedAt.UTC()}
+	s.list = NewResource(s.AppendList(nil, Filter{}))
+	return s, nil
+}
+
+func compareMethods(a, b Method) int {
+	switch {
+	case a.Trust.Score == nil && b.Trust.Score != nil:
+		return 1
+	case a.Trust.Score != nil && b.Trust.Score == nil:
+		return -1
+	case a.Trust.Score != nil && *a.Trust.Score != *b.Trust.Score:
+		return cmp.Compare(*b.Trust.Score, *a.Trust.Score)
+	}
+	return cmp.Compare(a.Slug, b.Slug)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Info names the snapshot.
+func (s *Snapshot) Info() Info { return s.info }
+
+// Len is the number of enabled methods.
+func (s *Snapshot) Len() int { return len(s.methods) }
+
+// Methods are the enabled methods in list order. The slice is shared: do not modify.
+func (s *Snapshot) Methods() []Method { return s.methods }
+
+// Hostnames are the merchants' hostnames, sorted. The slice is shared: do not modify.
+func (s *Snapshot) Hostnames() []string { return s.hosts }
+
+// List is the unfiltered list body.
+func (s *Snapshot) List() *Resource { return s.list }
+
+// Method returns the detail body (listing item plus guidance) of an enabled method.
+func (s *Snapshot) Method(slug string) (*Resource, bool) {
+	i, ok := s.bySlug[slug]
+	if !ok {
+		return nil, false
+	}
+	return s.slugs[i], true
+}
+
+// MethodBySlug returns an enabled method.
+func (s *Snapshot) MethodBySlug(slug string) (Method, bool) {
+	i, ok := s.bySlug[slug]
+	if !ok {
+		return Method{}, false
+	}
+	return s.methods[i], true
+}
+
+// Merchant returns the merchant record body of a hostname in the directory.
+func (s *Snapshot) Merchant(hostname string) (*Resource, bool) {
+	r, ok := s.merchants[hostname]
+	return r, ok
+}
+
+// Item returns the encoded listing item of the method at a list position.
+func (s *Snapshot) Item(pos int) []byte { return s.items[pos] }
+
+// Position returns the list position of a slug.
+func (s *Snapshot) Position(slug string) (int, bool) {
+	i, ok := s.bySlug[slug]
+	return i, ok
+}
+
+// Match returns the set of positions matching every field of f but paging.
+func (s *Snapshot) match(f Filter) (mask bitset, dims [5]bitset) {
+	union := func(m map[string]bitset, values []string) bitset {
+		if len(values) == 0 {
+			return nil
+		}
+		u := newBitset(len(s.methods))
+		for _, v := range values {
+			if b, ok := m[v]; ok {
+				u.or(b)
+			}
+		}
+		return u
+	}
+	dims[0] = union(s.category, f.Categories)
+	dims[1] = union(s.verdict, f.Verdicts)
+	dims[2] = union(s.kind, f.Kinds)
+	if f.Payable != nil {
+		dims[3] = s.payable[b2i(*f.Payable)]
+	}
+	if f.Hostname != "" {
+		dims[4] = newBitset(len(s.methods))
+		for _, i := range s.byHost[f.Hostname] {
+			dims[4].set(i)
+		}
+	}
+	return s.intersect(dims, -1), dims
+}
+
+// intersect ANDs every dimension but skip (-1 skips none) over the whole list.
+func (s *Snapshot) intersect(dims [5]bitset, skip int) bitset {
+	out := newBitset(len(s.methods))
+	copy(out, s.all)
+	for d, b := range dims {
+		if d != skip && b != nil {
+			out.and(b)
+		}
+	}
+	return out
+}
+
+// Matching returns the positions matching f's filters in list order, without paging,
+// so that search can narrow its candidates the way the list does.
+func (s *Snapshot) Matching(f Filter) []int {
+	f.Limit, f.Offset = 0, 0
+	mask, _ := s.match(f)
+	out := make([]int, 0, mask.count())
+	mask.each(func(i int) bool { out = append(out, i); return true })
+	return out
+}
+
+// Allows reports whether the method at pos passes f's filters (paging aside).
+func (s *Snapshot) Allows(f Filter, pos int) bool {
+	m := &s.methods[pos]
+	return (len(f.Categories) == 0 || slices.Contains(f.Categories, m.Category)) &&
+		(len(f.Verdicts) == 0 || slices.Contains(f.Verdicts, m.Trust.Verdict)) &&
+		(len(f.Kinds) == 0 || slices.Contains(f.Kinds, m.Kind)) &&
+		(f.Payable == nil || *f.Payable == m.Payable) &&
+		(f.Hostname == "" || f.Hostname == m.Hostname)
+}
+
+func (s *Snapshot) facets(dims [5]bitset) Facets {
+	count := func(m map[string]bitset, dim int) []Facet {
+		base := s.intersect(dims, dim)
+		out := make([]Facet, 0, len(m))
+		for v, b := range m {
+			if c := base.countAnd(b); c > 0 {
+				out = append(out, Facet{Value: v, Count: c})
+			}
+		}
+		slices.SortFunc(out, func(a, b Facet) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Value, b.Value))
+		})
+		return out
+	}
+	payable := map[string]bitset{"false": s.payable[0], "true": s.payable[1]}
+	return Facets{
+		Category: count(s.category, 0),
+		Verdict:  count(s.verdict, 1),
+		Kind:     count(s.kind, 2),
+		Payable:  count(payable, 3),
+	}
+}
+
+// AppendList appends the list body for f to dst: the matching items in list order
+// after Offset, at most Limit of them, with the total, the facets and the snapshot.
+func (s *Snapshot) AppendList(dst []byte, f Filter) []byte {
+	mask, dims := s.match(f)
+	total := mask.count()
+	dst = append(dst, `{"object":"list","items":[`...)
+	count, skipped := 0, 0
+	mask.each(func(i int) bool {
+		if skipped < f.Offset {
+			skipped++
+			return true
+		}
+		if f.Limit > 0 && count == f.Limit {
+			return false
+		}
+		if count > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, s.items[i]...)
+		count++
+		return true
+	})
+	dst = append(dst, `],"count":`...)
+	dst = strconv.AppendInt(dst, int64(count), 10)
+	dst = append(dst, `,"total":`...)
+	dst = strconv.AppendInt(dst, int64(total), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendInt(dst, int64(f.Offset), 10)
+	facets, _ := json.Marshal(s.facets(dims))
+	dst = append(dst, `,"facets":`...)
+	dst = append(dst, facets...)
+	info, _ := json.Marshal(s.info)
+	dst = append(dst, `,"snapshot":`...)
+	dst = append(dst, info...)
+	return append(dst, '}')
+}

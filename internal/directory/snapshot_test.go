@@ -1,0 +1,151 @@
+package directory
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// synthetic makes n methods spread over categories, verdicts, kinds and hosts.
+func synthetic(n int, seed uint64) []Method {
+	r := rand.New(rand.NewPCG(seed, 1))
+	cats := []string{"ai", "blockchain", "data", "finance", "weather"}
+	kinds := []string{"x402", "checkout", "subscription", "account"}
+	out := make([]Method, n)
+	for i := range out {
+		var score *int
+		if r.IntN(5) > 0 {
+			s := r.IntN(101)
+			score = &s
+		}
+		out[i] = Method{
+			Slug: fmt.Sprintf("m-%05d", i), Name: "m", Provider: "p",
+			Hostname: fmt.Sprintf("h%d.example", r.IntN(n/3+1)),
+			Category: cats[r.IntN(len(cats))], Kind: kinds[r.IntN(len(kinds))], Payable: r.IntN(2) == 0,
+			Trust: Trust{Verdict: Verdicts[r.IntN(len(Verdicts))], Score: score, Advisory: true},
+		}
+	}
+	return out
+}
+
+type listBody struct {
+	Items  []Method `json:"items"`
+	Count  int      `json:"count"`
+	Total  int      `json:"total"`
+	Facets Facets   `json:"facets"`
+}
+
+// TestAppendListMatchesBruteForce checks the bitset index against a plain scan for
+// random filters: items, order, total and every facet.
+func TestAppendListMatchesBruteForce(t *testing.T) {
+	methods := synthetic(700, 7)
+	s, err := NewSnapshot(time.Unix(1, 0), methods, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordered := s.Methods()
+	r := rand.New(rand.NewPCG(3, 4))
+	pick := func(vs []string) []string {
+		var out []string
+		for _, v := range vs {
+			if r.IntN(3) == 0 {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	for range 300 {
+		f := Filter{
+			Categories: pick([]string{"ai", "blockchain", "data", "finance", "weather", "news"}),
+			Verdicts:   pick(Verdicts),
+			Kinds:      pick([]string{"x402", "checkout", "subscription", "account"}),
+			Limit:      r.IntN(3) * r.IntN(40),
+			Offset:     r.IntN(2) * r.IntN(300),
+		}
+		if r.IntN(3) == 0 {
+			b := r.IntN(2) == 0
+			f.Payable = &b
+		}
+		if r.IntN(4) == 0 {
+			f.Hostname = ordered[r.IntN(len(ordered))].Hostname
+		}
+		var got listBody
+		if err := json.Unmarshal(s.AppendList(nil, f), &got); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := range ordered {
+			if s.Allows(f, i) {
+				want = append(want, ordered[i].Slug)
+			}
+		}
+		total := len(want)
+		want = want[min(f.Offset, len(want)):]
+		if f.Limit > 0 {
+			want = want[:min(f.Limit, len(want))]
+		}
+		var slugs []string
+		for _, m := range got.Items {
+			slugs = append(slugs, m.Slug)
+		}
+		if !slices.Equal(slugs, want) || got.Total != total || got.Count != len(want) {
+			t.Fatalf("%+v: got %d items (total %d), want %d (total %d)", f, len(slugs), got.Total, len(want), total)
+		}
+		checkFacet := func(name string, facets []Facet, value func(Method) string, drop func(*Filter)) {
+			g := f
+			drop(&g)
+			counts := map[string]int{}
+			for i := range ordered {
+				if s.Allows(g, i) {
+					counts[value(ordered[i])]++
+				}
+			}
+			if len(facets) != len(counts) {
+				t.Fatalf("%+v: facet %s has %d values, want %d", f, name, len(facets), len(counts))
+			}
+			for _, fc := range facets {
+				if counts[fc.Value] != fc.Count {
+					t.Fatalf("%+v: facet %s=%s is %d, want %d", f, name, fc.Value, fc.Count, counts[fc.Value])
+				}
+			}
+		}
+		checkFacet("category", got.Facets.Category, func(m Method) string { return m.Category }, func(g *Filter) { g.Categories = nil })
+		checkFacet("verdict", got.Facets.Verdict, func(m Method) string { return m.Trust.Verdict }, func(g *Filter) { g.Verdicts = nil })
+		checkFacet("kind", got.Facets.Kind, func(m Method) string { return m.Kind }, func(g *Filter) { g.Kinds = nil })
+		checkFacet("payable", got.Facets.Payable, func(m Method) string { return fmt.Sprint(m.Payable) }, func(g *Filter) { g.Payable = nil })
+	}
+}
+
+func TestNewSnapshotRefusesDuplicateSlugs(t *testing.T) {
+	m := synthetic(2, 1)
+	m[1].Slug = m[0].Slug
+	if _, err := NewSnapshot(time.Now(), m, nil); err == nil {
+		t.Fatal("duplicate slugs accepted")
+	}
+}
+
+func TestSnapshotIDFollowsContent(t *testing.T) {
+	at := time.Unix(100, 0)
+	a, _ := NewSnapshot(at, synthetic(50, 1), nil)
+	b, _ := NewSnapshot(at, synthetic(50, 1), nil)
+	c, _ := NewSnapshot(at, synthetic(50, 2), nil)
+	if a.Info().ID != b.Info().ID || a.Info().ID == c.Info().ID || string(a.List().Body) != string(b.List().Body) {
+		t.Fatal("snapshot ids must be equal exactly when content and time are")
+	}
+}
+
+func BenchmarkAppendListFiltered100k(b *testing.B) {
+	s, err := NewSnapshot(time.Now(), synthetic(100_000, 9), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := Filter{Categories: []string{"blockchain", "finance"}, Verdicts: []string{VerdictProceed}, Limit: 20}
+	buf := make([]byte, 0, 64<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = s.AppendList(buf[:0], f)
+	}
+}

@@ -1,0 +1,292 @@
+package trust
+
+import (
+	"math"
+	"time"
+
+	"github.com/waystation/waystation/internal/directory"
+)
+
+// Probe outcomes. A probe calls a seller's endpoint without paying and classifies the
+// answer; only OutcomePaymentRequired carries a usable offer.
+const (
+	OutcomePaymentRequired   = "payment_required"
+	OutcomeInvalidOffer      = "invalid_offer"
+	OutcomeNoPaymentRequired = "no_payment_required"
+	OutcomeHTTPError         = "http_error"
+	OutcomeTimeout           = "timeout"
+	OutcomeTLSError          = "tls_error"
+	OutcomeDNSError          = "dns_error"
+	OutcomeConnectionRefused = "connection_refused"
+	OutcomeBlockedAddress    = "blocked_address"
+)
+
+// Scoring constants; the rule that uses them is written on Score.
+const (
+	// Window is how far back probes count.
+	Window = 7 * 24 * time.Hour
+	// StaleAfter is the age of the newest probe past which the verdict is unknown.
+	StaleAfter = 72 * time.Hour
+	// HalfLife halves a probe's weight for each day of its age.
+	HalfLife = 24 * time.Hour
+
+	ProceedFrom = 70
+	CautionFrom = 40
+)
+
+// Observation is one stored probe of a method's endpoint, in the store's terms.
+type Observation struct {
+	ProbedAt   time.Time
+	Outcome    string
+	HTTPStatus *int
+	LatencyMS  *int
+	Network    string
+	Asset      string
+	PayTo      string
+	Amount     *string
+}
+
+// Input is everything the scorer looks at for one seller.
+type Input struct {
+	// Kind is the method's kind; only x402 sellers are expected to answer 402.
+	Kind string
+	// Probes are newest first.
+	Probes    []Observation
+	Override  *directory.Override
+	Settled   int
+	Delivered int
+	Now       time.Time
+}
+
+// Score computes the advisory trust block.
+//
+// The rule, in full (it is also shown on every method page):
+//
+//  1. Only probes of the last seven days count, each weighted by half for every day
+//     of its age. A probe succeeds when it got a valid x402 offer (for x402 sellers)
+//     or a plain answer (for checkout, subscription and account sellers, which are
+//     not expected to ask for payment up front); an invalid offer counts a fifth;
+//     errors, timeouts and refusals count nothing. Reliability is the weighted
+//     success share, worth up to 60 points.
+//  2. Offer quality, up to 20 points: the newest valid offer is priced in a known
+//     asset on a supported mainnet (20), a known testnet asset (5), or anything else
+//     (0).
+//  3. Consistency, up to 10 points: every valid offer in the window names the same
+//     payee and price (10); one change (5); more (0). Sellers of other kinds advertise
+//     no offer: they get the 30 points of 2 and 3 when their newest probe succeeded.
+//  4. Freshness, up to 10 points: the newest probe succeeded and is under a day old
+//     (10), or under three days old (5).
+//  5. Delivery: from five settled payments on, what buyers got weighs as much as what
+//     probes saw: the score becomes half the above plus 50 points times the
+//     delivery rate.
+//
+// The verdict is proceed from 70, caution from 40, avoid below; unknown when there
+// is no probe at all (score null) or the newest probe is older than three days. An
+// operator override decides the verdict while it lasts, whatever the score.
+func Score(in Input) directory.Trust {
+	t := score(in)
+	if o := in.Override; o != nil && (o.ExpiresAt == nil || o.ExpiresAt.After(in.Now)) {
+		t.Override = o
+		t.Verdict = o.Verdict
+	}
+	return t
+}
+
+func score(in Input) directory.Trust {
+	t := directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true}
+	if len(in.Probes) == 0 {
+		return t
+	}
+	newest := in.Probes[0]
+	t.Probe = Describe(newest, in.Now)
+
+	var weight, success float64
+	var offers []Observation
+	for _, p := range in.Probes {
+		age := in.Now.Sub(p.ProbedAt)
+		if age > Window {
+			break
+		}
+		w := math.Exp2(-max(age, 0).Hours() / HalfLife.Hours())
+		weight += w
+		success += w * outcomeCredit(in.Kind, p.Outcome)
+		if p.Outcome == OutcomePaymentRequired {
+			offers = append(offers, p)
+		}
+	}
+	score := 0.0
+	if weight > 0 {
+		score += 60 * success / weight
+	}
+	if in.Kind == "x402" {
+		if len(offers) > 0 {
+			switch a, ok := LookupAsset(offers[0].Network, offers[0].Asset); {
+			case ok && !a.Testnet:
+				score += 20
+			case ok:
+				score += 5
+			}
+			score += consistency(offers)
+		}
+	} else if outcomeCredit(in.Kind, newest.Outcome) == 1 {
+		score += 30
+	}
+	if outcomeCredit(in.Kind, newest.Outcome) == 1 {
+		switch age := in.Now.Sub(newest.ProbedAt); {
+		case age < 24*time.Hour:
+			score += 10
+		case age < StaleAfter:
+			score += 5
+		}
+	}
+	if s := directory.NewStats(in.Settled, in.Delivered); s != nil {
+		score = 0.5*score + 50*s.DeliveryRate
+	}
+	n := int(math.Round(math.Min(math.Max(score, 0), 100)))
+	t.Score = &n
+
+	switch {
+	case in.Now.Sub(newest.ProbedAt) > StaleAfter:
+		t.Verdict = directory.VerdictUnknown
+	case n >= ProceedFrom:
+		t.Verdict = directory.VerdictProceed
+	case n >= CautionFrom:
+		t.Verdict = directory.VerdictCaution
+	default:
+		t.Verdict = directory.VerdictAvoid
+	}
+	return t
+}
+
+func outcomeCredit(kind, outcome string) float64 {
+	switch outcome {
+	case OutcomePaymentRequired:
+		return 1
+	case OutcomeNoPaymentRequired:
+		if kind != "x402" {
+			return 1
+		}
+	case OutcomeInvalidOffer:
+		return 0.2
+	}
+	return 0
+}
+
+// consistency gives 10 points when every offer names the same payee and price, 5 for
+// one change, 0 for more. Offers are newest first.
+func consistency(offers []Observation) float64 {
+	changes := 0
+	for i := 1; i < len(offers); i++ {
+		a, b := offers[i-1], offers[i]
+		if a.PayTo != b.PayTo || deref(a.Amount) != deref(b.Amount) || NormalizeNetwork(a.Network) != NormalizeNetwork(b.Network) {
+			changes++
+		}
+	}
+	switch changes {
+	case 0:
+		return 10
+	case 1:
+		return 5
+	}
+	return 0
+}
+
+// Describe turns a stored probe into the trust block's probe: network in CAIP-2, the
+// asset's symbol and the decimal price when the asset is known.
+func Describe(o Observation, now time.Time) *directory.Probe {
+	p := &directory.Probe{
+		Outcome:    o.Outcome,
+		ProbedAt:   o.ProbedAt.UTC(),
+		AgeSeconds: int64(math.Max(0, now.Sub(o.ProbedAt).Seconds())),
+	}
+	p.Network, p.Asset, p.AssetSymbol, p.Price = Advertised(o.Network, o.Asset, o.Amount)
+	return p
+}
+
+// Advertised normalises what a seller advertised: network, asset, the asset's symbol
+// and the price. Empty inputs give nils.
+func Advertised(network, asset string, amount *string) (net, addr, symbol *string, price *directory.Price) {
+	if network != "" {
+		n := NormalizeNetwork(network)
+		net = &n
+	}
+	if asset != "" {
+		addr = &asset
+	}
+	a, known := LookupAsset(network, asset)
+	if known {
+		symbol = &a.Symbol
+	}
+	if amount != nil || known {
+		price = &directory.Price{Amount: amount}
+		if known {
+			d := a.Decimals
+			price.Decimals = &d
+			if amount != nil {
+				if v, ok := DecimalValue(*amount, d); ok {
+					price.Value = &v
+				}
+			}
+		}
+	}
+	return net, addr, symbol, price
+}
+
+// Payable reports whether the service can pay a method itself now: an x402 method
+// whose newest valid offer is priced in a known mainnet asset with a readable amount.
+func Payable(kind string, network, asset string, amount *string) bool {
+	if kind != "x402" || amount == nil {
+		return false
+	}
+	a, ok := LookupAsset(network, asset)
+	if !ok || a.Testnet {
+		return false
+	}
+	_, ok = DecimalValue(*amount, a.Decimals)
+	return ok
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Merchant computes the trust block of a hostname from the trust blocks of its
+// methods: the score is their mean, the probe is the newest any of them saw, and the
+// verdict follows the same thresholds and staleness; the override decides it while
+// it lasts.
+func Merchant(methods []directory.Trust, override *directory.Override, now time.Time) directory.Trust {
+	t := directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true}
+	if override != nil && (override.ExpiresAt == nil || override.ExpiresAt.After(now)) {
+		t.Override = override
+	}
+	sum, n := 0, 0
+	for _, m := range methods {
+		if m.Score != nil {
+			sum += *m.Score
+			n++
+		}
+		if m.Probe != nil && (t.Probe == nil || m.Probe.ProbedAt.After(t.Probe.ProbedAt)) {
+			t.Probe = m.Probe
+		}
+	}
+	if n > 0 {
+		score := int(math.Round(float64(sum) / float64(n)))
+		t.Score = &score
+		switch {
+		case t.Probe == nil || now.Sub(t.Probe.ProbedAt) > StaleAfter:
+		case score >= ProceedFrom:
+			t.Verdict = directory.VerdictProceed
+		case score >= CautionFrom:
+			t.Verdict = directory.VerdictCaution
+		default:
+			t.Verdict = directory.VerdictAvoid
+		}
+	}
+	if t.Override != nil {
+		t.Verdict = t.Override.Verdict
+	}
+	return t
+}
