@@ -1,0 +1,383 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/trust"
+)
+
+// LoadResult counts what a catalog load changed.
+type LoadResult struct {
+	Providers int
+	Inserted  int
+	Updated   int
+	Unchanged int
+}
+
+// Empty reports whether the catalog has no method at all.
+func (s *Store) Empty(ctx context.Context) (bool, error) {
+	var exists bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM provider_methods)`).Scan(&exists)
+	if err != nil {
+		return false, fmt.Errorf("postgres: catalog empty: %w", err)
+	}
+	return !exists, nil
+}
+
+type methodRow struct {
+	providerID int64
+	slug       string
+	hostname   string
+	m          *catalog.Method
+	offers     []byte
+	guidance   []byte
+}
+
+// LoadCatalog upserts a catalog in one transaction. A method with a source key is
+// matched by it and keeps the slug it was first given; one without is matched by slug.
+// A method whose fields did not change is left untouched. Merchant facts (probes,
+// payments, an override) are history and are appended.
+func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.Time) (LoadResult, error) {
+	var res LoadResult
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return res, fmt.Errorf("postgres: load catalog: %w", err)
+	}
+	defer tx.Rollback(ctx)
+
+	// Slugs already taken, and by which source key, so that a new method whose
+	// derived slug collides with another's gets a distinct one.
+	taken := map[string]string{}
+	rows, _ := tx.Query(ctx, `SELECT slug, coalesce(source_key, '') FROM provider_methods`)
+	var slug, key string
+	if _, err := pgx.ForEachRow(rows, []any{&slug, &key}, func() error { taken[slug] = key; return nil }); err != nil {
+		return res, fmt.Errorf("postgres: load catalog: slugs: %w", err)
+	}
+
+	var methods []methodRow
+	hosts := map[string]bool{}
+	for _, p := range cat.Providers {
+		var id int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO providers (name) VALUES ($1)
+			ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+			RETURNING id`, p.Name).Scan(&id)
+		if err != nil {
+			return res, fmt.Errorf("postgres: load provider %q: %w", p.Name, err)
+		}
+		res.Providers++
+		for i := range p.Methods {
+			m := &p.Methods[i]
+			host, err := endpointHost(m.Endpoint.URL)
+			if err != nil {
+				return res, fmt.Errorf("postgres: load method %q: %w", m.Slug, err)
+			}
+			slug := m.Slug
+			if owner, ok := taken[slug]; ok && m.SourceKey != "" && owner != m.SourceKey {
+				sum := sha256.Sum256([]byte(m.SourceKey))
+				slug += "-" + hex.EncodeToString(sum[:3])
+			}
+			taken[slug] = m.SourceKey
+			offers, err := json.Marshal(nonNil(m.Offers))
+			if err != nil {
+				return res, fmt.Errorf("postgres: load method %q: %w", slug, err)
+			}
+			guidance := []byte(m.Guidance)
+			if len(guidance) == 0 {
+				guidance = []byte("{}")
+			}
+			hosts[host] = true
+			methods = append(methods, methodRow{id, slug, host, m, offers, guidance})
+		}
+	}
+
+	batch := &pgx.Batch{}
+	for h := range hosts {
+		batch.Queue(`INSERT INTO merchants (hostname) VALUES ($1) ON CONFLICT DO NOTHING`, h)
+	}
+	for _, r := range methods {
+		conflict := "(slug)"
+		if r.m.SourceKey != "" {
+			conflict = "(source_key)"
+		}
+		var sourceKey *string
+		if r.m.SourceKey != "" {
+			sourceKey = &r.m.SourceKey
+		}
+		batch.Queue(`
+			INSERT INTO provider_methods AS pm (provider_id, slug, name, description, category,
+				kind, hostname, endpoint_method, endpoint_url, enabled, guidance, offers, source_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT `+conflict+` DO UPDATE SET
+				provider_id = EXCLUDED.provider_id, name = EXCLUDED.name,
+				description = EXCLUDED.description, category = EXCLUDED.category,
+				kind = EXCLUDED.kind, hostname = EXCLUDED.hostname,
+				endpoint_method = EXCLUDED.endpoint_method, endpoint_url = EXCLUDED.endpoint_url,
+				enabled = EXCLUDED.enabled, guidance = EXCLUDED.guidance,
+				offers = EXCLUDED.offers, updated_at = now()
+			WHERE (pm.provider_id, pm.name, pm.description, pm.category, pm.kind, pm.hostname,
+				pm.endpoint_method, pm.endpoint_url, pm.enabled, pm.guidance, pm.offers)
+			IS DISTINCT FROM (EXCLUDED.provider_id, EXCLUDED.name, EXCLUDED.description,
+				EXCLUDED.category, EXCLUDED.kind, EXCLUDED.hostname, EXCLUDED.endpoint_method,
+				EXCLUDED.endpoint_url, EXCLUDED.enabled, EXCLUDED.guidance, EXCLUDED.offers)
+			RETURNING (xmax = 0)`,
+			r.providerID, r.slug, r.m.Name, r.m.Description, r.m.Category, r.m.Kind, r.hostname,
+			strings.ToUpper(r.m.Endpoint.Method), r.m.Endpoint.URL, !r.m.Disabled, r.guidance, r.offers, sourceKey)
+	}
+	br := tx.SendBatch(ctx, batch)
+	for range hosts {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return res, fmt.Errorf("postgres: load merchants: %w", err)
+		}
+	}
+	for _, r := range methods {
+		var inserted bool
+		switch err := br.QueryRow().Scan(&inserted); {
+		case err == pgx.ErrNoRows:
+			res.Unchanged++
+		case err != nil:
+			br.Close()
+			return res, fmt.Errorf("postgres: load method %q: %w", r.slug, err)
+		case inserted:
+			res.Inserted++
+		default:
+			res.Updated++
+		}
+	}
+	if err := br.Close(); err != nil {
+		return res, fmt.Errorf("postgres: load methods: %w", err)
+	}
+
+	for _, mc := range cat.Merchants {
+		if err := loadMerchantFacts(ctx, tx, mc, now); err != nil {
+			return res, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("postgres: load catalog: commit: %w", err)
+	}
+	return res, nil
+}
+
+func nonNil(o []catalog.Offer) []catalog.Offer {
+	if o == nil {
+		return []catalog.Offer{}
+	}
+	return o
+}
+
+func endpointHost(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("endpoint url: %w", err)
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return "", fmt.Errorf("endpoint url %q: scheme must be http or https", raw)
+	}
+	return catalog.NormalizeHostname(u.Hostname())
+}
+
+func loadMerchantFacts(ctx context.Context, tx pgx.Tx, mc catalog.Merchant, now time.Time) error {
+	host, err := catalog.NormalizeHostname(mc.Hostname)
+	if err != nil {
+		return fmt.Errorf("postgres: load merchant %q: %w", mc.Hostname, err)
+	}
+	for _, p := range mc.Probes {
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO probes (method_id, hostname, probed_at, outcome, http_status, latency_ms,
+				network, asset, pay_to, amount)
+			SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10
+			FROM provider_methods WHERE slug = $1 AND hostname = $2`,
+			p.Slug, host, now.Add(-time.Duration(p.Age)), p.Outcome, nullInt(p.HTTPStatus),
+			nullInt(p.LatencyMS), p.Network, p.Asset, p.PayTo, p.Amount)
+		if err != nil {
+			return fmt.Errorf("postgres: load probe of %q: %w", p.Slug, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("postgres: load probe: no method %q on %s", p.Slug, host)
+		}
+	}
+	if mc.Payments.Settled > 0 {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO settled_payments (hostname, settled_at, delivered)
+			SELECT $1, $2::timestamptz - make_interval(hours => g), g <= $4
+			FROM generate_series(1, $3::int) AS g`,
+			host, now, mc.Payments.Settled, mc.Payments.Delivered)
+		if err != nil {
+			return fmt.Errorf("postgres: load payments of %s: %w", host, err)
+		}
+	}
+	if o := mc.Override; o != nil {
+		var expires *time.Time
+		if o.ExpiresIn != nil {
+			t := now.Add(time.Duration(*o.ExpiresIn))
+			expires = &t
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO merchant_overrides (hostname, verdict, reason, set_by, set_at, expires_at)
+			VALUES ($1, $2, $3, 'catalog', $4, $5)`, host, o.Verdict, o.Reason, now, expires)
+		if err != nil {
+			return fmt.Errorf("postgres: load override of %s: %w", host, err)
+		}
+	}
+	return nil
+}
+
+func nullInt(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// MethodRecord is an enabled method as stored, before trust is computed.
+type MethodRecord struct {
+	ID     int64
+	Method directory.Method
+	Offers []catalog.Offer
+}
+
+// Payments counts settled payments to a hostname.
+type Payments struct {
+	Settled   int
+	Delivered int
+}
+
+// Records is everything the directory snapshot is computed from.
+type Records struct {
+	Methods []MethodRecord
+	// Probes of each method, newest first: every probe within trust.Window, and at
+	// least the newest.
+	Probes map[int64][]trust.Observation
+	// HostProbes are each hostname's most recent probes, newest first.
+	HostProbes map[string][]trust.Observation
+	Overrides  map[string]*directory.Override
+	Payments   map[string]Payments
+}
+
+// HostProbeLimit is how many recent probes a merchant record shows.
+const HostProbeLimit = 20
+
+// DirectoryRecords reads the enabled methods and the facts their trust is computed
+// from, in one read-only transaction so that they agree with each other.
+func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, error) {
+	rec := Records{
+		Probes:     map[int64][]trust.Observation{},
+		HostProbes: map[string][]trust.Observation{},
+		Overrides:  map[string]*directory.Override{},
+		Payments:   map[string]Payments{},
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return rec, fmt.Errorf("postgres: directory records: %w", err)
+	}
+	defer tx.Rollback(ctx)
+
+	rows, _ := tx.Query(ctx, `
+		SELECT m.id, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
+			m.endpoint_method, m.endpoint_url, m.guidance, m.offers
+		FROM provider_methods m JOIN providers p ON p.id = m.provider_id
+		WHERE m.enabled
+		ORDER BY m.id`)
+	rec.Methods, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (MethodRecord, error) {
+		var r MethodRecord
+		var guidance, offers []byte
+		m := &r.Method
+		err := row.Scan(&r.ID, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
+			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers)
+		if err != nil {
+			return r, err
+		}
+		m.Guidance = guidance
+		return r, json.Unmarshal(offers, &r.Offers)
+	})
+	if err != nil {
+		return rec, fmt.Errorf("postgres: directory methods: %w", err)
+	}
+
+	scanProbe := func(row pgx.CollectableRow) (probeRow, error) {
+		var p probeRow
+		o := &p.Observation
+		err := row.Scan(&p.key, &p.methodID, &o.ProbedAt, &o.Outcome, &o.HTTPStatus, &o.LatencyMS,
+			&o.Network, &o.Asset, &o.PayTo, &o.Amount)
+		return p, err
+	}
+	rows, _ = tx.Query(ctx, `
+		SELECT '', method_id, probed_at, outcome, http_status, latency_ms, network, asset, pay_to, amount
+		FROM (SELECT *, row_number() OVER (PARTITION BY method_id ORDER BY probed_at DESC, id DESC) AS n
+			FROM probes) p
+		WHERE n = 1 OR probed_at > $1
+		ORDER BY method_id, probed_at DESC, id DESC`, now.Add(-trust.Window))
+	probes, err := pgx.CollectRows(rows, scanProbe)
+	if err != nil {
+		return rec, fmt.Errorf("postgres: directory probes: %w", err)
+	}
+	for _, p := range probes {
+		rec.Probes[p.methodID] = append(rec.Probes[p.methodID], p.Observation)
+	}
+	rows, _ = tx.Query(ctx, `
+		SELECT hostname, method_id, probed_at, outcome, http_status, latency_ms, network, asset, pay_to, amount
+		FROM (SELECT *, row_number() OVER (PARTITION BY hostname ORDER BY probed_at DESC, id DESC) AS n
+			FROM probes) p
+		WHERE n <= $1
+		ORDER BY hostname, probed_at DESC, id DESC`, HostProbeLimit)
+	probes, err = pgx.CollectRows(rows, scanProbe)
+	if err != nil {
+		return rec, fmt.Errorf("postgres: merchant probes: %w", err)
+	}
+	for _, p := range probes {
+		rec.HostProbes[p.key] = append(rec.HostProbes[p.key], p.Observation)
+	}
+
+	rows, _ = tx.Query(ctx, `
+		SELECT DISTINCT ON (hostname) hostname, verdict, reason, set_at, expires_at
+		FROM merchant_overrides
+		WHERE removed_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
+		ORDER BY hostname, set_at DESC, id DESC`, now)
+	var host string
+	var o directory.Override
+	_, err = pgx.ForEachRow(rows, []any{&host, &o.Verdict, &o.Reason, &o.SetAt, &o.ExpiresAt}, func() error {
+		c := o
+		c.SetAt = c.SetAt.UTC()
+		if c.ExpiresAt != nil {
+			t := c.ExpiresAt.UTC()
+			c.ExpiresAt = &t
+		}
+		rec.Overrides[host] = &c
+		return nil
+	})
+	if err != nil {
+		return rec, fmt.Errorf("postgres: directory overrides: %w", err)
+	}
+
+	rows, _ = tx.Query(ctx, `
+		SELECT hostname, count(*), count(*) FILTER (WHERE delivered)
+		FROM settled_payments GROUP BY hostname`)
+	var p Payments
+	_, err = pgx.ForEachRow(rows, []any{&host, &p.Settled, &p.Delivered}, func() error {
+		rec.Payments[host] = p
+		return nil
+	})
+	if err != nil {
+		return rec, fmt.Errorf("postgres: directory payments: %w", err)
+	}
+	return rec, nil
+}
+
+type probeRow struct {
+	key      string
+	methodID int64
+	trust.Observation
+}
