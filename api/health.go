@@ -1,0 +1,80 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/waystation/waystation/internal/directory"
+)
+
+type healthBody struct {
+	Status   string         `json:"status"`
+	Version  string         `json:"version"`
+	Snapshot healthSnapshot `json:"snapshot"`
+	Database string         `json:"database"`
+	Search   string         `json:"search"`
+}
+
+type healthSnapshot struct {
+	directory.Info
+	AgeSeconds int64 `json:"age_seconds"`
+	Methods    int   `json:"methods"`
+}
+
+// handleHealth answers 200 while the process serves, and says what is degraded: the
+// database, search, or a directory served from an old or empty snapshot.
+func (s *Server) handleHealth() http.Handler {
+	var mu sync.Mutex
+	var checked time.Time
+	var dbErr error
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// One ping a second at most, however hard /health is polled.
+		mu.Lock()
+		if time.Since(checked) > time.Second {
+			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+			dbErr = s.db.Ping(ctx)
+			cancel()
+			checked = time.Now()
+		}
+		err := dbErr
+		mu.Unlock()
+
+		snap := s.snapshots.Current()
+		info := snap.Info()
+		b := healthBody{
+			Status: "ok", Version: Version, Database: "ok", Search: "unavailable",
+			Snapshot: healthSnapshot{Info: info, AgeSeconds: int64(time.Since(info.GeneratedAt).Seconds()), Methods: snap.Len()},
+		}
+		if err != nil {
+			b.Database = "unavailable"
+			b.Status = "degraded"
+		}
+		if b.Search != "ok" || snap.Len() == 0 {
+			b.Status = "degraded"
+		}
+		body, _ := json.Marshal(b)
+		h := w.Header()
+		h["Content-Type"] = hdrJSON
+		h["Cache-Control"] = []string{"no-store"}
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+		if r.Method != http.MethodHead {
+			w.Write(body)
+		}
+	})
+}
+
+// handleOpenAPI serves the OpenAPI document.
+func (s *Server) handleOpenAPI() http.Handler {
+	res := directory.NewResource(openapiJSON)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if prob := noParameters(r.URL.RawQuery); prob != nil {
+			s.error(w, r, prob)
+			return
+		}
+		serveResource(w, r, res)
+	})
+}

@@ -1,0 +1,9 @@
+package api
+
+import _ "embed"
+
+// openapiJSON is the OpenAPI 3.1.0 document served at /openapi.json and
+// /docs/openapi.json. It is validated by the tests in package openapitest.
+//
+//go:embed openapi.json
+var openapiJSON []byte

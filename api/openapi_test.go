@@ -1,0 +1,68 @@
+package api_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/waystation/waystation/api/openapitest"
+)
+
+// TestLiveResponsesMatchTheOpenAPIDocument sends every kind of directory request
+// through the real router and validates status, headers and body against the
+// document the service itself serves.
+func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	e := newEnv(t)
+	snap := e.snaps.Current()
+	slug, host := snap.Methods()[0].Slug, snap.Methods()[0].Hostname
+	served := e.get(base + "/openapi.json")
+	if served.StatusCode != 200 || !strings.Contains(string(served.body), `"openapi": "3.1.0"`) && !strings.Contains(string(served.body), `"openapi":"3.1.0"`) {
+		t.Fatalf("openapi.json: %d", served.StatusCode)
+	}
+	if docs := e.get(base + "/docs/openapi.json"); string(docs.body) != string(served.body) {
+		t.Fatal("/docs/openapi.json differs from /openapi.json")
+	}
+
+	targets := []string{
+		base + "/health",
+		base + "/openapi.json",
+		services,
+		services + "?category=blockchain,finance&verdict=proceed,caution&payable=true&limit=5&offset=1",
+		services + "?kind=checkout",
+		services + "?hostname=" + host,
+		services + "?q=ethereum",
+		services + "?verified=true",
+		services + "?nope=1",
+		services + "?limit=0",
+		services + "?q=" + strings.Repeat("x", 1100),
+		services + "/" + slug,
+		services + "/missing",
+		base + "/api/public/v1/merchants/" + host,
+		base + "/api/public/v1/merchants/unknown.example",
+		base + "/api/public/v1/merchants/bad_host!",
+		base + "/no/such/route",
+	}
+	for _, m := range snap.Methods() {
+		targets = append(targets, services+"/"+m.Slug)
+	}
+	for _, h := range snap.Hostnames() {
+		targets = append(targets, base+"/api/public/v1/merchants/"+h)
+	}
+	check := func(method, target string, header ...string) {
+		req := httptest.NewRequest(method, target, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		r := e.do(method, target, header...)
+		doc.CheckResponse(t, req, r.Response, r.body)
+	}
+	for _, target := range targets {
+		check(http.MethodGet, target)
+	}
+	check(http.MethodGet, services, "Accept-Encoding", "gzip")
+	check(http.MethodOptions, services)
+	check(http.MethodPost, services)
+	check(http.MethodHead, services+"/"+slug)
+}

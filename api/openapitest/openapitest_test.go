@@ -1,0 +1,735 @@
+package openapitest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const docPath = "../openapi.json"
+
+// ---------------------------------------------------------------- sample bodies
+// Built by hand from the examples of CONTRACT.md.
+
+const listingItem = `{
+  "slug": "onesource-block-number",
+  "name": "Latest block number",
+  "provider": "OneSource",
+  "hostname": "api.onesource.io",
+  "description": "Latest Ethereum block height.",
+  "category": "blockchain",
+  "kind": "x402",
+  "payable": true,
+  "endpoint": {"method": "GET", "url": "https://api.onesource.io/api/chain/block-number"},
+  "trust": {
+    "verdict": "proceed",
+    "score": 91,
+    "advisory": true,
+    "probe": {
+      "outcome": "payment_required",
+      "probed_at": "2026-11-21T10:00:00Z",
+      "age_seconds": 3600,
+      "network": "eip155:8453",
+      "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      "asset_symbol": "USDC",
+      "price": {"amount": "1000", "decimals": 6, "value": "0.001"}
+    },
+    "override": null
+  },
+  "stats": {"settled_payments": 42, "delivered": 41, "delivery_rate": 0.9762}
+}`
+
+// neverProbed is a listing item of a method never probed: nulls everywhere allowed.
+const neverProbed = `{
+  "slug": "acme-weather-now",
+  "name": "Current weather",
+  "provider": "Acme",
+  "hostname": "xn--mnchen-3ya.example",
+  "description": "",
+  "category": "weather",
+  "kind": "checkout",
+  "payable": false,
+  "endpoint": {"method": "POST", "url": "https://xn--mnchen-3ya.example/v1/now"},
+  "trust": {"verdict": "unknown", "score": null, "advisory": true, "probe": null,
+            "override": {"verdict": "avoid", "reason": "Reported by operator.", "set_at": "2026-11-20T08:00:00Z", "expires_at": null}},
+  "stats": null
+}`
+
+const guidance = `{
+  "summary": "GET the latest block number; pay the 402 offer through the service.",
+  "request": {"method": "GET", "url": "https://api.onesource.io/api/chain/block-number",
+              "query": {}, "headers": {"Accept": "application/json"}, "body_schema": null, "example": null},
+  "response": {"mime_type": "application/json", "schema": {"type": "object"}},
+  "payment": {"via": "approval request"},
+  "notes": ["Prices are per call."]
+}`
+
+const snapshotRef = `{"id": "s-2026-11-21T10", "generated_at": "2026-11-21T10:00:00Z"}`
+
+var (
+	listBody = `{"object": "list", "items": [` + listingItem + `, ` + neverProbed + `], "count": 2, "total": 134, "offset": 0,
+  "facets": {"category": [{"value": "blockchain", "count": 12}, {"value": "weather", "count": 3}],
+             "verdict": [{"value": "proceed", "count": 80}], "kind": [{"value": "x402", "count": 100}],
+             "payable": [{"value": "true", "count": 90}, {"value": "false", "count": 44}]},
+  "snapshot": ` + snapshotRef + `}`
+	listMinimalBody = `{"object": "list", "items": [], "count": 0, "total": 0, "offset": 40,
+  "facets": {"category": []}, "snapshot": ` + snapshotRef + `}`
+	searchBody = `{"object": "search", "query": "ethereum block height", "match": "semantic",
+  "model": "builtin:lexhash-v1", "degraded": false,
+  "items": [` + withMember(listingItem, "similarity", 0.8123) + `], "count": 1}`
+	searchNoneBody = `{"object": "search", "query": "knitting patterns", "match": "none",
+  "model": "builtin:lexhash-v1", "degraded": true, "items": [], "count": 0}`
+	searchExactBody = `{"object": "search", "query": "OneSource", "match": "provider",
+  "model": null, "degraded": false, "items": [` + withMember(listingItem, "similarity", nil) + `], "count": 1}`
+	detailBody   = withMember(listingItem, "guidance", json.RawMessage(guidance))
+	merchantBody = `{
+  "hostname": "api.onesource.io",
+  "providers": ["OneSource"],
+  "trust": ` + member(listingItem, "trust") + `,
+  "stats": null,
+  "methods": [{"slug": "onesource-block-number", "name": "Latest block number", "category": "blockchain", "payable": true}],
+  "probes": [
+    {"outcome": "payment_required", "probed_at": "2026-11-21T10:00:00Z", "http_status": 402, "latency_ms": 120,
+     "network": "eip155:8453", "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+     "price": {"amount": "1000", "decimals": 6, "value": "0.001"}},
+    {"outcome": "timeout", "probed_at": "2026-11-20T10:00:00Z", "http_status": null, "latency_ms": null,
+     "network": null, "asset": null, "price": null},
+    {"outcome": "some_future_outcome", "probed_at": "2026-11-19T10:00:00Z", "http_status": 200, "latency_ms": 80,
+     "network": null, "asset": null, "price": {"amount": "5", "decimals": null, "value": null}}
+  ]
+}`
+	healthBody = `{"status": "degraded", "version": "1.1.0",
+  "snapshot": {"id": "s-2026-11-21T10", "generated_at": "2026-11-21T10:00:00Z", "age_seconds": 120, "methods": 134},
+  "database": "ok", "search": "unavailable"}`
+)
+
+func problem(status int, code, param string) string {
+	p := map[string]any{
+		"type": "/problems/" + strings.ReplaceAll(code, "_", "-"), "title": "Some title",
+		"status": status, "code": code, "detail": "Some detail.", "instance": "/functions/v1/api/x",
+	}
+	if param != "" {
+		p["parameter"] = param
+	}
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// member returns the JSON of one top-level member of obj.
+func member(obj, name string) string {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(obj), &m); err != nil {
+		panic(err)
+	}
+	return string(m[name])
+}
+
+// elem returns the JSON of element i of a JSON array.
+func elem(arr string, i int) string {
+	var a []json.RawMessage
+	if err := json.Unmarshal([]byte(arr), &a); err != nil {
+		panic(err)
+	}
+	return string(a[i])
+}
+
+// withMember returns obj with a member set.
+func withMember(obj, name string, v any) string {
+	return mutate(obj, func(m map[string]any) { m[name] = v })
+}
+
+// mutate decodes a JSON object, lets f change it, and encodes it again.
+func mutate(body string, f func(m map[string]any)) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		panic(fmt.Sprintf("%v in %s", err, body))
+	}
+	f(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func obj(m map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		switch v := m[p].(type) {
+		case map[string]any:
+			m = v
+		case []any:
+			m = v[0].(map[string]any)
+		default:
+			panic("no object at " + p)
+		}
+	}
+	return m
+}
+
+// ---------------------------------------------------------------- sample responses
+
+type sample struct {
+	name   string
+	method string
+	target string // below the base path
+	status int
+	header http.Header
+	body   string
+}
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+const (
+	jsonCT    = "application/json; charset=utf-8"
+	problemCT = "application/problem+json"
+)
+
+// ok200 are the headers of a directory 200.
+func ok200() http.Header {
+	return hdr("Content-Type", jsonCT, "ETag", `"3f9a1c0e5b7d2a48"`, "Cache-Control", "public, max-age=300",
+		"Vary", "Accept-Encoding", "Access-Control-Allow-Origin", "*",
+		"Access-Control-Expose-Headers", "ETag, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset")
+}
+
+func cacheableProblem() http.Header {
+	return hdr("Content-Type", problemCT, "Cache-Control", "public, max-age=300", "Access-Control-Allow-Origin", "*")
+}
+
+func noStoreProblem() http.Header {
+	return hdr("Content-Type", problemCT, "Cache-Control", "no-store", "Access-Control-Allow-Origin", "*",
+		"Retry-After", "30")
+}
+
+func notModified() http.Header {
+	return hdr("ETag", `"3f9a1c0e5b7d2a48"`, "Cache-Control", "public, max-age=300", "Vary", "Accept-Encoding",
+		"Access-Control-Allow-Origin", "*")
+}
+
+func preflight() http.Header {
+	return hdr("Access-Control-Allow-Origin", "*", "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS",
+		"Access-Control-Allow-Headers", "Accept, Accept-Encoding, Authorization, Content-Type, If-None-Match",
+		"Access-Control-Max-Age", "86400", "Allow", "GET, HEAD, OPTIONS", "Cache-Control", "public, max-age=300")
+}
+
+func with(h http.Header, kv ...string) http.Header {
+	h = h.Clone()
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			h.Del(kv[i])
+		} else {
+			h.Set(kv[i], kv[i+1])
+		}
+	}
+	return h
+}
+
+func goodSamples(t *testing.T) []sample {
+	openapi, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []sample{
+		{"health", "GET", "/health", 200, hdr("Content-Type", jsonCT, "Cache-Control", "no-store", "Access-Control-Allow-Origin", "*"), healthBody},
+		{"health head", "HEAD", "/health", 200, hdr("Content-Type", jsonCT, "Access-Control-Allow-Origin", "*"), ""},
+		{"health preflight", "OPTIONS", "/health", 204, preflight(), ""},
+		{"openapi", "GET", "/openapi.json", 200, ok200(), string(openapi)},
+		{"openapi docs", "GET", "/docs/openapi.json", 200, ok200(), string(openapi)},
+		{"openapi 304", "GET", "/openapi.json", 304, notModified(), ""},
+		{"openapi unknown parameter", "GET", "/openapi.json?x=1", 400, cacheableProblem(), problem(400, "unknown_parameter", "x")},
+		{"list", "GET", "/api/public/v1/services", 200, ok200(), listBody},
+		{"list filtered", "GET", "/api/public/v1/services?category=weather&offset=40", 200, ok200(), listMinimalBody},
+		{"list head", "HEAD", "/api/public/v1/services", 200, ok200(), ""},
+		{"list 304", "GET", "/api/public/v1/services", 304, notModified(), ""},
+		{"list preflight", "OPTIONS", "/api/public/v1/services", 204, preflight(), ""},
+		{"search", "GET", "/api/public/v1/services?q=ethereum+block+height", 200,
+			with(ok200(), "RateLimit-Limit", "60", "RateLimit-Remaining", "59", "RateLimit-Reset", "60"), searchBody},
+		{"search none", "GET", "/api/public/v1/services?q=knitting+patterns", 200, ok200(), searchNoneBody},
+		{"search exact", "GET", "/api/public/v1/services?q=OneSource", 200, ok200(), searchExactBody},
+		{"verified", "GET", "/api/public/v1/services?verified", 400, cacheableProblem(), problem(400, "verified_reserved", "verified")},
+		{"query too long", "GET", "/api/public/v1/services?q=" + strings.Repeat("a", 1025), 400, cacheableProblem(), problem(400, "query_too_long", "q")},
+		{"invalid parameter", "GET", "/api/public/v1/services?limit=0", 400, cacheableProblem(), problem(400, "invalid_parameter", "limit")},
+		{"unknown parameter head", "HEAD", "/api/public/v1/services?x=1", 400, cacheableProblem(), ""},
+		{"rate limited", "GET", "/api/public/v1/services?q=x", 429,
+			with(noStoreProblem(), "RateLimit-Limit", "60", "RateLimit-Remaining", "0", "RateLimit-Reset", "30"), problem(429, "rate_limited", "")},
+		{"allowance exhausted", "GET", "/api/public/v1/services?q=x", 503, noStoreProblem(), problem(503, "search_allowance_exhausted", "")},
+		{"search unavailable", "GET", "/api/public/v1/services?q=x", 503, noStoreProblem(), problem(503, "search_unavailable", "")},
+		{"slug", "GET", "/api/public/v1/services/onesource-block-number", 200, ok200(), detailBody},
+		{"slug head", "HEAD", "/api/public/v1/services/onesource-block-number", 200, ok200(), ""},
+		{"slug 304", "GET", "/api/public/v1/services/onesource-block-number", 304, notModified(), ""},
+		{"slug preflight", "OPTIONS", "/api/public/v1/services/onesource-block-number", 204, preflight(), ""},
+		{"slug not found", "GET", "/api/public/v1/services/nope", 404, cacheableProblem(), problem(404, "not_found", "")},
+		{"slug not found head", "HEAD", "/api/public/v1/services/nope", 404, cacheableProblem(), ""},
+		{"slug parameter", "GET", "/api/public/v1/services/onesource-block-number?verified=1", 400, cacheableProblem(), problem(400, "verified_reserved", "verified")},
+		{"merchant", "GET", "/api/public/v1/merchants/api.onesource.io", 200, ok200(), merchantBody},
+		{"merchant idn", "GET", "/api/public/v1/merchants/M%C3%BCnchen.example.", 200, ok200(),
+			mutate(merchantBody, func(m map[string]any) { m["hostname"] = "xn--mnchen-3ya.example" })},
+		{"merchant preflight", "OPTIONS", "/api/public/v1/merchants/api.onesource.io", 204, preflight(), ""},
+		{"merchant invalid", "GET", "/api/public/v1/merchants/not_a_host!", 400, cacheableProblem(), problem(400, "invalid_parameter", "hostname")},
+		{"merchant not found", "GET", "/api/public/v1/merchants/unknown.example", 404, cacheableProblem(), problem(404, "not_found", "")},
+		{"unknown path", "GET", "/api/public/v1/nothing", 404, cacheableProblem(), problem(404, "not_found", "")},
+		{"unknown path outside directory", "GET", "/nothing", 404, hdr("Content-Type", problemCT), problem(404, "not_found", "")},
+		{"trailing slash", "GET", "/api/public/v1/services/", 404, cacheableProblem(), problem(404, "not_found", "")},
+		{"post", "POST", "/api/public/v1/services", 405,
+			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS", "Access-Control-Allow-Origin", "*"), problem(405, "method_not_allowed", "")},
+		{"delete head-less", "DELETE", "/api/public/v1/merchants/api.onesource.io", 405,
+			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), problem(405, "method_not_allowed", "")},
+	}
+}
+
+func request(s sample) *http.Request {
+	return httptest.NewRequest(s.method, "http://waystation.test"+BasePath+s.target, nil)
+}
+
+func response(s sample) *http.Response {
+	return &http.Response{StatusCode: s.status, Status: fmt.Sprintf("%d %s", s.status, http.StatusText(s.status)),
+		Header: s.header, Body: http.NoBody}
+}
+
+func check(d *Doc, s sample) []error {
+	return d.ResponseErrors(request(s), response(s), []byte(s.body))
+}
+
+// ---------------------------------------------------------------- tests
+
+func TestDocument(t *testing.T) {
+	d := Load(t, docPath)
+	m := d.Model()
+	if m.Version != "3.1.0" || m.Info.Title != "Waystation API" || m.Info.Version != "1.1.0" {
+		t.Errorf("openapi %q, info %q %q", m.Version, m.Info.Title, m.Info.Version)
+	}
+	if len(m.Servers) != 1 || m.Servers[0].URL != BasePath {
+		t.Errorf("servers: %v", m.Servers)
+	}
+	for _, p := range []string{"/health", "/openapi.json", "/docs/openapi.json", "/api/public/v1/services",
+		"/api/public/v1/services/{slug}", "/api/public/v1/merchants/{hostname}"} {
+		item := m.Paths.PathItems.GetOrZero(p)
+		if item == nil {
+			t.Errorf("path %s missing", p)
+			continue
+		}
+		if item.Get == nil || item.Head == nil || item.Options == nil {
+			t.Errorf("%s: want GET, HEAD and OPTIONS", p)
+		}
+		if item.Options != nil && item.Options.Responses.Codes.GetOrZero("204") == nil {
+			t.Errorf("%s: OPTIONS has no 204", p)
+		}
+		if item.Post != nil || item.Put != nil || item.Patch != nil || item.Delete != nil {
+			t.Errorf("%s: the public routes are read-only", p)
+		}
+	}
+	var params []string
+	for _, p := range m.Paths.PathItems.GetOrZero("/api/public/v1/services").Get.Parameters {
+		if p.In == "query" {
+			params = append(params, p.Name)
+		}
+	}
+	if want := []string{"q", "category", "verdict", "kind", "payable", "hostname", "limit", "offset", "verified"}; !slices.Equal(params, want) {
+		t.Errorf("services parameters %v, want %v", params, want)
+	}
+	if s := m.Components.SecuritySchemes.GetOrZero("bearer"); s == nil || s.Type != "http" || s.Scheme != "bearer" {
+		t.Errorf("securitySchemes.bearer: %+v", s)
+	}
+	enum := func(name string) []string {
+		var out []string
+		for _, n := range m.Components.Schemas.GetOrZero(name).Schema().Enum {
+			out = append(out, n.Value)
+		}
+		return out
+	}
+	wantCodes := []string{"verified_reserved", "query_too_long", "invalid_parameter", "unknown_parameter", "not_found",
+		"method_not_allowed", "rate_limited", "search_allowance_exhausted", "search_unavailable"}
+	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
+		t.Errorf("problem codes %v", got)
+	}
+	if got := enum("Kind"); !slices.Equal(got, []string{"x402", "checkout", "subscription", "account"}) {
+		t.Errorf("kinds %v", got)
+	}
+	if got := enum("Verdict"); !slices.Equal(got, []string{"proceed", "caution", "avoid", "unknown"}) {
+		t.Errorf("verdicts %v", got)
+	}
+	if got := enum("Category"); len(got) != 16 || !slices.Contains(got, "weather") || !slices.Contains(got, "other") {
+		t.Errorf("categories %v", got)
+	}
+	for _, name := range []string{"ListingItem", "Trust", "Probe", "Price", "Override", "Stats", "Guidance",
+		"MethodDetail", "List", "Search", "Merchant", "Health", "Problem"} {
+		if m.Components.Schemas.GetOrZero(name) == nil {
+			t.Errorf("components.schemas.%s missing", name)
+		}
+	}
+	var listing []string
+	for k := range m.Components.Schemas.GetOrZero("ListingItem").Schema().Properties.KeysFromOldest() {
+		listing = append(listing, k)
+	}
+	if want := []string{"slug", "name", "provider", "hostname", "description", "category", "kind", "payable",
+		"endpoint", "trust", "stats"}; !slices.Equal(listing, want) {
+		t.Errorf("ListingItem properties %v", listing)
+	}
+}
+
+// TestBrokenDocuments proves the document validation bites: each change makes an
+// otherwise valid document invalid.
+func TestBrokenDocuments(t *testing.T) {
+	data, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := func(m map[string]any) map[string]any { return obj(m, "components", "schemas") }
+	cases := map[string]func(m map[string]any){
+		"unchanged":          nil,
+		"not 3.1":            func(m map[string]any) { m["openapi"] = "3.0.3" },
+		"no info.title":      func(m map[string]any) { delete(obj(m, "info"), "title") },
+		"unknown root field": func(m map[string]any) { m["extra"] = true },
+		"no paths object":    func(m map[string]any) { m["paths"] = []any{} },
+		"bad status key": func(m map[string]any) {
+			r := obj(m, "paths", "/health", "get", "responses")
+			r["2000"] = r["200"]
+		},
+		"parameter without in": func(m map[string]any) { delete(obj(m, "components", "parameters", "q"), "in") },
+		"bad schema type": func(m map[string]any) {
+			obj(schemas(m), "Stats", "properties", "delivered")["type"] = "integr"
+		},
+		"bad inline schema": func(m map[string]any) {
+			obj(m, "components", "headers", "RetryAfter", "schema")["minimum"] = "zero"
+		},
+		"dangling $ref": func(m map[string]any) {
+			obj(schemas(m), "List", "properties", "facets")["$ref"] = "#/components/schemas/Nope"
+		},
+		"undeclared path parameter": func(m map[string]any) {
+			delete(obj(m, "paths", "/api/public/v1/services/{slug}"), "parameters")
+		},
+		"duplicate operationId": func(m map[string]any) {
+			obj(m, "paths", "/health", "get")["operationId"] = "getMerchant"
+		},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatal(err)
+			}
+			if f != nil {
+				f(m)
+			}
+			b, _ := json.Marshal(m)
+			_, err := Parse(b)
+			switch {
+			case f == nil && err != nil:
+				t.Fatalf("the unchanged document is rejected: %v", err)
+			case f != nil && err == nil:
+				t.Fatal("the broken document is accepted")
+			case err != nil:
+				t.Logf("rejected: %.300s", err)
+			}
+		})
+	}
+	if _, err := Parse([]byte(`{"openapi": "3.1.0", `)); err == nil {
+		t.Error("truncated JSON accepted")
+	}
+
+	// Load fails the test on a broken file.
+	path := filepath.Join(t.TempDir(), "openapi.json")
+	if err := os.WriteFile(path, []byte(`{"openapi": "3.1.0", "info": {"version": "1"}, "paths": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ft := runTB(func(tb testing.TB) { Load(tb, path) })
+	if !ft.fatal || len(ft.msgs) == 0 {
+		t.Errorf("Load of a broken document did not fail the test: %+v", ft)
+	}
+}
+
+func TestGoodResponses(t *testing.T) {
+	d := Load(t, docPath)
+	for _, s := range goodSamples(t) {
+		t.Run(s.name, func(t *testing.T) {
+			if errs := check(d, s); len(errs) > 0 {
+				for _, err := range errs {
+					t.Error(err)
+				}
+			}
+			d.CheckResponse(t, request(s), response(s), []byte(s.body))
+		})
+	}
+}
+
+func TestGzipResponse(t *testing.T) {
+	d := Load(t, docPath)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(listBody))
+	zw.Close()
+	s := sample{"gzip", "GET", "/api/public/v1/services", 200, with(ok200(), "Content-Encoding", "gzip"), buf.String()}
+	if errs := check(d, s); len(errs) > 0 {
+		t.Errorf("gzip list rejected: %v", errs)
+	}
+	s.body = strings.Replace(listBody, `"count": 2`, `"count": "2"`, 1)
+	var bad bytes.Buffer
+	zw = gzip.NewWriter(&bad)
+	zw.Write([]byte(s.body))
+	zw.Close()
+	s.body = bad.String()
+	if errs := check(d, s); len(errs) == 0 {
+		t.Error("gzip list with a wrong type accepted")
+	}
+}
+
+// TestBadResponses proves the response checks bite: each response breaks the
+// contract in one way and must be reported.
+func TestBadResponses(t *testing.T) {
+	d := Load(t, docPath)
+	list := func(f func(m map[string]any)) string { return mutate(listBody, f) }
+	item := func(f func(m map[string]any)) string {
+		return list(func(m map[string]any) { f(obj(m, "items")) })
+	}
+	svc := "/api/public/v1/services"
+	slug := svc + "/onesource-block-number"
+	merchant := "/api/public/v1/merchants/api.onesource.io"
+	cases := []sample{
+		// Stray fields.
+		{"list item with guidance", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["guidance"] = map[string]any{} })},
+		{"list item with stray field", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["rank"] = 1 })},
+		{"list item with similarity", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["similarity"] = 0.5 })},
+		{"stray trust field", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust")["verified"] = true })},
+		{"stray probe field", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust", "probe")["raw"] = "x" })},
+		{"stray list field", "GET", svc, 200, ok200(), list(func(m map[string]any) { m["next"] = "x" })},
+		{"stray facet", "GET", svc, 200, ok200(), list(func(m map[string]any) { obj(m, "facets")["provider"] = []any{} })},
+		{"stray merchant probe field", "GET", merchant, 200, ok200(),
+			mutate(merchantBody, func(m map[string]any) { obj(m, "probes")["body"] = "x" })},
+		{"stray health field", "GET", "/health", 200, hdr("Content-Type", jsonCT, "Access-Control-Allow-Origin", "*"),
+			mutate(healthBody, func(m map[string]any) { m["uptime"] = 3 })},
+		{"stray problem field", "GET", svc + "?verified", 400, cacheableProblem(),
+			mutate(problem(400, "verified_reserved", "verified"), func(m map[string]any) { m["debug"] = "r1" })},
+		// Wrong types and values.
+		{"score as string", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust")["score"] = "91" })},
+		{"score over 100", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust")["score"] = 101 })},
+		{"advisory false", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust")["advisory"] = false })},
+		{"unknown verdict", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust")["verdict"] = "verified" })},
+		{"unknown category", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["category"] = "crypto" })},
+		{"unknown kind", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["kind"] = "invoice" })},
+		{"payable as string", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["payable"] = "true" })},
+		{"bad slug", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["slug"] = "OneSource Block" })},
+		{"hostname with port", "GET", svc, 200, ok200(), item(func(m map[string]any) { m["hostname"] = "api.onesource.io:443" })},
+		{"stats under the floor", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "stats")["settled_payments"] = 4 })},
+		{"stats incomplete", "GET", svc, 200, ok200(), item(func(m map[string]any) { delete(obj(m, "stats"), "delivered") })},
+		{"decimals as string", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust", "probe", "price")["decimals"] = "6" })},
+		{"price missing value", "GET", svc, 200, ok200(), item(func(m map[string]any) { delete(obj(m, "trust", "probe", "price"), "value") })},
+		{"bad probed_at", "GET", svc, 200, ok200(), item(func(m map[string]any) { obj(m, "trust", "probe")["probed_at"] = "yesterday" })},
+		{"missing stats", "GET", svc, 200, ok200(), item(func(m map[string]any) { delete(m, "stats") })},
+		{"missing facets.category", "GET", svc, 200, ok200(), list(func(m map[string]any) { delete(obj(m, "facets"), "category") })},
+		{"wrong object", "GET", svc, 200, ok200(), list(func(m map[string]any) { m["object"] = "page" })},
+		{"count as string", "GET", svc, 200, ok200(), list(func(m map[string]any) { m["count"] = "2" })},
+		{"search item without similarity", "GET", svc + "?q=x", 200, ok200(), mutate(searchBody, func(m map[string]any) {
+			delete(obj(m, "items"), "similarity")
+		})},
+		{"unknown match", "GET", svc + "?q=x", 200, ok200(), mutate(searchBody, func(m map[string]any) { m["match"] = "fuzzy" })},
+		{"detail without guidance", "GET", slug, 200, ok200(), listingItem},
+		{"detail with null guidance", "GET", slug, 200, ok200(), withMember(listingItem, "guidance", nil)},
+		{"merchant method stray field", "GET", merchant, 200, ok200(),
+			mutate(merchantBody, func(m map[string]any) { obj(m, "methods")["kind"] = "x402" })},
+		{"health status", "GET", "/health", 200, hdr("Content-Type", jsonCT, "Access-Control-Allow-Origin", "*"),
+			mutate(healthBody, func(m map[string]any) { m["status"] = "fine" })},
+		{"problem code unknown", "GET", svc + "?x=1", 400, cacheableProblem(), problem(400, "bad_request", "")},
+		{"problem code of another status", "GET", svc + "?x=1", 400, cacheableProblem(), problem(400, "not_found", "")},
+		{"problem status mismatch", "GET", svc + "?x=1", 400, cacheableProblem(), problem(404, "unknown_parameter", "x")},
+		{"problem without title", "GET", slug + "x", 404, cacheableProblem(),
+			mutate(problem(404, "not_found", ""), func(m map[string]any) { delete(m, "title") })},
+		{"not JSON", "GET", svc, 200, ok200(), `{"object": "list",`},
+		{"empty 200", "GET", svc, 200, ok200(), ""},
+		{"null 200", "GET", svc, 200, ok200(), "null"},
+		{"null merchant", "GET", merchant, 200, ok200(), "null"},
+		{"array 200", "GET", svc, 200, ok200(), "[]"},
+		{"null problem", "GET", svc + "?x=1", 400, cacheableProblem(), "null"},
+		// Status, media type and headers.
+		{"undocumented status", "GET", svc, 500, hdr("Content-Type", problemCT), problem(500, "internal", "")},
+		{"text/plain", "GET", svc, 200, with(ok200(), "Content-Type", "text/plain; charset=utf-8"), listBody},
+		{"json without charset", "GET", svc, 200, with(ok200(), "Content-Type", "application/json"), listBody},
+		{"problem as application/json", "GET", svc + "?verified", 400, with(cacheableProblem(), "Content-Type", jsonCT), problem(400, "verified_reserved", "verified")},
+		{"200 without ETag", "GET", svc, 200, with(ok200(), "ETag", ""), listBody},
+		{"weak ETag", "GET", svc, 200, with(ok200(), "ETag", `W/"3f9a"`), listBody},
+		{"200 not cacheable", "GET", svc, 200, with(ok200(), "Cache-Control", "no-store"), listBody},
+		{"200 without CORS", "GET", svc, 200, with(ok200(), "Access-Control-Allow-Origin", ""), listBody},
+		{"200 CORS for one origin", "GET", svc, 200, with(ok200(), "Access-Control-Allow-Origin", "https://a.example"), listBody},
+		{"200 without Vary", "GET", svc, 200, with(ok200(), "Vary", ""), listBody},
+		{"400 not cacheable", "GET", svc + "?verified", 400, with(cacheableProblem(), "Cache-Control", "no-store"), problem(400, "verified_reserved", "verified")},
+		{"429 without Retry-After", "GET", svc + "?q=x", 429, with(noStoreProblem(), "Retry-After", ""), problem(429, "rate_limited", "")},
+		{"429 cacheable", "GET", svc + "?q=x", 429, with(noStoreProblem(), "Cache-Control", "public, max-age=300"), problem(429, "rate_limited", "")},
+		{"503 Retry-After not seconds", "GET", svc + "?q=x", 503, with(noStoreProblem(), "Retry-After", "soon"), problem(503, "search_unavailable", "")},
+		{"304 without ETag", "GET", svc, 304, with(notModified(), "ETag", ""), ""},
+		{"304 with a body", "GET", svc, 304, notModified(), listBody},
+		{"HEAD with a body", "HEAD", svc, 200, ok200(), listBody},
+		{"preflight without Allow-Methods", "OPTIONS", svc, 204, with(preflight(), "Access-Control-Allow-Methods", ""), ""},
+		{"preflight allowing POST", "OPTIONS", svc, 204, with(preflight(), "Access-Control-Allow-Methods", "GET, POST"), ""},
+		{"preflight answered 200", "OPTIONS", svc, 200, preflight(), ""},
+		// Routes and methods the document does not describe.
+		{"unknown path answered", "GET", "/api/public/v1/sellers", 200, ok200(), listBody},
+		{"unknown path with a bad problem", "GET", "/api/public/v1/sellers", 404, cacheableProblem(), problem(404, "rate_limited", "")},
+		{"POST answered", "POST", svc, 200, ok200(), listBody},
+		{"405 without Allow", "PUT", svc, 405, hdr("Content-Type", problemCT), problem(405, "method_not_allowed", "")},
+		{"405 with a wrong Allow", "PUT", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, PUT"), problem(405, "method_not_allowed", "")},
+		{"405 with a bad body", "PATCH", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), `{"error": "no"}`},
+		{"outside the base path", "GET", "/../../other", 200, ok200(), listBody},
+	}
+	for _, s := range cases {
+		t.Run(s.name, func(t *testing.T) {
+			errs := check(d, s)
+			if len(errs) == 0 {
+				t.Fatalf("accepted")
+			}
+			t.Logf("rejected: %.300v", errs[0])
+		})
+	}
+
+	// CheckResponse reports through the test.
+	bad := cases[0]
+	ft := runTB(func(tb testing.TB) { d.CheckResponse(tb, request(bad), response(bad), []byte(bad.body)) })
+	if len(ft.msgs) == 0 || ft.fatal {
+		t.Errorf("CheckResponse did not report with Errorf: %+v", ft)
+	}
+}
+
+// TestSchemas validates a good sample of every component schema, and a bad one
+// of some, directly against components.schemas.
+func TestSchemas(t *testing.T) {
+	d := Load(t, docPath)
+	good := map[string][]string{
+		"Slug":           {`"onesource-block-number"`, `"a1"`},
+		"Hostname":       {`"api.onesource.io"`, `"xn--mnchen-3ya.example"`, `"localhost"`},
+		"Category":       {`"ai"`, `"other"`},
+		"Kind":           {`"x402"`, `"account"`},
+		"Verdict":        {`"proceed"`, `"unknown"`},
+		"Endpoint":       {member(listingItem, "endpoint")},
+		"Price":          {`{"amount": "1000", "decimals": 6, "value": "0.001"}`, `{"amount": null, "decimals": null, "value": null}`},
+		"ProbeOutcome":   {`"payment_required"`, `"blocked_address"`, `"a_new_outcome"`},
+		"Probe":          {member(member(listingItem, "trust"), "probe")},
+		"Override":       {`{"verdict": "avoid", "reason": "r", "set_at": "2026-11-20T08:00:00Z", "expires_at": "2026-12-20T08:00:00Z"}`},
+		"Trust":          {member(listingItem, "trust"), member(neverProbed, "trust")},
+		"Stats":          {member(listingItem, "stats")},
+		"ListingItem":    {listingItem, neverProbed},
+		"Guidance":       {guidance, `{}`},
+		"MethodDetail":   {detailBody},
+		"SearchItem":     {withMember(listingItem, "similarity", 0.5)},
+		"FacetValue":     {`{"value": "true", "count": 90}`},
+		"Facets":         {member(listBody, "facets"), `{"category": []}`},
+		"SnapshotRef":    {snapshotRef},
+		"List":           {listBody, listMinimalBody},
+		"Search":         {searchBody, searchNoneBody, searchExactBody},
+		"MerchantMethod": {`{"slug": "a", "name": "A", "category": "data", "payable": false}`},
+		"ProbeRecord":    {elem(member(merchantBody, "probes"), 0), elem(member(merchantBody, "probes"), 1)},
+		"Merchant":       {merchantBody},
+		"HealthSnapshot": {member(healthBody, "snapshot")},
+		"Health":         {healthBody},
+		"ProblemCode":    {`"verified_reserved"`, `"search_unavailable"`},
+		"Problem": {problem(400, "verified_reserved", "verified"),
+			`{"type": "/problems/not-found", "title": "Not found", "status": 404, "code": "not_found"}`},
+		"OpenAPIDocument": {mustRead(t, docPath)},
+	}
+	bad := map[string][]string{
+		"Slug":         {`"Bad_Slug"`, `"a--b"`, `""`},
+		"Hostname":     {`"API.onesource.io"`, `"api.onesource.io."`, `"a:80"`},
+		"Category":     {`"Weather"`},
+		"Price":        {`{"amount": 1000, "decimals": 6, "value": "0.001"}`, `{"amount": "1", "decimals": 6, "value": "0,1"}`},
+		"Stats":        {`null`, `{"settled_payments": 42, "delivered": 41, "delivery_rate": 1.5}`},
+		"ListingItem":  {withMember(listingItem, "guidance", map[string]any{})},
+		"MethodDetail": {withMember(detailBody, "similarity", 1)},
+		"Problem":      {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
+		"Health":       {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+	}
+	names := d.SchemaNames()
+	for _, name := range names {
+		if len(good[name]) == 0 {
+			t.Errorf("no good sample for components.schemas.%s", name)
+		}
+		for i, body := range good[name] {
+			if err := d.ValidateSchema(name, []byte(body)); err != nil {
+				t.Errorf("%s good sample %d rejected: %v", name, i, err)
+			}
+		}
+		for i, body := range bad[name] {
+			if err := d.ValidateSchema(name, []byte(body)); err == nil {
+				t.Errorf("%s bad sample %d accepted: %s", name, i, body)
+			}
+		}
+	}
+	for name := range good {
+		if !slices.Contains(names, name) {
+			t.Errorf("sample for missing schema %s", name)
+		}
+	}
+	if err := d.ValidateSchema("Nope", []byte(`{}`)); err == nil {
+		t.Error("ValidateSchema of a missing schema succeeded")
+	}
+}
+
+func TestConcurrentChecks(t *testing.T) {
+	d := Load(t, docPath)
+	samples := goodSamples(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		for _, s := range samples {
+			wg.Go(func() {
+				if errs := check(d, s); len(errs) > 0 {
+					t.Errorf("%s: %v", s.name, errs)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+func mustRead(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// ---------------------------------------------------------------- a recording testing.TB
+
+type fakeTB struct {
+	testing.TB // nil: only the methods below are called
+	mu         sync.Mutex
+	msgs       []string
+	fatal      bool
+}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.Errorf(format, args...)
+	f.mu.Lock()
+	f.fatal = true
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+// runTB runs f with a fakeTB in its own goroutine, so that Fatalf can stop it.
+func runTB(f func(tb testing.TB)) *fakeTB {
+	ft := &fakeTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(ft)
+	}()
+	<-done
+	return ft
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Problem is an error answered as RFC 9457 problem+json. Code is stable: clients
+// branch on it, and each has a human page at /problems/{code}.
+type Problem struct {
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Title     string `json:"title"`
+	Type      string `json:"type"`
+	Detail    string `json:"detail,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	Parameter string `json:"parameter,omitempty"`
+	RequestID string `json:"requestId,omitempty"`
+
+	// RetryAfter, in seconds, is sent as the Retry-After header when positive.
+	RetryAfter int `json:"-"`
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+// Problem codes of the directory and the service as a whole.
+const (
+	CodeVerifiedReserved   = "verified_reserved"
+	CodeQueryTooLong       = "query_too_long"
+	CodeInvalidParameter   = "invalid_parameter"
+	CodeUnknownParameter   = "unknown_parameter"
+	CodeNotFound           = "not_found"
+	CodeMethodNotAllowed   = "method_not_allowed"
+	CodeRateLimited        = "rate_limited"
+	CodeAllowanceExhausted = "search_allowance_exhausted"
+	CodeSearchUnavailable  = "search_unavailable"
+	CodeInternal           = "internal"
+)
+
+// problemKinds maps every code to its status and title, once.
+var problemKinds = map[string]struct {
+	status int
+	title  string
+}{
+	CodeVerifiedReserved:   {http.StatusBadRequest, "Parameter reserved"},
+	CodeQueryTooLong:       {http.StatusBadRequest, "Query too long"},
+	CodeInvalidParameter:   {http.StatusBadRequest, "Invalid parameter"},
+	CodeUnknownParameter:   {http.StatusBadRequest, "Unknown parameter"},
+	CodeNotFound:           {http.StatusNotFound, "Not found"},
+	CodeMethodNotAllowed:   {http.StatusMethodNotAllowed, "Method not allowed"},
+	CodeRateLimited:        {http.StatusTooManyRequests, "Rate limited"},
+	CodeAllowanceExhausted: {http.StatusServiceUnavailable, "Search allowance exhausted"},
+	CodeSearchUnavailable:  {http.StatusServiceUnavailable, "Search unavailable"},
+	CodeInternal:           {http.StatusInternalServerError, "Internal error"},
+}
+
+// ProblemCodes lists every code, for the problem pages and the OpenAPI document.
+func ProblemCodes() []string {
+	out := make([]string, 0, len(problemKinds))
+	for c := range problemKinds {
+		out = append(out, c)
+	}
+	return out
+}
+
+// problemf makes a problem of a known code.
+func problemf(code, detail string) *Problem {
+	k, ok := problemKinds[code]
+	if !ok {
+		k = problemKinds[CodeInternal]
+		code = CodeInternal
+	}
+	return &Problem{
+		Status: k.status, Code: code, Title: k.title, Detail: detail,
+		Type: "/problems/" + strings.ReplaceAll(code, "_", "-"),
+	}
+}
+
+// paramProblem is a problem about one query parameter.
+func paramProblem(code, param, detail string) *Problem {
+	p := problemf(code, detail)
+	p.Parameter = param
+	return p
+}
+
+// writeError answers err as problem+json. Anything that is not a *Problem is an
+// internal error: it is logged with the request id and its text is not shown.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var p *Problem
+	if !errors.As(err, &p) {
+		log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", requestID(r))
+		p = problemf(CodeInternal, "")
+	}
+	c := *p
+	c.Instance = r.URL.Path
+	c.RequestID = requestID(r)
+	body, _ := json.Marshal(c)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Del("ETag")
+	h.Del("Content-Encoding")
+	switch {
+	case c.Status == http.StatusTooManyRequests || c.Status >= 500:
+		h.Set("Cache-Control", "no-store")
+	case c.Status >= 400 && h.Get("Cache-Control") == "":
+		h.Set("Cache-Control", "no-store")
+	}
+	if c.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(c.RetryAfter))
+	}
+	w.WriteHeader(c.Status)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}

@@ -1,0 +1,152 @@
+package api
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/directory"
+)
+
+// MaxQueryBytes bounds q, in UTF-8 bytes after trimming.
+const MaxQueryBytes = 1024
+
+// maxPage bounds limit and offset: far above any catalog, low enough to stay an int.
+const maxPage = 1_000_000
+
+// servicesQuery is a parsed query string of GET /api/public/v1/services.
+type servicesQuery struct {
+	Q      string // empty: the list
+	Search bool
+	Filter directory.Filter
+}
+
+var servicesParams = []string{"q", "category", "verdict", "kind", "payable", "hostname", "limit", "offset"}
+
+// parseServicesQuery reads the raw query string strictly: nothing silently means less
+// than it says, so `verified` in any form, an unknown or repeated parameter and a
+// malformed value are refused.
+func parseServicesQuery(raw string) (servicesQuery, *Problem) {
+	var sq servicesQuery
+	type pair struct{ key, rawKey, value string }
+	var pairs []pair
+	for seg := range strings.SplitSeq(raw, "&") {
+		if seg == "" {
+			continue
+		}
+		rawKey, rawValue, _ := strings.Cut(seg, "=")
+		key, err := url.QueryUnescape(rawKey)
+		if err != nil {
+			return sq, paramProblem(CodeInvalidParameter, rawKey, "The parameter name is not valid percent-encoding.")
+		}
+		if strings.EqualFold(strings.TrimSpace(key), "verified") {
+			return sq, paramProblem(CodeVerifiedReserved, "verified",
+				"The verified parameter is reserved for a future verified badge and is refused so that no request silently means less than it says. Use verdict=proceed for the closest filter.")
+		}
+		value, err := url.QueryUnescape(rawValue)
+		if err != nil {
+			return sq, paramProblem(CodeInvalidParameter, key, "The value is not valid percent-encoding.")
+		}
+		pairs = append(pairs, pair{key, rawKey, value})
+	}
+	seen := make(map[string]bool, len(pairs))
+	for _, p := range pairs {
+		if !slices.Contains(servicesParams, p.key) {
+			return sq, paramProblem(CodeUnknownParameter, p.key,
+				"This route takes only q, category, verdict, kind, payable, hostname, limit and offset.")
+		}
+		if seen[p.key] {
+			return sq, paramProblem(CodeUnknownParameter, p.key,
+				"The parameter is repeated; give several values as one comma-separated list.")
+		}
+		seen[p.key] = true
+	}
+	f := &sq.Filter
+	for _, p := range pairs {
+		var prob *Problem
+		switch p.key {
+		case "q":
+			sq.Search = true
+			sq.Q, prob = parseQ(p.value)
+		case "category":
+			f.Categories, prob = parseList(p.key, p.value, catalog.Categories)
+		case "verdict":
+			f.Verdicts, prob = parseList(p.key, p.value, directory.Verdicts)
+		case "kind":
+			f.Kinds, prob = parseList(p.key, p.value, catalog.Kinds)
+		case "payable":
+			var b bool
+			b, prob = parseBool(p.key, p.value)
+			f.Payable = &b
+		case "hostname":
+			h, err := catalog.NormalizeHostname(p.value)
+			if err != nil {
+				prob = paramProblem(CodeInvalidParameter, p.key, "The hostname is not a valid hostname: "+err.Error()+".")
+			}
+			f.Hostname = h
+		case "limit":
+			f.Limit, prob = parseInt(p.key, p.value, 1)
+		case "offset":
+			f.Offset, prob = parseInt(p.key, p.value, 0)
+		}
+		if prob != nil {
+			return sq, prob
+		}
+	}
+	if sq.Search && f.Offset != 0 {
+		return sq, paramProblem(CodeInvalidParameter, "offset", "Search returns at most three methods: offset applies only to the list.")
+	}
+	return sq, nil
+}
+
+func parseQ(v string) (string, *Problem) {
+	if !utf8.ValidString(v) {
+		return "", paramProblem(CodeInvalidParameter, "q", "The query is not valid UTF-8.")
+	}
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return "", paramProblem(CodeInvalidParameter, "q", "The query is empty; leave q out for the list.")
+	case len(v) > MaxQueryBytes:
+		return "", paramProblem(CodeQueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is 1024.")
+	}
+	return v, nil
+}
+
+// parseList reads a comma-separated list of allowed values, any case.
+func parseList(key, v string, allowed []string) ([]string, *Problem) {
+	var out []string
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.ToLower(strings.TrimSpace(part))
+		if !slices.Contains(allowed, part) {
+			return nil, paramProblem(CodeInvalidParameter, key,
+				strconv.Quote(part)+" is not one of: "+strings.Join(allowed, ", ")+".")
+		}
+		if !slices.Contains(out, part) {
+			out = append(out, part)
+		}
+	}
+	return out, nil
+}
+
+func parseBool(key, v string) (bool, *Problem) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no":
+		return false, nil
+	}
+	return false, paramProblem(CodeInvalidParameter, key, "Use true or false (also 1/0, yes/no).")
+}
+
+func parseInt(key, v string, min int) (int, *Problem) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < min || n > maxPage {
+		return 0, paramProblem(CodeInvalidParameter, key,
+			"Use a whole number from "+strconv.Itoa(min)+" to "+strconv.Itoa(maxPage)+".")
+	}
+	return n, nil
+}

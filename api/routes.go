@@ -1,0 +1,52 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes is the whole HTTP surface of the API.
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.withRequestID, s.recoverer)
+	r.NotFound(s.handleNotFound)
+	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
+
+	r.Route(BasePath, func(r chi.Router) {
+		r.Handle("/health", s.publicRead(s.handleHealth()))
+		r.Handle("/openapi.json", s.publicRead(s.handleOpenAPI()))
+		r.Handle("/docs/openapi.json", s.publicRead(s.handleOpenAPI()))
+
+		// The public directory: key-less, read-only, cacheable, any origin.
+		r.Handle("/api/public/v1/services", s.publicRead(s.handleServices()))
+		r.Handle("/api/public/v1/services/{slug}", s.publicRead(s.handleService()))
+		r.Handle("/api/public/v1/merchants/{hostname}", s.publicRead(s.handleMerchant()))
+	})
+	return r
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	// A missing route is as cacheable, and as public, as the directory itself.
+	w.Header()["Access-Control-Allow-Origin"] = hdrAnyOrigin
+	w.Header()["Cache-Control"] = hdrCachePublic
+	s.error(w, r, problemf(CodeNotFound, "No route here; the API's routes are listed at "+BasePath+"/openapi.json."))
+}
+
+// handleMethodNotAllowed answers 405 with the Allow header listing the methods the
+// path does take, found by asking the router.
+func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, m := range methods {
+			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.error(w, r, problemf(CodeMethodNotAllowed, r.Method+" is not allowed here."))
+	}
+}

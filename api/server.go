@@ -1,0 +1,115 @@
+// Package api is the HTTP surface under /functions/v1/api: the public directory,
+// health and the OpenAPI document. routes.go lists every route.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/go-chi/chi/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/waystation/waystation/internal/directory"
+)
+
+// Version is the API contract's version.
+const Version = "1.1.0"
+
+// BasePath is where every API route hangs.
+const BasePath = "/functions/v1/api"
+
+// Snapshots hands out the current directory snapshot; it is never nil.
+type Snapshots interface {
+	Current() *directory.Snapshot
+}
+
+// Pinger tells whether the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config holds the server's settings.
+type Config struct {
+	// SearchRetryAfter is the Retry-After, in seconds, of a refused search.
+	SearchRetryAfter int
+	// ListCacheEntries bounds the cache of encoded filtered lists.
+	ListCacheEntries int
+}
+
+// Server answers the API. It holds no request state of its own beyond caches, so
+// any number of replicas can run side by side.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	snapshots Snapshots
+	db        Pinger
+	lists     *lru.Cache[string, *directory.Resource]
+	router    chi.Router
+
+	idPrefix string
+	idSeq    atomic.Uint64
+}
+
+// NewServer wires the routes.
+func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger) *Server {
+	if cfg.SearchRetryAfter <= 0 {
+		cfg.SearchRetryAfter = 60
+	}
+	if cfg.ListCacheEntries <= 0 {
+		cfg.ListCacheEntries = 2048
+	}
+	lists, _ := lru.New[string, *directory.Resource](cfg.ListCacheEntries)
+	var b [4]byte
+	rand.Read(b[:])
+	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-"}
+	s.router = s.routes()
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// requestID returns the id the server gave the request.
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// withRequestID numbers every request so that a logged error can be found from the
+// problem a client got.
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
+		w.Header()["X-Request-Id"] = []string{id}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// recoverer turns a panic into a logged 500 problem instead of a dropped connection.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic", "value", v, "path", r.URL.Path, "request_id", requestID(r))
+				w.Header().Set("Cache-Control", "no-store")
+				s.error(w, r, problemf(CodeInternal, ""))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
+	writeError(w, r, s.log, err)
+}
