@@ -1,0 +1,208 @@
+// Command server runs Waystation: the HTTP service, and the database chores around
+// it (migrate, load the demo catalog, import a Bazaar catalog).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/postgres"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "waystation:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: server <command> [arguments]
+
+commands:
+  serve            migrate, then serve the API (the default)
+  migrate          apply database migrations
+  demo             load the demo catalog into an empty catalog
+  import FILE      import an x402 Bazaar discovery file (JSON lines)
+`
+
+// Config is everything the server reads from its environment.
+type Config struct {
+	Addr             string
+	DatabaseURL      string
+	LogLevel         slog.Level
+	SnapshotInterval time.Duration
+	ShutdownTimeout  time.Duration
+}
+
+func loadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:      getenv("DATABASE_URL"),
+		SnapshotInterval: 5 * time.Minute,
+		ShutdownTimeout:  15 * time.Second,
+	}
+	port := getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return c, fmt.Errorf("PORT %q is not a port number", port)
+	}
+	c.Addr = net.JoinHostPort(getenv("HOST"), port)
+	if c.DatabaseURL == "" {
+		return c, errors.New("DATABASE_URL is not set (make run sets it for the local database)")
+	}
+	if v := getenv("LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return c, fmt.Errorf("LOG_LEVEL: %w", err)
+		}
+	}
+	if v := getenv("SNAPSHOT_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("SNAPSHOT_INTERVAL %q: want a duration of at least 1s", v)
+		}
+		c.SnapshotInterval = d
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cmd, rest := "serve", fs.Args()
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	store, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log, store, stdout)
+	case "migrate":
+		return store.Migrate(ctx)
+	case "demo":
+		return loadDemo(ctx, store, stdout)
+	case "import":
+		if len(rest) != 1 {
+			return errors.New("import takes one file")
+		}
+		return importFile(ctx, store, rest[0], stdout)
+	}
+	fs.Usage()
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func loadDemo(ctx context.Context, store *postgres.Store, stdout io.Writer) error {
+	empty, err := store.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		fmt.Fprintln(stdout, "catalog not empty: demo catalog not loaded")
+		return nil
+	}
+	cat, err := catalog.Demo()
+	if err != nil {
+		return err
+	}
+	res, err := store.LoadCatalog(ctx, cat, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "demo catalog loaded: %d providers, %d methods\n", res.Providers, res.Inserted)
+	return nil
+}
+
+func importFile(ctx context.Context, store *postgres.Store, path string, stdout io.Writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cat, skipped, err := catalog.ParseBazaar(f)
+	if err != nil {
+		return err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stdout, "%s: skipped %s\n", path, s.Error())
+	}
+	res, err := store.LoadCatalog(ctx, cat, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d providers; %d methods inserted, %d updated, %d unchanged; %d lines skipped\n",
+		path, res.Providers, res.Inserted, res.Updated, res.Unchanged, len(skipped))
+	return nil
+}
+
+func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	snapshots := generator.NewHolder()
+	if err := snapshots.Refresh(ctx, store); err != nil {
+		log.Warn("first snapshot failed; serving an empty directory until the next", "err", err)
+	}
+	go snapshots.Run(ctx, log, store, cfg.SnapshotInterval)
+
+	srv := &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           api.NewServer(api.Config{}, log, snapshots, store),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "waystation serving on http://%s%s (snapshot %s, %d methods)\n",
+		ln.Addr(), api.BasePath, snapshots.Current().Info().ID, snapshots.Current().Len())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
