@@ -25,13 +25,13 @@ var (
 // strong ETag, and 304 when If-None-Match names the representation's tag.
 func serveResource(w http.ResponseWriter, r *http.Request, res *directory.Resource) {
 	h := w.Header()
-	body, etag := res.Body, res.ETag
+	body, etag, length := res.Body, res.ETagHeader, res.LengthHeader
 	gz := acceptsGzip(r.Header["Accept-Encoding"])
 	if gz {
-		body, etag = res.Gzip, res.GzipETag
+		body, etag, length = res.Gzip, res.GzipETagHeader, res.GzipLengthHeader
 	}
 	h["Vary"] = hdrVary
-	h["Etag"] = []string{etag}
+	h["Etag"] = etag
 	if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatch(inm, res) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -40,7 +40,7 @@ func serveResource(w http.ResponseWriter, r *http.Request, res *directory.Resour
 	if gz {
 		h["Content-Encoding"] = hdrGzip
 	}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Content-Length"] = length
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(body)

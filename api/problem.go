@@ -89,17 +89,18 @@ func paramProblem(code, param, detail string) *Problem {
 
 // writeError answers err as problem+json. Anything that is not a *Problem is an
 // internal error: it is logged with the request id and its text is not shown.
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id string, err error) {
 	var p *Problem
 	if !errors.As(err, &p) {
-		log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", requestID(r))
+		log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", id)
 		p = problemf(CodeInternal, "")
 	}
 	c := *p
 	c.Instance = r.URL.Path
-	c.RequestID = requestID(r)
+	c.RequestID = id
 	body, _ := json.Marshal(c)
 	h := w.Header()
+	h.Set("X-Request-Id", id)
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Del("ETag")

@@ -10,7 +10,7 @@ import (
 // routes is the whole HTTP surface of the API.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.withRequestID, s.recoverer)
+	r.Use(s.recoverer)
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
 

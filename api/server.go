@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -73,24 +74,11 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger) *Se
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-type ctxKey int
-
-const requestIDKey ctxKey = 0
-
-// requestID returns the id the server gave the request.
-func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey).(string)
-	return id
-}
-
-// withRequestID numbers every request so that a logged error can be found from the
-// problem a client got.
-func (s *Server) withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
-		w.Header()["X-Request-Id"] = []string{id}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-	})
+// requestID names a request in a problem body, its X-Request-Id header and the log
+// line of an internal error, so that one can be found from the other. Only requests
+// that fail are named: the directory's hot path stays free of the work.
+func (s *Server) requestID() string {
+	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
 }
 
 // recoverer turns a panic into a logged 500 problem instead of a dropped connection.
@@ -101,9 +89,8 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "value", v, "path", r.URL.Path, "request_id", requestID(r))
 				w.Header().Set("Cache-Control", "no-store")
-				s.error(w, r, problemf(CodeInternal, ""))
+				s.error(w, r, fmt.Errorf("panic: %v", v))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -111,5 +98,5 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 }
 
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	writeError(w, r, s.log, err)
+	writeError(w, r, s.log, s.requestID(), err)
 }

@@ -21,6 +21,9 @@ type Resource struct {
 	Gzip     []byte
 	ETag     string
 	GzipETag string
+
+	// Header values made once, so that serving a resource allocates nothing.
+	ETagHeader, GzipETagHeader, LengthHeader, GzipLengthHeader []string
 }
 
 // NewResource compresses body once, as small as gzip can, and derives both ETags from
@@ -37,7 +40,11 @@ func NewResourceLevel(body []byte, level int) *Resource {
 	zw, _ := gzip.NewWriterLevel(&gz, level)
 	zw.Write(body)
 	zw.Close()
-	return &Resource{Body: body, Gzip: gz.Bytes(), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
+	r := &Resource{Body: body, Gzip: gz.Bytes(), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
+	r.ETagHeader, r.GzipETagHeader = []string{r.ETag}, []string{r.GzipETag}
+	r.LengthHeader = []string{strconv.Itoa(len(r.Body))}
+	r.GzipLengthHeader = []string{strconv.Itoa(len(r.Gzip))}
+	return r
 }
 
 // Info names a snapshot.
