@@ -1,5 +1,7 @@
-// Package trust turns what sellers advertise and what probes saw into the directory's
-// advisory trust block: networks and assets, prices, scores and verdicts.
+// Package trust judges sellers for the directory's advisory trust block: it reads
+// x402 offers as sellers send them (offer.go), probes endpoints without paying
+// (probe.go), knows networks, assets and prices (asset.go), and turns probes,
+// settlement stats and overrides into scores and verdicts (score.go).
 package trust
 
 import (
@@ -23,6 +25,17 @@ var legacyNetworks = map[string]string{
 	"iotex":          "eip155:4689",
 	"solana":         "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
 	"solana-devnet":  "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
+
+	"ethereum-sepolia": "eip155:11155111",
+	"sepolia":          "eip155:11155111",
+	"arbitrum-sepolia": "eip155:421614",
+	"optimism-sepolia": "eip155:11155420",
+	"sei-testnet":      "eip155:1328",
+	"celo":             "eip155:42220",
+	"unichain":         "eip155:130",
+	"linea":            "eip155:59144",
+	"world-chain":      "eip155:480",
+	"zksync":           "eip155:324",
 }
 
 // NormalizeNetwork returns the CAIP-2 form of a network name: legacy v1 names are
@@ -48,16 +61,32 @@ type Asset struct {
 
 type assetKey struct{ network, address string }
 
-// knownAssets holds the tokens sellers price in. EVM addresses are kept lower-case.
+// knownAssets holds the tokens sellers price in: Circle's USDC on the networks x402
+// sellers use, mainnets and their test networks. EVM addresses are kept lower-case;
+// Solana mint addresses are case-sensitive and kept as they are.
 var knownAssets = map[assetKey]Asset{
+	// Mainnets.
 	{"eip155:8453", "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"}:                               {"USDC", 6, false},
-	{"eip155:84532", "0x036cbd53842c5426634e7929541ec2318f3dcf7e"}:                              {"USDC", 6, true},
-	{"eip155:1", "0xa0b86991c6218b36c1d19d4a847a928b3e2a49f1"}:                                  {"USDC", 6, false},
+	{"eip155:1", "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"}:                                  {"USDC", 6, false},
 	{"eip155:137", "0x3c499c542cef5e3811e1192ce70d8cc03d5c3359"}:                                {"USDC", 6, false},
 	{"eip155:42161", "0xaf88d065e77c8cc2239327c5edb3a432268e5831"}:                              {"USDC", 6, false},
 	{"eip155:10", "0x0b2c639c533813f4aa9d7837caf62653d097ff85"}:                                 {"USDC", 6, false},
 	{"eip155:43114", "0xb97ef9ef8734c71904d8002f8b6bc66dd9c48a6e"}:                              {"USDC", 6, false},
+	{"eip155:1329", "0xe15fc38f6d8c56af07bbcbe3baf5708a2bf42392"}:                               {"USDC", 6, false},
+	{"eip155:42220", "0xceba9300f2b948710d2653dd7b07f33a8b32118c"}:                              {"USDC", 6, false},
+	{"eip155:130", "0x078d782b760474a361dda0af3839290b0ef57ad6"}:                                {"USDC", 6, false},
+	{"eip155:59144", "0x176211869ca2b568f2a7d4ee941e073a821ee1ff"}:                              {"USDC", 6, false},
+	{"eip155:480", "0x79a02482a880bce3f13e09da970dc34db4cd24d1"}:                                {"USDC", 6, false},
+	{"eip155:324", "0x1d17cbcf0d6d143135ae902365d2e5e2a16538d4"}:                                {"USDC", 6, false},
 	{"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"}: {"USDC", 6, false},
+	// Test networks.
+	{"eip155:84532", "0x036cbd53842c5426634e7929541ec2318f3dcf7e"}:                              {"USDC", 6, true},
+	{"eip155:11155111", "0x1c7d4b196cb0c7b01d743fbc6116a902379c7238"}:                           {"USDC", 6, true},
+	{"eip155:80002", "0x41e94eb019c0762f9bfcf9fb1e58725bfb0e7582"}:                              {"USDC", 6, true},
+	{"eip155:421614", "0x75faf114eafb1bdbe2f0316df893fd58ce46aa4d"}:                             {"USDC", 6, true},
+	{"eip155:11155420", "0x5fd84259d66cd46123540766be93dfe6d43130d7"}:                           {"USDC", 6, true},
+	{"eip155:43113", "0x5425890298aed601595a70ab815c96711a31bc65"}:                              {"USDC", 6, true},
+	{"eip155:1328", "0x4fcf1784b31630811181f670aea7a7bef803eaed"}:                               {"USDC", 6, true},
 	{"solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1", "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"}: {"USDC", 6, true},
 }
 

@@ -8,7 +8,25 @@ import (
 )
 
 // Probe outcomes. A probe calls a seller's endpoint without paying and classifies the
-// answer; only OutcomePaymentRequired carries a usable offer.
+// answer; only OutcomePaymentRequired carries a usable offer. In the order a probe
+// can end:
+//
+//   - blocked_address: the hostname resolves to a private, loopback, link-local or
+//     otherwise non-public address; nothing was sent.
+//   - dns_error: the hostname does not resolve.
+//   - connection_refused: nothing listens, the host is unreachable, or the
+//     connection was reset.
+//   - tls_error: the TLS handshake failed (untrusted or expired certificate, ...).
+//   - timeout: no complete answer within the probe timeout.
+//   - redirect: the endpoint redirects to another host, which a probe never follows.
+//   - http_error: an HTTP answer other than 402 and 2xx (4xx, 5xx, too many
+//     redirects on the same host).
+//   - no_payment_required: a 2xx answer: the endpoint gives its service away, or is
+//     a checkout or account seller that does not ask for payment up front.
+//   - invalid_offer: a 402 whose header and body hold no usable x402 offer.
+//   - payment_required: a 402 with a valid x402 offer (v2 header or v1 body).
+//   - error: anything else that kept the probe from an answer (an endpoint URL that
+//     cannot be called, oversized headers, ...).
 const (
 	OutcomePaymentRequired   = "payment_required"
 	OutcomeInvalidOffer      = "invalid_offer"
@@ -19,6 +37,8 @@ const (
 	OutcomeDNSError          = "dns_error"
 	OutcomeConnectionRefused = "connection_refused"
 	OutcomeBlockedAddress    = "blocked_address"
+	OutcomeRedirect          = "redirect"
+	OutcomeError             = "error"
 )
 
 // Scoring constants; the rule that uses them is written on Score.
@@ -32,6 +52,9 @@ const (
 
 	ProceedFrom = 70
 	CautionFrom = 40
+	// CautionCap is the highest score of an x402 seller whose offer the service
+	// cannot pay (a testnet or unknown asset) or whose payee changed.
+	CautionCap = 60
 )
 
 // Observation is one stored probe of a method's endpoint, in the store's terms.
@@ -58,31 +81,48 @@ type Input struct {
 	Now       time.Time
 }
 
+// Rule is the scoring rule Score applies, in plain words, one paragraph per line: five
+// numbered steps, then the verdicts. The method pages show it beside every trust
+// block, and a test keeps it equal to the rule written on Score.
+const Rule = `1. Only probes of the last seven days count, each weighted by half for every day of its age. A probe succeeds when it got a valid x402 offer (for x402 sellers) or a plain answer (for checkout, subscription and account sellers, which are not expected to ask for payment up front and may redirect to a sign-in page elsewhere); an invalid offer counts a fifth; errors, timeouts, refusals, blocked addresses and redirects of x402 sellers to another host count nothing. Reliability is the weighted success share, worth up to 60 points.
+2. Offer quality, up to 20 points: the newest valid offer is priced in a known asset on a supported mainnet (20), a known testnet asset (5), or anything else (0). An x402 seller whose newest valid offer is not in a known mainnet asset cannot be paid by the service, and its score is capped at 60: caution at best.
+3. Consistency, up to 10 points: every valid offer in the window names the same payee, network and price (10); one change (5); more (0). A payee that changed within the window caps the score at 60 as well: a seller that moves where the money goes deserves a look first. Sellers of other kinds advertise no offer: they get the 30 points of offer quality and consistency when their newest probe succeeded.
+4. Freshness, up to 10 points: the newest probe succeeded and is under a day old (10), or under three days old (5).
+5. Delivery: from five settled payments on, what buyers got weighs as much as what probes saw: the score becomes half the above plus 50 points times the delivery rate.
+The verdict is proceed from 70, caution from 40, avoid below; unknown when there is no probe at all (score null) or the newest probe is older than three days. An operator override decides the verdict while it lasts, whatever the score, and is shown with its reason. The verdict is advisory: it never authorises a payment.`
+
 // Score computes the advisory trust block.
 //
-// The rule, in full (it is also shown on every method page):
+// The rule, in full (Rule holds the same text, one paragraph per line, for the
+// method pages):
 //
 //  1. Only probes of the last seven days count, each weighted by half for every day
 //     of its age. A probe succeeds when it got a valid x402 offer (for x402 sellers)
 //     or a plain answer (for checkout, subscription and account sellers, which are
-//     not expected to ask for payment up front); an invalid offer counts a fifth;
-//     errors, timeouts and refusals count nothing. Reliability is the weighted
-//     success share, worth up to 60 points.
+//     not expected to ask for payment up front and may redirect to a sign-in page
+//     elsewhere); an invalid offer counts a fifth; errors, timeouts, refusals,
+//     blocked addresses and redirects of x402 sellers to another host count nothing.
+//     Reliability is the weighted success share, worth up to 60 points.
 //  2. Offer quality, up to 20 points: the newest valid offer is priced in a known
 //     asset on a supported mainnet (20), a known testnet asset (5), or anything else
-//     (0).
+//     (0). An x402 seller whose newest valid offer is not in a known mainnet asset
+//     cannot be paid by the service, and its score is capped at 60: caution at best.
 //  3. Consistency, up to 10 points: every valid offer in the window names the same
-//     payee and price (10); one change (5); more (0). Sellers of other kinds advertise
-//     no offer: they get the 30 points of 2 and 3 when their newest probe succeeded.
+//     payee, network and price (10); one change (5); more (0). A payee that changed
+//     within the window caps the score at 60 as well: a seller that moves where the
+//     money goes deserves a look first. Sellers of other kinds advertise no offer:
+//     they get the 30 points of offer quality and consistency when their newest
+//     probe succeeded.
 //  4. Freshness, up to 10 points: the newest probe succeeded and is under a day old
 //     (10), or under three days old (5).
-//  5. Delivery: from five settled payments on, what buyers got weighs as much as what
-//     probes saw: the score becomes half the above plus 50 points times the
+//  5. Delivery: from five settled payments on, what buyers got weighs as much as
+//     what probes saw: the score becomes half the above plus 50 points times the
 //     delivery rate.
 //
 // The verdict is proceed from 70, caution from 40, avoid below; unknown when there
 // is no probe at all (score null) or the newest probe is older than three days. An
-// operator override decides the verdict while it lasts, whatever the score.
+// operator override decides the verdict while it lasts, whatever the score, and is
+// shown with its reason. The verdict is advisory: it never authorises a payment.
 func Score(in Input) directory.Trust {
 	t := score(in)
 	if o := in.Override; o != nil && (o.ExpiresAt == nil || o.ExpiresAt.After(in.Now)) {
@@ -114,7 +154,7 @@ func score(in Input) directory.Trust {
 			offers = append(offers, p)
 		}
 	}
-	score := 0.0
+	score, capped := 0.0, false
 	if weight > 0 {
 		score += 60 * success / weight
 	}
@@ -125,8 +165,16 @@ func score(in Input) directory.Trust {
 				score += 20
 			case ok:
 				score += 5
+				capped = true
+			default:
+				capped = true
 			}
 			score += consistency(offers)
+			for _, o := range offers[1:] {
+				if o.PayTo != offers[0].PayTo {
+					capped = true
+				}
+			}
 		}
 	} else if outcomeCredit(in.Kind, newest.Outcome) == 1 {
 		score += 30
@@ -141,6 +189,9 @@ func score(in Input) directory.Trust {
 	}
 	if s := directory.NewStats(in.Settled, in.Delivered); s != nil {
 		score = 0.5*score + 50*s.DeliveryRate
+	}
+	if capped {
+		score = min(score, CautionCap)
 	}
 	n := int(math.Round(math.Min(math.Max(score, 0), 100)))
 	t.Score = &n
@@ -162,7 +213,7 @@ func outcomeCredit(kind, outcome string) float64 {
 	switch outcome {
 	case OutcomePaymentRequired:
 		return 1
-	case OutcomeNoPaymentRequired:
+	case OutcomeNoPaymentRequired, OutcomeRedirect:
 		if kind != "x402" {
 			return 1
 		}

@@ -1,7 +1,12 @@
 package trust
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +117,91 @@ func scoreText(n *int) string {
 		return "null"
 	}
 	return strconv.Itoa(*n)
+}
+
+// TestRuleIsTheRuleWrittenOnScore keeps the text the pages show equal to the rule
+// in Score's doc comment, paragraph by paragraph.
+func TestRuleIsTheRuleWrittenOnScore(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "score.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "Score" {
+			doc = fn.Doc.Text()
+		}
+	}
+	norm := func(s string) string {
+		s = regexp.MustCompile(`(?m)^\s*\d+\.\s`).ReplaceAllString(s, " ")
+		return strings.Join(strings.Fields(s), " ")
+	}
+	doc = norm(doc)
+	paras := strings.Split(Rule, "\n")
+	if len(paras) < 6 {
+		t.Fatalf("Rule has %d paragraphs", len(paras))
+	}
+	for _, p := range paras {
+		if p == "" || !strings.Contains(doc, norm(p)) {
+			t.Errorf("Score's doc comment lacks the paragraph %q", p)
+		}
+	}
+}
+
+func TestRedirectsCountOnlyForSellersThatDoNotAskUpFront(t *testing.T) {
+	for kind, want := range map[string]string{"checkout": directory.VerdictProceed, "x402": directory.VerdictAvoid} {
+		got := Score(Input{Kind: kind, Now: now, Probes: []Observation{failed(time.Hour, OutcomeRedirect)}})
+		if got.Verdict != want {
+			t.Errorf("%s redirecting: %s", kind, got.Verdict)
+		}
+	}
+}
+
+func TestKnownAssets(t *testing.T) {
+	for _, c := range []struct {
+		network, asset string
+		testnet        bool
+	}{
+		{"base", "0x833589FCD6EDB6E08F4C7C32D4F71B54BDA02913", false},
+		{"ethereum", "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", false},
+		{"polygon", "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", false},
+		{"arbitrum", "0xaf88d065e77c8cC2239327C5EDb3A432268e5831", false},
+		{"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", false},
+		{"base-sepolia", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", true},
+		{"polygon-amoy", "0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582", true},
+	} {
+		a, ok := LookupAsset(c.network, c.asset)
+		if !ok || a.Symbol != "USDC" || a.Decimals != 6 || a.Testnet != c.testnet {
+			t.Errorf("%s %s: %+v %v", c.network, c.asset, a, ok)
+		}
+	}
+	// Solana mints are case-sensitive.
+	if _, ok := LookupAsset("solana", "epjfwdd5aufqssqem2qn1xzybapc8g4wegGkZwyTDt1v"); ok {
+		t.Error("a Solana mint matched in the wrong case")
+	}
+}
+
+func TestOffersTheServiceCannotPayAreCautionAtBest(t *testing.T) {
+	testnet := Observation{ProbedAt: now.Add(-time.Hour), Outcome: OutcomePaymentRequired, Network: "base-sepolia",
+		Asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", PayTo: "0xa", Amount: ptrS("1000")}
+	unknown := Observation{ProbedAt: now.Add(-time.Hour), Outcome: OutcomePaymentRequired, Network: "algorand:abc",
+		Asset: "31566704", PayTo: "A", Amount: ptrS("5")}
+	for _, o := range []Observation{testnet, unknown} {
+		got := Score(Input{Kind: "x402", Now: now, Probes: []Observation{o}})
+		if got.Verdict != directory.VerdictCaution || *got.Score != CautionCap {
+			t.Errorf("%s: %s %d", o.Network, got.Verdict, *got.Score)
+		}
+	}
+}
+
+func TestAPayeeChangeIsCautionAtBest(t *testing.T) {
+	in := Input{Kind: "x402", Now: now, Probes: []Observation{offer(time.Hour, "0xb", "1000"), offer(7*time.Hour, "0xa", "1000")}}
+	if got := Score(in); got.Verdict != directory.VerdictCaution || *got.Score != CautionCap {
+		t.Errorf("payee changed: %s %d", got.Verdict, *got.Score)
+	}
+	in.Probes[0].PayTo = "0xa"
+	in.Probes[0].Amount = ptrS("2000")
+	if got := Score(in); got.Verdict != directory.VerdictProceed {
+		t.Errorf("price changed once: %s %d", got.Verdict, *got.Score)
+	}
 }

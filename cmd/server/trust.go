@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/trust"
+)
+
+// ProbeConfig is how the prober runs.
+type ProbeConfig struct {
+	// Interval between probe rounds in the server; 0 disables the loop.
+	Interval    time.Duration
+	Concurrency int
+	Timeout     time.Duration
+}
+
+func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
+	c := ProbeConfig{Interval: 30 * time.Minute, Concurrency: 8, Timeout: 10 * time.Second}
+	if v := getenv("PROBE_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || (d != 0 && d < time.Minute) {
+			return c, fmt.Errorf("PROBE_INTERVAL %q: want 0 (off) or a duration of at least 1m", v)
+		}
+		c.Interval = d
+	}
+	if v := getenv("PROBE_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 256 {
+			return c, fmt.Errorf("PROBE_CONCURRENCY %q: want a whole number from 1 to 256", v)
+		}
+		c.Concurrency = n
+	}
+	if v := getenv("PROBE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > 5*time.Minute {
+			return c, fmt.Errorf("PROBE_TIMEOUT %q: want a duration from 100ms to 5m", v)
+		}
+		c.Timeout = d
+	}
+	return c, nil
+}
+
+func newProber(cfg ProbeConfig, log *slog.Logger) *trust.Prober {
+	return trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout}, log)
+}
+
+// probeRound probes every enabled method not probed since before, under the
+// probe lock so that replicas take turns, and stores each probe. ran is false when
+// another process holds the lock.
+func probeRound(ctx context.Context, store *postgres.Store, prober *trust.Prober, before time.Time) (stats trust.RoundStats, ran bool, err error) {
+	release, ok, err := store.TryProbeLock(ctx)
+	if err != nil || !ok {
+		return stats, false, err
+	}
+	defer release()
+	targets, err := store.ProbeTargets(ctx, before)
+	if err != nil {
+		return stats, true, err
+	}
+	// The reserved names (example, test, invalid, localhost) never resolve on the
+	// internet: the demo catalog's sellers live there and keep their shipped history.
+	kept := targets[:0]
+	for _, t := range targets {
+		if trust.Probeable(t.Hostname) {
+			kept = append(kept, t)
+		}
+	}
+	stats, err = prober.Round(ctx, kept, func(r trust.Result) error { return store.RecordProbe(ctx, r) })
+	stats.Skipped += len(targets) - len(kept)
+	return stats, true, err
+}
+
+// probeOnce is the probe command: one round over every enabled method, now.
+func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
+	start := time.Now()
+	stats, ran, err := probeRound(ctx, store, newProber(cfg, log), start)
+	if err != nil {
+		return err
+	}
+	if !ran {
+		return errors.New("probe: another process is running a probe round; try again later")
+	}
+	fmt.Fprintf(stdout, "probed %d methods in %s (%d skipped)\n", stats.Probed, time.Since(start).Round(time.Millisecond), stats.Skipped)
+	outcomes := make([]string, 0, len(stats.Outcomes))
+	for o := range stats.Outcomes {
+		outcomes = append(outcomes, o)
+	}
+	sort.Strings(outcomes)
+	for _, o := range outcomes {
+		fmt.Fprintf(stdout, "  %-20s %d\n", o, stats.Outcomes[o])
+	}
+	return nil
+}
+
+// runProber probes every cfg.Interval (the first round a minute after start) until
+// ctx ends. A method probed by any replica within the last nine tenths of an
+// interval is left alone. The snapshot generator notices the new probes through the
+// store's fingerprint and rebuilds within SNAPSHOT_WATCH, so new verdicts show soon.
+func runProber(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store) {
+	prober := newProber(cfg, log)
+	first := time.NewTimer(min(time.Minute, cfg.Interval))
+	defer first.Stop()
+	tick := first.C
+	every := time.NewTicker(cfg.Interval)
+	defer every.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+			tick = every.C
+		}
+		start := time.Now()
+		stats, ran, err := probeRound(ctx, store, prober, start.Add(-cfg.Interval*9/10))
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Warn("probe round failed", "err", err)
+		case !ran:
+			log.Debug("probe round skipped: another replica is probing")
+		default:
+			log.Info("probe round done", "probed", stats.Probed, "skipped", stats.Skipped, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+}
+
+// setOverride is the override command: override [-by NAME] [-expires WHEN]
+// HOSTNAME VERDICT REASON...
+func setOverride(ctx context.Context, store *postgres.Store, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("override", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	by := fs.String("by", getenv("USER"), "who sets the override (recorded)")
+	expires := fs.String("expires", "", "when it ends: a duration (72h, 7d) or an RFC 3339 time; empty for never")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 3 {
+		return errors.New("usage: override [-by NAME] [-expires WHEN] HOSTNAME VERDICT REASON")
+	}
+	now := time.Now().UTC()
+	var until *time.Time
+	if *expires != "" {
+		t, err := parseExpiry(*expires, now)
+		if err != nil {
+			return err
+		}
+		until = &t
+	}
+	o, err := store.SetOverride(ctx, postgres.OverrideChange{
+		Hostname: fs.Arg(0), Verdict: strings.ToLower(fs.Arg(1)),
+		Reason: strings.Join(fs.Args()[2:], " "), By: *by, ExpiresAt: until,
+	}, now)
+	if err != nil {
+		return err
+	}
+	ends := "until removed"
+	if o.ExpiresAt != nil {
+		ends = "until " + o.ExpiresAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(stdout, "override on %s: %s (%s), set by %s, %s; it shows at the next snapshot\n", fs.Arg(0), o.Verdict, o.Reason, *by, ends)
+	return nil
+}
+
+// removeOverride is the override-remove command: override-remove [-by NAME] HOSTNAME.
+func removeOverride(ctx context.Context, store *postgres.Store, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("override-remove", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	by := fs.String("by", getenv("USER"), "who removes the override (recorded)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: override-remove [-by NAME] HOSTNAME")
+	}
+	if err := store.RemoveOverride(ctx, fs.Arg(0), *by, time.Now()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "override on %s removed by %s; the score decides again from the next snapshot\n", fs.Arg(0), *by)
+	return nil
+}
+
+// parseExpiry reads a duration from now (Go syntax, or whole days as "7d") or an
+// RFC 3339 time.
+func parseExpiry(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return now.AddDate(0, 0, n), nil
+		}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("expires %q: want a duration such as 72h or 7d, or an RFC 3339 time", v)
+	}
+	return now.Add(d), nil
+}

@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waystation/waystation/internal/trust"
+)
+
+// ProbeTargets returns every enabled method whose newest probe is older than
+// before (or that was never probed), in hostname order so that one host's methods
+// come together. Replicas that probe on the same schedule thus split the work
+// instead of repeating it.
+func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Target, error) {
+	rows, _ := s.pool.Query(ctx, `
+		SELECT m.id, m.hostname, m.kind, m.endpoint_method, m.endpoint_url
+		FROM provider_methods m
+		WHERE m.enabled AND NOT EXISTS (
+			SELECT 1 FROM probes p WHERE p.method_id = m.id AND p.probed_at >= $1)
+		ORDER BY m.hostname, m.id`, before)
+	targets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.Target, error) {
+		var t trust.Target
+		err := row.Scan(&t.MethodID, &t.Hostname, &t.Kind, &t.Method, &t.URL)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: probe targets: %w", err)
+	}
+	return targets, nil
+}
+
+// RecordProbe stores one probe: its outcome, status, latency and what the seller
+// advertised. Probes are history and are never updated.
+func (s *Store) RecordProbe(ctx context.Context, r trust.Result) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO probes (method_id, hostname, probed_at, outcome, http_status, latency_ms,
+			network, asset, pay_to, amount, detail, x402_version, scheme)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, probeValues(r)...)
+	if err != nil {
+		return fmt.Errorf("postgres: record probe of method %d: %w", r.Target.MethodID, err)
+	}
+	return nil
+}
+
+// RecordProbes stores many probes at once, as RecordProbe would one by one.
+func (s *Store) RecordProbes(ctx context.Context, rs []trust.Result) error {
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"probes"},
+		[]string{"method_id", "hostname", "probed_at", "outcome", "http_status", "latency_ms",
+			"network", "asset", "pay_to", "amount", "detail", "x402_version", "scheme"},
+		pgx.CopyFromSlice(len(rs), func(i int) ([]any, error) { return probeValues(rs[i]), nil }))
+	if err != nil {
+		return fmt.Errorf("postgres: record probes: %w", err)
+	}
+	return nil
+}
+
+func probeValues(r trust.Result) []any {
+	var status, latency *int
+	if r.HTTPStatus != 0 {
+		status = &r.HTTPStatus
+	}
+	if r.Outcome != trust.OutcomeBlockedAddress && r.Outcome != trust.OutcomeDNSError {
+		ms := int(r.Latency.Milliseconds())
+		latency = &ms
+	}
+	var network, asset, payTo, scheme string
+	var amount *string
+	var version *int16
+	if o := r.Offer; o != nil {
+		network, asset, payTo, scheme = o.Network, o.Asset, o.PayTo, o.Scheme
+		a, v := o.Amount, int16(o.Version)
+		amount, version = &a, &v
+	}
+	return []any{r.Target.MethodID, r.Target.Hostname, r.ProbedAt, r.Outcome, status, latency,
+		network, asset, payTo, amount, r.Detail, version, scheme}
+}
+
+// probeLockKey is the advisory lock a probe round holds, so that replicas do not
+// probe together.
+const probeLockKey = 715518
+
+// TryProbeLock takes the probe-round lock if no other process holds it. ok reports
+// whether it was taken; release gives it back.
+func (s *Store) TryProbeLock(ctx context.Context) (release func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: probe lock: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, probeLockKey).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		if err != nil {
+			return nil, false, fmt.Errorf("postgres: probe lock: %w", err)
+		}
+		return nil, false, nil
+	}
+	return func() {
+		conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, probeLockKey)
+		conn.Release()
+	}, true, nil
+}

@@ -1,0 +1,391 @@
+package trust_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/trust"
+)
+
+const (
+	usdcBase = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+	payee    = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+	v1Offer  = `{"x402Version":1,"error":"X-PAYMENT header is required","accepts":[{"scheme":"exact","network":"base",
+		"maxAmountRequired":"1000","resource":"https://seller/x","mimeType":"application/json","payTo":"` + payee + `",
+		"maxTimeoutSeconds":60,"asset":"` + usdcBase + `","extra":{"name":"USD Coin","version":"2"}}]}`
+	v2Offer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"exact",
+		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60}]}`
+	probeTimeout = 200 * time.Millisecond
+)
+
+// seller is one fake seller: a handler, whether it speaks TLS, what the catalog
+// lists, and what a probe must find.
+type seller struct {
+	host    string
+	kind    string
+	method  string
+	tls     bool
+	handler http.HandlerFunc
+	// expected
+	outcome string
+	status  int
+	amount  string
+	verdict string
+}
+
+func pay402(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusPaymentRequired)
+		fmt.Fprint(w, body)
+	}
+}
+
+func sellers() []*seller {
+	return []*seller{
+		{host: "v1.seller.test", handler: pay402(v1Offer),
+			outcome: trust.OutcomePaymentRequired, status: 402, amount: "1000", verdict: directory.VerdictProceed},
+		{host: "v2.seller.test", handler: func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Payment") != "" || r.Header.Get("Payment-Signature") != "" {
+				http.Error(w, "a probe never pays", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set(trust.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(v2Offer)))
+			pay402("{}")(w, r)
+		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "2500", verdict: directory.VerdictProceed},
+		{host: "post.seller.test", method: "POST", handler: func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				http.Error(w, "use POST", http.StatusMethodNotAllowed)
+				return
+			}
+			pay402(v1Offer)(w, r)
+		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "1000", verdict: directory.VerdictProceed},
+		{host: "garbage.seller.test", handler: pay402("<html>pay us somehow</html>"),
+			outcome: trust.OutcomeInvalidOffer, status: 402, verdict: directory.VerdictAvoid},
+		{host: "free.seller.test", handler: func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"ok":true}`) },
+			outcome: trust.OutcomeNoPaymentRequired, status: 200, verdict: directory.VerdictAvoid},
+		{host: "shop.seller.test", kind: "checkout", handler: func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>shop</html>") },
+			outcome: trust.OutcomeNoPaymentRequired, status: 200, verdict: directory.VerdictProceed},
+		{host: "broken.seller.test", handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "oops", 500) },
+			outcome: trust.OutcomeHTTPError, status: 500, verdict: directory.VerdictAvoid},
+		{host: "stall.seller.test", handler: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, outcome: trust.OutcomeTimeout, verdict: directory.VerdictAvoid},
+		{host: "tls.seller.test", tls: true, handler: pay402(v1Offer),
+			outcome: trust.OutcomeTLSError, verdict: directory.VerdictAvoid},
+		{host: "redirect.seller.test", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://elsewhere.seller.test/"+r.URL.Path, http.StatusFound)
+		}, outcome: trust.OutcomeRedirect, status: 302, verdict: directory.VerdictAvoid},
+		{host: "huge.seller.test", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusPaymentRequired)
+			chunk := []byte(strings.Repeat("x", 64<<10))
+			for range 256 { // 16 MiB, far past the cap
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, outcome: trust.OutcomeInvalidOffer, status: 402, verdict: directory.VerdictAvoid},
+	}
+}
+
+// testProber resolves the names in hosts (and nothing else) and reaches loopback.
+func testProber(hosts map[string]netip.Addr) *trust.Prober {
+	return trust.NewProber(trust.ProberConfig{
+		Concurrency:   4,
+		Timeout:       probeTimeout,
+		HostSpacing:   -1,
+		AllowLoopback: true,
+		LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
+			if a, ok := hosts[host]; ok {
+				return []netip.Addr{a}, nil
+			}
+			return nil, errors.New("no such host")
+		},
+	}, nil)
+}
+
+// TestProberAgainstSellersInEveryOutcome runs real HTTP(S) servers on loopback as
+// sellers, probes them through the store's targets, and checks the stored probes
+// and the score and verdict the next snapshot gives each seller.
+func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	loopback := netip.MustParseAddr("127.0.0.1")
+	hosts := map[string]netip.Addr{"elsewhere.seller.test": loopback}
+	byHost := map[string]*seller{}
+	cat := catalog.Catalog{}
+	all := sellers()
+	// One more seller whose port nobody listens on.
+	refused := &seller{host: "refused.seller.test", outcome: trust.OutcomeConnectionRefused, verdict: directory.VerdictAvoid}
+	dead := &seller{host: "dead.seller.test", outcome: trust.OutcomeDNSError, verdict: directory.VerdictAvoid}
+	for _, s := range append(all, refused, dead) {
+		var endpoint string
+		switch {
+		case s == refused:
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			endpoint = "http://" + s.host + ":" + portOf(ln.Addr().String()) + "/x"
+			ln.Close()
+		case s == dead:
+			endpoint = "http://" + s.host + "/x"
+		default:
+			srv := httptest.NewUnstartedServer(s.handler)
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused TLS handshake is expected
+			if s.tls {
+				srv.StartTLS()
+			} else {
+				srv.Start()
+			}
+			t.Cleanup(srv.CloseClientConnections)
+			t.Cleanup(srv.Close)
+			u, _ := url.Parse(srv.URL)
+			endpoint = u.Scheme + "://" + s.host + ":" + u.Port() + "/x"
+		}
+		if s != dead {
+			hosts[s.host] = loopback
+		}
+		kind := s.kind
+		if kind == "" {
+			kind = "x402"
+		}
+		method := s.method
+		if method == "" {
+			method = "GET"
+		}
+		slug := strings.ReplaceAll(strings.TrimSuffix(s.host, ".test"), ".", "-")
+		cat.Providers = append(cat.Providers, catalog.Provider{Name: s.host, Methods: []catalog.Method{{
+			Slug: slug, Name: s.host, Category: "data", Kind: kind,
+			Endpoint: catalog.Endpoint{Method: method, URL: endpoint},
+		}}})
+		byHost[s.host] = s
+	}
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
+		t.Fatal(err)
+	}
+	targets, err := store.ProbeTargets(ctx, time.Now())
+	if err != nil || len(targets) != len(byHost) {
+		t.Fatalf("%d targets, %v", len(targets), err)
+	}
+
+	start := time.Now()
+	stats, err := testProber(hosts).Round(ctx, targets, func(r trust.Result) error { return store.RecordProbe(ctx, r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Probed != len(targets) {
+		t.Fatalf("probed %d of %d: %+v", stats.Probed, len(targets), stats)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("round took %s: a stalled or huge seller held it up", took)
+	}
+
+	// Every probe is stored with what was seen and advertised.
+	rows, err := store.Pool().Query(ctx, `
+		SELECT hostname, outcome, coalesce(http_status, 0), latency_ms IS NOT NULL, network, asset, pay_to,
+			coalesce(amount, ''), coalesce(x402_version, 0)
+		FROM probes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for rows.Next() {
+		var host, outcome, network, asset, payTo, amount string
+		var status, version int
+		var hasLatency bool
+		if err := rows.Scan(&host, &outcome, &status, &hasLatency, &network, &asset, &payTo, &amount, &version); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		s := byHost[host]
+		if outcome != s.outcome || status != s.status {
+			t.Errorf("%s: outcome %s (HTTP %d), want %s (HTTP %d)", host, outcome, status, s.outcome, s.status)
+		}
+		if s.outcome == trust.OutcomePaymentRequired {
+			if network != "eip155:8453" || asset != usdcBase || payTo != payee || amount != s.amount || version == 0 {
+				t.Errorf("%s: stored offer %s %s %s %s v%d", host, network, asset, payTo, amount, version)
+			}
+		} else if network != "" || amount != "" {
+			t.Errorf("%s: an offer stored for outcome %s", host, outcome)
+		}
+		if !hasLatency && s.outcome != trust.OutcomeDNSError {
+			t.Errorf("%s: no latency stored", host)
+		}
+	}
+	if rows.Err() != nil || seen != len(byHost) {
+		t.Fatalf("%d probes stored, want %d (%v)", seen, len(byHost), rows.Err())
+	}
+
+	// The snapshot built next carries the scores and verdicts.
+	snap, err := generator.Build(ctx, store, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap.Methods() {
+		s := byHost[m.Hostname]
+		tr := m.Trust
+		if tr.Verdict != s.verdict || tr.Score == nil || tr.Probe == nil || tr.Probe.Outcome != s.outcome {
+			t.Errorf("%s: verdict %s, score %v, probe %+v; want %s", m.Hostname, tr.Verdict, tr.Score, tr.Probe, s.verdict)
+			continue
+		}
+		if s.verdict == directory.VerdictProceed && *tr.Score < trust.ProceedFrom {
+			t.Errorf("%s: score %d", m.Hostname, *tr.Score)
+		}
+		if s.outcome == trust.OutcomePaymentRequired {
+			if !m.Payable || *tr.Probe.Network != "eip155:8453" || *tr.Probe.AssetSymbol != "USDC" || *tr.Probe.Price.Amount != s.amount {
+				t.Errorf("%s: payable %v, probe %+v", m.Hostname, m.Payable, tr.Probe)
+			}
+		} else if m.Payable {
+			t.Errorf("%s: payable without a valid offer", m.Hostname)
+		}
+	}
+
+	// Probed just now, nothing is due again.
+	if again, _ := store.ProbeTargets(ctx, start); len(again) != 0 {
+		t.Errorf("%d targets due right after a round", len(again))
+	}
+}
+
+// TestProberRefusesPrivateAddresses checks that a public-looking hostname that
+// resolves to a private, loopback or link-local address is refused at connection
+// time, before anything is sent.
+func TestProberRefusesPrivateAddresses(t *testing.T) {
+	hit := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
+	defer srv.Close()
+	port := portOf(srv.Listener.Addr().String())
+	for _, addr := range []string{"127.0.0.1", "10.0.0.7", "192.168.1.1", "169.254.169.254", "::1", "fd00::1", "100.64.0.1", "0.0.0.0"} {
+		p := trust.NewProber(trust.ProberConfig{
+			Timeout:     probeTimeout,
+			HostSpacing: -1,
+			LookupHost: func(context.Context, string) ([]netip.Addr, error) {
+				return []netip.Addr{netip.MustParseAddr(addr)}, nil
+			},
+		}, nil)
+		r := p.Probe(context.Background(), trust.Target{Hostname: "api.seller.example", Kind: "x402",
+			URL: "http://api.seller.example:" + port + "/x"})
+		if r.Outcome != trust.OutcomeBlockedAddress {
+			t.Errorf("%s: outcome %s (%s)", addr, r.Outcome, r.Detail)
+		}
+		// A literal address in the URL is refused just the same.
+		r = p.Probe(context.Background(), trust.Target{Hostname: addr, URL: "http://" + net.JoinHostPort(addr, port) + "/x"})
+		if r.Outcome != trust.OutcomeBlockedAddress {
+			t.Errorf("literal %s: outcome %s (%s)", addr, r.Outcome, r.Detail)
+		}
+	}
+	select {
+	case <-hit:
+		t.Fatal("a request reached the loopback seller")
+	default:
+	}
+}
+
+// TestProberBacksOffFromUnreachableHosts checks that a host whose every probe
+// failed to connect is skipped in the next round, and that two failures in a row
+// leave the rest of its methods for later.
+func TestProberBacksOffFromUnreachableHosts(t *testing.T) {
+	clock := time.Now()
+	p := trust.NewProber(trust.ProberConfig{
+		Timeout: probeTimeout, HostSpacing: -1, BackoffBase: time.Hour,
+		LookupHost: func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("no such host") },
+		Now:        func() time.Time { return clock },
+	}, nil)
+	var targets []trust.Target
+	for i := range 5 {
+		targets = append(targets, trust.Target{MethodID: int64(i), Hostname: "gone.seller.example", URL: fmt.Sprintf("http://gone.seller.example/%d", i)})
+	}
+	var got []trust.Result
+	record := func(r trust.Result) error { got = append(got, r); return nil }
+	st, err := p.Round(context.Background(), targets, record)
+	if err != nil || st.Probed != 2 || st.Skipped != 3 || got[0].Outcome != trust.OutcomeDNSError {
+		t.Fatalf("first round: %+v %v", st, err)
+	}
+	st, _ = p.Round(context.Background(), targets, record)
+	if st.Probed != 0 || st.Skipped != 5 {
+		t.Fatalf("round in backoff: %+v", st)
+	}
+	clock = clock.Add(61 * time.Minute)
+	st, _ = p.Round(context.Background(), targets, record)
+	if st.Probed != 2 {
+		t.Fatalf("round after backoff: %+v", st)
+	}
+}
+
+func TestProbeable(t *testing.T) {
+	for h, want := range map[string]bool{
+		"api.onesource.io": true, "api.tidewatch.example": false, "seller.test": false,
+		"localhost": false, "x.invalid": false, "127.0.0.1": false, "example.com": true,
+	} {
+		if trust.Probeable(h) != want {
+			t.Errorf("Probeable(%q) = %v", h, !want)
+		}
+	}
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// TestDemoVerdictsComeFromProbeRecords checks that the demo catalog's verdicts are
+// the scorer's reading of its probe rows: without them, every seller is unknown
+// but the one an operator override decides.
+func TestDemoVerdictsComeFromProbeRecords(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	cat, err := catalog.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := func() map[string]int {
+		snap, err := generator.Build(ctx, store, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, m := range snap.Methods() {
+			if m.Trust.Override == nil {
+				n[m.Trust.Verdict]++
+			}
+		}
+		return n
+	}
+	with := verdicts()
+	for _, v := range []string{directory.VerdictProceed, directory.VerdictCaution, directory.VerdictAvoid, directory.VerdictUnknown} {
+		if with[v] == 0 {
+			t.Errorf("the demo shows no %s verdict from its probes: %v", v, with)
+		}
+	}
+	if _, err := store.Pool().Exec(ctx, `DELETE FROM probes`); err != nil {
+		t.Fatal(err)
+	}
+	without := verdicts()
+	if len(without) != 1 || without[directory.VerdictUnknown] == 0 {
+		t.Fatalf("verdicts without probe rows: %v", without)
+	}
+}
