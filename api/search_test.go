@@ -1,0 +1,397 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/search"
+)
+
+// provider is an OpenAI-compatible embeddings server on loopback that embeds with the
+// builtin model's recipe, and can be told to fail or to stall.
+type provider struct {
+	srv   *httptest.Server
+	calls atomic.Int64
+	mu    sync.Mutex
+	mode  string // "", "fail" or "stall"
+}
+
+func newProvider(t *testing.T) *provider {
+	p := &provider{}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.calls.Add(1)
+		p.mu.Lock()
+		mode := p.mode
+		p.mu.Unlock()
+		switch mode {
+		case "fail":
+			http.Error(w, "overloaded", http.StatusInternalServerError)
+			return
+		case "stall":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Second):
+			}
+			return
+		}
+		var req struct {
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		type datum struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		var out struct {
+			Data []datum `json:"data"`
+		}
+		for i, text := range req.Input {
+			out.Data = append(out.Data, datum{i, embedding.Lexhash{}.Vector(text)})
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *provider) set(mode string) {
+	p.mu.Lock()
+	p.mode = mode
+	p.mu.Unlock()
+}
+
+type searchOptions struct {
+	provider  *provider
+	allowance int
+	perMin    float64
+	burst     int
+	trusted   []netip.Prefix
+}
+
+// newSearchEnv is newEnv with search: the builtin model, and the provider when given,
+// wrapped as the server wraps them, with every method embedded.
+func newSearchEnv(t *testing.T, o searchOptions) *env {
+	t.Helper()
+	e := newEnv(t)
+	ctx := context.Background()
+	builtin := embedding.WithCache(embedding.Lexhash{}, 100)
+	rec, err := e.store.RegisterModel(ctx, postgres.Model{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.SyncEmbeddings(ctx, builtin); err != nil {
+		t.Fatal(err)
+	}
+	fallback := &search.Model{Embedder: builtin, Record: rec}
+	var primary *search.Model
+	if o.provider != nil {
+		client, err := embedding.NewClient(embedding.ClientConfig{URL: o.provider.srv.URL + "/v1", Model: "test-embed", Dimensions: embedding.BuiltinDimensions, Timeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.SyncEmbeddings(ctx, client); err == nil {
+			t.Fatal("embedding under an unregistered model must fail")
+		}
+		prec, err := e.store.RegisterModel(ctx, postgres.Model{ID: client.Model(), Dimensions: client.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.SyncEmbeddings(ctx, client); err != nil {
+			t.Fatal(err)
+		}
+		o.provider.calls.Store(0)
+		primary = &search.Model{Embedder: embedding.WithCache(embedding.WithBreaker(client, embedding.BreakerConfig{Failures: 2, OpenFor: 300 * time.Millisecond}), 100), Record: prec}
+	}
+	engine, err := search.NewEngine(search.Config{DailyAllowance: o.allowance}, e.store, primary, fallback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.srv = api.NewServer(api.Config{TrustedProxies: o.trusted}, log, e.snaps, e.store, api.WithSearch(engine, search.NewLimiter(o.perMin, o.burst, 100, nil)))
+	return e
+}
+
+type searchBody struct {
+	Object   string            `json:"object"`
+	Query    string            `json:"query"`
+	Match    string            `json:"match"`
+	Model    string            `json:"model"`
+	Degraded bool              `json:"degraded"`
+	Items    []json.RawMessage `json:"items"`
+	Count    int               `json:"count"`
+}
+
+func (e *env) search(t *testing.T, q string, extra ...string) searchBody {
+	t.Helper()
+	r := e.get(services + "?q=" + url.QueryEscape(q) + strings.Join(extra, ""))
+	if r.StatusCode != 200 {
+		t.Fatalf("q=%s: %d %s", q, r.StatusCode, r.body)
+	}
+	if r.Header.Get("Cache-Control") != "public, max-age=300" || r.Header.Get("ETag") == "" {
+		t.Errorf("q=%s: Cache-Control %q ETag %q", q, r.Header.Get("Cache-Control"), r.Header.Get("ETag"))
+	}
+	var b searchBody
+	r.json(t, &b)
+	if b.Object != "search" || b.Count != len(b.Items) || b.Query != strings.TrimSpace(q) {
+		t.Fatalf("q=%s: %+v", q, b)
+	}
+	return b
+}
+
+func (e *env) allowanceUsed(t *testing.T) int {
+	var used int
+	e.store.Pool().QueryRow(context.Background(), `SELECT coalesce(sum(used), 0) FROM search_allowance`).Scan(&used)
+	return used
+}
+
+func TestSearchExactMatchesCostNoEmbedding(t *testing.T) {
+	p := newProvider(t)
+	e := newSearchEnv(t, searchOptions{provider: p, allowance: 100})
+	m := e.snaps.Current().Methods()[3]
+	cases := []struct{ q, match string }{
+		{m.Slug, "slug"},
+		{strings.ToUpper(m.Slug), "slug"},
+		{"  " + strings.ReplaceAll(m.Name, " ", "   ") + " ", "method"},
+		{strings.ToLower(m.Provider), "provider"},
+	}
+	for _, c := range cases {
+		b := e.search(t, c.q)
+		if b.Match != c.match || b.Count == 0 || b.Degraded {
+			t.Errorf("%q: match %s count %d, want %s", c.q, b.Match, b.Count, c.match)
+		}
+	}
+	if n := p.calls.Load(); n != 0 {
+		t.Errorf("exact matches called the provider %d times", n)
+	}
+	if used := e.allowanceUsed(t); used != 0 {
+		t.Errorf("exact matches used %d of the allowance", used)
+	}
+	// A provider's every method, narrowed by limit.
+	if b := e.search(t, m.Provider, "&limit=1"); b.Count != 1 {
+		t.Errorf("limit=1: %d items", b.Count)
+	}
+}
+
+func TestSearchItemsAreSnapshotItemsWithSimilarity(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{})
+	snap := e.snaps.Current()
+	b := e.search(t, "weather forecast for a city")
+	if b.Match != "semantic" || b.Count == 0 || b.Count > 3 || b.Model != embedding.BuiltinModel {
+		t.Fatalf("%+v", b)
+	}
+	prev := 2.0
+	for _, raw := range b.Items {
+		var it struct {
+			Slug       string  `json:"slug"`
+			Similarity float64 `json:"similarity"`
+		}
+		json.Unmarshal(raw, &it)
+		pos, ok := snap.Position(it.Slug)
+		if !ok {
+			t.Fatalf("%s is not in the snapshot", it.Slug)
+		}
+		item := snap.Item(pos)
+		want := append(append([]byte{}, item[:len(item)-1]...), []byte(`,"similarity":`+strconv.FormatFloat(it.Similarity, 'f', -1, 64)+"}")...)
+		if !bytes.Equal(raw, want) {
+			t.Errorf("%s: item differs from the snapshot's\n%s\n%s", it.Slug, raw, want)
+		}
+		if it.Similarity > prev || it.Similarity < search.BuiltinFloor {
+			t.Errorf("%s: similarity %v out of order or under the floor", it.Slug, it.Similarity)
+		}
+		prev = it.Similarity
+	}
+	if b := e.search(t, "weather forecast for a city", "&limit=1"); b.Count != 1 {
+		t.Errorf("limit=1 gave %d items", b.Count)
+	}
+	if b := e.search(t, "weather forecast for a city", "&category=blockchain"); b.Count != 0 && b.Match != "none" {
+		for _, raw := range b.Items {
+			if !bytes.Contains(raw, []byte(`"category":"blockchain"`)) {
+				t.Errorf("a filtered search returned %s", raw)
+			}
+		}
+	}
+	if b := e.search(t, "zzzqqq xxyyzz"); b.Match != "none" || b.Count != 0 || string(e.get(services+"?q=zzzqqq+xxyyzz").body) == "" {
+		t.Errorf("nonsense: %+v", b)
+	}
+	if b := e.search(t, strings.Repeat("é", 512)); b.Count != 0 && b.Match == "" {
+		t.Errorf("1024-byte query: %+v", b)
+	}
+	e.get(services+"?q=%ff").problem(t, 400, "invalid_parameter")
+	e.get(services+"?q=").problem(t, 400, "invalid_parameter")
+	e.get(services+"?q="+strings.Repeat("a", 1025)).problem(t, 400, "query_too_long")
+}
+
+func TestSearchCachesQueryVectors(t *testing.T) {
+	p := newProvider(t)
+	e := newSearchEnv(t, searchOptions{provider: p, allowance: 100})
+	first := e.search(t, "current weather conditions")
+	second := e.search(t, "  Current   WEATHER conditions ")
+	if n := p.calls.Load(); n != 1 {
+		t.Fatalf("two identical queries called the provider %d times", n)
+	}
+	if e.allowanceUsed(t) != 1 {
+		t.Errorf("allowance used %d, want 1", e.allowanceUsed(t))
+	}
+	if first.Model != "openai:test-embed" || first.Degraded || first.Count != second.Count {
+		t.Errorf("first %+v second %+v", first, second)
+	}
+}
+
+func TestSearchDegradesWhenTheProviderFailsAndRecovers(t *testing.T) {
+	for _, mode := range []string{"fail", "stall"} {
+		t.Run(mode, func(t *testing.T) {
+			p := newProvider(t)
+			e := newSearchEnv(t, searchOptions{provider: p})
+			p.set(mode)
+			for i := range 4 {
+				b := e.search(t, "weather in paris number "+strconv.Itoa(i))
+				if !b.Degraded || b.Model != embedding.BuiltinModel {
+					t.Fatalf("query %d while the provider fails: %+v", i, b)
+				}
+			}
+			if n := p.calls.Load(); n != 2 {
+				t.Errorf("the open breaker let %d calls through, want 2", n)
+			}
+			var h struct {
+				Search string `json:"search"`
+			}
+			e.get(base+"/health").json(t, &h)
+			if h.Search != "degraded" {
+				t.Errorf("health search %q while the breaker is open", h.Search)
+			}
+			if r := e.get(services + "?category=weather"); r.StatusCode != 200 {
+				t.Errorf("the list failed while search degraded: %d", r.StatusCode)
+			}
+			p.set("")
+			time.Sleep(400 * time.Millisecond)
+			if b := e.search(t, "weather in rome"); b.Degraded || b.Model != "openai:test-embed" {
+				t.Errorf("after recovery: %+v", b)
+			}
+			e.get(base+"/health").json(t, &h)
+			if h.Search != "ok" {
+				t.Errorf("health search %q after recovery", h.Search)
+			}
+		})
+	}
+}
+
+func TestSearchRateLimit(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{perMin: 1, burst: 2})
+	for i := range 2 {
+		r := e.get(services + "?q=weather")
+		if r.StatusCode != 200 || r.Header.Get("RateLimit-Limit") != "2" || r.Header.Get("RateLimit-Remaining") != strconv.Itoa(1-i) {
+			t.Fatalf("search %d: %d RateLimit %q/%q", i, r.StatusCode, r.Header.Get("RateLimit-Limit"), r.Header.Get("RateLimit-Remaining"))
+		}
+	}
+	r := e.get(services + "?q=weather")
+	r.problem(t, 429, "rate_limited")
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 60 || r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("RateLimit-Remaining") != "0" {
+		t.Errorf("429 headers %v", r.Header)
+	}
+	if r := e.get(services); r.StatusCode != 200 {
+		t.Errorf("the list answers %d while search is limited", r.StatusCode)
+	}
+	if r := e.get(services + "?kind=x402"); r.StatusCode != 200 {
+		t.Errorf("a filtered list answers %d while search is limited", r.StatusCode)
+	}
+	// Another caller has its own bucket.
+	req := httptest.NewRequest(http.MethodGet, services+"?q=weather", nil)
+	req.RemoteAddr = "198.51.100.7:4000"
+	rec := httptest.NewRecorder()
+	e.srv.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Errorf("another caller got %d", rec.Code)
+	}
+}
+
+func TestSearchDailyAllowance(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{allowance: 2})
+	slug := e.snaps.Current().Methods()[0].Slug
+	e.search(t, "weather forecast")
+	e.search(t, "token price")
+	r := e.get(services + "?q=" + url.QueryEscape("airline tickets between cities"))
+	r.problem(t, 503, "search_allowance_exhausted")
+	ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+	if ra < 1 || ra > 86400 || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("503 Retry-After %q Cache-Control %q", r.Header.Get("Retry-After"), r.Header.Get("Cache-Control"))
+	}
+	now := time.Now().UTC()
+	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	if d := time.Duration(ra)*time.Second - midnight.Sub(now); d < -5*time.Second || d > 5*time.Second {
+		t.Errorf("Retry-After %ds is not the next UTC midnight", ra)
+	}
+	if b := e.search(t, "weather forecast"); b.Match == "" {
+		t.Error("a cached query must still answer")
+	}
+	if b := e.search(t, slug); b.Match != "slug" {
+		t.Error("an exact query must still answer")
+	}
+	if r := e.get(services); r.StatusCode != 200 {
+		t.Errorf("the list answers %d with the allowance spent", r.StatusCode)
+	}
+}
+
+func TestSearchUnavailableWhenNothingCanAnswer(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{})
+	e.store.Close()
+	r := e.get(services + "?q=weather")
+	r.problem(t, 503, "search_unavailable")
+	if r.Header.Get("Retry-After") == "" || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("503 headers %v", r.Header)
+	}
+	if r := e.get(services); r.StatusCode != 200 {
+		t.Errorf("the list answers %d without the database", r.StatusCode)
+	}
+	var h struct {
+		Search string `json:"search"`
+	}
+	e.get(base+"/health").json(t, &h)
+	if h.Search != "unavailable" {
+		t.Errorf("health search %q without the database", h.Search)
+	}
+}
+
+func TestSearchCallerIsTheClientOrWhatATrustedProxySaw(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{perMin: 1, burst: 1, trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	status := func(remote, xff string) int {
+		req := httptest.NewRequest(http.MethodGet, services+"?q=weather", nil)
+		req.RemoteAddr = remote
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		rec := httptest.NewRecorder()
+		e.srv.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	// Through the trusted proxy, each client has its own bucket.
+	if status("10.1.2.3:5000", "203.0.113.5") != 200 || status("10.1.2.3:5000", "203.0.113.6") != 200 {
+		t.Fatal("two clients behind the proxy share a bucket")
+	}
+	if status("10.1.2.3:5000", "203.0.113.5") != 429 {
+		t.Error("a client behind the proxy was not limited")
+	}
+	// A client cannot pick its name: an untrusted peer's X-Forwarded-For is ignored,
+	// and a forged first hop before the proxy's is too.
+	if status("198.51.100.9:1", "203.0.113.77") != 200 || status("198.51.100.9:1", "203.0.113.78") != 429 {
+		t.Error("an untrusted peer chose its own name")
+	}
+	if status("10.1.2.3:5000", "203.0.113.99, 203.0.113.5") != 429 {
+		t.Error("a forged first hop chose the caller's name")
+	}
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/search"
+)
+
+// SearchConfig is how search runs: the optional embeddings provider and the limits.
+type SearchConfig struct {
+	Provider       *embedding.ClientConfig // nil: the builtin model alone
+	RatePerMin     float64
+	Burst          int
+	DailyAllowance int
+	TrustedProxies []netip.Prefix
+}
+
+// Default similarity bands of the models, tuned with make eval; a model's band lives
+// in its embedding_models row once registered, where an operator may change it.
+const (
+	builtinFloor     = 0.16
+	builtinMargin    = 0.12
+	providerFloor    = 0.35
+	providerMargin   = 0.10
+	queryCacheSize   = 10000
+	rateLimitCallers = 100_000
+)
+
+func loadSearchConfig(getenv func(string) string) (SearchConfig, error) {
+	c := SearchConfig{RatePerMin: 60, Burst: 20, DailyAllowance: 10000}
+	if u := getenv("EMBEDDINGS_URL"); u != "" {
+		p := &embedding.ClientConfig{URL: u, APIKey: getenv("EMBEDDINGS_API_KEY"), Model: getenv("EMBEDDINGS_MODEL")}
+		if p.Model == "" {
+			p.Model = "text-embedding-3-small"
+		}
+		p.Dimensions = 1536
+		if v := getenv("EMBEDDINGS_DIMENSIONS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 4000 {
+				return c, fmt.Errorf("EMBEDDINGS_DIMENSIONS %q: want 1 to 4000", v)
+			}
+			p.Dimensions = n
+		}
+		c.Provider = p
+	}
+	num := func(name string, dst *int, min int) error {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < min {
+				return fmt.Errorf("%s %q: want a whole number of at least %d", name, v, min)
+			}
+			*dst = n
+		}
+		return nil
+	}
+	rate := int(c.RatePerMin)
+	if err := num("SEARCH_RATE_PER_MIN", &rate, 0); err != nil {
+		return c, err
+	}
+	c.RatePerMin = float64(rate)
+	if err := num("SEARCH_BURST", &c.Burst, 1); err != nil {
+		return c, err
+	}
+	if err := num("SEARCH_DAILY_ALLOWANCE", &c.DailyAllowance, 0); err != nil {
+		return c, err
+	}
+	for _, s := range strings.FieldsFunc(getenv("TRUSTED_PROXIES"), func(r rune) bool { return r == ',' || r == ' ' }) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return c, fmt.Errorf("TRUSTED_PROXIES: %q is not a CIDR or an address", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	return c, nil
+}
+
+// embedders returns the models search uses: the provider's, if configured, and the
+// builtin one, each wrapped the same way as in serve.
+func embedders(cfg SearchConfig) (provider, builtin embedding.Embedder, err error) {
+	builtin = embedding.WithCache(embedding.Lexhash{}, queryCacheSize)
+	if cfg.Provider != nil {
+		client, err := embedding.NewClient(*cfg.Provider)
+		if err != nil {
+			return nil, nil, err
+		}
+		provider = embedding.WithCache(embedding.WithBreaker(client, embedding.BreakerConfig{}), queryCacheSize)
+	}
+	return provider, builtin, nil
+}
+
+// startSearch registers the models, embeds what is missing and keeps the vectors in
+// step with the catalog every interval. Search answers with the builtin model alone
+// when no provider is configured.
+func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log *slog.Logger, store *postgres.Store) (api.Option, error) {
+	provider, builtin, err := embedders(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fallback := &search.Model{Embedder: builtin}
+	fallback.Record, err = store.RegisterModel(ctx, postgres.Model{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: builtinFloor, Margin: builtinMargin})
+	if err != nil {
+		return nil, err
+	}
+	var primary *search.Model
+	if provider != nil {
+		primary = &search.Model{Embedder: provider}
+		primary.Record, err = store.RegisterModel(ctx, postgres.Model{ID: provider.Model(), Dimensions: provider.Dimensions(), Floor: providerFloor, Margin: providerMargin})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sync := func() {
+		for _, m := range []*search.Model{fallback, primary} {
+			if m == nil {
+				continue
+			}
+			n, err := store.SyncEmbeddings(ctx, m.Embedder)
+			if err != nil {
+				log.Warn("embedding methods failed; retrying at the next sync", "model", m.Record.ID, "err", err)
+			} else if n > 0 {
+				log.Info("methods embedded", "model", m.Record.ID, "count", n)
+			}
+		}
+	}
+	sync()
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				sync()
+			}
+		}
+	}()
+	engine, err := search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance}, store, primary, fallback)
+	if err != nil {
+		return nil, err
+	}
+	return api.WithSearch(engine, search.NewLimiter(cfg.RatePerMin, cfg.Burst, rateLimitCallers, nil)), nil
+}
+
+// embedCatalog embeds the methods an import changed, under every configured model.
+func embedCatalog(ctx context.Context, cfg SearchConfig, store *postgres.Store, stdout io.Writer) error {
+	provider, builtin, err := embedders(cfg)
+	if err != nil {
+		return err
+	}
+	for _, e := range []embedding.Embedder{builtin, provider} {
+		if e == nil {
+			continue
+		}
+		floor, margin := builtinFloor, builtinMargin
+		if e == provider {
+			floor, margin = providerFloor, providerMargin
+		}
+		if _, err := store.RegisterModel(ctx, postgres.Model{ID: e.Model(), Dimensions: e.Dimensions(), Floor: floor, Margin: margin}); err != nil {
+			return err
+		}
+		n, err := store.SyncEmbeddings(ctx, e)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %d methods embedded\n", e.Model(), n)
+	}
+	return nil
+}

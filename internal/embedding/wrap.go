@@ -1,0 +1,129 @@
+package embedding
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/sony/gobreaker/v2"
+)
+
+func sqrt(x float64) float64 { return math.Sqrt(x) }
+
+// BreakerConfig tunes the breaker around a provider.
+type BreakerConfig struct {
+	// Failures in a row that open the breaker; 3 when zero.
+	Failures uint32
+	// OpenFor is how long the breaker stays open before letting one call test the
+	// provider; 30s when zero.
+	OpenFor time.Duration
+}
+
+// Breaker is an Embedder behind a circuit breaker: after a run of failures it fails
+// fast with ErrUnavailable instead of making every search wait for a timeout.
+type Breaker struct {
+	next Embedder
+	cb   *gobreaker.CircuitBreaker[[][]float32]
+}
+
+var _ Embedder = (*Breaker)(nil)
+
+// WithBreaker wraps next in a breaker.
+func WithBreaker(next Embedder, cfg BreakerConfig) *Breaker {
+	if cfg.Failures == 0 {
+		cfg.Failures = 3
+	}
+	if cfg.OpenFor <= 0 {
+		cfg.OpenFor = 30 * time.Second
+	}
+	return &Breaker{next: next, cb: gobreaker.NewCircuitBreaker[[][]float32](gobreaker.Settings{
+		Name:        next.Model(),
+		MaxRequests: 1,
+		Timeout:     cfg.OpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.Failures },
+		// A caller that gave up is not the provider's failure.
+		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, context.Canceled) },
+	})}
+}
+
+// Model is the wrapped model's.
+func (b *Breaker) Model() string { return b.next.Model() }
+
+// Dimensions is the wrapped model's.
+func (b *Breaker) Dimensions() int { return b.next.Dimensions() }
+
+// Embed calls the wrapped model unless the breaker is open.
+func (b *Breaker) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	v, err := b.cb.Execute(func() ([][]float32, error) { return b.next.Embed(ctx, texts) })
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return nil, ErrUnavailable
+	}
+	return v, err
+}
+
+// Open reports whether the breaker refuses calls now.
+func (b *Breaker) Open() bool { return b.cb.State() == gobreaker.StateOpen }
+
+// Cache is an Embedder that remembers the vectors of recent texts, keyed by model and
+// normalised text, so a repeated query costs no embedding.
+type Cache struct {
+	next  Embedder
+	cache *lru.Cache[string, []float32]
+}
+
+var _ Embedder = (*Cache)(nil)
+
+// WithCache wraps next in a cache of at most size vectors.
+func WithCache(next Embedder, size int) *Cache {
+	if size <= 0 {
+		size = 10000
+	}
+	c, _ := lru.New[string, []float32](size)
+	return &Cache{next: next, cache: c}
+}
+
+// Model is the wrapped model's.
+func (c *Cache) Model() string { return c.next.Model() }
+
+// Dimensions is the wrapped model's.
+func (c *Cache) Dimensions() int { return c.next.Dimensions() }
+
+func (c *Cache) key(text string) string { return c.next.Model() + "\x00" + NormalizeQuery(text) }
+
+// Lookup returns the cached vector of a text, if any, without embedding it.
+func (c *Cache) Lookup(text string) ([]float32, bool) { return c.cache.Get(c.key(text)) }
+
+// Embed answers cached texts from the cache and embeds the others in one call.
+func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	var missing []string
+	var at []int
+	for i, t := range texts {
+		if v, ok := c.cache.Get(c.key(t)); ok {
+			out[i] = v
+			continue
+		}
+		missing = append(missing, NormalizeQuery(t))
+		at = append(at, i)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	vs, err := c.next.Embed(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = vs[j]
+		c.cache.Add(c.key(texts[i]), vs[j])
+	}
+	return out, nil
+}
+
+// Unwrap returns the wrapped model.
+func (c *Cache) Unwrap() Embedder { return c.next }
+
+// Unwrap returns the wrapped model.
+func (b *Breaker) Unwrap() Embedder { return b.next }

@@ -1,0 +1,86 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+)
+
+func TestEmbeddingsFollowMethodText(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	cat, _ := catalog.Demo()
+	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m := postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
+	if _, err := store.RegisterModel(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// Registering again keeps the stored band; other dimensions are refused.
+	if got, err := store.RegisterModel(ctx, postgres.Model{ID: m.ID, Dimensions: m.Dimensions, Floor: 0.9, Margin: 0.9}); err != nil || got.Floor != float64(float32(0.2)) {
+		t.Fatalf("re-register: %+v %v", got, err)
+	}
+	if _, err := store.RegisterModel(ctx, postgres.Model{ID: m.ID, Dimensions: 8}); err == nil {
+		t.Fatal("registering a model with other dimensions must fail")
+	}
+	n, err := store.SyncEmbeddings(ctx, embedding.Lexhash{})
+	if err != nil || n < 50 {
+		t.Fatalf("first sync embedded %d: %v", n, err)
+	}
+	if n, _ := store.SyncEmbeddings(ctx, embedding.Lexhash{}); n != 0 {
+		t.Fatalf("a sync without changes embedded %d", n)
+	}
+	cat.Providers[0].Methods[0].Description += " Now with hourly updates."
+	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := store.SyncEmbeddings(ctx, embedding.Lexhash{}); n != 1 {
+		t.Fatalf("a changed description re-embedded %d methods, want 1", n)
+	}
+	slug := cat.Providers[0].Methods[0].Slug
+	v := embedding.Lexhash{}.Vector(cat.Providers[0].Methods[0].Name + " " + cat.Providers[0].Methods[0].Description)
+	near, err := store.Nearest(ctx, m, v, 3, nil)
+	if err != nil || len(near) == 0 || near[0].Slug != slug {
+		t.Fatalf("nearest: %+v %v", near, err)
+	}
+	only, err := store.Nearest(ctx, m, v, 3, []string{cat.Providers[1].Methods[0].Slug})
+	if err != nil || len(only) != 1 || only[0].Slug != cat.Providers[1].Methods[0].Slug {
+		t.Fatalf("nearest among one: %+v %v", only, err)
+	}
+}
+
+func TestAllowanceIsSharedAndAtomic(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	now := time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for range 20 {
+		wg.Go(func() {
+			ok, err := store.UseAllowance(ctx, now, 7)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if granted != 7 {
+		t.Fatalf("%d of 20 concurrent uses granted, want 7", granted)
+	}
+	if ok, _ := store.UseAllowance(ctx, now.Add(2*time.Minute), 7); !ok {
+		t.Fatal("a new UTC day must start a new allowance")
+	}
+}

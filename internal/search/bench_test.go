@@ -1,0 +1,217 @@
+package search_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/search"
+)
+
+type benchEnv struct {
+	store  *postgres.Store
+	model  postgres.Model
+	snap   *directory.Snapshot
+	engine *search.Engine
+}
+
+// realCatalogEnv imports the real catalog into a fresh database and embeds it, and
+// optionally scales it up to total methods with synthetic variants made in SQL.
+func realCatalogEnv(b *testing.B, total int) benchEnv {
+	b.Helper()
+	f, err := os.Open("../../../shared/data/bazaar-2026-08.jsonl")
+	if os.IsNotExist(err) {
+		b.Skip("the real catalog snapshot is not beside the repository")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	cat, _, err := catalog.ParseBazaar(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	store := pgtest.New(b)
+	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	if total > 0 {
+		// Synthetic methods: the name of one real method and words drawn from the
+		// descriptions of three others, so that the vectors spread like a catalog's
+		// rather than clustering as near-copies of the real ones.
+		_, err := store.Pool().Exec(ctx, `
+			WITH src AS (SELECT row_number() OVER (ORDER BY id) - 1 AS i, * FROM provider_methods),
+			     n AS (SELECT count(*) AS c FROM src)
+			INSERT INTO provider_methods (provider_id, slug, name, description, category, kind, hostname, endpoint_url)
+			SELECT a.provider_id, a.slug || '-v' || g, a.name || ' ' || split_part(b.description, ' ', (1 + g % 4)::int),
+				concat_ws(' ', split_part(b.description, ' ', (1 + g % 9)::int), split_part(b.description, ' ', (3 + g % 7)::int),
+					split_part(c.description, ' ', (1 + g % 6)::int), split_part(c.description, ' ', (4 + g % 5)::int),
+					split_part(d.description, ' ', (2 + g % 8)::int), split_part(d.description, ' ', (5 + g % 3)::int)),
+				a.category, a.kind, a.hostname, a.endpoint_url || '/v' || g
+			FROM generate_series(1, $1::int - (SELECT c FROM n)) AS g, n
+			JOIN src a ON true JOIN src b ON true JOIN src c ON true JOIN src d ON true
+			WHERE a.i = g % n.c AND b.i = (g * 7919) % n.c AND c.i = (g * 104729) % n.c AND d.i = (g * 1299709) % n.c`, total)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	model, err := store.RegisterModel(ctx, postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if total > 0 {
+		// Building the index once over every vector is far quicker than growing it
+		// one insert at a time.
+		store.Pool().Exec(ctx, `DROP INDEX IF EXISTS `+indexName(b, store))
+	}
+	start := time.Now()
+	if _, err := store.SyncEmbeddings(ctx, embedding.Lexhash{}); err != nil {
+		b.Fatal(err)
+	}
+	if total > 0 {
+		b.Logf("embedded %d methods in %v", total, time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+		store.Pool().Exec(ctx, `SET maintenance_work_mem = '512MB'`)
+		if _, err := store.RegisterModel(ctx, model); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("built the HNSW index in %v", time.Since(start).Round(time.Millisecond))
+	}
+	holder := generator.NewHolder()
+	if err := holder.Refresh(ctx, store); err != nil {
+		b.Fatal(err)
+	}
+	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: embedding.WithCache(embedding.Lexhash{}, 100_000), Record: model}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchEnv{store: store, model: model, snap: holder.Current(), engine: engine}
+}
+
+func indexName(b *testing.B, store *postgres.Store) string {
+	var name string
+	err := store.Pool().QueryRow(context.Background(), `SELECT indexname FROM pg_indexes WHERE indexname LIKE 'method_embeddings_hnsw_%'`).Scan(&name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return name
+}
+
+var benchQueries = []string{
+	"ethereum block height", "current weather in a city", "search tweets", "token price by ticker",
+	"generate an image from text", "whois for a domain", "scrape a web page", "gas price on base",
+	"us inflation rate", "translate text", "company enrichment", "flight search",
+}
+
+// latency runs fn b.N times and reports the median and the 99th percentile.
+func latency(b *testing.B, fn func(i int)) {
+	var d []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		fn(i)
+		d = append(d, time.Since(start))
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+func benchSearch(b *testing.B, env benchEnv) {
+	ctx := context.Background()
+	run := func(q string) {
+		if _, err := env.engine.Search(ctx, env.snap, q, directory.Filter{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("exact", func(b *testing.B) {
+		ms := env.snap.Methods()
+		latency(b, func(i int) { run(ms[i%len(ms)].Slug) })
+	})
+	b.Run("cached", func(b *testing.B) {
+		for _, q := range benchQueries {
+			run(q)
+		}
+		latency(b, func(i int) { run(benchQueries[i%len(benchQueries)]) })
+	})
+	b.Run("novel", func(b *testing.B) {
+		latency(b, func(i int) { run(benchQueries[i%len(benchQueries)] + " " + strconv.Itoa(i) + " " + strconv.Itoa(b.N)) })
+	})
+}
+
+// BenchmarkSearch measures search latency on the real catalog.
+func BenchmarkSearch(b *testing.B) {
+	benchSearch(b, realCatalogEnv(b, 0))
+}
+
+// BenchmarkSearch100k measures search latency on a synthetic 100k-method catalog and
+// the HNSW index's recall@3 against exact nearest neighbours. It takes minutes, so it
+// runs only with WAYSTATION_BENCH_100K set (make bench sets it).
+func BenchmarkSearch100k(b *testing.B) {
+	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
+		b.Skip("set WAYSTATION_BENCH_100K=1 (make bench) to run the 100k-method benchmark")
+	}
+	env := realCatalogEnv(b, 100_000)
+	ctx := context.Background()
+	// Recall is measured once, over 200 queries, whatever b.N.
+	var found, total int
+	for i := range 200 {
+		q := benchQueries[i%len(benchQueries)]
+		if i >= len(benchQueries) {
+			q = env.snap.Methods()[(i*4241)%env.snap.Len()].Name
+		}
+		v := embedding.Lexhash{}.Vector(q)
+		approx, err := env.store.Nearest(ctx, env.model, v, 3, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		exact, kth := exactNearest(b, env, v)
+		for _, n := range approx {
+			// A neighbour as near as the exact k-th (a tie) counts too.
+			if slices.Contains(exact, n.Slug) || n.Similarity >= kth-1e-6 {
+				found++
+			}
+		}
+		total += len(exact)
+	}
+	b.Run("hnsw-recall@3", func(b *testing.B) {
+		for b.Loop() {
+		}
+		b.ReportMetric(float64(found)/float64(max(1, total)), "recall@3")
+	})
+	benchSearch(b, env)
+}
+
+func exactNearest(b *testing.B, env benchEnv, v []float32) (slugs []string, kth float64) {
+	ctx := context.Background()
+	tx, err := env.store.Pool().Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	tx.Exec(ctx, `SET LOCAL enable_indexscan = off`)
+	rows, err := tx.Query(ctx, `SELECT m.slug, 1 - (e.embedding <=> $1) FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
+		WHERE e.model_id = $2 AND m.enabled ORDER BY e.embedding <=> $1 LIMIT 3`, pgvector.NewVector(v), env.model.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		rows.Scan(&s, &kth)
+		slugs = append(slugs, s)
+	}
+	return slugs, kth
+}

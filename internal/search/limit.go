@@ -1,0 +1,78 @@
+package search
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/time/rate"
+)
+
+// Limiter is a token bucket per caller: Rate queries a minute, bursts of Burst. The
+// buckets live in a bounded LRU, so a flood of distinct callers costs bounded memory
+// (a forgotten caller starts again with a full bucket). Limits are per replica.
+type Limiter struct {
+	every rate.Limit
+	burst int
+	mu    sync.Mutex
+	lims  *lru.Cache[string, *rate.Limiter]
+	now   func() time.Time
+}
+
+// Decision is the outcome of one Allow.
+type Decision struct {
+	OK bool
+	// Limit is the bucket's size, Remaining the whole tokens left after this call;
+	// Reset is how long until the bucket is full again, RetryAfter how long until the
+	// next query would be allowed (when refused).
+	Limit, Remaining  int
+	Reset, RetryAfter time.Duration
+}
+
+// NewLimiter makes a limiter of perMinute queries a minute with bursts of burst,
+// remembering at most callers buckets. perMinute <= 0 disables limiting.
+func NewLimiter(perMinute float64, burst, callers int, now func() time.Time) *Limiter {
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(perMinute/6)))
+	}
+	if callers <= 0 {
+		callers = 100_000
+	}
+	if now == nil {
+		now = time.Now
+	}
+	c, _ := lru.New[string, *rate.Limiter](callers)
+	l := &Limiter{every: rate.Inf, burst: burst, lims: c, now: now}
+	if perMinute > 0 {
+		l.every = rate.Limit(perMinute / 60)
+	}
+	return l
+}
+
+// Allow takes one token from caller's bucket.
+func (l *Limiter) Allow(caller string) Decision {
+	if l == nil || l.every == rate.Inf {
+		return Decision{OK: true}
+	}
+	now := l.now()
+	l.mu.Lock()
+	lim, ok := l.lims.Get(caller)
+	if !ok {
+		lim = rate.NewLimiter(l.every, l.burst)
+		l.lims.Add(caller, lim)
+	}
+	l.mu.Unlock()
+	d := Decision{Limit: l.burst}
+	r := lim.ReserveN(now, 1)
+	if delay := r.DelayFrom(now); delay > 0 {
+		r.CancelAt(now)
+		d.RetryAfter = delay
+	} else {
+		d.OK = true
+	}
+	tokens := lim.TokensAt(now)
+	d.Remaining = max(0, int(math.Floor(tokens)))
+	d.Reset = time.Duration((float64(l.burst) - tokens) / float64(l.every) * float64(time.Second))
+	return d
+}

@@ -1,0 +1,278 @@
+// Package search answers the directory's natural-language queries: exact resolution
+// of a slug, method name or provider name in memory first, at no embedding cost; then
+// one embedding of the query, its nearest enabled methods in pgvector, and the
+// similarity band that keeps only results close to the best one.
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/postgres"
+)
+
+// MaxResults is the most methods a non-exact query returns.
+const MaxResults = 3
+
+// Matches a result can have.
+const (
+	MatchSlug     = "slug"
+	MatchMethod   = "method"
+	MatchProvider = "provider"
+	MatchSemantic = "semantic"
+	MatchNone     = "none"
+)
+
+// Errors Search returns; anything else is internal.
+var (
+	// ErrAllowanceExhausted: the day's allowance of novel embeddings is spent.
+	ErrAllowanceExhausted = errors.New("search: daily allowance of novel embeddings exhausted")
+	// ErrUnavailable: no model (or the vector store) can answer now.
+	ErrUnavailable = errors.New("search: unavailable")
+)
+
+// Store is the vector store and the shared allowance counter.
+type Store interface {
+	Nearest(ctx context.Context, m postgres.Model, v []float32, k int, only []string) ([]postgres.Neighbour, error)
+	UseAllowance(ctx context.Context, now time.Time, limit int) (bool, error)
+}
+
+var _ Store = (*postgres.Store)(nil)
+
+// Model is an embedder with its registered record (dimensions and band). The embedder
+// is normally WithCache(WithBreaker(client)) or WithCache(Lexhash{}).
+type Model struct {
+	Embedder embedding.Embedder
+	Record   postgres.Model
+}
+
+// Config tunes the engine.
+type Config struct {
+	// DailyAllowance is how many novel query embeddings every replica together may
+	// make per UTC day; 0 means no limit.
+	DailyAllowance int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Engine answers queries. It is safe for concurrent use.
+type Engine struct {
+	cfg      Config
+	store    Store
+	primary  *Model // a provider, or nil
+	fallback *Model // the builtin model, or nil
+	exact    atomic.Pointer[exactIndex]
+}
+
+// NewEngine makes an engine answering with primary and, when primary cannot, with
+// fallback (degraded). Either may be nil, not both.
+func NewEngine(cfg Config, store Store, primary, fallback *Model) (*Engine, error) {
+	if primary == nil && fallback == nil {
+		return nil, errors.New("search: no model")
+	}
+	if primary == nil {
+		primary, fallback = fallback, nil
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Engine{cfg: cfg, store: store, primary: primary, fallback: fallback}, nil
+}
+
+// Hit is one result: a list position in the snapshot searched, and its similarity.
+type Hit struct {
+	Pos        int
+	Similarity float64
+}
+
+// Result is a search's answer.
+type Result struct {
+	Match    string
+	Model    string
+	Degraded bool
+	Hits     []Hit
+}
+
+// Status is "ok", or "degraded" when the primary model's breaker is open and queries
+// are answered by the fallback, or "unavailable" when no model can answer.
+func (e *Engine) Status() string {
+	if e == nil {
+		return "unavailable"
+	}
+	if !open(e.primary.Embedder) {
+		return "ok"
+	}
+	if e.fallback != nil {
+		return "degraded"
+	}
+	return "unavailable"
+}
+
+// Search answers q over the methods of snap that pass f's filters; f.Limit may narrow
+// the results.
+func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string, f directory.Filter) (Result, error) {
+	norm := embedding.NormalizeQuery(q)
+	if match, pos := e.exactIndex(snap).lookup(norm); match != "" {
+		var hits []Hit
+		for _, p := range pos {
+			if snap.Allows(f, p) && (f.Limit == 0 || len(hits) < f.Limit) {
+				hits = append(hits, Hit{Pos: p, Similarity: 1})
+			}
+		}
+		if len(hits) > 0 {
+			return Result{Match: match, Model: e.primary.Record.ID, Hits: hits}, nil
+		}
+	}
+
+	m, degraded := e.primary, false
+	if open(m.Embedder) && e.fallback != nil {
+		m, degraded = e.fallback, true
+	}
+	vec, err := e.embed(ctx, m, norm)
+	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
+		// The provider failed this once (its breaker counts it): answer degraded.
+		m, degraded = e.fallback, true
+		vec, err = e.embedNoAllowance(ctx, m, norm)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}
+	if isZero(vec) {
+		return res, nil
+	}
+	var only []string
+	if !filtersNothing(f) {
+		pos := snap.Matching(f)
+		if len(pos) == 0 {
+			return res, nil
+		}
+		only = make([]string, len(pos))
+		for i, p := range pos {
+			only[i] = snap.Methods()[p].Slug
+		}
+	}
+	near, err := e.store.Nearest(ctx, m.Record, vec, MaxResults, only)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	want := MaxResults
+	if f.Limit > 0 {
+		want = min(want, f.Limit)
+	}
+	for _, n := range Band(near, m.Record.Floor, m.Record.Margin, want) {
+		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
+			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity})
+		}
+	}
+	if len(res.Hits) > 0 {
+		res.Match = MatchSemantic
+	}
+	return res, nil
+}
+
+// Band keeps the neighbours (most similar first) whose similarity is at least floor
+// and at least the best one's minus margin, at most max of them.
+func Band(near []postgres.Neighbour, floor, margin float64, max int) []postgres.Neighbour {
+	var out []postgres.Neighbour
+	for _, n := range near {
+		if len(out) == max || n.Similarity < floor || (len(near) > 0 && n.Similarity < near[0].Similarity-margin) {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// embed returns the query's vector under m: from the cache, or, if the day's
+// allowance has one left, freshly embedded.
+func (e *Engine) embed(ctx context.Context, m *Model, norm string) ([]float32, error) {
+	if v, ok := lookup(m.Embedder, norm); ok {
+		return v, nil
+	}
+	if e.cfg.DailyAllowance > 0 {
+		ok, err := e.store.UseAllowance(ctx, e.cfg.Now(), e.cfg.DailyAllowance)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if !ok {
+			return nil, ErrAllowanceExhausted
+		}
+	}
+	return e.embedNoAllowance(ctx, m, norm)
+}
+
+func (e *Engine) embedNoAllowance(ctx context.Context, m *Model, norm string) ([]float32, error) {
+	vs, err := m.Embedder.Embed(ctx, []string{norm})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return vs[0], nil
+}
+
+// RetryAfter is how long until the allowance is renewed: the next UTC midnight.
+func (e *Engine) RetryAfter() time.Duration {
+	now := e.cfg.Now().UTC()
+	next := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	return next.Sub(now)
+}
+
+func filtersNothing(f directory.Filter) bool {
+	f.Limit, f.Offset = 0, 0
+	return f.IsZero()
+}
+
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+type unwrapper interface{ Unwrap() embedding.Embedder }
+
+// open reports whether some breaker in e's chain of wrappers is open.
+func open(e embedding.Embedder) bool {
+	for e != nil {
+		if b, ok := e.(interface{ Open() bool }); ok && b.Open() {
+			return true
+		}
+		u, ok := e.(unwrapper)
+		if !ok {
+			return false
+		}
+		e = u.Unwrap()
+	}
+	return false
+}
+
+// lookup finds a cached vector in e's chain of wrappers without embedding.
+func lookup(e embedding.Embedder, norm string) ([]float32, bool) {
+	for e != nil {
+		if c, ok := e.(interface {
+			Lookup(string) ([]float32, bool)
+		}); ok {
+			return c.Lookup(norm)
+		}
+		u, ok := e.(unwrapper)
+		if !ok {
+			return nil, false
+		}
+		e = u.Unwrap()
+	}
+	return nil, false
+}
+
+// The builtin model's default similarity band, tuned on the labelled query set
+// (make eval). A registered model's band lives in its embedding_models row.
+const (
+	BuiltinFloor  = 0.27
+	BuiltinMargin = 0.20
+)

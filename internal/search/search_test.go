@@ -1,0 +1,52 @@
+package search_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/search"
+)
+
+func TestBandKeepsResultsNearTheBestAboveTheFloor(t *testing.T) {
+	near := []postgres.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}, {Slug: "c", Similarity: 0.55}, {Slug: "d", Similarity: 0.5}}
+	cases := []struct {
+		floor, margin float64
+		max, want     int
+	}{
+		{0.3, 0.2, 3, 2},  // c is more than the margin below a
+		{0.3, 0.5, 3, 3},  // at most three
+		{0.3, 0.5, 1, 1},  // limit narrows
+		{0.75, 0.5, 3, 1}, // the floor
+		{0.9, 0.5, 3, 0},  // nothing within the band
+	}
+	for _, c := range cases {
+		if got := search.Band(near, c.floor, c.margin, c.max); len(got) != c.want {
+			t.Errorf("floor %.2f margin %.2f max %d: %d results, want %d", c.floor, c.margin, c.max, len(got), c.want)
+		}
+	}
+}
+
+func TestLimiterRefillsAndTellsWhenToRetry(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l := search.NewLimiter(60, 2, 10, func() time.Time { return now })
+	for i := range 2 {
+		if d := l.Allow("a"); !d.OK || d.Remaining != 1-i || d.Limit != 2 {
+			t.Fatalf("call %d: %+v", i, d)
+		}
+	}
+	d := l.Allow("a")
+	if d.OK || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
+		t.Fatalf("third call: %+v", d)
+	}
+	if !l.Allow("b").OK {
+		t.Fatal("callers share a bucket")
+	}
+	now = now.Add(time.Second)
+	if !l.Allow("a").OK {
+		t.Fatal("the bucket did not refill")
+	}
+	if !search.NewLimiter(0, 0, 0, nil).Allow("x").OK {
+		t.Fatal("a zero rate must not limit")
+	}
+}
