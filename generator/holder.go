@@ -2,7 +2,6 @@ package generator
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -37,24 +36,4 @@ func (h *Holder) Refresh(ctx context.Context, src Source) error {
 	}
 	h.Set(s)
 	return nil
-}
-
-// Run refreshes the snapshot every interval until ctx ends. A failed build is logged
-// and retried at the next tick; the directory keeps answering from the last good one.
-func (h *Holder) Run(ctx context.Context, log *slog.Logger, src Source, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			start := time.Now()
-			if err := h.Refresh(ctx, src); err != nil {
-				log.Warn("snapshot refresh failed; serving the previous one", "err", err)
-				continue
-			}
-			log.Debug("snapshot refreshed", "id", h.Current().Info().ID, "methods", h.Current().Len(), "took", time.Since(start))
-		}
-	}
 }

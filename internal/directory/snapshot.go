@@ -9,8 +9,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,25 +29,58 @@ type Resource struct {
 	ETagHeader, GzipETagHeader, LengthHeader, GzipLengthHeader []string
 }
 
-// NewResource compresses body once, as small as gzip can, and derives both ETags from
-// its hash. It is meant for bodies encoded once and served many times.
+// NewResource compresses body once and derives both ETags from its hash. It is meant
+// for bodies encoded once and served many times. The level is gzip's default: on the
+// real catalog the best compression saved under 0.1% of the bytes at twice the time.
 func NewResource(body []byte) *Resource {
-	return NewResourceLevel(body, gzip.BestCompression)
+	return NewResourceLevel(body, gzip.DefaultCompression)
 }
 
-// NewResourceLevel is NewResource with a gzip level, for bodies made on demand.
+// NewResourceLevel is NewResource with a gzip level. The gzip bytes depend only on the
+// body and the level, so every replica makes the same ones.
 func NewResourceLevel(body []byte, level int) *Resource {
 	sum := sha256.Sum256(body)
 	tag := base64.RawURLEncoding.EncodeToString(sum[:18])
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, level)
-	zw.Write(body)
-	zw.Close()
-	r := &Resource{Body: body, Gzip: gz.Bytes(), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
+	r := &Resource{Body: body, Gzip: compress(body, level), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
 	r.ETagHeader, r.GzipETagHeader = []string{r.ETag}, []string{r.GzipETag}
 	r.LengthHeader = []string{strconv.Itoa(len(r.Body))}
 	r.GzipLengthHeader = []string{strconv.Itoa(len(r.Gzip))}
 	return r
+}
+
+// gzipWriters keeps a pool of writers per level: making one costs more than
+// compressing a small body with it.
+var gzipWriters sync.Map // level -> *sync.Pool
+
+func compress(body []byte, level int) []byte {
+	p, _ := gzipWriters.LoadOrStore(level, &sync.Pool{})
+	pool := p.(*sync.Pool)
+	var buf bytes.Buffer
+	buf.Grow(len(body)/3 + 64)
+	zw, _ := pool.Get().(*gzip.Writer)
+	if zw == nil {
+		zw, _ = gzip.NewWriterLevel(&buf, level)
+	} else {
+		zw.Reset(&buf)
+	}
+	zw.Write(body)
+	zw.Close()
+	pool.Put(zw)
+	return buf.Bytes()
+}
+
+// parallel runs fn for 0..n-1 on every processor.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Info names a snapshot.
@@ -95,10 +131,13 @@ type methodDetail struct {
 }
 
 // NewSnapshot sorts the methods into list order (score descending with nulls last,
-// then slug), encodes every body and builds the index.
+// then slug) and the merchants by hostname, encodes every body and builds the index.
+// The ID hashes the bodies in that order, so the same content always gets the same ID.
 func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
 	methods = slices.Clone(methods)
 	slices.SortFunc(methods, compareMethods)
+	merchants = slices.Clone(merchants)
+	slices.SortFunc(merchants, func(a, b Merchant) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	n := len(methods)
 	s := &Snapshot{
 		methods:   methods,
@@ -114,6 +153,7 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 		byHost:    map[string][]int{},
 	}
 	s.all.fill(n)
+	details := make([][]byte, n)
 	h := sha256.New()
 	fmt.Fprintf(h, "%d\n", generatedAt.UnixNano())
 	mark := func(m map[string]bitset, key string, i int) {
@@ -143,7 +183,7 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 		if err != nil {
 			return nil, fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
 		}
-		s.slugs[i] = NewResource(detail)
+		details[i] = detail
 		h.Write(detail)
 		mark(s.category, m.Category, i)
 		mark(s.verdict, m.Trust.Verdict, i)
@@ -151,18 +191,35 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 		s.payable[b2i(m.Payable)].set(i)
 		s.byHost[m.Hostname] = append(s.byHost[m.Hostname], i)
 	}
-	for _, mr := range merchants {
+	bodies := make([][]byte, len(merchants))
+	for i, mr := range merchants {
 		body, err := json.Marshal(mr)
 		if err != nil {
 			return nil, fmt.Errorf("directory: encode merchant %s: %w", mr.Hostname, err)
 		}
-		s.merchants[mr.Hostname] = NewResource(body)
+		bodies[i] = body
 		s.hosts = append(s.hosts, mr.Hostname)
 		h.Write(body)
 	}
-	slices.Sort(s.hosts)
 	s.info = Info{ID: hex.EncodeToString(h.Sum(nil)[:8]), GeneratedAt: generatedAt.UTC()}
-	s.list = NewResource(s.AppendList(nil, Filter{}))
+	// Compressing is most of the work: the list on one processor, the rest on all.
+	done := make(chan struct{})
+	go func() {
+		s.list = NewResource(s.AppendList(nil, Filter{}))
+		close(done)
+	}()
+	merchantRes := make([]*Resource, len(merchants))
+	parallel(n+len(merchants), func(i int) {
+		if i < n {
+			s.slugs[i] = NewResource(details[i])
+		} else {
+			merchantRes[i-n] = NewResource(bodies[i-n])
+		}
+	})
+	for i, mr := range merchants {
+		s.merchants[mr.Hostname] = merchantRes[i]
+	}
+	<-done
 	return s, nil
 }
 

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startNginx runs nginx in the foreground as a child of the test, with the example
+// configuration pointed at the site and the service, on a free loopback port. It is
+// killed by its pid when the test ends.
+func startNginx(t *testing.T, siteDir, origin string) string {
+	t.Helper()
+	bin := tool(t, "nginx", "/usr/sbin/nginx")
+	example, err := os.ReadFile(filepath.Join("..", "..", "generator", "nginx.conf.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	prefix := t.TempDir()
+	site, err := filepath.Abs(siteDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.NewReplacer(
+		"/srv/waystation/site", site,
+		"server 127.0.0.1:8080;", "server "+origin+";",
+		"listen 8081;", "listen "+addr+";",
+	).Replace(string(example))
+	os.WriteFile(filepath.Join(prefix, "waystation.conf"), []byte(conf), 0o644)
+	mimeTypes := "/etc/nginx/mime.types"
+	if _, err := os.Stat(mimeTypes); err != nil {
+		mimeTypes = filepath.Join(prefix, "mime.types")
+		os.WriteFile(mimeTypes, []byte("types { text/html html; text/css css; }\n"), 0o644)
+	}
+	main := fmt.Sprintf(`daemon off;
+master_process off;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 64; }
+http {
+    include %[2]s;
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    include %[1]s/waystation.conf;
+}
+`, prefix, mimeTypes)
+	os.WriteFile(filepath.Join(prefix, "nginx.conf"), []byte(main), 0o644)
+
+	cmd := exec.Command(bin, "-p", prefix, "-c", filepath.Join(prefix, "nginx.conf"), "-e", filepath.Join(prefix, "error.log"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(prefix, "error.log"))
+			t.Logf("nginx output:\n%s\nerror.log:\n%s", out.String(), log)
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(prefix, "error.log"))
+			t.Fatalf("nginx exited:\n%s\n%s", out.String(), log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nginx did not listen")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr
+}
+
+// TestNginxServesTheSiteAndPassesTheRestToTheService puts the example nginx
+// configuration in front of the live service: the snapshot's routes come from the
+// files with the service's bytes, headers and ETags, revalidation gets 304, and the
+// dynamic routes pass through.
+func TestNginxServesTheSiteAndPassesTheRestToTheService(t *testing.T) {
+	srv := startServer(t, map[string]string{})
+	dir, man := readManifest(t, srv.siteDir)
+	edge := startNginx(t, srv.siteDir, strings.TrimPrefix(srv.base, "http://"))
+
+	const api = "/functions/v1/api/api/public/v1"
+	var slug, host string
+	for _, f := range man.Files {
+		switch {
+		case slug == "" && strings.HasPrefix(f.URL, api+"/services/"):
+			slug = strings.TrimPrefix(f.URL, api+"/services/")
+		case host == "" && strings.HasPrefix(f.URL, api+"/merchants/"):
+			host = strings.TrimPrefix(f.URL, api+"/merchants/")
+		}
+	}
+	fromFiles := []string{api + "/services", api + "/services/" + slug, api + "/merchants/" + host, "/", "/methods/" + slug}
+	byURL := map[string]int{}
+	for i, f := range man.Files {
+		byURL[f.URL] = i
+	}
+	for _, u := range fromFiles {
+		f := man.Files[byURL[u]]
+		file, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		gz, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)+".gz"))
+
+		res, body := fetch(t, edge+u)
+		if res.StatusCode != 200 || !bytes.Equal(body, file) {
+			t.Fatalf("%s via nginx: %d, %d bytes; the file has %d", u, res.StatusCode, len(body), len(file))
+		}
+		if res.Header.Get("X-Request-Id") != "" {
+			t.Errorf("%s came from the service, not the files", u)
+		}
+		want := map[string]string{"Content-Type": f.ContentType, "Cache-Control": "public, max-age=300", "ETag": f.ETag}
+		if strings.HasPrefix(u, "/functions/") {
+			want["Access-Control-Allow-Origin"] = "*"
+		}
+		for k, v := range want {
+			if got := res.Header.Get(k); got != v {
+				t.Errorf("%s via nginx: %s %q, want %q", u, k, got, v)
+			}
+		}
+		live, liveBody := fetch(t, srv.base+u)
+		if !bytes.Equal(liveBody, body) || live.Header.Get("ETag") != res.Header.Get("ETag") {
+			t.Errorf("%s: nginx and the service disagree", u)
+		}
+
+		res, body = fetch(t, edge+u, "Accept-Encoding", "gzip")
+		if res.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(body, gz) || res.Header.Get("ETag") != f.GzipETag {
+			t.Errorf("%s via nginx with gzip: %q, ETag %s, %d bytes (want the .gz, %d bytes)", u, res.Header.Get("Content-Encoding"), res.Header.Get("ETag"), len(body), len(gz))
+		}
+		if !strings.Contains(res.Header.Get("Vary"), "Accept-Encoding") {
+			t.Errorf("%s via nginx with gzip: Vary %q", u, res.Header.Get("Vary"))
+		}
+		for _, tag := range []string{f.ETag, f.GzipETag, `W/` + f.ETag, `"other", ` + f.GzipETag} {
+			res, body = fetch(t, edge+u, "If-None-Match", tag)
+			if res.StatusCode != http.StatusNotModified || len(body) != 0 {
+				t.Errorf("%s via nginx, If-None-Match %s: %d", u, tag, res.StatusCode)
+			}
+		}
+		if res, _ := fetch(t, edge+u, "If-None-Match", `"other"`); res.StatusCode != 200 {
+			t.Errorf("%s via nginx, another ETag: %d", u, res.StatusCode)
+		}
+	}
+
+	// Dynamic routes come from the service.
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{api + "/services?category=blockchain&limit=2", 200},
+		{api + "/services?verified=true", 400},
+		{api + "/services/no-such-method", 404},
+		{"/functions/v1/api/health", 200},
+		{"/functions/v1/api/openapi.json", 200},
+		{"/search?q=block", 200},
+		{"/no/such/page", 404},
+	} {
+		res, body := fetch(t, edge+tc.path)
+		if res.StatusCode != tc.status {
+			t.Errorf("%s via nginx: %d, want %d: %.200s", tc.path, res.StatusCode, tc.status, body)
+		}
+	}
+	res, body := fetch(t, edge+api+"/services?limit=1")
+	if res.StatusCode != 200 || !bytes.Contains(body, []byte(`"count":1`)) {
+		t.Errorf("filtered list via nginx: %d %.200s", res.StatusCode, body)
+	}
+	req, _ := http.NewRequest(http.MethodOptions, edge+api+"/services", nil)
+	req.Header.Set("Origin", "https://example.com")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusNoContent {
+		t.Errorf("preflight via nginx: %v %v", res, err)
+	}
+}

@@ -1,0 +1,123 @@
+package generator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Changes is what a source offers when it can tell cheaply that its records changed:
+// a fingerprint that differs whenever a rebuild would.
+type Changes interface {
+	Fingerprint(ctx context.Context) (string, error)
+}
+
+// Generator builds a snapshot from the source, publishes it to the site and swaps it
+// into the holder: every Every, and soon after the source's fingerprint changes.
+type Generator struct {
+	Source Source
+	// Site receives every snapshot as files; nil publishes none.
+	Site   *Site
+	Holder *Holder
+	Log    *slog.Logger
+	// Every is the longest a snapshot stays in force.
+	Every time.Duration
+	// Watch is how often the source's fingerprint is compared, when the source has
+	// one; 0 never looks.
+	Watch time.Duration
+
+	fingerprint string
+	generated   bool
+}
+
+// Stats tell how one generation went.
+type Stats struct {
+	ID        string
+	Methods   int
+	Build     time.Duration
+	Publish   time.Duration
+	Directory string
+}
+
+// Once builds, publishes and swaps in one snapshot. On error the holder keeps the one
+// in force.
+func (g *Generator) Once(ctx context.Context) (Stats, error) {
+	var st Stats
+	if c, ok := g.Source.(Changes); ok && g.Watch > 0 {
+		// Taken first: a change made during the build is seen at the next look.
+		if fp, err := c.Fingerprint(ctx); err == nil {
+			g.fingerprint = fp
+		}
+	}
+	start := time.Now()
+	snap, err := Build(ctx, g.Source, start)
+	if err != nil {
+		return st, err
+	}
+	st.ID, st.Methods, st.Build = snap.Info().ID, snap.Len(), time.Since(start)
+	if g.Site != nil {
+		start = time.Now()
+		dir, err := g.Site.Publish(snap)
+		if err != nil {
+			return st, err
+		}
+		st.Directory, st.Publish = dir, time.Since(start)
+	}
+	if g.Holder != nil {
+		g.Holder.Set(snap)
+	}
+	g.generated = true
+	return st, nil
+}
+
+// Run generates at once unless Once already did, then every Every, and after each change the watch sees,
+// until ctx ends. A failed generation is logged; the directory keeps answering from
+// the last good snapshot.
+func (g *Generator) Run(ctx context.Context) {
+	every := time.NewTicker(g.Every)
+	defer every.Stop()
+	var watch <-chan time.Time
+	changes, watching := g.Source.(Changes)
+	if watching && g.Watch > 0 {
+		t := time.NewTicker(g.Watch)
+		defer t.Stop()
+		watch = t.C
+	}
+	if !g.generated {
+		g.generate(ctx, "start")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+			g.generate(ctx, "interval")
+		case <-watch:
+			fp, err := changes.Fingerprint(ctx)
+			if err != nil || fp == g.fingerprint {
+				continue
+			}
+			g.generate(ctx, "catalog changed")
+			every.Reset(g.Every)
+		}
+	}
+}
+
+func (g *Generator) generate(ctx context.Context, why string) {
+	st, err := g.Once(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.Log.Warn("snapshot generation failed; serving the previous one", "why", why, "err", err)
+		}
+		return
+	}
+	g.Log.Info("snapshot generated", "why", why, "id", st.ID, "methods", st.Methods,
+		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond), "dir", st.Directory)
+}
+
+// String names the generation for logs and the generator command.
+func (s Stats) String() string {
+	return fmt.Sprintf("snapshot %s: %d methods, built in %s, published in %s to %s",
+		s.ID, s.Methods, s.Build.Round(time.Millisecond), s.Publish.Round(time.Millisecond), s.Directory)
+}

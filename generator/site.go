@@ -1,0 +1,486 @@
+package generator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/web"
+)
+
+// Paths of the directory routes in the site, mirroring their URLs. The unfiltered
+// list cannot be a file named like its URL, since the slugs live beneath it: it is
+// services/index.json, which a web server maps to the extension-less path. Slugs and
+// merchants are extension-less files named exactly like their URLs.
+const (
+	apiRoot      = "functions/v1/api/api/public/v1"
+	ListFile     = apiRoot + "/services/index.json"
+	servicesDir  = apiRoot + "/services/"
+	merchantsDir = apiRoot + "/merchants/"
+)
+
+// Files of a published site that are not served: the manifest, the machine-readable
+// snapshot the server boots from, and the ETag map of the nginx example.
+const (
+	ManifestName = "manifest.json"
+	SnapshotName = "snapshot.json"
+	HeadersName  = "_headers"
+	ETagMapName  = "nginx-etags.conf"
+	CurrentLink  = "current"
+	snapPrefix   = "snapshot-"
+)
+
+// Content types and caching of the site's files.
+const (
+	typeJSON   = "application/json; charset=utf-8"
+	typeHTML   = "text/html; charset=utf-8"
+	cacheFiles = "public, max-age=300"
+)
+
+// Manifest describes one published site: the snapshot it holds and every served file.
+type Manifest struct {
+	Snapshot directory.Info `json:"snapshot"`
+	Counts   ManifestCounts `json:"counts"`
+	Files    []ManifestFile `json:"files"`
+}
+
+// ManifestCounts says how much a site holds.
+type ManifestCounts struct {
+	Methods   int `json:"methods"`
+	Merchants int `json:"merchants"`
+	Pages     int `json:"pages"`
+	Files     int `json:"files"`
+	Bytes     int `json:"bytes"`
+}
+
+// ManifestFile is one served file: its URL path, type, size, hash and the ETags the
+// live service gives its two representations.
+type ManifestFile struct {
+	URL         string `json:"url"`
+	Path        string `json:"path"`
+	ContentType string `json:"content_type"`
+	Bytes       int    `json:"bytes"`
+	GzipBytes   int    `json:"gzip_bytes"`
+	SHA256      string `json:"sha256"`
+	ETag        string `json:"etag"`
+	GzipETag    string `json:"gzip_etag"`
+}
+
+// Site is a directory of published snapshots: each in its own subdirectory, the one in
+// force named by the symbolic link current, swapped atomically.
+type Site struct {
+	Dir string
+	// Keep is how many published snapshots stay on disk, the current one included.
+	Keep int
+}
+
+// Publish writes the snapshot's files into a fresh directory, syncs them to disk and
+// makes it current, then removes all but the newest Keep published snapshots. It
+// returns the new directory. Pages are written as they are rendered, so memory holds
+// the snapshot and little more.
+func (s Site) Publish(snap *directory.Snapshot) (string, error) {
+	info := snap.Info()
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return "", fmt.Errorf("generator: site: %w", err)
+	}
+	name := snapPrefix + info.GeneratedAt.UTC().Format("20060102T150405Z") + "-" + info.ID
+	final := filepath.Join(s.Dir, name)
+	if _, err := os.Stat(final); err == nil {
+		// The same snapshot was published already (the ID hashes every body).
+		return final, s.link(name)
+	}
+	tmp, err := os.MkdirTemp(s.Dir, ".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("generator: site: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	w := &siteWriter{dir: tmp, made: map[string]bool{}}
+	if err := w.writeAll(snap); err != nil {
+		return "", err
+	}
+	files := w.files
+	slices.SortFunc(files, func(a, b ManifestFile) int { return strings.Compare(a.Path, b.Path) })
+	for i := 1; i < len(files); i++ {
+		if files[i].Path == files[i-1].Path {
+			return "", fmt.Errorf("generator: two files at %s", files[i].Path)
+		}
+	}
+	extra := []struct {
+		name string
+		body []byte
+	}{
+		{ManifestName, mustJSON(manifest(snap, files))},
+		{HeadersName, headersFile(files)},
+		{ETagMapName, etagMap(name, files)},
+		{SnapshotName, snapshotFile(snap)},
+	}
+	for _, e := range extra {
+		if err := os.WriteFile(filepath.Join(tmp, e.name), e.body, 0o644); err != nil {
+			return "", fmt.Errorf("generator: site: %w", err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", fmt.Errorf("generator: site: %w", err)
+	}
+	if err := syncTree(tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("generator: site: %w", err)
+	}
+	if err := s.link(name); err != nil {
+		return "", err
+	}
+	s.prune(name)
+	return final, nil
+}
+
+// link points current at name: a new symbolic link renamed over the old one, so
+// a reader sees the old site or the new one, never neither.
+func (s Site) link(name string) error {
+	tmp := filepath.Join(s.Dir, ".current-"+name)
+	os.Remove(tmp)
+	if err := os.Symlink(name, tmp); err != nil {
+		return fmt.Errorf("generator: site: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.Dir, CurrentLink)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("generator: site: %w", err)
+	}
+	return syncDir(s.Dir)
+}
+
+// prune removes the oldest published snapshots beyond Keep, never the current one.
+func (s Site) prune(current string) {
+	keep := max(s.Keep, 1)
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), snapPrefix) && e.Name() != current {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names) // by generation time
+	for len(names) > keep-1 {
+		os.RemoveAll(filepath.Join(s.Dir, names[0]))
+		names = names[1:]
+	}
+}
+
+// Current returns the directory of the site in force, or "" when none was published.
+func (s Site) Current() string {
+	name, err := os.Readlink(filepath.Join(s.Dir, CurrentLink))
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(s.Dir, name)
+}
+
+// siteWriter writes served files, each with its .gz beside it, from several
+// goroutines at once, and remembers what it wrote for the manifest. Nothing is synced
+// here: syncTree flushes the whole tree once.
+type siteWriter struct {
+	dir   string
+	mu    sync.Mutex
+	made  map[string]bool
+	files []ManifestFile
+}
+
+// writeAll writes the directory's JSON, the human pages and the static files.
+func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
+	if err := w.write("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, typeJSON, snap.List()); err != nil {
+		return err
+	}
+	methods, hosts := snap.Methods(), snap.Hostnames()
+	err := parallel(len(methods)+len(hosts), func(i int) error {
+		if i < len(methods) {
+			res, _ := snap.Method(methods[i].Slug)
+			return w.write("/"+servicesDir+methods[i].Slug, servicesDir+methods[i].Slug, typeJSON, res)
+		}
+		h := hosts[i-len(methods)]
+		res, _ := snap.Merchant(h)
+		return w.write("/"+merchantsDir+h, merchantsDir+h, typeJSON, res)
+	})
+	if err != nil {
+		return err
+	}
+	err = web.Pages(snap, func(url string, res *directory.Resource) error {
+		return w.write(url, pagePath(url), typeHTML, res)
+	})
+	if err != nil {
+		return fmt.Errorf("generator: pages: %w", err)
+	}
+	for _, a := range web.Assets() {
+		if err := w.write(a.URL, strings.TrimPrefix(a.URL, "/"), a.ContentType, a.Resource); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *siteWriter) write(url, path, ctype string, res *directory.Resource) error {
+	p := filepath.Join(w.dir, filepath.FromSlash(path))
+	if err := w.mkdir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	if err := os.WriteFile(p, res.Body, 0o644); err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	if err := os.WriteFile(p+".gz", res.Gzip, 0o644); err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	sum := sha256.Sum256(res.Body)
+	f := ManifestFile{
+		URL: url, Path: path, ContentType: ctype, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
+		SHA256: hex.EncodeToString(sum[:]), ETag: res.ETag, GzipETag: res.GzipETag,
+	}
+	w.mu.Lock()
+	w.files = append(w.files, f)
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *siteWriter) mkdir(d string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.made[d] {
+		return nil
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	w.made[d] = true
+	return nil
+}
+
+// parallel runs fn for 0..n-1 on every processor and returns the first error.
+func parallel(n int, fn func(i int) error) error {
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+		mu   sync.Mutex
+		err  error
+	)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if e := fn(i); e != nil {
+					mu.Lock()
+					if err == nil {
+						err = e
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return err
+}
+
+// pagePath is the file of a human page: /x/y is x/y.html, which is what CDNs and the
+// nginx example serve for the extension-less URL; / is index.html.
+func pagePath(url string) string {
+	if url == "/" {
+		return "index.html"
+	}
+	return strings.TrimPrefix(url, "/") + ".html"
+}
+
+// syncTree flushes the new tree to disk before it is made current: one syncfs for the
+// whole file system instead of one fsync per file, then the directory itself.
+func syncTree(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("generator: sync: %w", err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("generator: sync: %w", err)
+	}
+	return d.Sync()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("generator: sync: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("generator: sync: %w", err)
+	}
+	return nil
+}
+
+func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
+	m := Manifest{Snapshot: snap.Info(), Files: files}
+	m.Counts.Methods = snap.Len()
+	m.Counts.Merchants = len(snap.Hostnames())
+	for _, f := range files {
+		if f.ContentType == typeHTML {
+			m.Counts.Pages++
+		}
+		m.Counts.Files += 2
+		m.Counts.Bytes += f.Bytes + f.GzipBytes
+	}
+	return m
+}
+
+// headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
+// read: the content type, caching and CORS of each tree of the site.
+func headersFile(files []ManifestFile) []byte {
+	var b bytes.Buffer
+	b.WriteString("# Headers of the generated site, for CDNs that read a _headers file.\n")
+	rule := func(path string, lines ...string) {
+		b.WriteString(path + "\n")
+		for _, l := range lines {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	api := "/" + apiRoot
+	rule(api+"/*",
+		"Content-Type: "+typeJSON,
+		"Cache-Control: "+cacheFiles,
+		"Access-Control-Allow-Origin: *",
+		"Access-Control-Expose-Headers: ETag, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset",
+		"Vary: Accept-Encoding",
+		"X-Content-Type-Options: nosniff")
+	rule("/static/*",
+		"Cache-Control: public, max-age=31536000, immutable",
+		"Access-Control-Allow-Origin: *")
+	seen := map[string]bool{}
+	for _, f := range files {
+		if f.ContentType != typeHTML {
+			continue
+		}
+		dir := "/"
+		if i := strings.LastIndex(f.URL, "/"); i > 0 {
+			dir = f.URL[:i+1] + "*"
+		}
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		rule(dir, "Content-Type: "+typeHTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff")
+	}
+	return b.Bytes()
+}
+
+// etagMap is the body of an nginx map from this snapshot's directory name and a URL
+// to the ETag the live service gives that URL (unquoted, without -gzip), so that nginx
+// can send the origin's ETags (see nginx.conf.example). Keyed by the directory, a map
+// loaded for an older snapshot never names a newer file: nginx then sends no ETag
+// rather than a wrong one, until it is reloaded.
+func etagMap(name string, files []ManifestFile) []byte {
+	var b bytes.Buffer
+	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
+	for _, f := range files {
+		fmt.Fprintf(&b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
+	}
+	return b.Bytes()
+}
+
+// snapshotFile is the machine-readable snapshot: the time it was made, every method
+// with its guidance and every merchant record, as the live service encodes them.
+// LoadSite rebuilds the same snapshot from it.
+func snapshotFile(snap *directory.Snapshot) []byte {
+	var b bytes.Buffer
+	info := snap.Info()
+	fmt.Fprintf(&b, `{"id":%q,"generated_at":%s,"methods":[`, info.ID, mustJSON(info.GeneratedAt))
+	for i, m := range snap.Methods() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		res, _ := snap.Method(m.Slug)
+		b.Write(res.Body)
+	}
+	b.WriteString(`],"merchants":[`)
+	for i, h := range snap.Hostnames() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		res, _ := snap.Merchant(h)
+		b.Write(res.Body)
+	}
+	b.WriteString("]}\n")
+	return b.Bytes()
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// LoadSite rebuilds the snapshot of the site in force under dir, so that the service
+// serves the last published directory before, or without, the database. The rebuilt
+// snapshot must match the files byte for byte: same ID, same list.
+func LoadSite(dir string) (*directory.Snapshot, error) {
+	cur := Site{Dir: dir}.Current()
+	if cur == "" {
+		return nil, fmt.Errorf("generator: no site published in %s", dir)
+	}
+	raw, err := os.ReadFile(filepath.Join(cur, SnapshotName))
+	if err != nil {
+		return nil, fmt.Errorf("generator: load site: %w", err)
+	}
+	var in struct {
+		ID          string    `json:"id"`
+		GeneratedAt time.Time `json:"generated_at"`
+		Methods     []struct {
+			directory.Method
+			Guidance json.RawMessage `json:"guidance"`
+		} `json:"methods"`
+		Merchants []directory.Merchant `json:"merchants"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("generator: load site: %w", err)
+	}
+	methods := make([]directory.Method, len(in.Methods))
+	for i, m := range in.Methods {
+		methods[i] = m.Method
+		if string(m.Guidance) != "null" {
+			methods[i].Guidance = m.Guidance
+		}
+	}
+	snap, err := directory.NewSnapshot(in.GeneratedAt, methods, in.Merchants)
+	if err != nil {
+		return nil, fmt.Errorf("generator: load site: %w", err)
+	}
+	if snap.Info().ID != in.ID {
+		return nil, fmt.Errorf("generator: load site: snapshot %s rebuilt as %s", in.ID, snap.Info().ID)
+	}
+	list, err := os.ReadFile(filepath.Join(cur, filepath.FromSlash(ListFile)))
+	if err != nil {
+		return nil, fmt.Errorf("generator: load site: %w", err)
+	}
+	if !bytes.Equal(list, snap.List().Body) {
+		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
+	}
+	return snap, nil
+}

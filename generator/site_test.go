@@ -1,0 +1,228 @@
+package generator
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/directory"
+)
+
+// testSnapshot is a small directory with the shapes that matter: scored and unscored
+// methods, guidance and none, an override, stats and probe history.
+func testSnapshot(t *testing.T, at time.Time, n int) *directory.Snapshot {
+	t.Helper()
+	var methods []directory.Method
+	var merchants []directory.Merchant
+	for i := range n {
+		host := fmt.Sprintf("api%d.example.com", i%3)
+		m := directory.Method{
+			Slug: fmt.Sprintf("method-%d", i), Name: fmt.Sprintf("Method %d", i), Provider: "Provider",
+			Hostname: host, Description: "Does thing number " + fmt.Sprint(i) + " <carefully> & well.",
+			Category: []string{"blockchain", "weather", "data"}[i%3], Kind: "x402", Payable: i%2 == 0,
+			Endpoint: directory.Endpoint{Method: "GET", URL: "https://" + host + "/v1/thing"},
+			Trust:    directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true},
+		}
+		if i%2 == 0 {
+			score := 50 + i
+			net, asset, sym := "eip155:8453", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USDC"
+			amount, dec, val := "1000", 6, "0.001"
+			m.Trust = directory.Trust{Verdict: directory.VerdictCaution, Score: &score, Advisory: true, Probe: &directory.Probe{
+				Outcome: "payment_required", ProbedAt: at.Add(-time.Hour), AgeSeconds: 3600,
+				Network: &net, Asset: &asset, AssetSymbol: &sym,
+				Price: &directory.Price{Amount: &amount, Decimals: &dec, Value: &val},
+			}}
+			m.Guidance = json.RawMessage(`{"summary":"Call it.","request":{"method":"GET","example":"curl x"},"notes":["one"]}`)
+			m.Stats = directory.NewStats(10, 9)
+		}
+		methods = append(methods, m)
+	}
+	for i := range min(n, 3) {
+		host := fmt.Sprintf("api%d.example.com", i)
+		mr := directory.Merchant{Hostname: host, Providers: []string{"Provider"}, Trust: directory.Trust{Verdict: "avoid", Advisory: true,
+			Override: &directory.Override{Verdict: "avoid", Reason: "Operator says so.", SetAt: at.Add(-time.Hour)}}}
+		for _, m := range methods {
+			if m.Hostname == host {
+				mr.Methods = append(mr.Methods, directory.MerchantEntry{Slug: m.Slug, Name: m.Name, Category: m.Category, Payable: m.Payable})
+			}
+		}
+		status, latency := 402, 120
+		mr.Probes = []directory.ProbeRecord{{Outcome: "payment_required", ProbedAt: at.Add(-time.Hour), HTTPStatus: &status, LatencyMS: &latency}}
+		merchants = append(merchants, mr)
+	}
+	snap, err := directory.NewSnapshot(at, methods, merchants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestPublishWritesEveryResourceWithItsGzipBesideIt(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	snap := testSnapshot(t, at, 7)
+	site := Site{Dir: t.TempDir(), Keep: 2}
+	dir, err := site.Publish(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if site.Current() != dir {
+		t.Fatalf("current is %q, published %q", site.Current(), dir)
+	}
+	check := func(path string, want []byte) {
+		t.Helper()
+		got, err := os.ReadFile(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the snapshot's bytes", path)
+		}
+		gz, err := os.ReadFile(filepath.Join(dir, path+".gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gunzip(t, gz), want) {
+			t.Errorf("%s.gz does not hold the same bytes", path)
+		}
+	}
+	check("functions/v1/api/api/public/v1/services/index.json", snap.List().Body)
+	for _, m := range snap.Methods() {
+		res, _ := snap.Method(m.Slug)
+		check("functions/v1/api/api/public/v1/services/"+m.Slug, res.Body)
+		if _, err := os.Stat(filepath.Join(dir, "methods", m.Slug+".html")); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, h := range snap.Hostnames() {
+		res, _ := snap.Merchant(h)
+		check("functions/v1/api/api/public/v1/merchants/"+h, res.Body)
+		if _, err := os.Stat(filepath.Join(dir, "merchants", h+".html")); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, p := range []string{"index.html", "categories/weather.html", "problems/verified-reserved.html", "problems/not-found.html"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	var man Manifest
+	raw, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err := json.Unmarshal(raw, &man); err != nil {
+		t.Fatal(err)
+	}
+	if man.Snapshot != snap.Info() || man.Counts.Methods != 7 || man.Counts.Merchants != 3 {
+		t.Errorf("manifest: %+v %+v", man.Snapshot, man.Counts)
+	}
+	for _, f := range man.Files {
+		if f.URL == "/functions/v1/api/api/public/v1/services" && f.ETag != snap.List().ETag {
+			t.Errorf("manifest list ETag %s, service %s", f.ETag, snap.List().ETag)
+		}
+	}
+	headers, _ := os.ReadFile(filepath.Join(dir, HeadersName))
+	for _, want := range []string{"/functions/v1/api/api/public/v1/*", "Access-Control-Allow-Origin: *", "Cache-Control: public, max-age=300", "Content-Type: application/json; charset=utf-8"} {
+		if !strings.Contains(string(headers), want) {
+			t.Errorf("_headers lacks %q", want)
+		}
+	}
+	etags, _ := os.ReadFile(filepath.Join(dir, ETagMapName))
+	want := fmt.Sprintf("%q %q;", filepath.Base(dir)+" /functions/v1/api/api/public/v1/services", strings.Trim(snap.List().ETag, `"`))
+	if !strings.Contains(string(etags), want) {
+		t.Errorf("nginx ETag map lacks %s", want)
+	}
+}
+
+func TestLoadSiteRebuildsTheSameSnapshot(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	snap := testSnapshot(t, at, 9)
+	site := Site{Dir: t.TempDir()}
+	if _, err := site.Publish(snap); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadSite(site.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Info() != snap.Info() || !bytes.Equal(got.List().Body, snap.List().Body) || got.List().ETag != snap.List().ETag {
+		t.Fatalf("loaded %+v, published %+v", got.Info(), snap.Info())
+	}
+	for _, m := range snap.Methods() {
+		a, _ := snap.Method(m.Slug)
+		b, ok := got.Method(m.Slug)
+		if !ok || a.ETag != b.ETag {
+			t.Errorf("%s: ETag %s after loading, %s before", m.Slug, b.ETag, a.ETag)
+		}
+	}
+}
+
+func TestLoadSiteRefusesATamperedSnapshot(t *testing.T) {
+	snap := testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 4)
+	site := Site{Dir: t.TempDir()}
+	dir, err := site.Publish(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, SnapshotName)
+	raw, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(raw, []byte("Method 1"), []byte("Method X"), 1), 0o644)
+	if _, err := LoadSite(site.Dir); err == nil {
+		t.Fatal("a snapshot that does not match its ID was loaded")
+	}
+	if _, err := LoadSite(t.TempDir()); err == nil {
+		t.Fatal("an empty site directory gave a snapshot")
+	}
+}
+
+func TestPublishSwapsCurrentAndKeepsTheNewestFew(t *testing.T) {
+	site := Site{Dir: t.TempDir(), Keep: 2}
+	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	var dirs []string
+	for i := range 4 {
+		dir, err := site.Publish(testSnapshot(t, start.Add(time.Duration(i)*time.Minute), 3+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if site.Current() != dir {
+			t.Fatalf("publish %d: current is %s", i, site.Current())
+		}
+		dirs = append(dirs, dir)
+	}
+	entries, _ := os.ReadDir(site.Dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 3 { // current and two snapshots
+		t.Fatalf("site holds %v", names)
+	}
+	for _, d := range dirs[:2] {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s was kept", d)
+		}
+	}
+	// Publishing the snapshot in force again changes nothing.
+	again, err := site.Publish(testSnapshot(t, start.Add(3*time.Minute), 6))
+	if err != nil || again != dirs[3] {
+		t.Fatalf("republish: %s, %v", again, err)
+	}
+}

@@ -1,0 +1,25 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+)
+
+// Fingerprint is a short text that changes whenever anything the directory snapshot is
+// built from changes: methods (added, edited, enabled or disabled), probes, settled
+// payments and overrides. Each part reads an index, so it is cheap to ask often.
+func (s *Store) Fingerprint(ctx context.Context) (string, error) {
+	var fp string
+	err := s.pool.QueryRow(ctx, `
+		SELECT concat_ws('/',
+			(SELECT count(*) FROM provider_methods),
+			(SELECT max(updated_at) FROM provider_methods),
+			(SELECT max(id) FROM probes),
+			(SELECT max(id) FROM settled_payments),
+			(SELECT max(id) FROM merchant_overrides),
+			(SELECT max(removed_at) FROM merchant_overrides))`).Scan(&fp)
+	if err != nil {
+		return "", fmt.Errorf("postgres: fingerprint: %w", err)
+	}
+	return fp, nil
+}

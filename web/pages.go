@@ -1,0 +1,230 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/directory"
+)
+
+// maxQuery is the longest search query, in bytes, as on the API.
+const maxQuery = 1024
+
+// Pages renders every page of a snapshot that does not depend on the request: the
+// home page, each category, method, merchant and problem page. emit gets each page's
+// URL path and encoded body; it is called from several goroutines at once.
+func Pages(snap *directory.Snapshot, emit func(url string, res *directory.Resource) error) error {
+	type job struct {
+		url string
+		c   templ.Component
+	}
+	jobs := make(chan job)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for j := range jobs {
+				res, err := render(j.c)
+				if err == nil {
+					err = emit(j.url, res)
+				}
+				if err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	send := func(url string, c templ.Component) { jobs <- job{url, c} }
+	send("/", HomePage(Home(snap)))
+	for _, c := range Categories(snap) {
+		v, _ := Category(snap, c)
+		send("/categories/"+url.PathEscape(c), CategoryPage(v))
+	}
+	for _, m := range snap.Methods() {
+		v, _ := MethodPage(snap, m.Slug)
+		send("/methods/"+m.Slug, MethodPageView(v))
+	}
+	for _, h := range snap.Hostnames() {
+		v, _ := MerchantPage(snap, h)
+		send("/merchants/"+h, MerchantPageView(v))
+	}
+	for _, p := range ProblemSlugs() {
+		v, _ := ProblemPage(snap, p)
+		send("/problems/"+p, ProblemPageView(v))
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// page serves a page that depends only on the snapshot and the path: rendered once per
+// snapshot and kept, with its ETag and gzip form.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*directory.Snapshot) (templ.Component, bool)) {
+	if r.URL.RawQuery != "" {
+		// The pages take no parameters; a query string would only split the caches.
+		http.Redirect(w, r, r.URL.EscapedPath(), http.StatusMovedPermanently)
+		return
+	}
+	snap := s.snapshots.Current()
+	key := snap.Info().ID + "\x00" + r.URL.EscapedPath()
+	if res, ok := s.pages.Get(key); ok {
+		serve(w, r, res, cachePublic)
+		return
+	}
+	c, ok := build(snap)
+	if !ok {
+		s.handleNotFound(w, r)
+		return
+	}
+	res, err := render(c)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.pages.Add(key, res)
+	serve(w, r, res, cachePublic)
+}
+
+func (s *Server) handleHome() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
+			return HomePage(Home(snap)), true
+		})
+	}
+}
+
+func (s *Server) handleCategory() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
+			v, ok := Category(snap, chi.URLParam(r, "category"))
+			return CategoryPage(v), ok
+		})
+	}
+}
+
+func (s *Server) handleMethod() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
+			v, ok := MethodPage(snap, chi.URLParam(r, "slug"))
+			return MethodPageView(v), ok
+		})
+	}
+}
+
+func (s *Server) handleMerchant() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
+			host, err := url.PathUnescape(chi.URLParam(r, "hostname"))
+			if err != nil {
+				return nil, false
+			}
+			v, ok := MerchantPage(snap, strings.TrimSuffix(strings.ToLower(host), "."))
+			return MerchantPageView(v), ok
+		})
+	}
+}
+
+func (s *Server) handleProblem() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
+			v, ok := ProblemPage(snap, chi.URLParam(r, "code"))
+			return ProblemPageView(v), ok
+		})
+	}
+}
+
+// handleSearch runs a search for a person. Without a search engine, or when it
+// refuses, the page says so and points at the list, which always works.
+func (s *Server) handleSearch() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		snap := s.snapshots.Current()
+		q := strings.TrimSpace(r.URL.Query().Get("q"))
+		status := http.StatusOK
+		var v SearchView
+		switch {
+		case q == "":
+			v = SearchPage(snap, q, nil, "")
+		case !utf8.ValidString(q) || len(q) > maxQuery:
+			v = SearchPage(snap, q, nil, "the query is longer than 1024 bytes; shorten it.")
+			status = http.StatusBadRequest
+		case s.search == nil:
+			v = SearchPage(snap, q, nil, "the search engine is not running on this server.")
+		default:
+			ctx, cancel := context.WithTimeout(r.Context(), searchTimeout)
+			res, err := s.search.Search(r.WithContext(ctx), q)
+			cancel()
+			if err != nil {
+				var reason interface{ SearchUnavailable() string }
+				msg := "search cannot answer right now; try again in a minute."
+				if errors.As(err, &reason) {
+					msg = reason.SearchUnavailable()
+				}
+				s.log.Warn("search page: search failed", "err", err)
+				v = SearchPage(snap, q, nil, msg)
+				status = http.StatusServiceUnavailable
+			} else {
+				v = SearchPage(snap, q, &res, "")
+			}
+		}
+		res, err := render(SearchPageView(v))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		serveStatus(w, r, res, cacheNone, status)
+	}
+}
+
+func (s *Server) handleStatic() http.HandlerFunc {
+	byURL := map[string]Asset{}
+	for _, a := range Assets() {
+		byURL[a.URL] = a
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		a, ok := byURL[r.URL.Path]
+		if !ok {
+			s.handleNotFound(w, r)
+			return
+		}
+		w.Header()["Content-Type"] = []string{a.ContentType}
+		serve(w, r, a.Resource, cacheImmutable)
+	}
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	snap := s.snapshots.Current()
+	res, err := render(NotFoundPage(NotFoundView{Page: newPage(snap, "Not found", "", ""), Path: r.URL.Path}))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	serveStatus(w, r, res, cachePublic, http.StatusNotFound)
+}
+
+func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "Method not allowed: the pages are read-only.", http.StatusMethodNotAllowed)
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("page failed", "err", err, "path", r.URL.Path)
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, "Internal error.", http.StatusInternalServerError)
+}

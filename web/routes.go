@@ -1,0 +1,27 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes is the whole surface of the human pages.
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(s.handleNotFound)
+	r.MethodNotAllowed(s.handleMethodNotAllowed)
+
+	get := func(pattern string, h http.HandlerFunc) {
+		r.Get(pattern, h)
+		r.Head(pattern, h)
+	}
+	get("/", s.handleHome())
+	get("/categories/{category}", s.handleCategory())
+	get("/methods/{slug}", s.handleMethod())
+	get("/merchants/{hostname}", s.handleMerchant())
+	get("/search", s.handleSearch())
+	get("/problems/{code}", s.handleProblem())
+	get("/static/{name}", s.handleStatic())
+	return r
+}

@@ -1,0 +1,61 @@
+// Package web is the directory for people: templ components that are pure views over
+// view models, rendered live by the page handlers here and to files by the generator,
+// so that a CDN serving the files and the service answer the same pages.
+package web
+
+//go:generate go tool templ generate
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/a-h/templ"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/waystation/waystation/internal/directory"
+)
+
+// Snapshots hands out the current directory snapshot; it is never nil.
+type Snapshots interface {
+	Current() *directory.Snapshot
+}
+
+// Searcher answers a natural-language query over the directory for the person who
+// sent r, so that limits per caller apply to the page as to the API. Without one, the
+// search page says search is unavailable. An error with a SearchUnavailable() string
+// method says why in words a person can act on.
+type Searcher interface {
+	Search(r *http.Request, query string) (SearchResult, error)
+}
+
+// Server answers the human pages and their static files.
+type Server struct {
+	log       *slog.Logger
+	snapshots Snapshots
+	search    Searcher
+	pages     *lru.Cache[string, *directory.Resource]
+	router    http.Handler
+}
+
+// NewServer wires the pages; search may be nil.
+func NewServer(log *slog.Logger, snapshots Snapshots, search Searcher) *Server {
+	pages, _ := lru.New[string, *directory.Resource](1024)
+	s := &Server{log: log, snapshots: snapshots, search: search, pages: pages}
+	s.router = s.routes()
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// render encodes a page once; pages and the generator share it, so both give the
+// same bytes and ETags.
+func render(c templ.Component) (*directory.Resource, error) {
+	var b bytes.Buffer
+	if err := c.Render(context.Background(), &b); err != nil {
+		return nil, err
+	}
+	return directory.NewResourceLevel(b.Bytes(), gzip.DefaultCompression), nil
+}

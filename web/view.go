@@ -1,0 +1,559 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/trust"
+)
+
+// HomeLimit is how many methods the home page lists, best first; the category pages
+// list every one.
+const HomeLimit = 50
+
+// directoryAPI is where the JSON of the directory lives.
+const directoryAPI = api.BasePath + "/api/public/v1"
+
+// Page is what every page's frame needs.
+type Page struct {
+	Title       string
+	Description string
+	Stylesheet  string
+	Snapshot    directory.Info
+	Query       string
+	// JSON is the URL of the same content as JSON, when there is one.
+	JSON string
+}
+
+// Link is a labelled URL, with a count when it is a facet.
+type Link struct {
+	Label   string
+	URL     string
+	Count   int
+	Current bool
+}
+
+// MethodRow is a method as lists show it.
+type MethodRow struct {
+	Slug, Name, Provider, Hostname, Description string
+	URL, MerchantURL, Category, CategoryURL     string
+	Kind                                        string
+	Payable                                     bool
+	Verdict, Score                              string
+}
+
+// HomeView is the home page: the search box, the categories and the best methods.
+type HomeView struct {
+	Page
+	Categories []Link
+	Verdicts   []Link
+	Methods    []MethodRow
+	Total      int
+}
+
+// CategoryView is one category's page: every method in it.
+type CategoryView struct {
+	Page
+	Category   string
+	Label      string
+	Categories []Link
+	Methods    []MethodRow
+}
+
+// TrustView is a trust block in plain words.
+type TrustView struct {
+	Verdict, VerdictMeaning string
+	Score                   string
+	Probed                  bool
+	Outcome, OutcomeMeaning string
+	ProbedAt, Age           string
+	Network, Asset, Price   string
+	Override                *OverrideView
+	// RuleSteps and RuleNotes are the scoring rule: its numbered steps, then the rest.
+	RuleSteps, RuleNotes []string
+}
+
+// OverrideView is an operator's override in plain words.
+type OverrideView struct {
+	Verdict, Reason, SetAt, Expires string
+}
+
+// GuidanceView is a method's guidance laid out for reading.
+type GuidanceView struct {
+	Summary  string
+	Payment  string
+	Notes    []string
+	Example  string
+	Sections []GuidanceSection
+}
+
+// GuidanceSection is one part of the guidance shown as indented JSON.
+type GuidanceSection struct {
+	Title, JSON string
+}
+
+// StatsView is a hostname's settled-payment stats in words.
+type StatsView struct {
+	Settled, Delivered, Rate string
+}
+
+// MethodView is one method's page.
+type MethodView struct {
+	Page
+	Method   MethodRow
+	Endpoint directory.Endpoint
+	Trust    TrustView
+	Stats    *StatsView
+	Guidance GuidanceView
+}
+
+// MerchantView is one hostname's page: its trust record, stats and probe history.
+type MerchantView struct {
+	Page
+	Hostname  string
+	Providers string
+	Trust     TrustView
+	Stats     *StatsView
+	Methods   []MethodRow
+	Probes    []ProbeRow
+}
+
+// ProbeRow is one probe of a merchant's history.
+type ProbeRow struct {
+	When, Outcome, Status, Latency, Network, Asset, Price string
+}
+
+// SearchView is the search results page.
+type SearchView struct {
+	Page
+	Available bool
+	Message   string
+	Match     string
+	Degraded  bool
+	Results   []MethodRow
+}
+
+// ProblemView is the human page behind a problem+json type.
+type ProblemView struct {
+	Page
+	Code, Status, Meaning, Remedy string
+}
+
+// NotFoundView is the page of a path that has none.
+type NotFoundView struct {
+	Page
+	Path string
+}
+
+func newPage(snap *directory.Snapshot, title, description, jsonURL string) Page {
+	return Page{Title: title, Description: description, Stylesheet: stylesheetURL, Snapshot: snap.Info(), JSON: jsonURL}
+}
+
+// Home builds the home page's view.
+func Home(snap *directory.Snapshot) HomeView {
+	v := HomeView{
+		Page:  newPage(snap, "Waystation seller directory", "Pay-per-call sellers for AI agents, with an advisory trust verdict for each.", directoryAPI+"/services"),
+		Total: snap.Len(),
+	}
+	facets := listFacets(snap)
+	v.Categories = categoryLinks(facets.Category, "")
+	for _, f := range facets.Verdict {
+		v.Verdicts = append(v.Verdicts, Link{Label: f.Value, Count: f.Count, URL: directoryAPI + "/services?verdict=" + url.QueryEscape(f.Value)})
+	}
+	for _, m := range snap.Methods()[:min(HomeLimit, snap.Len())] {
+		v.Methods = append(v.Methods, methodRow(m))
+	}
+	return v
+}
+
+// Category builds a category page's view; false when no method is in it.
+func Category(snap *directory.Snapshot, category string) (CategoryView, bool) {
+	pos := snap.Matching(directory.Filter{Categories: []string{category}})
+	if len(pos) == 0 {
+		return CategoryView{}, false
+	}
+	label := categoryLabel(category)
+	v := CategoryView{
+		Page:     newPage(snap, label+" sellers", fmt.Sprintf("%d pay-per-call methods in %s, best trusted first.", len(pos), label), directoryAPI+"/services?category="+url.QueryEscape(category)),
+		Category: category, Label: label,
+		Categories: categoryLinks(listFacets(snap).Category, category),
+	}
+	methods := snap.Methods()
+	for _, p := range pos {
+		v.Methods = append(v.Methods, methodRow(methods[p]))
+	}
+	return v, true
+}
+
+// Categories lists every category that has a method.
+func Categories(snap *directory.Snapshot) []string {
+	var out []string
+	for _, f := range listFacets(snap).Category {
+		out = append(out, f.Value)
+	}
+	return out
+}
+
+// MethodPage builds a method page's view; false for an unknown slug.
+func MethodPage(snap *directory.Snapshot, slug string) (MethodView, bool) {
+	m, ok := snap.MethodBySlug(slug)
+	if !ok {
+		return MethodView{}, false
+	}
+	v := MethodView{
+		Page:     newPage(snap, m.Name+" by "+m.Provider, m.Description, directoryAPI+"/services/"+m.Slug),
+		Method:   methodRow(m),
+		Endpoint: m.Endpoint,
+		Trust:    trustView(m.Trust, m.Kind),
+		Stats:    statsView(m.Stats),
+		Guidance: guidanceView(m.Guidance),
+	}
+	return v, true
+}
+
+// MerchantPage builds a merchant page's view; false for a hostname not in the directory.
+func MerchantPage(snap *directory.Snapshot, hostname string) (MerchantView, bool) {
+	res, ok := snap.Merchant(hostname)
+	if !ok {
+		return MerchantView{}, false
+	}
+	var mr directory.Merchant
+	if err := json.Unmarshal(res.Body, &mr); err != nil {
+		return MerchantView{}, false
+	}
+	v := MerchantView{
+		Page:      newPage(snap, mr.Hostname, "Trust record, payment stats and probe history of "+mr.Hostname+".", directoryAPI+"/merchants/"+mr.Hostname),
+		Hostname:  mr.Hostname,
+		Providers: strings.Join(mr.Providers, ", "),
+		Trust:     trustView(mr.Trust, ""),
+		Stats:     statsView(mr.Stats),
+	}
+	for _, e := range mr.Methods {
+		if m, ok := snap.MethodBySlug(e.Slug); ok {
+			v.Methods = append(v.Methods, methodRow(m))
+		}
+	}
+	for _, p := range mr.Probes {
+		row := ProbeRow{When: formatTime(p.ProbedAt), Outcome: outcomeLabel(p.Outcome), Status: "-", Latency: "-", Network: "-", Asset: "-", Price: "-"}
+		if p.HTTPStatus != nil {
+			row.Status = strconv.Itoa(*p.HTTPStatus)
+		}
+		if p.LatencyMS != nil {
+			row.Latency = strconv.Itoa(*p.LatencyMS) + " ms"
+		}
+		if p.Network != nil {
+			row.Network = *p.Network
+		}
+		if p.Asset != nil {
+			row.Asset = *p.Asset
+		}
+		if s := priceText(p.Price, nil); s != "" {
+			row.Price = s
+		}
+		v.Probes = append(v.Probes, row)
+	}
+	return v, true
+}
+
+// SearchResult is what a search engine found for a query: the matching slugs, best
+// first, and how they matched.
+type SearchResult struct {
+	Match    string
+	Degraded bool
+	Slugs    []string
+}
+
+// SearchPage builds the search page's view from a result, or from why there is none.
+func SearchPage(snap *directory.Snapshot, query string, res *SearchResult, unavailable string) SearchView {
+	title := "Search"
+	if query != "" {
+		title = "Search: " + query
+	}
+	v := SearchView{Page: newPage(snap, title, "Search the seller directory in plain words.", "")}
+	v.Query = query
+	switch {
+	case unavailable != "":
+		v.Message = unavailable
+	case res == nil:
+		v.Available = true
+	default:
+		v.Available, v.Match, v.Degraded = true, res.Match, res.Degraded
+		for _, s := range res.Slugs {
+			if m, ok := snap.MethodBySlug(s); ok {
+				v.Results = append(v.Results, methodRow(m))
+			}
+		}
+	}
+	return v
+}
+
+// ProblemPage builds the page of a problem code given as in its type URL, with hyphens;
+// false for a code that does not exist.
+func ProblemPage(snap *directory.Snapshot, slug string) (ProblemView, bool) {
+	code := strings.ReplaceAll(slug, "-", "_")
+	if strings.Contains(slug, "_") {
+		return ProblemView{}, false
+	}
+	status, title, ok := api.ProblemKind(code)
+	if !ok {
+		return ProblemView{}, false
+	}
+	p, ok := problems[code]
+	if !ok {
+		p.meaning = "The service refused the request with this code; the detail field of the answer says why."
+		p.remedy = "Read the detail field, fix the request and send it again; the OpenAPI document describes every route."
+	}
+	v := ProblemView{
+		Page: newPage(snap, title, p.meaning, ""),
+		Code: code, Status: strconv.Itoa(status), Meaning: p.meaning, Remedy: p.remedy,
+	}
+	return v, true
+}
+
+// ProblemSlugs lists the problem codes as their pages' URLs spell them.
+func ProblemSlugs() []string {
+	var out []string
+	for _, c := range api.ProblemCodes() {
+		out = append(out, strings.ReplaceAll(c, "_", "-"))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func listFacets(snap *directory.Snapshot) directory.Facets {
+	var body struct {
+		Facets directory.Facets `json:"facets"`
+	}
+	// An offset past the end gives the facets of the whole list without its items.
+	json.Unmarshal(snap.AppendList(nil, directory.Filter{Offset: snap.Len()}), &body)
+	return body.Facets
+}
+
+func categoryLinks(facets []directory.Facet, current string) []Link {
+	var out []Link
+	for _, f := range facets {
+		out = append(out, Link{Label: categoryLabel(f.Value), URL: "/categories/" + url.PathEscape(f.Value), Count: f.Count, Current: f.Value == current})
+	}
+	return out
+}
+
+var categoryLabels = map[string]string{
+	"ai": "AI", "blockchain": "Blockchain", "commerce": "Commerce", "communication": "Communication",
+	"data": "Data", "developer": "Developer tools", "finance": "Finance", "geo": "Maps and places",
+	"media": "Media", "news": "News", "search": "Search", "security": "Security", "social": "Social",
+	"travel": "Travel", "weather": "Weather", "other": "Other",
+}
+
+func categoryLabel(c string) string {
+	if l, ok := categoryLabels[c]; ok {
+		return l
+	}
+	return c
+}
+
+func methodRow(m directory.Method) MethodRow {
+	r := MethodRow{
+		Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: m.Hostname, Description: m.Description,
+		URL: "/methods/" + m.Slug, MerchantURL: "/merchants/" + m.Hostname,
+		Category: categoryLabel(m.Category), CategoryURL: "/categories/" + url.PathEscape(m.Category),
+		Kind: m.Kind, Payable: m.Payable, Verdict: m.Trust.Verdict, Score: "no score",
+	}
+	if m.Trust.Score != nil {
+		r.Score = strconv.Itoa(*m.Trust.Score) + "/100"
+	}
+	return r
+}
+
+var verdictMeanings = map[string]string{
+	directory.VerdictProceed: "Recent probes found this seller answering as it should and it scored 70 or more: it looks fit to call.",
+	directory.VerdictCaution: "This seller answers, but not reliably or not consistently (a score from 40 to 69): call it if you must, and check what you get.",
+	directory.VerdictAvoid:   "Recent probes mostly failed or found no usable offer (a score under 40): better not to call it now.",
+	directory.VerdictUnknown: "Nobody has probed this seller in the last three days, so there is nothing recent to judge it by.",
+}
+
+var outcomeMeanings = map[string]string{
+	trust.OutcomePaymentRequired:   "The endpoint asked for payment with a valid x402 offer, as a pay-per-call seller should.",
+	trust.OutcomeInvalidOffer:      "The endpoint asked for payment, but its offer could not be read.",
+	trust.OutcomeNoPaymentRequired: "The endpoint answered without asking for payment.",
+	trust.OutcomeHTTPError:         "The endpoint answered with an HTTP error.",
+	trust.OutcomeTimeout:           "The endpoint did not answer in time.",
+	trust.OutcomeTLSError:          "The secure connection to the endpoint failed.",
+	trust.OutcomeDNSError:          "The endpoint's hostname did not resolve.",
+	trust.OutcomeConnectionRefused: "The endpoint refused the connection.",
+	trust.OutcomeBlockedAddress:    "The endpoint resolves to an address the prober does not call (a private or reserved one).",
+}
+
+func outcomeLabel(o string) string { return strings.ReplaceAll(o, "_", " ") }
+
+func trustView(t directory.Trust, kind string) TrustView {
+	v := TrustView{Verdict: t.Verdict, VerdictMeaning: verdictMeanings[t.Verdict], Score: "none: never probed"}
+	v.RuleSteps, v.RuleNotes = ruleText(trust.Rule)
+	if t.Score != nil {
+		v.Score = strconv.Itoa(*t.Score) + " out of 100"
+	}
+	if p := t.Probe; p != nil {
+		v.Probed = true
+		v.Outcome = outcomeLabel(p.Outcome)
+		v.OutcomeMeaning = outcomeMeanings[p.Outcome]
+		if kind != "" && kind != "x402" && p.Outcome == trust.OutcomeNoPaymentRequired {
+			v.OutcomeMeaning = "The endpoint answered; a " + kind + " seller is not expected to ask for payment up front."
+		}
+		v.ProbedAt = formatTime(p.ProbedAt)
+		v.Age = formatAge(p.AgeSeconds)
+		v.Network, v.Asset = "not advertised", "not advertised"
+		if p.Network != nil {
+			v.Network = *p.Network
+		}
+		if p.Asset != nil {
+			v.Asset = *p.Asset
+			if p.AssetSymbol != nil {
+				v.Asset = *p.AssetSymbol + " (" + *p.Asset + ")"
+			}
+		}
+		v.Price = priceText(p.Price, p.AssetSymbol)
+		if v.Price == "" {
+			v.Price = "not advertised"
+		}
+	}
+	if o := t.Override; o != nil {
+		v.Override = &OverrideView{Verdict: o.Verdict, Reason: o.Reason, SetAt: formatTime(o.SetAt), Expires: "until an operator lifts it"}
+		if o.ExpiresAt != nil {
+			v.Override.Expires = "until " + formatTime(*o.ExpiresAt)
+		}
+	}
+	return v
+}
+
+// ruleText splits the scoring rule into its numbered steps and the paragraphs after.
+func ruleText(rule string) (steps, notes []string) {
+	for line := range strings.SplitSeq(rule, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		num, rest, ok := strings.Cut(line, ". ")
+		if _, err := strconv.Atoi(num); ok && err == nil {
+			steps = append(steps, rest)
+		} else {
+			notes = append(notes, line)
+		}
+	}
+	return steps, notes
+}
+
+func priceText(p *directory.Price, symbol *string) string {
+	if p == nil {
+		return ""
+	}
+	switch {
+	case p.Value != nil && symbol != nil:
+		return *p.Value + " " + *symbol + " per call"
+	case p.Value != nil:
+		return *p.Value + " per call"
+	case p.Amount != nil:
+		return *p.Amount + " atomic units per call"
+	}
+	return ""
+}
+
+func statsView(s *directory.Stats) *StatsView {
+	if s == nil {
+		return nil
+	}
+	return &StatsView{
+		Settled:   strconv.Itoa(s.SettledPayments),
+		Delivered: strconv.Itoa(s.Delivered),
+		Rate:      strconv.FormatFloat(s.DeliveryRate*100, 'f', 1, 64) + "%",
+	}
+}
+
+func guidanceView(raw json.RawMessage) GuidanceView {
+	var g map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &g) != nil {
+		return GuidanceView{}
+	}
+	var v GuidanceView
+	str := func(key string) string {
+		var s string
+		if json.Unmarshal(g[key], &s) == nil {
+			delete(g, key)
+		}
+		return s
+	}
+	v.Summary = str("summary")
+	v.Payment = str("payment")
+	if json.Unmarshal(g["notes"], &v.Notes) == nil {
+		delete(g, "notes")
+	} else if n := str("notes"); n != "" {
+		v.Notes = []string{n}
+	}
+	if req, ok := g["request"]; ok {
+		var r map[string]json.RawMessage
+		if json.Unmarshal(req, &r) == nil {
+			if json.Unmarshal(r["example"], &v.Example) == nil {
+				delete(r, "example")
+				req, _ = json.Marshal(r)
+				g["request"] = req
+			}
+		}
+	}
+	keys := make([]string, 0, len(g))
+	for k := range g {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if oa, ob := guidanceOrder(a), guidanceOrder(b); oa != ob {
+			return oa - ob
+		}
+		return strings.Compare(a, b)
+	})
+	for _, k := range keys {
+		var out bytes.Buffer
+		if json.Indent(&out, g[k], "", "  ") != nil || out.String() == "null" {
+			continue
+		}
+		v.Sections = append(v.Sections, GuidanceSection{Title: strings.ToUpper(k[:1]) + strings.ReplaceAll(k[1:], "_", " "), JSON: out.String()})
+	}
+	return v
+}
+
+func guidanceOrder(k string) int {
+	switch k {
+	case "request":
+		return 0
+	case "response":
+		return 1
+	}
+	return 2
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format("2 Jan 2006 15:04 UTC") }
+
+// formatAge says how old a probe was when the snapshot was made, in the largest unit
+// that fits.
+func formatAge(sec int64) string {
+	d := time.Duration(sec) * time.Second
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return strconv.FormatInt(n, 10) + " " + unit + "s"
+	}
+	switch {
+	case d < time.Minute:
+		return "under a minute"
+	case d < time.Hour:
+		return plural(int64(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return plural(int64(d/time.Hour), "hour")
+	}
+	return plural(int64(d/(24*time.Hour)), "day")
+}

@@ -1,0 +1,267 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/directory"
+)
+
+type fixed struct{ s *directory.Snapshot }
+
+func (f fixed) Current() *directory.Snapshot { return f.s }
+
+func testSnapshot(t *testing.T) *directory.Snapshot {
+	t.Helper()
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	score, low := 91, 12
+	net, asset, sym, amount, dec, val := "eip155:8453", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USDC", "1000", 6, "0.001"
+	exp := at.Add(24 * time.Hour)
+	methods := []directory.Method{
+		{
+			Slug: "tide-block-number", Name: "Latest block number", Provider: "Tide", Hostname: "api.tide.example",
+			Description: "Block height of a chain.", Category: "blockchain", Kind: "x402", Payable: true,
+			Endpoint: directory.Endpoint{Method: "GET", URL: "https://api.tide.example/v1/block"},
+			Trust: directory.Trust{Verdict: "proceed", Score: &score, Advisory: true, Probe: &directory.Probe{
+				Outcome: "payment_required", ProbedAt: at.Add(-2 * time.Hour), AgeSeconds: 7200,
+				Network: &net, Asset: &asset, AssetSymbol: &sym, Price: &directory.Price{Amount: &amount, Decimals: &dec, Value: &val},
+			}},
+			Stats:    directory.NewStats(42, 41),
+			Guidance: json.RawMessage(`{"summary":"Returns the newest block.","request":{"method":"GET","url":"https://api.tide.example/v1/block","example":"curl https://api.tide.example/v1/block"},"response":{"mime_type":"application/json"},"payment":"Pay through Waystation.","notes":["Fast."]}`),
+		},
+		{
+			Slug: "rain-forecast", Name: "Rain <forecast>", Provider: "Rain", Hostname: "rain.example",
+			Description: "Will it rain?", Category: "weather", Kind: "checkout",
+			Endpoint: directory.Endpoint{Method: "GET", URL: "https://rain.example/f"},
+			Trust: directory.Trust{Verdict: "avoid", Score: &low, Advisory: true, Probe: &directory.Probe{
+				Outcome: "timeout", ProbedAt: at.Add(-30 * time.Hour), AgeSeconds: 30 * 3600,
+			}, Override: &directory.Override{Verdict: "avoid", Reason: "Charges twice.", SetAt: at.Add(-time.Hour), ExpiresAt: &exp}},
+		},
+		{
+			Slug: "quiet-thing", Name: "Quiet thing", Provider: "Quiet", Hostname: "quiet.example", Category: "data", Kind: "account",
+			Endpoint: directory.Endpoint{Method: "POST", URL: "https://quiet.example/x"},
+			Trust:    directory.Trust{Verdict: "unknown", Advisory: true},
+		},
+	}
+	status, latency := 402, 95
+	merchants := []directory.Merchant{
+		{Hostname: "api.tide.example", Providers: []string{"Tide"}, Trust: methods[0].Trust, Stats: methods[0].Stats,
+			Methods: []directory.MerchantEntry{{Slug: "tide-block-number", Name: "Latest block number", Category: "blockchain", Payable: true}},
+			Probes:  []directory.ProbeRecord{{Outcome: "payment_required", ProbedAt: at.Add(-2 * time.Hour), HTTPStatus: &status, LatencyMS: &latency, Network: &net, Asset: &asset, Price: &directory.Price{Amount: &amount, Decimals: &dec, Value: &val}}}},
+		{Hostname: "rain.example", Providers: []string{"Rain"}, Trust: methods[1].Trust, Methods: []directory.MerchantEntry{{Slug: "rain-forecast", Name: "Rain <forecast>", Category: "weather"}}, Probes: []directory.ProbeRecord{}},
+		{Hostname: "quiet.example", Providers: []string{"Quiet"}, Trust: methods[2].Trust, Methods: []directory.MerchantEntry{{Slug: "quiet-thing", Name: "Quiet thing", Category: "data"}}, Probes: []directory.ProbeRecord{}},
+	}
+	snap, err := directory.NewSnapshot(at, methods, merchants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func get(t *testing.T, h http.Handler, path string, hdr ...string) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+func body(t *testing.T, res *http.Response) string {
+	t.Helper()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
+	snap := testSnapshot(t)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, nil)
+	var mu sync.Mutex
+	pages := map[string]*directory.Resource{}
+	if err := Pages(snap, func(url string, res *directory.Resource) error {
+		mu.Lock()
+		defer mu.Unlock()
+		pages[url] = res
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Home, 3 categories, 3 methods, 3 merchants, one page per problem code.
+	if want := 1 + 3 + 3 + 3 + len(api.ProblemCodes()); len(pages) != want {
+		t.Fatalf("%d pages, want %d", len(pages), want)
+	}
+	for url, res := range pages {
+		r := get(t, srv, url)
+		b := body(t, r)
+		if r.StatusCode != 200 || b != string(res.Body) || r.Header.Get("ETag") != res.ETag {
+			t.Errorf("%s: live %d %s differs from generated %s", url, r.StatusCode, r.Header.Get("ETag"), res.ETag)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("%s: Content-Type %q", url, ct)
+		}
+		if cc := r.Header.Get("Cache-Control"); cc != "public, max-age=300" {
+			t.Errorf("%s: Cache-Control %q", url, cc)
+		}
+		if r := get(t, srv, url, "If-None-Match", res.ETag); r.StatusCode != http.StatusNotModified {
+			t.Errorf("%s: revalidation gave %d", url, r.StatusCode)
+		}
+		if r := get(t, srv, url, "Accept-Encoding", "gzip"); r.Header.Get("Content-Encoding") != "gzip" || body(t, r) != string(res.Gzip) {
+			t.Errorf("%s: gzip differs", url)
+		}
+	}
+}
+
+func TestMethodPageExplainsTheTrustBlockInPlainWords(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	b := body(t, get(t, srv, "/methods/tide-block-number"))
+	for _, want := range []string{
+		"<title>Latest block number by Tide · Waystation</title>",
+		"91 out of 100",
+		"it looks fit to call",
+		"valid x402 offer",
+		"2 hours before this snapshot",
+		"eip155:8453",
+		"USDC (0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913)",
+		"0.001 USDC per call",
+		"42 payments settled through Waystation, 41 delivered: 97.6%",
+		"Returns the newest block.",
+		"curl https://api.tide.example/v1/block",
+		"Pay through Waystation.",
+		"How the score is computed",
+		`href="/functions/v1/api/api/public/v1/services/tide-block-number"`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("method page lacks %q", want)
+		}
+	}
+	b = body(t, get(t, srv, "/methods/rain-forecast"))
+	for _, want := range []string{"Rain &lt;forecast&gt;", "An operator set the verdict to avoid", "Charges twice.", "did not answer in time", "Fewer than five payments"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("rain page lacks %q", want)
+		}
+	}
+	b = body(t, get(t, srv, "/merchants/API.Tide.Example."))
+	for _, want := range []string{"Probe history", "402", "95 ms", "Latest block number"} {
+		if !strings.Contains(b, want) {
+			t.Errorf("merchant page lacks %q", want)
+		}
+	}
+}
+
+func TestHomeAndCategoryPagesLinkEveryCategoryWithItsCount(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	b := body(t, get(t, srv, "/"))
+	for _, want := range []string{`action="/search"`, `href="/categories/weather"`, "Weather (1)", `href="/methods/quiet-thing"`} {
+		if !strings.Contains(b, want) {
+			t.Errorf("home lacks %q", want)
+		}
+	}
+	b = body(t, get(t, srv, "/categories/weather"))
+	if !strings.Contains(b, `aria-current="page"`) || !strings.Contains(b, "Rain &lt;forecast&gt;") || strings.Contains(b, "Quiet thing") {
+		t.Errorf("weather page: %s", b)
+	}
+}
+
+func TestProblemPagesExistForEveryProblemType(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	for _, code := range api.ProblemCodes() {
+		path := "/problems/" + strings.ReplaceAll(code, "_", "-")
+		r := get(t, srv, path)
+		if b := body(t, r); r.StatusCode != 200 || !strings.Contains(b, "<code>"+code+"</code>") {
+			t.Errorf("%s: %d", path, r.StatusCode)
+		}
+	}
+	if r := get(t, srv, "/problems/not_found"); r.StatusCode != 404 {
+		t.Errorf("underscored code: %d", r.StatusCode)
+	}
+}
+
+type failing struct{}
+
+func (failing) Search(*http.Request, string) (SearchResult, error) {
+	return SearchResult{}, errors.New("down")
+}
+
+type exact struct{}
+
+func (exact) Search(_ *http.Request, q string) (SearchResult, error) {
+	return SearchResult{Match: "slug", Slugs: []string{q}}, nil
+}
+
+func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
+	snap := testSnapshot(t)
+	for _, tc := range []struct {
+		search Searcher
+		status int
+		want   string
+	}{
+		{nil, 200, "Search is unavailable"},
+		{failing{}, 503, "Search is unavailable"},
+		{exact{}, 200, "Quiet thing"},
+	} {
+		srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, tc.search)
+		r := get(t, srv, "/search?q=quiet-thing")
+		b := body(t, r)
+		if r.StatusCode != tc.status || !strings.Contains(b, tc.want) || !strings.Contains(b, `value="quiet-thing"`) {
+			t.Errorf("%T: %d, want %d and %q", tc.search, r.StatusCode, tc.status, tc.want)
+		}
+		if tc.search == nil && !strings.Contains(b, `href="/functions/v1/api/api/public/v1/services"`) {
+			t.Error("the unavailable page does not link to the list")
+		}
+	}
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, exact{})
+	if r := get(t, srv, "/search?q="+strings.Repeat("a", 1025)); r.StatusCode != 400 {
+		t.Errorf("long query: %d", r.StatusCode)
+	}
+}
+
+func TestStaticFilesAreServedForAYearUnderVersionedURLs(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	home := body(t, get(t, srv, "/"))
+	if !strings.Contains(home, `href="`+stylesheetURL+`"`) {
+		t.Fatalf("home does not link %s", stylesheetURL)
+	}
+	r := get(t, srv, stylesheetURL)
+	if r.StatusCode != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/css") ||
+		r.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+		t.Fatalf("stylesheet: %d %v", r.StatusCode, r.Header)
+	}
+	if r := get(t, srv, "/static/style.css"); r.StatusCode != 404 {
+		t.Errorf("unversioned stylesheet: %d", r.StatusCode)
+	}
+}
+
+func TestUnknownPagesAnswer404InHTML(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	for _, p := range []string{"/nope", "/methods/nope", "/merchants/nope.example", "/categories/nope", "/problems/nope"} {
+		r := get(t, srv, p)
+		if b := body(t, r); r.StatusCode != 404 || !strings.Contains(b, "Nothing here") {
+			t.Errorf("%s: %d", p, r.StatusCode)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/", nil)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != 405 {
+		t.Errorf("POST /: %d", rec.Code)
+	}
+}
+
+func TestPagesEscapeWhatSellersWrite(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	b := body(t, get(t, srv, "/categories/weather"))
+	if strings.Contains(b, "<forecast>") {
+		t.Error("a seller's text reached the page unescaped")
+	}
+}
