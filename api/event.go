@@ -1,0 +1,237 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/internal/session"
+)
+
+type appendEventRequest struct {
+	Type          string          `json:"type"`
+	ClientEventID string          `json:"clientEventId"`
+	Data          json.RawMessage `json:"data"`
+}
+
+func (a *appendEventRequest) validate() error {
+	if !runtimeEventType.MatchString(a.Type) {
+		return invalidf("Agents append runtime events only: type must look like runtime.step or runtime.page.loaded.")
+	}
+	if len(a.Data) > 0 && !bytes.Equal(a.Data, []byte("null")) {
+		if a.Data[0] != '{' {
+			return invalidf("data must be a JSON object.")
+		}
+		if len(a.Data) > maxEventData {
+			return invalidf("data must be at most " + strconv.Itoa(maxEventData) + " bytes.")
+		}
+	}
+	return clientID("clientEventId", a.ClientEventID)
+}
+
+// handleAppendEvent adds an agent's runtime event, once per clientEventId.
+func (s *Server) handleAppendEvent() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req appendEventRequest
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		body, err := s.readBody(w, r)
+		if err == nil {
+			err = decode(body, &req)
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		data := req.Data
+		if len(data) == 0 || bytes.Equal(data, []byte("null")) {
+			data = json.RawMessage(`{}`)
+		}
+		route := "POST /sessions/" + id + "/events"
+		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, 0, func(w http.ResponseWriter) {
+			ev, err := s.auth.Store.AppendEvent(r.Context(), principal(r), id, session.Append{
+				Type: req.Type, Actor: session.ActorAgent, ClientEventID: &req.ClientEventID, Data: data})
+			if err != nil {
+				s.error(w, r, sessionError(err))
+				return
+			}
+			writeJSON(w, http.StatusCreated, ev)
+		})
+	}
+}
+
+type eventPage struct {
+	Items         []session.Event `json:"items"`
+	LastEventSeq  int64           `json:"lastEventSeq"`
+	SessionStatus string          `json:"sessionStatus"`
+}
+
+// handleEvents reads a session's log after a seq: at once, after a long poll of up
+// to wait seconds when nothing is there yet, or as Server-Sent Events.
+func (s *Server) handleEvents() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		q, err := queryParams(r, "after", "wait", "limit")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		after, err := intParam(q, "after", 0, 0, 1<<62)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if acceptsEventStream(r) {
+			if v := r.Header.Get("Last-Event-ID"); v != "" {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 0 {
+					s.error(w, r, invalidf("Last-Event-ID must be the seq of an event."))
+					return
+				}
+				after = n
+			}
+			s.streamEvents(w, r, id, after)
+			return
+		}
+
+		p := principal(r)
+		var cancel func()
+		var wake <-chan struct{}
+		if wait > 0 && s.auth.Events != nil {
+			wake, cancel = s.auth.Events.Subscribe(id)
+			defer cancel()
+		}
+		deadline := time.NewTimer(time.Duration(wait) * time.Second)
+		defer deadline.Stop()
+		for {
+			items, sess, err := s.auth.Store.Events(r.Context(), p, id, after, int(limit))
+			if err != nil {
+				s.error(w, r, sessionError(err))
+				return
+			}
+			if len(items) > 0 || wait == 0 || sess.Status != session.StatusOpen {
+				writeJSON(w, http.StatusOK, eventPage{Items: nonNil(items), LastEventSeq: sess.LastEventSeq, SessionStatus: sess.Status})
+				return
+			}
+			select {
+			case <-wake:
+			case <-deadline.C:
+				wait = 0 // one last read, then answer
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+}
+
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// streamEvents sends the log after seq after as Server-Sent Events (id: seq), then
+// every new event as it is appended, with a comment line as heartbeat, until the
+// client leaves or the session is closed and fully sent.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	p := principal(r)
+	ctx := r.Context()
+	var wake <-chan struct{}
+	if s.auth.Events != nil {
+		var cancel func()
+		wake, cancel = s.auth.Events.Subscribe(id)
+		defer cancel()
+	}
+	items, sess, err := s.auth.Store.Events(ctx, p, id, after, maxPageSize)
+	if err != nil {
+		s.error(w, r, sessionError(err))
+		return
+	}
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's write timeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h["Cache-Control"] = hdrNoStore
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	heartbeat := time.NewTicker(s.auth.Heartbeat)
+	defer heartbeat.Stop()
+	var buf bytes.Buffer
+	for {
+		buf.Reset()
+		for _, ev := range items {
+			data, _ := json.Marshal(ev)
+			buf.WriteString("id: " + strconv.FormatInt(ev.Seq, 10) + "\nevent: " + ev.Type + "\ndata: ")
+			buf.Write(data)
+			buf.WriteString("\n\n")
+			after = ev.Seq
+		}
+		if buf.Len() > 0 {
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return
+			}
+			rc.Flush()
+		}
+		if len(items) == maxPageSize {
+			// More are waiting: read on without sleeping.
+		} else if sess.Status != session.StatusOpen && after >= sess.LastEventSeq {
+			return
+		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat) {
+			return
+		}
+		items, sess, err = s.auth.Store.Events(ctx, p, id, after, maxPageSize)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("event stream", "err", err, "path", r.URL.Path)
+			}
+			return
+		}
+	}
+}
+
+// waitForEvents blocks until an event may have been appended, sending heartbeats
+// meanwhile; false when the client is gone.
+func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, wake <-chan struct{}, heartbeat *time.Ticker) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-wake:
+			return true
+		case <-heartbeat.C:
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+				return false
+			}
+			if rc.Flush() != nil {
+				return false
+			}
+			if wake == nil {
+				return true // no listener: poll on each heartbeat
+			}
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/session"
+)
+
+const (
+	defaultPageSize = 50
+	maxPageSize     = 200
+	maxEventData    = 16 << 10
+)
+
+var (
+	namePattern      = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+	runtimeEventType = regexp.MustCompile(`^runtime(\.[a-z0-9_]+){1,4}$`)
+)
+
+// sessionError maps the session domain's errors to problems.
+func sessionError(err error) error {
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return notFound("session")
+	case errors.Is(err, session.ErrClosed):
+		return problemf(CodeSessionClosed, "The session is closed.")
+	case errors.Is(err, session.ErrClientIDTaken):
+		return problemf(CodeIdempotencyConflict, "This client id was already used with another body.")
+	}
+	return err
+}
+
+// sessionID is the {id} of the path, or a 404 if it cannot name a session.
+func sessionID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !uuidPattern.MatchString(id) {
+		return "", notFound("session")
+	}
+	return strings.ToLower(id), nil
+}
+
+func clientID(name, v string) error {
+	if v == "" || len(v) > 200 {
+		return invalidf(name + " must be 1 to 200 bytes.")
+	}
+	return nil
+}
+
+type createSessionRequest struct {
+	Type            string  `json:"type"`
+	Description     string  `json:"description"`
+	MerchantName    *string `json:"merchantName"`
+	TargetURL       *string `json:"targetUrl"`
+	ClientSessionID string  `json:"clientSessionId"`
+}
+
+func (c *createSessionRequest) validate() error {
+	switch {
+	case !namePattern.MatchString(c.Type):
+		return invalidf("type must be a lowercase word of at most 64 characters, such as checkout or research.")
+	case strings.TrimSpace(c.Description) == "" || len(c.Description) > 2000:
+		return invalidf("description must be 1 to 2000 bytes.")
+	case c.MerchantName != nil && (strings.TrimSpace(*c.MerchantName) == "" || len(*c.MerchantName) > 200):
+		return invalidf("merchantName must be 1 to 200 bytes when given.")
+	}
+	if c.TargetURL != nil {
+		u, err := url.Parse(*c.TargetURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(*c.TargetURL) > 2048 {
+			return invalidf("targetUrl must be an absolute http or https URL of at most 2048 bytes when given.")
+		}
+	}
+	return clientID("clientSessionId", c.ClientSessionID)
+}
+
+// handleCreateSession opens a session, once per clientSessionId of the agent.
+func (s *Server) handleCreateSession() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req createSessionRequest
+		body, err := s.readBody(w, r)
+		if err == nil {
+			err = decode(body, &req)
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, 0, func(w http.ResponseWriter) {
+			sess, err := s.auth.Store.CreateSession(r.Context(), principal(r), session.New{
+				Type: req.Type, Description: req.Description, MerchantName: req.MerchantName,
+				TargetURL: req.TargetURL, ClientSessionID: req.ClientSessionID})
+			if err != nil {
+				s.error(w, r, sessionError(err))
+				return
+			}
+			writeJSON(w, http.StatusCreated, sess)
+		})
+	}
+}
+
+func (s *Server) handleSession() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		sess, err := s.auth.Store.Session(r.Context(), principal(r), id)
+		if err != nil {
+			s.error(w, r, sessionError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, sess)
+	}
+}
+
+type sessionPage struct {
+	Items      []session.Session `json:"items"`
+	NextCursor *string           `json:"nextCursor"`
+}
+
+// queryParams returns the query's parameters, refusing any not in allowed and any
+// given twice.
+func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, problemf(CodeInvalidParameter, "The query string is malformed.")
+	}
+	out := make(map[string]string, len(q))
+	for k, v := range q {
+		if !slices.Contains(allowed, k) || len(v) > 1 {
+			return nil, paramProblem(CodeUnknownParameter, k, "This route takes only "+strings.Join(allowed, ", ")+", each once.")
+		}
+		out[k] = v[0]
+	}
+	return out, nil
+}
+
+func intParam(q map[string]string, name string, def, lo, hi int64) (int64, error) {
+	v, ok := q[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, paramProblem(CodeInvalidParameter, name, name+" must be an integer from "+strconv.FormatInt(lo, 10)+" to "+strconv.FormatInt(hi, 10)+".")
+	}
+	return n, nil
+}
+
+type cursorJSON struct {
+	T  int64  `json:"t"`
+	ID string `json:"i"`
+}
+
+func encodeCursor(c *session.Cursor) *string {
+	if c == nil {
+		return nil
+	}
+	b, _ := json.Marshal(cursorJSON{T: c.CreatedAt.UnixMicro(), ID: c.ID})
+	s := base64.RawURLEncoding.EncodeToString(b)
+	return &s
+}
+
+func decodeCursor(v string) (*session.Cursor, error) {
+	bad := paramProblem(CodeInvalidParameter, "cursor", "cursor must be a nextCursor this route gave.")
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, bad
+	}
+	var c cursorJSON
+	if json.Unmarshal(b, &c) != nil || !uuidPattern.MatchString(c.ID) {
+		return nil, bad
+	}
+	return &session.Cursor{CreatedAt: time.UnixMicro(c.T), ID: c.ID}, nil
+}
+
+// handleSessions lists sessions newest first: an agent's own, or all of a user's
+// agents'.
+func (s *Server) handleSessions() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := queryParams(r, "limit", "cursor")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var after *session.Cursor
+		if v, ok := q["cursor"]; ok {
+			if after, err = decodeCursor(v); err != nil {
+				s.error(w, r, err)
+				return
+			}
+		}
+		items, next, err := s.auth.Store.Sessions(r.Context(), principal(r), after, int(limit))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, sessionPage{Items: nonNil(items), NextCursor: encodeCursor(next)})
+	}
+}
+
+type completeSessionRequest struct {
+	ClientCompletionID string `json:"clientCompletionId"`
+	Status             string `json:"status"`
+	Summary            string `json:"summary"`
+}
+
+func (c *completeSessionRequest) validate() error {
+	if !slices.Contains(session.CompletionStatuses, c.Status) {
+		return invalidf("status must be one of " + strings.Join(session.CompletionStatuses, ", ") + ".")
+	}
+	if len(c.Summary) > 4000 {
+		return invalidf("summary must be at most 4000 bytes.")
+	}
+	return clientID("clientCompletionId", c.ClientCompletionID)
+}
+
+type completion struct {
+	Session   session.Session `json:"session"`
+	Duplicate bool            `json:"duplicate"`
+}
+
+func (s *Server) handleCompleteSession() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req completeSessionRequest
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		body, err := s.readBody(w, r)
+		if err == nil {
+			err = decode(body, &req)
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		sess, dup, err := s.auth.Store.CompleteSession(r.Context(), principal(r), id, session.Completion{
+			ClientCompletionID: req.ClientCompletionID, Status: req.Status, Summary: req.Summary})
+		if err != nil {
+			s.error(w, r, sessionError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, completion{Session: sess, Duplicate: dup})
+	}
+}
+
+type stopSessionRequest struct {
+	ReasonCode string `json:"reasonCode"`
+}
+
+func (c *stopSessionRequest) validate() error {
+	if !namePattern.MatchString(c.ReasonCode) {
+		return invalidf("reasonCode must be a lowercase code of at most 64 characters, such as user_request.")
+	}
+	return nil
+}
+
+func (s *Server) handleStopSession() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req stopSessionRequest
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		body, err := s.readBody(w, r)
+		if err == nil {
+			err = decode(body, &req)
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		sess, err := s.auth.Store.StopSession(r.Context(), principal(r), id, req.ReasonCode)
+		if err != nil {
+			s.error(w, r, sessionError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, sess)
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+)
+
+// TestKeyCommandIssuesAWorkingKeyOnce runs the key command as make key does: the
+// user and agent are created on first use, and each run prints a new key whose
+// secret the database holds only as a hash.
+func TestKeyCommandIssuesAWorkingKeyOnce(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	pepper := "test-pepper-of-at-least-32-bytes!!"
+	env := map[string]string{"DATABASE_URL": dbURL, "AUTH_PEPPER": pepper, "SITE_DIR": t.TempDir()}
+	getenv := func(k string) string { return env[k] }
+	ctx := context.Background()
+
+	keys := map[string]bool{}
+	for _, args := range [][]string{{"-user", "ada"}, {"-user", "ada", "-agent", "scout"}, {"-user", "ada", "-agent", "scout"}} {
+		var out strings.Builder
+		if err := run(ctx, append([]string{"server", "key"}, args...), getenv, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		token := strings.TrimSpace(out.String())
+		scope, kid, secret, err := auth.Parse(token)
+		if err != nil || keys[token] {
+			t.Fatalf("key %q: %v", token, err)
+		}
+		keys[token] = true
+		store, err := postgres.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := store.StoredKey(ctx, kid)
+		store.Close()
+		if err != nil || !auth.Verify([]byte(pepper), secret, stored.SecretHash) || stored.Scope != scope {
+			t.Fatalf("stored key %+v: %v", stored, err)
+		}
+		if (len(args) == 4) != (scope == auth.ScopeAgent && stored.AgentID != "") {
+			t.Errorf("args %v gave a %s key", args, scope)
+		}
+	}
+
+	for name, e := range map[string]map[string]string{
+		"no pepper":    {"DATABASE_URL": dbURL},
+		"short pepper": {"DATABASE_URL": dbURL, "AUTH_PEPPER": "short"},
+	} {
+		err := run(ctx, []string{"server", "key", "-user", "ada"}, func(k string) string { return e[k] }, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "AUTH_PEPPER") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := run(ctx, []string{"server", "key"}, getenv, io.Discard, io.Discard); err == nil {
+		t.Error("key without -user ran")
+	}
+}

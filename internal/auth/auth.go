@@ -1,0 +1,167 @@
+// Package auth is the authenticated API's domain: users own agents, API keys are
+// scoped to a user or to one agent, and a key is known to the service only by a
+// keyed hash of its secret.
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Scope is what a key may do: act as one agent, or as the user who owns agents.
+type Scope string
+
+const (
+	ScopeAgent Scope = "agent"
+	ScopeUser  Scope = "user"
+)
+
+// Valid reports whether s is a known scope.
+func (s Scope) Valid() bool { return s == ScopeAgent || s == ScopeUser }
+
+const (
+	kidBytes    = 8  // 64 bits
+	secretBytes = 32 // 256 bits
+	// MinPepperLen is the shortest pepper accepted, in bytes.
+	MinPepperLen = 32
+)
+
+var (
+	// ErrMalformedKey is returned for a string that is not an API key.
+	ErrMalformedKey = errors.New("auth: malformed API key")
+	// ErrNotFound is a user, agent or key that does not exist or belongs to another
+	// tenant.
+	ErrNotFound = errors.New("auth: not found")
+	// ErrExists is a name already taken.
+	ErrExists = errors.New("auth: already exists")
+)
+
+// Principal is who a request acts for: the key's id and scope, its user, and for an
+// agent key its agent.
+type Principal struct {
+	KID     string
+	Scope   Scope
+	UserID  string
+	AgentID string // empty for a user key
+}
+
+// User owns agents, keys and sessions.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Agent runs workflows for its user.
+type Agent struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"userId"`
+	Name      string    `json:"name"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Key is a stored API key as listed: never its secret.
+type Key struct {
+	KID        string     `json:"kid"`
+	Scope      Scope      `json:"scope"`
+	UserID     string     `json:"userId"`
+	AgentID    *string    `json:"agentId"`
+	Prefix     string     `json:"prefix"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	RevokedAt  *time.Time `json:"revokedAt"`
+}
+
+// StoredKey is what verifying a key needs from the store.
+type StoredKey struct {
+	Principal
+	SecretHash []byte
+	Revoked    bool
+}
+
+// NewKey is a freshly generated key: Token is shown to its holder once, and only
+// Hash is kept.
+type NewKey struct {
+	KID    string
+	Scope  Scope
+	Prefix string
+	Token  string
+	Hash   []byte
+}
+
+// Generate makes a key of scope s: sk_<scope>_<kid>_<secret> with a 64-bit kid and a
+// 256-bit secret, both hex.
+func Generate(s Scope, pepper []byte) (NewKey, error) {
+	if !s.Valid() {
+		return NewKey{}, errors.New("auth: unknown scope " + string(s))
+	}
+	var kid [kidBytes]byte
+	var secret [secretBytes]byte
+	if _, err := rand.Read(kid[:]); err != nil {
+		return NewKey{}, err
+	}
+	if _, err := rand.Read(secret[:]); err != nil {
+		return NewKey{}, err
+	}
+	k := NewKey{KID: hex.EncodeToString(kid[:]), Scope: s}
+	k.Prefix = "sk_" + string(s) + "_" + k.KID
+	k.Token = k.Prefix + "_" + hex.EncodeToString(secret[:])
+	k.Hash = Hash(pepper, secret[:])
+	return k, nil
+}
+
+// Parse splits a token into its scope, kid and secret. It checks the form only.
+func Parse(token string) (s Scope, kid string, secret []byte, err error) {
+	rest, ok := strings.CutPrefix(token, "sk_")
+	if !ok {
+		return "", "", nil, ErrMalformedKey
+	}
+	scope, rest, ok := strings.Cut(rest, "_")
+	if !ok || !Scope(scope).Valid() {
+		return "", "", nil, ErrMalformedKey
+	}
+	kid, sec, ok := strings.Cut(rest, "_")
+	if !ok || len(kid) != 2*kidBytes || len(sec) != 2*secretBytes || !lowerHex(kid) || !lowerHex(sec) {
+		return "", "", nil, ErrMalformedKey
+	}
+	secret, err = hex.DecodeString(sec)
+	if err != nil {
+		return "", "", nil, ErrMalformedKey
+	}
+	return Scope(scope), kid, secret, nil
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Hash is HMAC-SHA256(pepper, secret): a database dump alone cannot test guesses.
+func Hash(pepper, secret []byte) []byte {
+	m := hmac.New(sha256.New, pepper)
+	m.Write(secret)
+	return m.Sum(nil)
+}
+
+// Verify tells in constant time whether secret is the one behind stored.
+func Verify(pepper, secret, stored []byte) bool {
+	return hmac.Equal(Hash(pepper, secret), stored)
+}
+
+// Idempotent is the stored response to an idempotent request.
+type Idempotent struct {
+	BodySHA256  []byte
+	Status      int // 0 while the first request is in progress
+	ContentType string
+	Response    []byte
+}

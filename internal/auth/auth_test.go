@@ -1,0 +1,46 @@
+package auth
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGeneratedKeysParseAndVerifyOnlyWithTheirPepper(t *testing.T) {
+	pepper := []byte(strings.Repeat("p", 32))
+	for _, s := range []Scope{ScopeAgent, ScopeUser} {
+		k, err := Generate(s, pepper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(k.Token, "sk_"+string(s)+"_"+k.KID+"_") || len(k.KID) != 16 {
+			t.Fatalf("token %q kid %q", k.Token, k.KID)
+		}
+		scope, kid, secret, err := Parse(k.Token)
+		if err != nil || scope != s || kid != k.KID || len(secret) != 32 {
+			t.Fatalf("parse: %v %v %v", scope, kid, err)
+		}
+		if !Verify(pepper, secret, k.Hash) {
+			t.Fatal("the key does not verify")
+		}
+		if Verify([]byte(strings.Repeat("q", 32)), secret, k.Hash) {
+			t.Fatal("the key verifies under another pepper")
+		}
+		secret[0] ^= 1
+		if Verify(pepper, secret, k.Hash) {
+			t.Fatal("a changed secret verifies")
+		}
+	}
+}
+
+func TestParseRefusesMalformedKeys(t *testing.T) {
+	good, _ := Generate(ScopeAgent, []byte(strings.Repeat("p", 32)))
+	for _, tok := range []string{
+		"", "sk_", "sk_agent_", "sk_admin_" + good.Token[9:], "pk_" + good.Token[3:],
+		good.Token + "0", good.Token[:len(good.Token)-1], strings.ToUpper(good.Token),
+		strings.Replace(good.Token, "_", "-", 3),
+	} {
+		if _, _, _, err := Parse(tok); err == nil {
+			t.Errorf("Parse(%q) accepted", tok)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/session"
+)
+
+// EnsureUser returns the user called name, creating it if missing.
+func (s *Store) EnsureUser(ctx context.Context, name string) (auth.User, error) {
+	var u auth.User
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO users (name) VALUES ($1)
+		ON CONFLICT (name) DO UPDATE SET name = excluded.name
+		RETURNING id, name, created_at`, name).Scan(&u.ID, &u.Name, &u.CreatedAt)
+	if err != nil {
+		return u, fmt.Errorf("postgres: ensure user: %w", err)
+	}
+	return u, nil
+}
+
+// EnsureAgent returns the agent of userID called name, creating it if missing.
+func (s *Store) EnsureAgent(ctx context.Context, userID, name string) (auth.Agent, error) {
+	a, err := scanAgent(s.pool.QueryRow(ctx, `
+		INSERT INTO agents (user_id, name) VALUES ($1, $2)
+		ON CONFLICT (user_id, name) DO UPDATE SET name = excluded.name
+		RETURNING `+agentColumns, userID, name))
+	if err != nil {
+		return a, fmt.Errorf("postgres: ensure agent: %w", err)
+	}
+	return a, nil
+}
+
+const agentColumns = `id, user_id, name, status, created_at`
+
+func scanAgent(row pgx.Row) (auth.Agent, error) {
+	var a auth.Agent
+	err := row.Scan(&a.ID, &a.UserID, &a.Name, &a.Status, &a.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = auth.ErrNotFound
+	}
+	return a, err
+}
+
+// CreateAgent adds an agent to userID; auth.ErrExists if the user has one of that name.
+func (s *Store) CreateAgent(ctx context.Context, userID, name string) (auth.Agent, error) {
+	a, err := scanAgent(s.pool.QueryRow(ctx, `
+		INSERT INTO agents (user_id, name) VALUES ($1, $2)
+		RETURNING `+agentColumns, userID, name))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return a, auth.ErrExists
+	}
+	if err != nil {
+		return a, fmt.Errorf("postgres: create agent: %w", err)
+	}
+	return a, nil
+}
+
+// Agent returns the agent id of userID.
+func (s *Store) Agent(ctx context.Context, userID, id string) (auth.Agent, error) {
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = $1 AND user_id = $2`, id, userID))
+	if err != nil && !errors.Is(err, auth.ErrNotFound) {
+		return a, fmt.Errorf("postgres: agent: %w", err)
+	}
+	return a, err
+}
+
+// Agents lists the agents of userID, oldest first.
+func (s *Store) Agents(ctx context.Context, userID string) ([]auth.Agent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents WHERE user_id = $1 ORDER BY created_at, id`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: agents: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.Agent, error) { return scanAgent(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: agents: %w", err)
+	}
+	return out, nil
+}
+
+// AgentStats counts what agentID has done.
+func (s *Store) AgentStats(ctx context.Context, agentID string) (session.Stats, error) {
+	st := session.Stats{SessionsByStatus: map[string]int64{}}
+	rows, err := s.pool.Query(ctx, `
+		SELECT status, count(*), coalesce(sum(last_event_seq), 0)::bigint
+		FROM sessions WHERE agent_id = $1 GROUP BY status`, agentID)
+	if err != nil {
+		return st, fmt.Errorf("postgres: agent stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n, events int64
+		if err := rows.Scan(&status, &n, &events); err != nil {
+			return st, fmt.Errorf("postgres: agent stats: %w", err)
+		}
+		st.SessionsByStatus[status] = n
+		st.Sessions += n
+		st.Events += events
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("postgres: agent stats: %w", err)
+	}
+	return st, nil
+}
+
+// InsertKey stores a new key of userID (and agentID for an agent key).
+func (s *Store) InsertKey(ctx context.Context, k auth.NewKey, userID, agentID string) (auth.Key, error) {
+	var agent *string
+	if agentID != "" {
+		agent = &agentID
+	}
+	key, err := scanKey(s.pool.QueryRow(ctx, `
+		INSERT INTO api_keys (kid, scope, user_id, agent_id, prefix, secret_hash)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING `+keyColumns, k.KID, string(k.Scope), userID, agent, k.Prefix, k.Hash))
+	if err != nil {
+		return key, fmt.Errorf("postgres: insert key: %w", err)
+	}
+	return key, nil
+}
+
+const keyColumns = `kid, scope, user_id, agent_id, prefix, created_at, last_used_at, revoked_at`
+
+func scanKey(row pgx.Row) (auth.Key, error) {
+	var k auth.Key
+	err := row.Scan(&k.KID, &k.Scope, &k.UserID, &k.AgentID, &k.Prefix, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = auth.ErrNotFound
+	}
+	return k, err
+}
+
+// Keys lists every key of userID and its agents, oldest first, without secrets.
+func (s *Store) Keys(ctx context.Context, userID string) ([]auth.Key, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE user_id = $1 ORDER BY created_at, kid`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: keys: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.Key, error) { return scanKey(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: keys: %w", err)
+	}
+	return out, nil
+}
+
+// StoredKey returns what verifying the key kid needs.
+func (s *Store) StoredKey(ctx context.Context, kid string) (auth.StoredKey, error) {
+	var k auth.StoredKey
+	var agent *string
+	var scope string
+	err := s.pool.QueryRow(ctx, `
+		SELECT k.kid, k.scope, k.user_id, k.agent_id, k.secret_hash,
+		       k.revoked_at IS NOT NULL OR coalesce(a.status <> 'active', false)
+		FROM api_keys k LEFT JOIN agents a ON a.id = k.agent_id
+		WHERE k.kid = $1`, kid).Scan(&k.KID, &scope, &k.UserID, &agent, &k.SecretHash, &k.Revoked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, auth.ErrNotFound
+	}
+	if err != nil {
+		return k, fmt.Errorf("postgres: stored key: %w", err)
+	}
+	k.Scope = auth.Scope(scope)
+	if agent != nil {
+		k.AgentID = *agent
+	}
+	return k, nil
+}
+
+// TouchKey records that kid was used, at most once a minute.
+func (s *Store) TouchKey(ctx context.Context, kid string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE api_keys SET last_used_at = now()
+		WHERE kid = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, kid)
+	if err != nil {
+		return fmt.Errorf("postgres: touch key: %w", err)
+	}
+	return nil
+}
+
+// RevokeKey revokes kid if it belongs to userID (and to agentID when given). Revoking
+// a revoked key keeps its first revocation time.
+func (s *Store) RevokeKey(ctx context.Context, userID, agentID, kid string) error {
+	q := `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE kid = $1 AND user_id = $2`
+	args := []any{kid, userID}
+	if agentID != "" {
+		q += ` AND agent_id = $3`
+		args = append(args, agentID)
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: revoke key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return auth.ErrNotFound
+	}
+	return nil
+}

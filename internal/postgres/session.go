@@ -1,0 +1,351 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/session"
+)
+
+// EventChannel is the NOTIFY channel on which every appended event is announced, with
+// the payload "<session id>:<seq>".
+const EventChannel = "session_events"
+
+const sessionColumns = `id, agent_id, user_id, type, description, merchant_name, target_url, status,
+	summary, stop_reason, last_event_seq, created_at, updated_at, closed_at, client_session_id, client_completion_id`
+
+func scanSession(row pgx.Row) (session.Session, error) {
+	var s session.Session
+	err := row.Scan(&s.ID, &s.AgentID, &s.UserID, &s.Type, &s.Description, &s.MerchantName, &s.TargetURL,
+		&s.Status, &s.Summary, &s.StopReason, &s.LastEventSeq, &s.CreatedAt, &s.UpdatedAt, &s.ClosedAt,
+		&s.ClientSessionID, &s.ClientCompletionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = session.ErrNotFound
+	}
+	return s, err
+}
+
+// visible is the WHERE clause limiting sessions to those p may see: an agent its
+// own, a user those of all its agents. arg is the placeholder's number.
+func visible(p auth.Principal, arg int) (string, any) {
+	if p.Scope == auth.ScopeAgent {
+		return "agent_id = $" + strconv.Itoa(arg), p.AgentID
+	}
+	return "user_id = $" + strconv.Itoa(arg), p.UserID
+}
+
+// CreateSession opens a session for the agent p acts as, with its first event.
+// ErrClientIDTaken if the agent already used n.ClientSessionID.
+func (s *Store) CreateSession(ctx context.Context, p auth.Principal, n session.New) (session.Session, error) {
+	var out session.Session
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var id string
+		err := tx.QueryRow(ctx, `
+			INSERT INTO sessions (user_id, agent_id, type, description, merchant_name, target_url, client_session_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (agent_id, client_session_id) DO NOTHING
+			RETURNING id`, p.UserID, p.AgentID, n.Type, n.Description, n.MerchantName, n.TargetURL, n.ClientSessionID).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return session.ErrClientIDTaken
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := appendEvent(ctx, tx, id, session.Append{Type: session.EventOpened, Actor: session.ActorAgent,
+			Data: json.RawMessage(`{}`)}); err != nil {
+			return err
+		}
+		out, err = scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
+		return err
+	})
+	if err != nil && !errors.Is(err, session.ErrClientIDTaken) {
+		return out, fmt.Errorf("postgres: create session: %w", err)
+	}
+	return out, err
+}
+
+// Session returns session id if p may see it.
+func (s *Store) Session(ctx context.Context, p auth.Principal, id string) (session.Session, error) {
+	where, arg := visible(p, 2)
+	out, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 AND `+where, id, arg))
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		return out, fmt.Errorf("postgres: session: %w", err)
+	}
+	return out, err
+}
+
+// Sessions lists the sessions p may see, newest first, limit at a time; next is
+// nil on the last page.
+func (s *Store) Sessions(ctx context.Context, p auth.Principal, after *session.Cursor, limit int) ([]session.Session, *session.Cursor, error) {
+	where, arg := visible(p, 1)
+	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE ` + where
+	args := []any{arg}
+	if after != nil {
+		q += ` AND (created_at, id) < ($2, $3)`
+		args = append(args, after.CreatedAt, after.ID)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + strconv.Itoa(limit+1)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: sessions: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (session.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("postgres: sessions: %w", err)
+	}
+	var next *session.Cursor
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[len(out)-1]
+		next = &session.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	return out, next, nil
+}
+
+// lockSession locks session id for the rest of tx, if p may see it.
+func lockSession(ctx context.Context, tx pgx.Tx, p auth.Principal, id string) (session.Session, error) {
+	where, arg := visible(p, 2)
+	return scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 AND `+where+` FOR UPDATE`, id, arg))
+}
+
+// CompleteSession closes session id on its agent's word. A repeat of the completion
+// that closed it returns the session with duplicate set; the same clientCompletionId
+// with another status or summary is ErrClientIDTaken, and any other completion of a
+// closed session ErrClosed.
+func (s *Store) CompleteSession(ctx context.Context, p auth.Principal, id string, c session.Completion) (out session.Session, duplicate bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := lockSession(ctx, tx, p, id)
+		if err != nil {
+			return err
+		}
+		if cur.Status != session.StatusOpen {
+			if cur.ClientCompletionID == nil {
+				return session.ErrClosed
+			}
+			if *cur.ClientCompletionID != c.ClientCompletionID {
+				return session.ErrClosed
+			}
+			if cur.Status != c.Status || cur.Summary == nil || *cur.Summary != c.Summary {
+				return session.ErrClientIDTaken
+			}
+			out, duplicate = cur, true
+			return nil
+		}
+		data, _ := json.Marshal(map[string]string{"status": c.Status})
+		if _, err := appendEvent(ctx, tx, id, session.Append{Type: session.EventCompleted, Actor: session.ActorAgent, Data: data}); err != nil {
+			return err
+		}
+		out, err = scanSession(tx.QueryRow(ctx, `
+			UPDATE sessions SET status = $2, summary = $3, client_completion_id = $4, updated_at = now(), closed_at = now()
+			WHERE id = $1 RETURNING `+sessionColumns, id, c.Status, c.Summary, c.ClientCompletionID))
+		return err
+	})
+	if err != nil && !isSessionErr(err) {
+		err = fmt.Errorf("postgres: complete session: %w", err)
+	}
+	return out, duplicate, err
+}
+
+// StopSession closes session id on its user's word. Stopping a stopped session
+// returns it unchanged; stopping one closed otherwise is ErrClosed.
+func (s *Store) StopSession(ctx context.Context, p auth.Principal, id, reason string) (session.Session, error) {
+	var out session.Session
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := lockSession(ctx, tx, p, id)
+		if err != nil {
+			return err
+		}
+		switch cur.Status {
+		case session.StatusStopped:
+			out = cur
+			return nil
+		case session.StatusOpen:
+		default:
+			return session.ErrClosed
+		}
+		data, _ := json.Marshal(map[string]string{"reasonCode": reason})
+		if _, err := appendEvent(ctx, tx, id, session.Append{Type: session.EventStopped, Actor: session.ActorUser, Data: data}); err != nil {
+			return err
+		}
+		out, err = scanSession(tx.QueryRow(ctx, `
+			UPDATE sessions SET status = 'stopped', stop_reason = $2, updated_at = now(), closed_at = now()
+			WHERE id = $1 RETURNING `+sessionColumns, id, reason))
+		return err
+	})
+	if err != nil && !isSessionErr(err) {
+		err = fmt.Errorf("postgres: stop session: %w", err)
+	}
+	return out, err
+}
+
+func isSessionErr(err error) bool {
+	return errors.Is(err, session.ErrNotFound) || errors.Is(err, session.ErrClosed) ||
+		errors.Is(err, session.ErrClientIDTaken)
+}
+
+// AppendEvent adds an event to session id, which p must see and which must be open.
+func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a session.Append) (session.Event, error) {
+	var ev session.Event
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		cur, err := lockSession(ctx, tx, p, id)
+		if err != nil {
+			return err
+		}
+		if cur.Status != session.StatusOpen {
+			return session.ErrClosed
+		}
+		ev, err = appendEvent(ctx, tx, id, a)
+		return err
+	})
+	if err != nil && !isSessionErr(err) {
+		err = fmt.Errorf("postgres: append event: %w", err)
+	}
+	return ev, err
+}
+
+// appendEvent takes the session's next seq and writes the event in tx, and announces
+// it on EventChannel when tx commits.
+func appendEvent(ctx context.Context, tx pgx.Tx, sessionID string, a session.Append) (session.Event, error) {
+	ev := session.Event{Type: a.Type, Actor: a.Actor, ClientEventID: a.ClientEventID, Data: a.Data}
+	if len(ev.Data) == 0 {
+		ev.Data = json.RawMessage(`{}`)
+	}
+	err := tx.QueryRow(ctx, `
+		UPDATE sessions SET last_event_seq = last_event_seq + 1, updated_at = now()
+		WHERE id = $1 RETURNING last_event_seq`, sessionID).Scan(&ev.Seq)
+	if err != nil {
+		return ev, err
+	}
+	var data []byte
+	err = tx.QueryRow(ctx, `
+		INSERT INTO session_events (session_id, seq, type, actor, client_event_id, data)
+		VALUES ($1, $2, $3, $4, $5, $6::jsonb) RETURNING data, created_at`,
+		sessionID, ev.Seq, a.Type, a.Actor, a.ClientEventID, string(ev.Data)).Scan(&data, &ev.CreatedAt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return ev, session.ErrClientIDTaken
+	}
+	if err != nil {
+		return ev, err
+	}
+	ev.Data = data
+	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, EventChannel, sessionID+":"+strconv.FormatInt(ev.Seq, 10))
+	return ev, err
+}
+
+// Events returns up to limit events of session id after seq after, oldest first,
+// with the session as it stands; p must see the session.
+func (s *Store) Events(ctx context.Context, p auth.Principal, id string, after int64, limit int) ([]session.Event, session.Session, error) {
+	sess, err := s.Session(ctx, p, id)
+	if err != nil {
+		return nil, sess, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT seq, type, actor, client_event_id, data, created_at FROM session_events
+		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, after, limit)
+	if err != nil {
+		return nil, sess, fmt.Errorf("postgres: events: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (session.Event, error) {
+		var ev session.Event
+		var data []byte
+		err := r.Scan(&ev.Seq, &ev.Type, &ev.Actor, &ev.ClientEventID, &data, &ev.CreatedAt)
+		ev.Data = data
+		return ev, err
+	})
+	if err != nil {
+		return nil, sess, fmt.Errorf("postgres: events: %w", err)
+	}
+	return out, sess, nil
+}
+
+// staleIdempotency is true of a record that expired, or whose request was abandoned
+// in progress (the server stopped before answering): both are forgotten when claimed.
+const staleIdempotency = `(coalesce(expires_at < now(), false) OR (status IS NULL AND created_at < now() - interval '2 minutes'))`
+
+// ClaimIdempotency records that the request (kid, route, key) with body hash sha is
+// being answered, and returns nil; if one is already recorded (and not expired) it
+// returns that one instead. ttl 0 keeps the record for good.
+func (s *Store) ClaimIdempotency(ctx context.Context, kid, route, key string, sha []byte, ttl time.Duration) (*auth.Idempotent, error) {
+	var expires *time.Time
+	if ttl > 0 {
+		t := time.Now().Add(ttl)
+		expires = &t
+	}
+	for range 3 {
+		tag, err := s.pool.Exec(ctx, `
+			INSERT INTO idempotency_keys (kid, route, key, body_sha256, expires_at) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (kid, route, key) DO NOTHING`, kid, route, key, sha, expires)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: claim idempotency key: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil, nil
+		}
+		var got auth.Idempotent
+		var status *int
+		var ct *string
+		var stale bool
+		err = s.pool.QueryRow(ctx, `
+			SELECT body_sha256, status, content_type, response, `+staleIdempotency+`
+			FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3`, kid, route, key).
+			Scan(&got.BodySHA256, &status, &ct, &got.Response, &stale)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("postgres: claim idempotency key: %w", err)
+		}
+		if stale {
+			s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3 AND `+staleIdempotency, kid, route, key)
+			continue
+		}
+		if status != nil {
+			got.Status = *status
+		}
+		if ct != nil {
+			got.ContentType = *ct
+		}
+		return &got, nil
+	}
+	return nil, errors.New("postgres: claim idempotency key: contended")
+}
+
+// FinishIdempotency stores the response to a claimed request.
+func (s *Store) FinishIdempotency(ctx context.Context, kid, route, key string, status int, contentType string, response []byte) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE idempotency_keys SET status = $4, content_type = $5, response = $6
+		WHERE kid = $1 AND route = $2 AND key = $3`, kid, route, key, status, contentType, response)
+	if err != nil {
+		return fmt.Errorf("postgres: finish idempotency key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseIdempotency forgets a claimed request that failed, so that a retry runs it.
+func (s *Store) ReleaseIdempotency(ctx context.Context, kid, route, key string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3 AND status IS NULL`, kid, route, key)
+	if err != nil {
+		return fmt.Errorf("postgres: release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// eventKey parses a NOTIFY payload of EventChannel.
+func eventKey(payload string) (sessionID string, seq int64, ok bool) {
+	id, n, ok := strings.Cut(payload, ":")
+	if !ok {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(n, 10, 64)
+	return id, seq, err == nil
+}
