@@ -20,14 +20,18 @@ TEST_DB_URL = $(if $(WAYSTATION_TEST_DATABASE_URL),$(WAYSTATION_TEST_DATABASE_UR
 FUZZ_TARGETS := \
 	./api:FuzzParseServicesQuery \
 	./internal/catalog:FuzzNormalizeHostname \
-	./internal/catalog:FuzzParseBazaar
+	./internal/catalog:FuzzParseBazaar \
+	./internal/trust:FuzzParseOffer
 
 .PHONY: help
 help:
 	@echo "make run      install what is missing, start PostgreSQL, migrate, load the demo, serve on :$(PORT)"
 	@echo "make test     the whole suite against the real local database"
-	@echo "make bench    Go benchmarks on the real catalog"
+	@echo "make bench    Go benchmarks on the real catalog (and search on a synthetic 100k-method one)"
+	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make db | migrate | import CATALOG=file.jsonl | fuzz | build | generate | lint | clean"
+	@echo "make key USER=name [AGENT=name]   print a new API key once"
+	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 
 .PHONY: go
 go:
@@ -54,9 +58,37 @@ demo: migrate
 import: migrate
 	DATABASE_URL='$(DB_URL)' $(SERVER) import '$(CATALOG)'
 
+# Trust: one probe round now, and operator overrides. The values are read from the
+# environment make passes on, so a REASON may hold any character.
+.PHONY: probe
+probe: migrate
+	DATABASE_URL='$(DB_URL)' $(SERVER) probe
+
+.PHONY: override
+override: migrate
+	@test -n "$${HOST:-}" -a -n "$${VERDICT:-}" -a -n "$${REASON:-}" || { echo "usage: make override HOST=hostname VERDICT=proceed|caution|avoid|unknown REASON=text [EXPIRES=72h|7d|RFC3339] [BY=name]" >&2; exit 2; }
+	DATABASE_URL='$(DB_URL)' $(SERVER) override -by "$${BY:-$${USER:-operator}}" -expires "$${EXPIRES:-}" "$$HOST" "$$VERDICT" "$$REASON"
+
+.PHONY: override-remove
+override-remove: migrate
+	@test -n "$${HOST:-}" || { echo "usage: make override-remove HOST=hostname [BY=name]" >&2; exit 2; }
+	DATABASE_URL='$(DB_URL)' $(SERVER) override-remove -by "$${BY:-$${USER:-operator}}" "$$HOST"
+
+# The secret API keys are hashed with: AUTH_PEPPER from the environment, or for local
+# runs one generated into var/auth-pepper on first use and kept. A shell snippet that
+# exports it, so that it is never printed; changing it invalidates every key.
+PEPPER = test -n "$${AUTH_PEPPER:-}" || { test -s var/auth-pepper || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/auth-pepper); AUTH_PEPPER=$$(cat var/auth-pepper); }; export AUTH_PEPPER
+
+# make key USER=name [AGENT=name]: a user key, or a key of the user's agent; both are
+# created if missing, and the key is printed once.
+.PHONY: key
+key: migrate
+	@test "$(origin USER)" = "command line" || { echo "usage: make key USER=name [AGENT=name]" >&2; exit 2; }
+	@$(PEPPER); DATABASE_URL='$(DB_URL)' $(SERVER) key -user "$$USER" $${AGENT:+-agent "$$AGENT"}
+
 .PHONY: run
 run: demo
-	DATABASE_URL='$(DB_URL)' PORT=$(PORT) $(SERVER) serve
+	@$(PEPPER); DATABASE_URL='$(DB_URL)' PORT=$(PORT) $(SERVER) serve
 
 .PHONY: generate
 generate: go
@@ -66,9 +98,16 @@ generate: go
 lint: go
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
+	@$(GO) tool templ generate -path web >/dev/null
+	@git diff --exit-code --stat -- 'web/*_templ.go' || { echo "templ: the generated files above were stale; commit them" >&2; exit 1; }
+
+# chromium and nginx, which the browser and edge tests drive.
+.PHONY: tools
+tools:
+	@.ci/tools.sh
 
 .PHONY: test
-test: go db lint
+test: go db tools lint
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
@@ -84,7 +123,13 @@ fuzz: go
 
 .PHONY: bench
 bench: go db
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' $(GO) test -run '^$$' -bench . -benchmem ./...
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+
+# Search relevance on the real catalog: recall@3, MRR@3 and false matches of the
+# builtin model against PostgreSQL full-text search, on a labelled query set.
+.PHONY: eval
+eval: go db
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' ./internal/search/eval/
 
 .PHONY: clean
 clean:

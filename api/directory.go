@@ -30,9 +30,7 @@ func (s *Server) handleServices() http.Handler {
 			return
 		}
 		if sq.Search {
-			p := problemf(CodeSearchUnavailable, "Search is not available on this server yet; the list works without q.")
-			p.RetryAfter = s.cfg.SearchRetryAfter
-			s.error(w, r, p)
+			s.handleSearch(w, r, snap, sq)
 			return
 		}
 		serveResource(w, r, s.filteredList(snap, sq.Filter))

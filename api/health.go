@@ -46,12 +46,14 @@ func (s *Server) handleHealth() http.Handler {
 		snap := s.snapshots.Current()
 		info := snap.Info()
 		b := healthBody{
-			Status: "ok", Version: Version, Database: "ok", Search: "unavailable",
+			Status: "ok", Version: Version, Database: "ok", Search: s.search.Status(),
 			Snapshot: healthSnapshot{Info: info, AgeSeconds: int64(time.Since(info.GeneratedAt).Seconds()), Methods: snap.Len()},
 		}
 		if err != nil {
 			b.Database = "unavailable"
 			b.Status = "degraded"
+			// Non-exact search reads its vectors from the database.
+			b.Search = "unavailable"
 		}
 		if b.Search != "ok" || snap.Len() == 0 {
 			b.Status = "degraded"

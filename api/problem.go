@@ -41,6 +41,19 @@ const (
 	CodeInternal           = "internal"
 )
 
+// Problem codes of the authenticated API.
+const (
+	CodeUnauthenticated       = "unauthenticated"
+	CodeInvalidAPIKey         = "invalid_api_key"
+	CodeKeyRevoked            = "key_revoked"
+	CodeWrongKeyScope         = "wrong_key_scope"
+	CodeValidationFailed      = "validation_failed"
+	CodeIdempotencyConflict   = "idempotency_conflict"
+	CodeIdempotencyInProgress = "idempotency_in_progress"
+	CodeSessionClosed         = "session_closed"
+	CodePayloadTooLarge       = "payload_too_large"
+)
+
 // problemKinds maps every code to its status and title, once.
 var problemKinds = map[string]struct {
 	status int
@@ -56,6 +69,16 @@ var problemKinds = map[string]struct {
 	CodeAllowanceExhausted: {http.StatusServiceUnavailable, "Search allowance exhausted"},
 	CodeSearchUnavailable:  {http.StatusServiceUnavailable, "Search unavailable"},
 	CodeInternal:           {http.StatusInternalServerError, "Internal error"},
+
+	CodeUnauthenticated:       {http.StatusUnauthorized, "Authentication required"},
+	CodeInvalidAPIKey:         {http.StatusUnauthorized, "Invalid API key"},
+	CodeKeyRevoked:            {http.StatusUnauthorized, "API key revoked"},
+	CodeWrongKeyScope:         {http.StatusForbidden, "Wrong key scope"},
+	CodeValidationFailed:      {http.StatusUnprocessableEntity, "Validation failed"},
+	CodeIdempotencyConflict:   {http.StatusConflict, "Idempotency conflict"},
+	CodeIdempotencyInProgress: {http.StatusConflict, "Idempotent request in progress"},
+	CodeSessionClosed:         {http.StatusConflict, "Session closed"},
+	CodePayloadTooLarge:       {http.StatusRequestEntityTooLarge, "Payload too large"},
 }
 
 // ProblemCodes lists every code, for the problem pages and the OpenAPI document.
@@ -65,6 +88,12 @@ func ProblemCodes() []string {
 		out = append(out, c)
 	}
 	return out
+}
+
+// ProblemKind returns the status and title of a code, for its human page.
+func ProblemKind(code string) (status int, title string, ok bool) {
+	k, ok := problemKinds[code]
+	return k.status, k.title, ok
 }
 
 // problemf makes a problem of a known code.

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
 )
 
 // routes is the whole HTTP surface of the API.
@@ -23,6 +25,31 @@ func (s *Server) routes() chi.Router {
 		r.Handle("/api/public/v1/services", s.publicRead(s.handleServices()))
 		r.Handle("/api/public/v1/services/{slug}", s.publicRead(s.handleService()))
 		r.Handle("/api/public/v1/merchants/{hostname}", s.publicRead(s.handleMerchant()))
+
+		// The authenticated API: a Bearer key on every call, checked every time.
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate)
+			agent, user := s.requireScope(auth.ScopeAgent), s.requireScope(auth.ScopeUser)
+			once := s.idempotencyKey
+
+			r.With(agent).Get("/agent/me", s.handleAgentMe())
+			r.With(agent).Get("/agent/stats", s.handleAgentStats())
+			r.With(agent, once).Post("/agent/keys/current/revoke", s.handleRevokeCurrentKey())
+
+			r.With(user).Get("/agents", s.handleAgents())
+			r.With(user, once).Post("/agents", s.handleCreateAgent())
+			r.With(user).Get("/keys", s.handleKeys())
+			r.With(user).Post("/keys", s.handleCreateKey()) // never cached: the answer holds the secret
+			r.With(user).Delete("/keys/{kid}", s.handleRevokeKey())
+
+			r.With(agent, once).Post("/sessions", s.handleCreateSession())
+			r.Get("/sessions", s.handleSessions())
+			r.Get("/sessions/{id}", s.handleSession())
+			r.With(agent, once).Post("/sessions/{id}/complete", s.handleCompleteSession())
+			r.With(user, once).Post("/sessions/{id}/stop", s.handleStopSession())
+			r.Get("/sessions/{id}/events", s.handleEvents())
+			r.With(agent, once).Post("/sessions/{id}/events", s.handleAppendEvent())
+		})
 	})
 	return r
 }

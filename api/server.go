@@ -1,5 +1,6 @@
 // Package api is the HTTP surface under /functions/v1/api: the public directory,
-// health and the OpenAPI document. routes.go lists every route.
+// health, the OpenAPI document and the authenticated API of agents and their users.
+// routes.go lists every route.
 package api
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 
@@ -16,6 +18,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/search"
 )
 
 // Version is the API contract's version.
@@ -40,6 +43,8 @@ type Config struct {
 	SearchRetryAfter int
 	// ListCacheEntries bounds the cache of encoded filtered lists.
 	ListCacheEntries int
+	// TrustedProxies are the networks whose X-Forwarded-For names the search caller.
+	TrustedProxies []netip.Prefix
 }
 
 // Server answers the API. It holds no request state of its own beyond caches, so
@@ -51,13 +56,16 @@ type Server struct {
 	db        Pinger
 	lists     *lru.Cache[string, *directory.Resource]
 	router    chi.Router
+	auth      Auth
+	search    *search.Engine
+	limiter   *search.Limiter
 
 	idPrefix string
 	idSeq    atomic.Uint64
 }
 
-// NewServer wires the routes.
-func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger) *Server {
+// NewServer wires the routes; options add the authenticated API.
+func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opts ...Option) *Server {
 	if cfg.SearchRetryAfter <= 0 {
 		cfg.SearchRetryAfter = 60
 	}
@@ -68,6 +76,10 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger) *Se
 	var b [4]byte
 	rand.Read(b[:])
 	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-"}
+	WithAuth(Auth{})(s)
+	for _, o := range opts {
+		o(s)
+	}
 	s.router = s.routes()
 	return s
 }

@@ -353,7 +353,9 @@ func TestDocument(t *testing.T) {
 		return out
 	}
 	wantCodes := []string{"verified_reserved", "query_too_long", "invalid_parameter", "unknown_parameter", "not_found",
-		"method_not_allowed", "rate_limited", "search_allowance_exhausted", "search_unavailable"}
+		"method_not_allowed", "rate_limited", "search_allowance_exhausted", "search_unavailable",
+		"unauthenticated", "invalid_api_key", "key_revoked", "wrong_key_scope", "validation_failed",
+		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -637,17 +639,43 @@ func TestSchemas(t *testing.T) {
 		"Problem": {problem(400, "verified_reserved", "verified"),
 			`{"type": "/problems/not-found", "title": "Not found", "status": 404, "code": "not_found"}`},
 		"OpenAPIDocument": {mustRead(t, docPath)},
+
+		"Limits":             {limitsBody},
+		"AgentMe":            {`{"id": "` + uuid1 + `", "name": "scout", "status": "active", "userId": "` + uuid2 + `", "limits": ` + limitsBody + `}`},
+		"AgentStats":         {`{"sessions": 2, "sessionsByStatus": {"open": 1, "completed": 1}, "events": 7}`},
+		"Agent":              {agentBody},
+		"AgentList":          {`{"items": [` + agentBody + `]}`, `{"items": []}`},
+		"Key":                {keyBody},
+		"CreatedKey":         {strings.TrimSuffix(keyBody, "}") + `, "key": "sk_agent_0123456789abcdef_` + strings.Repeat("ab", 32) + `"}`},
+		"KeyList":            {`{"items": [` + keyBody + `]}`},
+		"KeyRevoked":         {`{"kid": "0123456789abcdef", "status": "revoked"}`},
+		"CreateAgentRequest": {`{"name": "scout"}`},
+		"CreateKeyRequest":   {`{"scope": "user"}`, `{"scope": "agent", "agentId": "` + uuid1 + `"}`},
+		"Session":            {sessionBody},
+		"SessionPage":        {`{"items": [` + sessionBody + `], "nextCursor": "eyJ0IjoxfQ"}`, `{"items": [], "nextCursor": null}`},
+		"CreateSessionRequest": {`{"type": "checkout", "description": "buy a map", "clientSessionId": "s1"}`,
+			`{"type": "checkout", "description": "d", "merchantName": "Maps", "targetUrl": "https://maps.example/", "clientSessionId": "s1"}`},
+		"CompleteSessionRequest": {`{"clientCompletionId": "c1", "status": "completed", "summary": "done"}`},
+		"Completion":             {`{"session": ` + sessionBody + `, "duplicate": false}`},
+		"StopSessionRequest":     {`{"reasonCode": "user_request"}`},
+		"Event":                  {eventBody},
+		"EventPage":              {`{"items": [` + eventBody + `], "lastEventSeq": 1, "sessionStatus": "open"}`},
+		"AppendEventRequest":     {`{"type": "runtime.page.loaded", "clientEventId": "e1", "data": {"step": 1}}`},
 	}
 	bad := map[string][]string{
-		"Slug":         {`"Bad_Slug"`, `"a--b"`, `""`},
-		"Hostname":     {`"API.onesource.io"`, `"api.onesource.io."`, `"a:80"`},
-		"Category":     {`"Weather"`},
-		"Price":        {`{"amount": 1000, "decimals": 6, "value": "0.001"}`, `{"amount": "1", "decimals": 6, "value": "0,1"}`},
-		"Stats":        {`null`, `{"settled_payments": 42, "delivered": 41, "delivery_rate": 1.5}`},
-		"ListingItem":  {withMember(listingItem, "guidance", map[string]any{})},
-		"MethodDetail": {withMember(detailBody, "similarity", 1)},
-		"Problem":      {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
-		"Health":       {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+		"Key":                {strings.TrimSuffix(keyBody, "}") + `, "key": "sk_agent_0123456789abcdef_` + strings.Repeat("ab", 32) + `"}`},
+		"Session":            {mutate(sessionBody, func(m map[string]any) { m["status"] = "paused" })},
+		"AppendEventRequest": {`{"type": "session.completed", "clientEventId": "e1"}`},
+		"CreateKeyRequest":   {`{"scope": "admin"}`},
+		"Slug":               {`"Bad_Slug"`, `"a--b"`, `""`},
+		"Hostname":           {`"API.onesource.io"`, `"api.onesource.io."`, `"a:80"`},
+		"Category":           {`"Weather"`},
+		"Price":              {`{"amount": 1000, "decimals": 6, "value": "0.001"}`, `{"amount": "1", "decimals": 6, "value": "0,1"}`},
+		"Stats":              {`null`, `{"settled_payments": 42, "delivered": 41, "delivery_rate": 1.5}`},
+		"ListingItem":        {withMember(listingItem, "guidance", map[string]any{})},
+		"MethodDetail":       {withMember(detailBody, "similarity", 1)},
+		"Problem":            {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
+		"Health":             {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
 	}
 	names := d.SchemaNames()
 	for _, name := range names {
@@ -674,6 +702,17 @@ func TestSchemas(t *testing.T) {
 		t.Error("ValidateSchema of a missing schema succeeded")
 	}
 }
+
+// Samples of the authenticated API's schemas.
+const (
+	uuid1       = "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
+	uuid2       = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	limitsBody  = `{"maxBodyBytes": 1048576, "maxWaitSeconds": 30, "maxPageSize": 200, "maxEventDataBytes": 16384}`
+	agentBody   = `{"id": "` + uuid1 + `", "userId": "` + uuid2 + `", "name": "scout", "status": "active", "createdAt": "2026-11-21T10:00:00Z"}`
+	keyBody     = `{"kid": "0123456789abcdef", "scope": "agent", "userId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "prefix": "sk_agent_0123456789abcdef", "createdAt": "2026-11-21T10:00:00Z", "lastUsedAt": null, "revokedAt": null}`
+	sessionBody = `{"id": "` + uuid1 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "type": "checkout", "description": "buy a map", "merchantName": null, "targetUrl": null, "status": "open", "summary": null, "stopReason": null, "lastEventSeq": 1, "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:00:00Z", "closedAt": null}`
+	eventBody   = `{"seq": 1, "type": "session.opened", "actor": "agent", "clientEventId": null, "data": {}, "createdAt": "2026-11-21T10:00:00.123456Z"}`
+)
 
 func TestConcurrentChecks(t *testing.T) {
 	d := Load(t, docPath)

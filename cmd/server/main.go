@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
-	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
 )
@@ -39,6 +38,13 @@ commands:
   migrate          apply database migrations
   demo             load the demo catalog into an empty catalog
   import FILE      import an x402 Bazaar discovery file (JSON lines)
+  probe            probe every enabled method once, now (never pays)
+  override [-by NAME] [-expires 72h|7d|RFC3339] HOSTNAME VERDICT REASON
+                   set an operator override on a hostname's verdict
+  override-remove [-by NAME] HOSTNAME
+                   remove the override in force on a hostname
+  key -user NAME [-agent NAME]
+                   create the user (and agent) if missing and print a new API key once
 `
 
 // Config is everything the server reads from its environment.
@@ -48,6 +54,16 @@ type Config struct {
 	LogLevel         slog.Level
 	SnapshotInterval time.Duration
 	ShutdownTimeout  time.Duration
+	// AuthPepper is the secret API keys are hashed with (serve only).
+	AuthPepper []byte
+	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
+	// the catalog is checked for changes.
+	SiteDir       string
+	SnapshotWatch time.Duration
+	// Probe is how the prober runs (see trust.go).
+	Probe ProbeConfig
+	// Search is how search embeds and limits queries (see search.go).
+	Search SearchConfig
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -79,6 +95,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.SnapshotInterval = d
 	}
+	if err := loadSiteConfig(&c, getenv); err != nil {
+		return c, err
+	}
+	probe, err := loadProbeConfig(getenv)
+	if err != nil {
+		return c, err
+	}
+	c.Probe = probe
+	if c.Search, err = loadSearchConfig(getenv); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -107,16 +134,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	switch cmd {
 	case "serve":
+		if cfg.AuthPepper, err = loadPepper(getenv); err != nil {
+			return err
+		}
 		return serve(ctx, cfg, log, store, stdout)
 	case "migrate":
 		return store.Migrate(ctx)
 	case "demo":
-		return loadDemo(ctx, store, stdout)
+		if err := loadDemo(ctx, store, stdout); err != nil {
+			return err
+		}
+		return embedCatalog(ctx, cfg.Search, store, stdout)
 	case "import":
 		if len(rest) != 1 {
 			return errors.New("import takes one file")
 		}
-		return importFile(ctx, store, rest[0], stdout)
+		if err := importFile(ctx, store, rest[0], stdout); err != nil {
+			return err
+		}
+		return embedCatalog(ctx, cfg.Search, store, stdout)
+	case "probe":
+		return probeOnce(ctx, cfg.Probe, log, store, stdout)
+	case "override":
+		return setOverride(ctx, store, rest, getenv, stdout, stderr)
+	case "override-remove":
+		return removeOverride(ctx, store, rest, getenv, stdout, stderr)
+	case "key":
+		return issueKey(ctx, store, rest, getenv, stdout, stderr)
 	}
 	fs.Usage()
 	return fmt.Errorf("unknown command %q", cmd)
@@ -166,18 +210,27 @@ func importFile(ctx context.Context, store *postgres.Store, path string, stdout 
 }
 
 func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
-	if err := store.Migrate(ctx); err != nil {
+	snapshots, err := startSnapshots(ctx, cfg, log, store, store.Migrate)
+	if err != nil {
 		return err
 	}
-	snapshots := generator.NewHolder()
-	if err := snapshots.Refresh(ctx, store); err != nil {
-		log.Warn("first snapshot failed; serving an empty directory until the next", "err", err)
+	if cfg.Probe.Interval > 0 {
+		// New probes reach the directory through the snapshot generator's watch.
+		go runProber(ctx, cfg.Probe, log, store)
 	}
-	go snapshots.Run(ctx, log, store, cfg.SnapshotInterval)
+	withSearch, err := startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store)
+	if err != nil {
+		if store.Ping(ctx) == nil {
+			return err
+		}
+		// The directory still answers from the snapshot on disk; search says it cannot.
+		log.Warn("database unavailable; serving without search", "err", err)
+		withSearch = func(*api.Server) {}
+	}
 
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           api.NewServer(api.Config{}, log, snapshots, store),
+		Handler:           newHandler(api.NewServer(api.Config{TrustedProxies: cfg.Search.TrustedProxies}, log, snapshots, store, withAuth(ctx, cfg.AuthPepper, log, store), withSearch), log, snapshots),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -17,7 +17,7 @@ import (
 // on a free loopback port, answer the directory, and shut down cleanly on cancel.
 func TestRunServesTheDemoEndToEnd(t *testing.T) {
 	dbURL := pgtest.URL(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "HOST": "127.0.0.1", "PORT": "0"}
+	env := map[string]string{"DATABASE_URL": dbURL, "HOST": "127.0.0.1", "PORT": "0", "SITE_DIR": t.TempDir()}
 	getenv := func(k string) string { return env[k] }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
