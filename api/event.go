@@ -37,15 +37,7 @@ func (a *appendEventRequest) validate() error {
 func (s *Server) handleAppendEvent() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req appendEventRequest
-		id, err := sessionID(r)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err == nil {
-			err = decode(body, &req)
-		}
+		id, body, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
 			s.error(w, r, err)
 			return

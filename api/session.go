@@ -41,6 +41,19 @@ func sessionError(err error) error {
 	return err
 }
 
+// readSessionRequest reads the session id from the path and the JSON body of a
+// request about that session into req, which validates itself; the raw body is
+// returned for idempotency checks.
+func (s *Server) readSessionRequest(w http.ResponseWriter, r *http.Request, req validator) (id string, body []byte, err error) {
+	if id, err = sessionID(r); err != nil {
+		return "", nil, err
+	}
+	if body, err = s.readBody(w, r); err != nil {
+		return "", nil, err
+	}
+	return id, body, decode(body, req)
+}
+
 // sessionID is the {id} of the path, or a 404 if it cannot name a session.
 func sessionID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "id")
@@ -239,15 +252,7 @@ type completion struct {
 func (s *Server) handleCompleteSession() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req completeSessionRequest
-		id, err := sessionID(r)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err == nil {
-			err = decode(body, &req)
-		}
+		id, _, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -276,15 +281,7 @@ func (c *stopSessionRequest) validate() error {
 func (s *Server) handleStopSession() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req stopSessionRequest
-		id, err := sessionID(r)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		body, err := s.readBody(w, r)
-		if err == nil {
-			err = decode(body, &req)
-		}
+		id, _, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
 			s.error(w, r, err)
 			return
