@@ -91,14 +91,16 @@ run: demo
 	@$(PEPPER); DATABASE_URL='$(DB_URL)' PORT=$(PORT) $(SERVER) serve
 
 .PHONY: generate
+# The templ components, generated from the repository root so that the file names
+# recorded in *_templ.go are the same for everyone.
 generate: go
-	$(GO) generate ./...
+	$(GO) tool templ generate
 
 .PHONY: lint
 lint: go
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
-	@$(GO) tool templ generate -path web >/dev/null
+	@$(GO) tool templ generate >/dev/null
 	@git diff --exit-code --stat -- 'web/*_templ.go' || { echo "templ: the generated files above were stale; commit them" >&2; exit 1; }
 
 # chromium and nginx, which the browser and edge tests drive.

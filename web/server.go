@@ -3,8 +3,6 @@
 // so that a CDN serving the files and the service answer the same pages.
 package web
 
-//go:generate go tool templ generate
-
 import (
 	"bytes"
 	"compress/gzip"
