@@ -31,7 +31,9 @@ const (
 		"maxTimeoutSeconds":60,"asset":"` + usdcBase + `","extra":{"name":"USD Coin","version":"2"}}]}`
 	v2Offer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"exact",
 		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60}]}`
-	probeTimeout = 200 * time.Millisecond
+	// probeTimeout is short enough to keep the suite quick and long enough for a TLS
+	// handshake under the race detector on a busy machine.
+	probeTimeout = time.Second
 )
 
 // seller is one fake seller: a handler, whether it speaks TLS, what the catalog
@@ -197,9 +199,8 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 	if stats.Probed != len(targets) {
 		t.Fatalf("probed %d of %d: %+v", stats.Probed, len(targets), stats)
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("round took %s: a stalled or huge seller held it up", took)
-	}
+	// No timing check here: the stalled seller answers after 5 s, so only a working
+	// timeout gives it the timeout outcome checked below.
 
 	// Every probe is stored with what was seen and advertised.
 	rows, err := store.Pool().Query(ctx, `
