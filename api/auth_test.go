@@ -40,7 +40,7 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Auth)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Auth{Store: store, Pepper: pepper, Events: listener, Heartbeat: 50 * time.Millisecond, MaxWait: 10 * time.Second}
+	a := api.Auth{Store: store, Pepper: pepper, Events: listener, Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(&a)
 	}
