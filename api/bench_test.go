@@ -6,13 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 )
 
@@ -20,23 +17,8 @@ import (
 // database, through the real router.
 func realCatalogServer(b *testing.B) (http.Handler, *generator.Holder) {
 	b.Helper()
-	f, err := os.Open("../../shared/data/bazaar-2026-08.jsonl")
-	if os.IsNotExist(err) {
-		b.Skip("the real catalog snapshot is not beside the repository")
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	cat, _, err := catalog.ParseBazaar(f)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	store := pgtest.New(b)
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		b.Fatal(err)
-	}
+	store, _ := pgtest.LoadRealCatalog(b)
 	snaps := generator.NewHolder()
 	if err := snaps.Refresh(ctx, store); err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,29 +10,10 @@ import (
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 )
 
-const bazaarFile = "../../../shared/data/bazaar-2026-08.jsonl"
-
-func readBazaar(t *testing.T) catalog.Catalog {
-	t.Helper()
-	f, err := os.Open(bazaarFile)
-	if os.IsNotExist(err) {
-		t.Skip("the real catalog snapshot is not beside the repository")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cat, skipped, err := catalog.ParseBazaar(f)
-	if err != nil || len(skipped) != 0 {
-		t.Fatalf("parse: %v, skipped %v", err, skipped)
-	}
-	return cat
-}
-
 func TestImportLoadsEveryBazaarLineAndReimportsInPlace(t *testing.T) {
 	ctx := context.Background()
 	store := pgtest.New(t)
-	cat := readBazaar(t)
+	cat := pgtest.RealCatalog(t)
 	now := time.Now()
 	res, err := store.LoadCatalog(ctx, cat, now)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/waystation/waystation/generator"
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres"
@@ -30,23 +29,8 @@ type benchEnv struct {
 // optionally scales it up to total methods with synthetic variants made in SQL.
 func realCatalogEnv(b *testing.B, total int) benchEnv {
 	b.Helper()
-	f, err := os.Open("../../../shared/data/bazaar-2026-08.jsonl")
-	if os.IsNotExist(err) {
-		b.Skip("the real catalog snapshot is not beside the repository")
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	cat, _, err := catalog.ParseBazaar(f)
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	store := pgtest.New(b)
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		b.Fatal(err)
-	}
+	store, _ := pgtest.LoadRealCatalog(b)
 	if total > 0 {
 		// Synthetic methods: the name of one real method and words drawn from the
 		// descriptions of three others, so that the vectors spread like a catalog's

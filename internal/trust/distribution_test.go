@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -16,8 +15,6 @@ import (
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/trust"
 )
-
-const bazaarFile = "../../../shared/data/bazaar-2026-08.jsonl"
 
 // health is a synthetic seller's behaviour over its probe history.
 type health string
@@ -60,18 +57,7 @@ var scenarios = []struct {
 // and prints the verdict distribution the scorer gives under each scenario. Run it
 // with -v to read the tables.
 func TestVerdictDistributionOnTheRealCatalog(t *testing.T) {
-	f, err := os.Open(bazaarFile)
-	if os.IsNotExist(err) {
-		t.Skip("the real catalog snapshot is not beside the repository")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := catalog.ParseBazaar(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := pgtest.RealCatalog(t)
 	for _, sc := range scenarios {
 		t.Run(strings.Fields(sc.name)[0], func(t *testing.T) {
 			ctx := context.Background()
@@ -109,7 +95,7 @@ func TestVerdictDistributionOnTheRealCatalog(t *testing.T) {
 				t.Fatal(err)
 			}
 			table, counts := distribution(snap)
-			t.Logf("verdicts of the %d methods of %s, scenario %s:\n%s", snap.Len(), bazaarFile[strings.LastIndex(bazaarFile, "/")+1:], sc.name, table)
+			t.Logf("verdicts of the %d methods of %s, scenario %s:\n%s", snap.Len(), "the real catalog", sc.name, table)
 			if sc.name == "as listed" {
 				// Every seller answering as listed is proceed when its offer is priced in
 				// a known mainnet asset, caution on a testnet or unknown asset, avoid

@@ -13,19 +13,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/waystation/waystation/generator"
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/search"
 )
-
-// realCatalog is the real catalog snapshot kept beside the repository.
-const realCatalog = "../../../../shared/data/bazaar-2026-08.jsonl"
 
 type labelled struct {
 	query  string
@@ -100,23 +95,8 @@ type fixture struct {
 }
 
 func setup(t *testing.T) fixture {
-	f, err := os.Open(realCatalog)
-	if os.IsNotExist(err) {
-		t.Skip("the real catalog snapshot is not beside the repository")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cat, _, err := catalog.ParseBazaar(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	store := pgtest.New(t)
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := pgtest.LoadRealCatalog(t)
 	model, err := store.RegisterModel(ctx, postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions,
 		Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 	if err != nil {
