@@ -98,10 +98,7 @@ func (c *createAgentRequest) validate() error {
 func (s *Server) handleCreateAgent() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req createAgentRequest
-		body, err := s.readBody(w, r)
-		if err == nil {
-			err = decode(body, &req)
-		}
+		_, err := s.readJSON(w, r, &req)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -158,10 +155,7 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
 		var req createKeyRequest
-		body, err := s.readBody(w, r)
-		if err == nil {
-			err = decode(body, &req)
-		}
+		_, err := s.readJSON(w, r, &req)
 		if err != nil {
 			s.error(w, r, err)
 			return

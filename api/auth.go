@@ -191,6 +191,16 @@ type validator interface {
 	validate() error
 }
 
+// readJSON reads a bounded request body and decodes it into req, which validates
+// itself; the raw body is returned for idempotency checks.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, req validator) ([]byte, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	return body, decode(body, req)
+}
+
 // decode reads exactly one JSON object into v, refusing unknown members, and
 // validates it.
 func decode(body []byte, v validator) error {

@@ -48,10 +48,8 @@ func (s *Server) readSessionRequest(w http.ResponseWriter, r *http.Request, req 
 	if id, err = sessionID(r); err != nil {
 		return "", nil, err
 	}
-	if body, err = s.readBody(w, r); err != nil {
-		return "", nil, err
-	}
-	return id, body, decode(body, req)
+	body, err = s.readJSON(w, r, req)
+	return id, body, err
 }
 
 // sessionID is the {id} of the path, or a 404 if it cannot name a session.
@@ -100,10 +98,7 @@ func (c *createSessionRequest) validate() error {
 func (s *Server) handleCreateSession() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req createSessionRequest
-		body, err := s.readBody(w, r)
-		if err == nil {
-			err = decode(body, &req)
-		}
+		body, err := s.readJSON(w, r, &req)
 		if err != nil {
 			s.error(w, r, err)
 			return
