@@ -75,9 +75,11 @@ override-remove: migrate
 	DATABASE_URL='$(DB_URL)' $(SERVER) override-remove -by "$${BY:-$${USER:-operator}}" "$$HOST"
 
 # The secret API keys are hashed with: AUTH_PEPPER from the environment, or for local
-# runs one generated into var/auth-pepper on first use and kept. A shell snippet that
+# runs one generated into var/auth-pepper on first use and kept; likewise SECRETS_KEY,
+# the key values provided through requests are sealed with, in var/secrets-key. A shell snippet that
 # exports it, so that it is never printed; changing it invalidates every key.
-PEPPER = test -n "$${AUTH_PEPPER:-}" || { test -s var/auth-pepper || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/auth-pepper); AUTH_PEPPER=$$(cat var/auth-pepper); }; export AUTH_PEPPER
+PEPPER = test -n "$${AUTH_PEPPER:-}" || { test -s var/auth-pepper || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/auth-pepper); AUTH_PEPPER=$$(cat var/auth-pepper); }; export AUTH_PEPPER; \
+	test -n "$${SECRETS_KEY:-}" || { test -s var/secrets-key || (mkdir -p var && umask 077 && printf 'local1:%s' "$$(head -c 32 /dev/urandom | base64 -w0)" > var/secrets-key); SECRETS_KEY=$$(cat var/secrets-key); }; export SECRETS_KEY
 
 # make key USER=name [AGENT=name]: a user key, or a key of the user's agent; both are
 # created if missing, and the key is printed once.

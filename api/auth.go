@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -37,6 +38,13 @@ type Store interface {
 	AppendEvent(ctx context.Context, p auth.Principal, id string, a session.Append) (session.Event, error)
 	Events(ctx context.Context, p auth.Principal, id string, after int64, limit int) ([]session.Event, session.Session, error)
 
+	CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n request.New) (request.Request, error)
+	Request(ctx context.Context, p auth.Principal, sessionID, id string) (request.Request, error)
+	Requests(ctx context.Context, p auth.Principal, sessionID string, after *request.Cursor, limit int) ([]request.Request, *request.Cursor, error)
+	Decide(ctx context.Context, p auth.Principal, id string, o request.Outcome) (request.Request, error)
+	CancelRequest(ctx context.Context, p auth.Principal, sessionID, id string) (request.Request, error)
+	ClaimArtifact(ctx context.Context, p auth.Principal, sessionID, id string) (request.Artifact, time.Time, error)
+
 	ClaimIdempotency(ctx context.Context, kid, route, key string, sha []byte, ttl time.Duration) (*auth.Idempotent, error)
 	FinishIdempotency(ctx context.Context, kid, route, key string, status int, contentType string, response []byte) error
 	ReleaseIdempotency(ctx context.Context, kid, route, key string) error
@@ -52,6 +60,12 @@ type Subscriber interface {
 type Auth struct {
 	Store  Store
 	Pepper []byte
+	// Sealer encrypts the values people provide through requests; without it such
+	// approvals fail.
+	Sealer request.Sealer
+	// PublicURL is the service's public origin (https://host), prefixed to approval
+	// links; without it they are paths.
+	PublicURL string
 	// Events wakes long polls and event streams; without it they wait out their time.
 	Events Subscriber
 	// MaxWait bounds a long poll (default 30s); Heartbeat is the event stream's
@@ -218,6 +232,19 @@ func decode(body []byte, v validator) error {
 	return v.validate()
 }
 
+var memberName = regexp.MustCompile(`^"[a-zA-Z][a-zA-Z0-9_]{0,63}"$`)
+
+// decodeSealed is decode for bodies that carry values people provide: its errors
+// name no member and no value, since a misplaced value could sit in either.
+func decodeSealed(body []byte, v validator) error {
+	err := decode(body, v)
+	var p *Problem
+	if errors.As(err, &p) && strings.HasPrefix(p.Detail, "The body is not the JSON object") {
+		return problemf(CodeValidationFailed, "The body is not the JSON object this route takes.")
+	}
+	return err
+}
+
 // jsonErrorText describes a decoding error without echoing the body's values.
 func jsonErrorText(err error) string {
 	var typeErr *json.UnmarshalTypeError
@@ -229,7 +256,11 @@ func jsonErrorText(err error) string {
 		return "malformed JSON at byte " + strconv.FormatInt(syntaxErr.Offset, 10) + "."
 	}
 	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		return "unknown member " + strings.TrimPrefix(msg, "json: unknown field ") + "."
+		// Named only when it looks like a member name, not like a misplaced value.
+		if name := strings.TrimPrefix(msg, "json: unknown field "); memberName.MatchString(name) {
+			return "unknown member " + name + "."
+		}
+		return "an unknown member."
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "the body is empty or cut short."

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -88,4 +89,63 @@ func TestAuthenticatedResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		r := e.call("POST", "/agents", userKey, `{"name":"walker"}`, "Idempotency-Key", "k1")
 		doc.CheckResponse(t, e.request("POST", "/agents", userKey, ""), r.Response, r.body)
 	}
+}
+
+// TestRequestResponsesMatchTheOpenAPIDocument does the same for the request routes,
+// through every status they answer.
+func TestRequestResponsesMatchTheOpenAPIDocument(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	sid := e.openSession(agentKey, "s0")
+	rs := "/sessions/" + sid + "/requests"
+	provide := e.raise(agentKey, sid, "p", provideBody)["id"].(string)
+	choice := e.raise(agentKey, sid, "c", choiceBody)["id"].(string)
+	confirm := e.raise(agentKey, sid, "f", confirmBody)["id"].(string)
+	expired := e.raise(agentKey, sid, "x", askBody)["id"].(string)
+	if _, err := e.store.Pool().Exec(context.Background(), `UPDATE requests SET expires_at = now() WHERE id = $1`, expired); err != nil {
+		t.Fatal(err)
+	}
+
+	type c struct{ method, path, key, body string }
+	for _, tc := range []c{
+		{"POST", rs, agentKey, `{"clientRequestId":"n",` + confirmBody[1:]},
+		{"POST", rs, agentKey, `{"clientRequestId":"n",` + confirmBody[1:]},
+		{"POST", rs, agentKey, `{"clientRequestId":"n",` + choiceBody[1:]},
+		{"POST", rs, agentKey, `{"clientRequestId":"v","kind":"confirm"}`},
+		{"POST", rs, userKey, `{"clientRequestId":"u",` + confirmBody[1:]},
+		{"GET", rs, agentKey, ""},
+		{"GET", rs + "?limit=1", userKey, ""},
+		{"GET", rs + "?limit=0", userKey, ""},
+		{"GET", rs + "/" + provide, agentKey, ""},
+		{"GET", rs + "/" + provide + "?wait=1", agentKey, ""},
+		{"GET", rs + "/" + provide + "?wait=99", agentKey, ""},
+		{"GET", rs + "/00000000-0000-4000-8000-000000000000", agentKey, ""},
+		{"POST", rs + "/" + provide + "/decision", agentKey, `{"decision":"approve"}`},
+		{"POST", rs + "/" + provide + "/decision", userKey, `{"decision":"approve"}`},
+		{"POST", rs + "/" + provide + "/decision", userKey, `{"decision":"approve","values":{"email":"a@b.example","card":"4242"}}`},
+		{"POST", rs + "/" + provide + "/claim", agentKey, ""},
+		{"POST", rs + "/" + provide + "/claim", agentKey, ""},
+		{"POST", rs + "/" + choice + "/decision", userKey, `{"decision":"approve","selectedChoiceId":"fast"}`},
+		{"POST", rs + "/" + choice + "/claim", agentKey, ""},
+		{"POST", rs + "/" + confirm + "/claim", agentKey, ""},
+		{"POST", rs + "/" + confirm + "/decision", userKey, `{"decision":"approve"}`},
+		{"POST", rs + "/" + confirm + "/claim", agentKey, ""},
+		{"POST", rs + "/" + confirm + "/cancel", agentKey, ""},
+		{"POST", rs + "/" + expired + "/decision", userKey, `{"decision":"approve"}`},
+		{"POST", rs + "/" + expired + "/cancel", agentKey, ""},
+		{"POST", rs + "/" + expired + "/claim", agentKey, ""},
+		{"POST", rs + "/" + expired + "/claim", userKey, ""},
+		{"POST", rs, agentKey, `{"clientRequestId":"w",` + choiceBody[1:]},
+	} {
+		r := e.call(tc.method, tc.path, tc.key, tc.body)
+		doc.CheckResponse(t, e.request(tc.method, tc.path, tc.key, ""), r.Response, r.body)
+		if r.StatusCode >= 500 {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, r.StatusCode, r.body)
+		}
+	}
+	w := e.raise(agentKey, sid, "cancel-me", choiceBody)["id"].(string)
+	r := e.call("POST", rs+"/"+w+"/cancel", agentKey, "")
+	doc.CheckResponse(t, e.request("POST", rs+"/"+w+"/cancel", agentKey, ""), r.Response, r.body)
 }

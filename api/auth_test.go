@@ -18,6 +18,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/vault"
 )
 
 var _ api.Store = (*postgres.Store)(nil)
@@ -40,7 +41,8 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Auth)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Auth{Store: store, Pepper: pepper, Events: listener, Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
+	a := api.Auth{Store: store, Pepper: pepper, Events: listener, Sealer: testVault(t),
+		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(&a)
 	}
@@ -48,6 +50,15 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Auth)) *authEnv {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	srv := api.NewServer(api.Config{}, log, generator.NewHolder(), store, api.WithAuth(a))
 	return &authEnv{t: t, store: store, srv: srv, pepper: pepper, logs: logs}
+}
+
+// testVault seals provided values under a fixed test key.
+func testVault(t *testing.T) *vault.Vault {
+	v, err := vault.Parse("t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // user makes a user and a user key.

@@ -43,15 +43,18 @@ const (
 
 // Problem codes of the authenticated API.
 const (
-	CodeUnauthenticated       = "unauthenticated"
-	CodeInvalidAPIKey         = "invalid_api_key"
-	CodeKeyRevoked            = "key_revoked"
-	CodeWrongKeyScope         = "wrong_key_scope"
-	CodeValidationFailed      = "validation_failed"
-	CodeIdempotencyConflict   = "idempotency_conflict"
-	CodeIdempotencyInProgress = "idempotency_in_progress"
-	CodeSessionClosed         = "session_closed"
-	CodePayloadTooLarge       = "payload_too_large"
+	CodeUnauthenticated        = "unauthenticated"
+	CodeInvalidAPIKey          = "invalid_api_key"
+	CodeKeyRevoked             = "key_revoked"
+	CodeWrongKeyScope          = "wrong_key_scope"
+	CodeValidationFailed       = "validation_failed"
+	CodeIdempotencyConflict    = "idempotency_conflict"
+	CodeIdempotencyInProgress  = "idempotency_in_progress"
+	CodeSessionClosed          = "session_closed"
+	CodePayloadTooLarge        = "payload_too_large"
+	CodeInvalidStateTransition = "invalid_state_transition"
+	CodeRequestExpired         = "request_expired"
+	CodeArtifactAlreadyClaimed = "artifact_already_claimed"
 )
 
 // problemKinds maps every code to its status and title, once.
@@ -70,15 +73,18 @@ var problemKinds = map[string]struct {
 	CodeSearchUnavailable:  {http.StatusServiceUnavailable, "Search unavailable"},
 	CodeInternal:           {http.StatusInternalServerError, "Internal error"},
 
-	CodeUnauthenticated:       {http.StatusUnauthorized, "Authentication required"},
-	CodeInvalidAPIKey:         {http.StatusUnauthorized, "Invalid API key"},
-	CodeKeyRevoked:            {http.StatusUnauthorized, "API key revoked"},
-	CodeWrongKeyScope:         {http.StatusForbidden, "Wrong key scope"},
-	CodeValidationFailed:      {http.StatusUnprocessableEntity, "Validation failed"},
-	CodeIdempotencyConflict:   {http.StatusConflict, "Idempotency conflict"},
-	CodeIdempotencyInProgress: {http.StatusConflict, "Idempotent request in progress"},
-	CodeSessionClosed:         {http.StatusConflict, "Session closed"},
-	CodePayloadTooLarge:       {http.StatusRequestEntityTooLarge, "Payload too large"},
+	CodeUnauthenticated:        {http.StatusUnauthorized, "Authentication required"},
+	CodeInvalidAPIKey:          {http.StatusUnauthorized, "Invalid API key"},
+	CodeKeyRevoked:             {http.StatusUnauthorized, "API key revoked"},
+	CodeWrongKeyScope:          {http.StatusForbidden, "Wrong key scope"},
+	CodeValidationFailed:       {http.StatusUnprocessableEntity, "Validation failed"},
+	CodeIdempotencyConflict:    {http.StatusConflict, "Idempotency conflict"},
+	CodeIdempotencyInProgress:  {http.StatusConflict, "Idempotent request in progress"},
+	CodeSessionClosed:          {http.StatusConflict, "Session closed"},
+	CodePayloadTooLarge:        {http.StatusRequestEntityTooLarge, "Payload too large"},
+	CodeInvalidStateTransition: {http.StatusConflict, "Invalid state transition"},
+	CodeRequestExpired:         {http.StatusGone, "Request expired"},
+	CodeArtifactAlreadyClaimed: {http.StatusConflict, "Artifact already claimed"},
 }
 
 // ProblemCodes lists every code, for the problem pages and the OpenAPI document.

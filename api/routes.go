@@ -49,6 +49,13 @@ func (s *Server) routes() chi.Router {
 			r.With(user, once).Post("/sessions/{id}/stop", s.handleStopSession())
 			r.Get("/sessions/{id}/events", s.handleEvents())
 			r.With(agent, once).Post("/sessions/{id}/events", s.handleAppendEvent())
+
+			r.With(agent, once).Post("/sessions/{id}/requests", s.handleCreateRequest())
+			r.Get("/sessions/{id}/requests", s.handleRequests())
+			r.Get("/sessions/{id}/requests/{rid}", s.handleRequest())
+			r.With(user, once).Post("/sessions/{id}/requests/{rid}/decision", s.handleDecision())
+			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/cancel", s.handleCancelRequest())
+			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/claim", s.handleClaim())
 		})
 	})
 	return r

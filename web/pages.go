@@ -223,8 +223,16 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 	http.Error(w, "Method not allowed: the pages are read-only.", http.StatusMethodNotAllowed)
 }
 
+// fail answers a page that could not be made: 503 while the approval pages' database
+// is unreachable (the directory's pages never need it), else a logged 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.Error("page failed", "err", err, "path", r.URL.Path)
 	w.Header().Set("Cache-Control", "no-store")
+	if s.app != nil && s.app.Unavailable != nil && s.app.Unavailable(err) {
+		s.log.Warn("page: database unavailable", "err", err, "path", r.URL.Path)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "The service cannot reach its database just now; try again in a minute.", http.StatusServiceUnavailable)
+		return
+	}
+	s.log.Error("page failed", "err", err, "path", r.URL.Path)
 	http.Error(w, "Internal error.", http.StatusInternalServerError)
 }

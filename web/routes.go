@@ -23,5 +23,21 @@ func (s *Server) routes() http.Handler {
 	get("/search", s.handleSearch())
 	get("/problems/{code}", s.handleProblem())
 	get("/static/{name}", s.handleStatic())
+
+	// The approval pages: private, unframeable, and only for a signed-in user.
+	if s.app != nil {
+		r.Route(appPath, func(r chi.Router) {
+			r.Use(appHeaders)
+			get := func(pattern string, h http.HandlerFunc) {
+				r.Get(pattern, h)
+				r.Head(pattern, h)
+			}
+			get("/requests", s.handleRequests())
+			get("/requests/{id}", s.handleRequest())
+			r.Post("/requests/{id}/decision", s.handleDecision())
+			r.Post("/sign-in", s.handleSignIn())
+			r.Post("/sign-out", s.handleSignOut())
+		})
+	}
 	return r
 }

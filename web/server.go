@@ -36,12 +36,17 @@ type Server struct {
 	search    Searcher
 	pages     *lru.Cache[string, *directory.Resource]
 	router    http.Handler
+	// app serves the approval pages; without it /app has no pages.
+	app *App
 }
 
-// NewServer wires the pages; search may be nil.
-func NewServer(log *slog.Logger, snapshots Snapshots, search Searcher) *Server {
+// NewServer wires the pages; search may be nil, and options add the approval pages.
+func NewServer(log *slog.Logger, snapshots Snapshots, search Searcher, opts ...Option) *Server {
 	pages, _ := lru.New[string, *directory.Resource](1024)
 	s := &Server{log: log, snapshots: snapshots, search: search, pages: pages}
+	for _, o := range opts {
+		o(s)
+	}
 	s.router = s.routes()
 	return s
 }

@@ -355,7 +355,8 @@ func TestDocument(t *testing.T) {
 	wantCodes := []string{"verified_reserved", "query_too_long", "invalid_parameter", "unknown_parameter", "not_found",
 		"method_not_allowed", "rate_limited", "search_allowance_exhausted", "search_unavailable",
 		"unauthenticated", "invalid_api_key", "key_revoked", "wrong_key_scope", "validation_failed",
-		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large"}
+		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large",
+		"invalid_state_transition", "request_expired", "artifact_already_claimed"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -661,11 +662,27 @@ func TestSchemas(t *testing.T) {
 		"Event":                  {eventBody},
 		"EventPage":              {`{"items": [` + eventBody + `], "lastEventSeq": 1, "sessionStatus": "open"}`},
 		"AppendEventRequest":     {`{"type": "runtime.page.loaded", "clientEventId": "e1", "data": {"step": 1}}`},
+
+		"RequestContext": {`{"url": "https://maps.example/checkout", "pageTitle": "Checkout", "merchantName": "Maps", "reason": "to pay"}`, `{}`},
+		"RequestField":   {`{"key": "email", "label": "Email", "type": "email", "secret": false}`, `{"key": "card", "label": "Card"}`},
+		"RequestOption":  {`{"id": "fast", "label": "Express", "description": "1 day"}`},
+		"RequestParams":  {`{"summary": "Buy a map", "amount": "12.50", "currency": "USDC", "recipient": "maps.example"}`, `{"purpose": "shipping"}`},
+		"CreateRequestRequest": {`{"clientRequestId": "r1", "kind": "confirm", "ttlSeconds": 60, "params": {"summary": "Buy a map"}}`,
+			`{"clientRequestId": "r2", "kind": "provide_missing", "fields": [{"key": "email", "label": "Email", "type": "email"}]}`},
+		"Request":         {requestBody},
+		"RequestPage":     {`{"items": [` + requestBody + `], "nextCursor": null}`},
+		"DecisionRequest": {`{"decision": "approve", "values": {"email": "a@b.example"}}`, `{"decision": "deny"}`, `{"decision": "approve", "selectedChoiceId": "fast"}`},
+		"ClaimedArtifact": {`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_` + strings.Repeat("a", 32) + `"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`,
+			`{"requestId": "` + uuid1 + `", "type": "confirmation", "confirmation": {"confirmed": true, "scopeHash": "sha256:` + strings.Repeat("0", 64) + `"}, "claimedAt": "2026-11-20T08:00:00Z"}`,
+			`{"requestId": "` + uuid1 + `", "type": "choice", "choice": {"selectedOptionId": "fast"}, "claimedAt": "2026-11-20T08:00:00Z"}`},
 	}
 	bad := map[string][]string{
 		"Key":                {strings.TrimSuffix(keyBody, "}") + `, "key": "sk_agent_0123456789abcdef_` + strings.Repeat("ab", 32) + `"}`},
 		"Session":            {mutate(sessionBody, func(m map[string]any) { m["status"] = "paused" })},
 		"AppendEventRequest": {`{"type": "session.completed", "clientEventId": "e1"}`},
+		"Request":            {mutate(requestBody, func(m map[string]any) { m["status"] = "pending" }), mutate(requestBody, func(m map[string]any) { m["values"] = map[string]any{"email": "x"} })},
+		"DecisionRequest":    {`{"decision": "approve", "save": true}`, `{"decision": "maybe"}`},
+		"ClaimedArtifact":    {`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_x", "value": "a@b.example"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`},
 		"CreateKeyRequest":   {`{"scope": "admin"}`},
 		"Slug":               {`"Bad_Slug"`, `"a--b"`, `""`},
 		"Hostname":           {`"API.onesource.io"`, `"api.onesource.io."`, `"a:80"`},
@@ -712,6 +729,7 @@ const (
 	keyBody     = `{"kid": "0123456789abcdef", "scope": "agent", "userId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "prefix": "sk_agent_0123456789abcdef", "createdAt": "2026-11-21T10:00:00Z", "lastUsedAt": null, "revokedAt": null}`
 	sessionBody = `{"id": "` + uuid1 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "type": "checkout", "description": "buy a map", "merchantName": null, "targetUrl": null, "status": "open", "summary": null, "stopReason": null, "lastEventSeq": 1, "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:00:00Z", "closedAt": null}`
 	eventBody   = `{"seq": 1, "type": "session.opened", "actor": "agent", "clientEventId": null, "data": {}, "createdAt": "2026-11-21T10:00:00.123456Z"}`
+	requestBody = `{"id": "` + uuid1 + `", "sessionId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "clientRequestId": "r1", "kind": "provide_missing", "status": "fulfilled", "resolutionPath": "user", "context": {"reason": "the form asks"}, "fields": [{"key": "email", "label": "Email", "type": "email", "secret": false}], "options": [], "params": {}, "expiresAt": "2026-11-21T10:15:00Z", "decidedBy": "user", "decidedAt": "2026-11-21T10:01:00Z", "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:01:00Z", "artifactType": "reference", "claimedAt": null, "approvalUrl": "/app/requests/` + uuid1 + `"}`
 )
 
 func TestConcurrentChecks(t *testing.T) {

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/vault"
 )
 
 // errNoPepper is the key command's answer when AUTH_PEPPER is unset.
@@ -29,16 +33,74 @@ func loadPepper(getenv func(string) string) ([]byte, error) {
 	return []byte(p), nil
 }
 
-// withAuth starts the event listener and returns the option serving the
-// authenticated API. Without a pepper the API fails closed: it refuses every key.
-func withAuth(ctx context.Context, pepper []byte, log *slog.Logger, store *postgres.Store) api.Option {
-	if pepper == nil {
+// loadSecrets reads SECRETS_KEY, the keys that values people provide through
+// requests are sealed with ("id:base64[,id:base64...]", the first current). It is
+// required with AUTH_PEPPER: a server that can take such values must keep them sealed.
+func loadSecrets(getenv func(string) string, pepper []byte) (*vault.Vault, error) {
+	spec := getenv("SECRETS_KEY")
+	if spec == "" {
+		if pepper != nil {
+			return nil, errors.New("SECRETS_KEY is not set (make run generates one into var/; in production set id:base64 of 32 random bytes)")
+		}
+		return nil, nil
+	}
+	v, err := vault.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("SECRETS_KEY: %w", err)
+	}
+	return v, nil
+}
+
+// loadPublicURL reads PUBLIC_URL, the origin approval links are given under.
+func loadPublicURL(getenv func(string) string) (string, error) {
+	v := getenv("PUBLIC_URL")
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return "", fmt.Errorf("PUBLIC_URL %q: want an origin such as https://waystation.example", v)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// withAuth starts the event listener and the expiry of requests, and returns the
+// option serving the authenticated API. Without a pepper the API fails closed: it
+// refuses every key.
+func withAuth(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) api.Option {
+	if cfg.AuthPepper == nil {
 		log.Warn("AUTH_PEPPER is not set: the authenticated API refuses every key")
 		return api.WithAuth(api.Auth{})
 	}
 	listener := store.NewListener(log)
 	go listener.Run(ctx)
-	return api.WithAuth(api.Auth{Store: store, Pepper: pepper, Events: listener})
+	go expireRequests(ctx, log, store, requestExpiryEvery)
+	a := api.Auth{Store: store, Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL}
+	if cfg.Secrets != nil {
+		a.Sealer = cfg.Secrets
+	}
+	return api.WithAuth(a)
+}
+
+// requestExpiryEvery is how often requests whose time ran out are expired, so that
+// agents waiting on them hear of it; reads expire a due request on the spot anyway.
+const requestExpiryEvery = 5 * time.Second
+
+// expireRequests moves due requests to expired until ctx ends. Replicas may all run
+// it: each expiry is a conditional update, made once.
+func expireRequests(ctx context.Context, log *slog.Logger, store *postgres.Store, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := store.ExpireRequests(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("expire requests", "err", err)
+		}
+	}
 }
 
 // issueKey is the key command: it creates the user (and the agent) if missing and

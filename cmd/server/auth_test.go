@@ -60,3 +60,37 @@ func TestKeyCommandIssuesAWorkingKeyOnce(t *testing.T) {
 		t.Error("key without -user ran")
 	}
 }
+
+func TestSecretsKeyIsRequiredWithAPepperAndChecked(t *testing.T) {
+	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
+	env := func(v string) func(string) string {
+		return func(k string) string { return map[string]string{"SECRETS_KEY": v}[k] }
+	}
+	if v, err := loadSecrets(env(""), nil); v != nil || err != nil {
+		t.Errorf("no pepper, no key: %v %v", v, err)
+	}
+	if _, err := loadSecrets(env(""), pepper); err == nil || !strings.Contains(err.Error(), "SECRETS_KEY") {
+		t.Errorf("pepper without a key: %v", err)
+	}
+	if _, err := loadSecrets(env("k1:c2hvcnQ="), pepper); err == nil || !strings.Contains(err.Error(), "SECRETS_KEY") {
+		t.Errorf("short key: %v", err)
+	}
+	if v, err := loadSecrets(env(testSecretsKey), pepper); v == nil || err != nil {
+		t.Errorf("good key: %v", err)
+	}
+}
+
+func TestPublicURLIsAnOrigin(t *testing.T) {
+	for v, want := range map[string]string{"": "", "https://waystation.example": "https://waystation.example",
+		"https://waystation.example/": "https://waystation.example", "http://127.0.0.1:8080": "http://127.0.0.1:8080"} {
+		got, err := loadPublicURL(func(string) string { return v })
+		if err != nil || got != want {
+			t.Errorf("%q: %q %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"waystation.example", "ftp://x.example", "https://x.example/app", "https://x.example/?a=1", "https://"} {
+		if _, err := loadPublicURL(func(string) string { return v }); err == nil {
+			t.Errorf("%q was taken", v)
+		}
+	}
+}

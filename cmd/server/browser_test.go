@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/postgres"
 )
 
 // browserOutput is where the browser test leaves its screenshots (var/ is ignored).
@@ -176,5 +183,259 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 	defer mu.Unlock()
 	for _, p := range problems {
 		t.Errorf("console: %s", p)
+	}
+}
+
+// TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees walks the approval
+// flow end to end on the real server: an agent raises a provide_missing request and
+// long-polls it; a person opens the approval link in Chromium, is refused with the
+// agent's key, signs in with their user key, types the value and approves. The
+// agent's poll wakes with the request fulfilled, and its claim yields a handle, never
+// the value. Any console error other than the refused sign-in's 403 fails it.
+func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) {
+	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
+	dbURL := demoDatabase(t)
+	userKey, agentKey := browserKeys(t, dbURL)
+	srv := startServer(t, map[string]string{"DATABASE_URL": dbURL})
+	if err := os.MkdirAll(browserOutput, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const email = "canary.person@example.org"
+
+	// The agent opens a session and asks for the missing email.
+	api := srv.base + "/functions/v1/api"
+	call := func(method, path, body string, out any) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+agentKey)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		if strings.Contains(string(raw), email) {
+			t.Errorf("%s %s answered the provided value", method, path)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Errorf("%s %s: %v: %s", method, path, err, raw)
+		}
+		return res.StatusCode
+	}
+	var sess struct{ ID string }
+	if code := call("POST", "/sessions", `{"type":"checkout","description":"Order a rain forecast","clientSessionId":"b1"}`, &sess); code != 201 {
+		t.Fatalf("create session: %d", code)
+	}
+	var req struct {
+		ID          string `json:"id"`
+		Status      string `json:"status"`
+		ApprovalURL string `json:"approvalUrl"`
+	}
+	if code := call("POST", "/sessions/"+sess.ID+"/requests", `{"clientRequestId":"r1","kind":"provide_missing",
+		"context":{"url":"https://rain.example/checkout","pageTitle":"Checkout","merchantName":"Rain","reason":"The checkout needs an email for the receipt"},
+		"fields":[{"key":"email","label":"Email","type":"email"}]}`, &req); code != 201 || req.Status != "waiting_user" {
+		t.Fatalf("create request: %d %+v", code, req)
+	}
+	approval := req.ApprovalURL
+	if !strings.HasPrefix(approval, "http") {
+		approval = srv.base + approval
+	}
+	polled := make(chan string, 1)
+	go func() {
+		var out struct{ Status string }
+		call("GET", "/sessions/"+sess.ID+"/requests/"+req.ID+"?wait=30", "", &out)
+		polled <- out.Status
+	}()
+
+	ctx, problems := startBrowser(t, chromium)
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(browserOutput, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	// waitFor waits for the page a submit leads to, by a selector only it has.
+	waitFor := func(sel string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("waiting for %s: %v", sel, err)
+		}
+	}
+
+	// The link alone shows nothing but the sign-in form.
+	if err := chromedp.Do(ctx, chromedp.Navigate(approval)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("#key")
+	if h1 := text("h1"); h1 != "Sign in to decide" {
+		t.Fatalf("approval link h1 %q", h1)
+	}
+	shot("5-sign-in")
+
+	// The agent's own key is refused.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), agentKey), chromedp.Submit(chromedp.CSS("#key"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`[role="alert"]`)
+	if msg := text(`[role="alert"]`); !strings.Contains(msg, "Agent keys cannot sign in") {
+		t.Fatalf("agent key: %q", msg)
+	}
+	shot("6-agent-key-refused")
+
+	// The user's key leads back to the request.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#key"), userKey), chromedp.Submit(chromedp.CSS("#key"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("#field-email")
+	page := text("main")
+	for _, want := range []string{"Provide missing details", "scout", "Order a rain forecast", "The checkout needs an email for the receipt", "Rain", "Expires"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("request page lacks %q", want)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#field-email"), email)); err != nil {
+		t.Fatal(err)
+	}
+	shot("7-request")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="approve"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(`#status[data-status="fulfilled"]`)
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != approval || strings.Contains(loc, "canary") {
+		t.Errorf("after approval at %s", loc)
+	}
+	html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil || strings.Contains(html, email) {
+		t.Errorf("the page after approval shows the value (%v)", err)
+	}
+	shot("8-approved")
+
+	// The agent's poll wakes; its claim holds a handle and no value.
+	select {
+	case status := <-polled:
+		if status != "fulfilled" {
+			t.Errorf("long poll answered %q", status)
+		}
+	case <-time.After(35 * time.Second):
+		t.Fatal("the long poll did not answer")
+	}
+	var claim struct {
+		Type      string `json:"type"`
+		Reference struct {
+			Handles []struct {
+				FieldKey string `json:"fieldKey"`
+				Handle   string `json:"handle"`
+			} `json:"handles"`
+		} `json:"reference"`
+	}
+	if code := call("POST", "/sessions/"+sess.ID+"/requests/"+req.ID+"/claim", "", &claim); code != 200 || claim.Type != "reference" ||
+		len(claim.Reference.Handles) != 1 || claim.Reference.Handles[0].FieldKey != "email" || !strings.HasPrefix(claim.Reference.Handles[0].Handle, "wh_") {
+		t.Errorf("claim: %d %+v", code, claim)
+	}
+
+	for _, p := range problems() {
+		// The refused sign-in answers 403, which the browser reports.
+		if strings.Contains(p, "status of 403") && strings.Contains(p, "/app/sign-in") {
+			continue
+		}
+		t.Errorf("console: %s", p)
+	}
+}
+
+// browserKeys makes a user, its agent scout, and a key for each.
+func browserKeys(t *testing.T, dbURL string) (userKey, agentKey string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	u, err := store.EnsureUser(ctx, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := store.EnsureAgent(ctx, u.ID, "scout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		scope   auth.Scope
+		agentID string
+		token   *string
+	}{{auth.ScopeUser, "", &userKey}, {auth.ScopeAgent, a.ID, &agentKey}} {
+		nk, err := auth.Generate(k.scope, []byte(testPepper))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.InsertKey(ctx, nk, u.ID, k.agentID); err != nil {
+			t.Fatal(err)
+		}
+		*k.token = nk.Token
+	}
+	return userKey, agentKey
+}
+
+// startBrowser starts headless Chromium with a phone-sized window, listening to its
+// console before the first page loads; problems returns the errors seen so far.
+func startBrowser(t *testing.T, chromium string) (ctx context.Context, problems func() []string) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(412, 915),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(ctx)
+	t.Cleanup(cancelTab)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				mu.Lock()
+				seen = append(seen, m.String()+" at "+m.URL)
+				mu.Unlock()
+			}
+		}
+	}()
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }

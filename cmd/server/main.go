@@ -20,6 +20,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/vault"
 )
 
 func main() {
@@ -54,8 +55,11 @@ type Config struct {
 	LogLevel         slog.Level
 	SnapshotInterval time.Duration
 	ShutdownTimeout  time.Duration
-	// AuthPepper is the secret API keys are hashed with (serve only).
+	// AuthPepper is the secret API keys are hashed with, Secrets the keys provided
+	// values are sealed with, PublicURL the origin of approval links (serve only).
 	AuthPepper []byte
+	Secrets    *vault.Vault
+	PublicURL  string
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
 	// the catalog is checked for changes.
 	SiteDir       string
@@ -135,6 +139,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		if cfg.AuthPepper, err = loadPepper(getenv); err != nil {
+			return err
+		}
+		if cfg.Secrets, err = loadSecrets(getenv, cfg.AuthPepper); err != nil {
+			return err
+		}
+		if cfg.PublicURL, err = loadPublicURL(getenv); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, log, store, stdout)
@@ -230,7 +240,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           newHandler(api.NewServer(api.Config{TrustedProxies: cfg.Search.TrustedProxies}, log, snapshots, store, withAuth(ctx, cfg.AuthPepper, log, store), withSearch), log, snapshots),
+		Handler:           newHandler(api.NewServer(api.Config{TrustedProxies: cfg.Search.TrustedProxies}, log, snapshots, store, withAuth(ctx, cfg, log, store), withSearch), log, snapshots, withApp(cfg, store)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -70,9 +70,9 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store *po
 }
 
 // newHandler serves the API's paths with the API and everything else with the human
-// pages, whose search goes through the API's search route.
-func newHandler(apiHandler http.Handler, log *slog.Logger, snapshots web.Snapshots) http.Handler {
-	pages := web.NewServer(log, snapshots, apiSearch{apiHandler})
+// pages, whose search goes through the API's search route; opts add the approval pages.
+func newHandler(apiHandler http.Handler, log *slog.Logger, snapshots web.Snapshots, opts ...web.Option) http.Handler {
+	pages := web.NewServer(log, snapshots, apiSearch{apiHandler}, opts...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/") {
 			apiHandler.ServeHTTP(w, r)

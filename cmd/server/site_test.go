@@ -21,6 +21,9 @@ import (
 // testPepper is the AUTH_PEPPER of the servers these tests start.
 const testPepper = "site-tests-pepper-of-at-least-32-bytes"
 
+// testSecretsKey is the SECRETS_KEY of the servers these tests start.
+const testSecretsKey = "t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
 // served is a running server started by startServer.
 type served struct {
 	base    string // http://127.0.0.1:port
@@ -39,6 +42,9 @@ func startServer(t *testing.T, env map[string]string) served {
 	env["HOST"], env["PORT"] = "127.0.0.1", "0"
 	if env["AUTH_PEPPER"] == "" {
 		env["AUTH_PEPPER"] = testPepper
+	}
+	if env["SECRETS_KEY"] == "" {
+		env["SECRETS_KEY"] = testSecretsKey
 	}
 	if env["SITE_DIR"] == "" {
 		env["SITE_DIR"] = t.TempDir()
@@ -83,7 +89,9 @@ func startServer(t *testing.T, env map[string]string) served {
 func demoDatabase(t *testing.T) string {
 	t.Helper()
 	dbURL := pgtest.URL(t)
-	getenv := func(k string) string { return map[string]string{"DATABASE_URL": dbURL, "AUTH_PEPPER": testPepper}[k] }
+	getenv := func(k string) string {
+		return map[string]string{"DATABASE_URL": dbURL, "AUTH_PEPPER": testPepper, "SECRETS_KEY": testSecretsKey}[k]
+	}
 	for _, cmd := range []string{"migrate", "demo"} {
 		if err := run(context.Background(), []string{"server", cmd}, getenv, io.Discard, io.Discard); err != nil {
 			t.Fatal(err)

@@ -171,11 +171,12 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 	return res, nil
 }
 
-func nonNil(o []catalog.Offer) []catalog.Offer {
-	if o == nil {
-		return []catalog.Offer{}
+// nonNil is s, or an empty slice for nil, so that it encodes as [] and not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return o
+	return s
 }
 
 func endpointHost(raw string) (string, error) {

@@ -140,6 +140,9 @@ func (s *Store) CompleteSession(ctx context.Context, p auth.Principal, id string
 			out, duplicate = cur, true
 			return nil
 		}
+		if err := cancelOpenRequests(ctx, tx, id, session.ActorAgent); err != nil {
+			return err
+		}
 		data, _ := json.Marshal(map[string]string{"status": c.Status})
 		if _, err := appendEvent(ctx, tx, id, session.Append{Type: session.EventCompleted, Actor: session.ActorAgent, Data: data}); err != nil {
 			return err
@@ -171,6 +174,9 @@ func (s *Store) StopSession(ctx context.Context, p auth.Principal, id, reason st
 		case session.StatusOpen:
 		default:
 			return session.ErrClosed
+		}
+		if err := cancelOpenRequests(ctx, tx, id, session.ActorUser); err != nil {
+			return err
 		}
 		data, _ := json.Marshal(map[string]string{"reasonCode": reason})
 		if _, err := appendEvent(ctx, tx, id, session.Append{Type: session.EventStopped, Actor: session.ActorUser, Data: data}); err != nil {

@@ -1,0 +1,277 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/request"
+)
+
+// AppPath is where the approval pages for people hang: a request's page is
+// AppPath + "/requests/{id}".
+const AppPath = "/app"
+
+// requestError maps the request domain's errors to problems.
+func requestError(err error) error {
+	var invalid request.Invalid
+	switch {
+	case errors.Is(err, request.ErrNotFound):
+		return notFound("request")
+	case errors.Is(err, request.ErrInvalidTransition):
+		return problemf(CodeInvalidStateTransition, "The request's status does not allow this change.")
+	case errors.Is(err, request.ErrNotFulfilled):
+		return problemf(CodeInvalidStateTransition, "The request is not fulfilled: it has no artifact to claim.")
+	case errors.Is(err, request.ErrExpired):
+		return problemf(CodeRequestExpired, "The request expired before it was decided.")
+	case errors.Is(err, request.ErrAlreadyClaimed):
+		return problemf(CodeArtifactAlreadyClaimed, "The artifact of this request was already claimed.")
+	case errors.As(err, &invalid):
+		return invalidf(invalid.Error())
+	}
+	return sessionError(err)
+}
+
+// requestJSON is a request as the API shows it, with the page where its user
+// decides. The link locates the page; it grants nothing.
+type requestJSON struct {
+	request.Request
+	ApprovalURL string `json:"approvalUrl"`
+}
+
+func (s *Server) requestBody(r request.Request) requestJSON {
+	if r.Fields == nil {
+		r.Fields = []request.Field{}
+	}
+	if r.Options == nil {
+		r.Options = []request.Option{}
+	}
+	return requestJSON{Request: r, ApprovalURL: s.auth.PublicURL + AppPath + "/requests/" + r.ID}
+}
+
+// requestIDs are the session and request ids of the path, or a 404.
+func requestIDs(r *http.Request) (sid, id string, err error) {
+	if sid, err = sessionID(r); err != nil {
+		return "", "", err
+	}
+	id = chi.URLParam(r, "rid")
+	if !uuidPattern.MatchString(id) {
+		return "", "", notFound("request")
+	}
+	return sid, strings.ToLower(id), nil
+}
+
+type createRequestRequest struct{ request.New }
+
+func (c *createRequestRequest) validate() error { return requestError(c.New.Validate()) }
+
+// handleCreateRequest raises a request in the agent's session, once per
+// clientRequestId.
+func (s *Server) handleCreateRequest() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req createRequestRequest
+		id, body, err := s.readSessionRequest(w, r, &req)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		route := "POST /sessions/" + id + "/requests"
+		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, 0, func(w http.ResponseWriter) {
+			out, err := s.auth.Store.CreateRequest(r.Context(), principal(r), id, req.New)
+			if err != nil {
+				s.error(w, r, requestError(err))
+				return
+			}
+			writeJSON(w, http.StatusCreated, s.requestBody(out))
+		})
+	}
+}
+
+type requestPage struct {
+	Items      []requestJSON `json:"items"`
+	NextCursor *string       `json:"nextCursor"`
+}
+
+// handleRequests lists a session's requests, newest first.
+func (s *Server) handleRequests() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		q, err := queryParams(r, "limit", "cursor")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var after *request.Cursor
+		if v, ok := q["cursor"]; ok {
+			c, err := decodeCursor(v)
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			after = &request.Cursor{CreatedAt: c.CreatedAt, ID: c.ID}
+		}
+		items, next, err := s.auth.Store.Requests(r.Context(), principal(r), id, after, int(limit))
+		if err != nil {
+			s.error(w, r, requestError(err))
+			return
+		}
+		page := requestPage{Items: make([]requestJSON, len(items))}
+		for i, it := range items {
+			page.Items[i] = s.requestBody(it)
+		}
+		if next != nil {
+			b, _ := json.Marshal(cursorJSON{T: next.CreatedAt.UnixMicro(), ID: next.ID})
+			c := base64.RawURLEncoding.EncodeToString(b)
+			page.NextCursor = &c
+		}
+		writeJSON(w, http.StatusOK, page)
+	}
+}
+
+// handleRequest answers a request's status: at once, or with wait=N after up to N
+// seconds while it still waits for its user (a long poll, woken by the session's
+// events, that also ends when the request expires).
+func (s *Server) handleRequest() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sid, id, err := requestIDs(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		q, err := queryParams(r, "wait")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var wake <-chan struct{}
+		if wait > 0 && s.auth.Events != nil {
+			var cancel func()
+			wake, cancel = s.auth.Events.Subscribe(sid)
+			defer cancel()
+		}
+		deadline := time.Now().Add(time.Duration(wait) * time.Second)
+		for {
+			out, err := s.auth.Store.Request(r.Context(), principal(r), sid, id)
+			if err != nil {
+				s.error(w, r, requestError(err))
+				return
+			}
+			left := time.Until(deadline)
+			if out.Status != request.StatusWaitingUser || left <= 0 {
+				writeJSON(w, http.StatusOK, s.requestBody(out))
+				return
+			}
+			// Wake at the deadline, or when the request expires, whichever is first.
+			timer := time.NewTimer(min(left, time.Until(out.ExpiresAt)+10*time.Millisecond))
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-r.Context().Done():
+				timer.Stop()
+				return
+			}
+			timer.Stop()
+		}
+	}
+}
+
+type decisionRequest struct{ request.Decision }
+
+func (d *decisionRequest) validate() error {
+	if d.Decision.Decision != request.Approve && d.Decision.Decision != request.Deny {
+		return invalidf("decision must be approve or deny.")
+	}
+	return nil
+}
+
+// handleDecision applies the user's decision. Only user keys reach it: an agent,
+// even one holding the approval link, cannot approve its own request.
+func (s *Server) handleDecision() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req decisionRequest
+		body, err := s.readBody(w, r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		// The body may hold provided values: it is decoded without echoing any of it.
+		if err := decodeSealed(body, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		sid, id, err := requestIDs(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		out, err := s.decider().Decide(r.Context(), principal(r), sid, id, req.Decision)
+		if err != nil {
+			s.error(w, r, requestError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, s.requestBody(out))
+	}
+}
+
+func (s *Server) decider() request.Decider {
+	return request.Decider{Store: s.auth.Store, Sealer: s.auth.Sealer}
+}
+
+// handleCancelRequest withdraws a request on its agent's word.
+func (s *Server) handleCancelRequest() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sid, id, err := requestIDs(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		out, err := s.auth.Store.CancelRequest(r.Context(), principal(r), sid, id)
+		if err != nil {
+			s.error(w, r, requestError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, s.requestBody(out))
+	}
+}
+
+type claimed struct {
+	RequestID string `json:"requestId"`
+	request.Artifact
+	ClaimedAt time.Time `json:"claimedAt"`
+}
+
+// handleClaim hands a fulfilled request's value-free artifact to its agent, once.
+func (s *Server) handleClaim() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sid, id, err := requestIDs(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		art, at, err := s.auth.Store.ClaimArtifact(r.Context(), principal(r), sid, id)
+		if err != nil {
+			s.error(w, r, requestError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, claimed{RequestID: id, Artifact: art, ClaimedAt: at})
+	}
+}

@@ -1,0 +1,53 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// TestEveryRouteIsInTheOpenAPIDocument walks the router and finds each route, with
+// its method, in the document, so that a new route cannot ship undocumented.
+func TestEveryRouteIsInTheOpenAPIDocument(t *testing.T) {
+	raw, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(Config{}, nil, nil, nil)
+	methods := map[string][]string{}
+	err = chi.Walk(s.routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		methods[route] = append(methods[route], method)
+		return nil
+	})
+	if err != nil || len(methods) < 20 {
+		t.Fatalf("walked %d routes: %v", len(methods), err)
+	}
+	for route, ms := range methods {
+		ops, ok := doc.Paths[strings.TrimPrefix(route, BasePath)]
+		if !ok {
+			t.Errorf("%s is not in the OpenAPI document", route)
+			continue
+		}
+		if slices.Contains(ms, http.MethodTrace) {
+			// A directory route takes every method and answers all but GET, HEAD and
+			// OPTIONS with 405 itself: its GET is what is documented.
+			ms = []string{http.MethodGet}
+		}
+		for _, m := range ms {
+			if _, ok := ops[strings.ToLower(m)]; !ok {
+				t.Errorf("%s %s: the document has no such operation", m, route)
+			}
+		}
+	}
+}

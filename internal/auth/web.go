@@ -1,0 +1,16 @@
+package auth
+
+import "time"
+
+// WebSession is a person's sign-in to the approval pages, held by the browser as a
+// random token the store knows only by its SHA-256. It stays bound to the user key it
+// was made with, so that revoking the key ends the sign-in on the next page load.
+type WebSession struct {
+	Principal
+	// CSRFToken is what every form of the session must carry: a cross-site form has
+	// the browser's cookie but cannot read the token.
+	CSRFToken string
+	ExpiresAt time.Time
+	// Revoked is true once the key behind the session was revoked.
+	Revoked bool
+}

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/request"
+)
+
+// CreateWebSession records a sign-in to the approval pages: the token's hash, the
+// key it was made with and its CSRF token, for ttl. Sessions past their time are
+// swept here, so that the table holds only live ones without a chore of its own.
+func (s *Store) CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM web_sessions WHERE expires_at <= now()`); err != nil {
+		return fmt.Errorf("postgres: create web session: %w", err)
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO web_sessions (token_hash, kid, csrf_token, expires_at)
+		VALUES ($1, $2, $3, now() + make_interval(secs => $4))`, tokenHash, kid, csrfToken, ttl.Seconds())
+	if err != nil {
+		return fmt.Errorf("postgres: create web session: %w", err)
+	}
+	return nil
+}
+
+// WebSession returns the live sign-in whose token hashes to tokenHash, with the
+// state of its key read now (no cache: a revocation counts on the next page load).
+// auth.ErrNotFound when there is none or its time ran out.
+func (s *Store) WebSession(ctx context.Context, tokenHash []byte) (auth.WebSession, error) {
+	var w auth.WebSession
+	var scope string
+	var agent *string
+	err := s.pool.QueryRow(ctx, `
+		SELECT k.kid, k.scope, k.user_id, k.agent_id, w.csrf_token, w.expires_at, k.revoked_at IS NOT NULL
+		FROM web_sessions w JOIN api_keys k ON k.kid = w.kid
+		WHERE w.token_hash = $1 AND w.expires_at > now()`, tokenHash).
+		Scan(&w.KID, &scope, &w.UserID, &agent, &w.CSRFToken, &w.ExpiresAt, &w.Revoked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return w, auth.ErrNotFound
+	}
+	if err != nil {
+		return w, fmt.Errorf("postgres: web session: %w", err)
+	}
+	w.Scope = auth.Scope(scope)
+	if agent != nil {
+		w.AgentID = *agent
+	}
+	return w, nil
+}
+
+// DeleteWebSession ends a sign-in; ending one that is gone is not an error.
+func (s *Store) DeleteWebSession(ctx context.Context, tokenHash []byte) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM web_sessions WHERE token_hash = $1`, tokenHash); err != nil {
+		return fmt.Errorf("postgres: delete web session: %w", err)
+	}
+	return nil
+}
+
+// WaitingRequests lists the requests of userID still waiting for them, newest first,
+// at most limit: the approval pages' index. Requests whose time ran out are left out,
+// as they can no longer be decided.
+func (s *Store) WaitingRequests(ctx context.Context, userID string, limit int) ([]request.Request, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+requestColumns+requestFrom+`
+		WHERE r.user_id = $1 AND r.status = 'waiting_user' AND r.expires_at > now()
+		ORDER BY r.created_at DESC, r.id DESC LIMIT $2`, userID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: waiting requests: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (request.Request, error) { return scanRequest(r) })
+	if err != nil {
+		return nil, fmt.Errorf("postgres: waiting requests: %w", err)
+	}
+	return out, nil
+}

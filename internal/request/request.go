@@ -1,0 +1,455 @@
+// Package request is the domain of requests: the human-in-the-loop tasks an agent
+// raises inside a session (confirm an action, choose an option, provide a missing
+// value, allow use of a saved value), the state machine they move through, and the
+// value-free artifacts they yield. Values a user provides never leave this package
+// in the clear except sealed for storage.
+package request
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kinds of requests.
+const (
+	KindConfirm        = "confirm"
+	KindChoice         = "choice"
+	KindProvideMissing = "provide_missing"
+	KindAskBeforeUse   = "ask_before_use"
+)
+
+// Kinds lists every kind an agent may raise.
+var Kinds = []string{KindConfirm, KindChoice, KindProvideMissing, KindAskBeforeUse}
+
+// Statuses of a request. waiting_user, approved and executing are open; the others
+// are terminal and final.
+const (
+	StatusWaitingUser = "waiting_user"
+	StatusApproved    = "approved"
+	StatusExecuting   = "executing"
+	StatusFulfilled   = "fulfilled"
+	StatusDenied      = "denied"
+	StatusExpired     = "expired"
+	StatusFailed      = "failed"
+	StatusCanceled    = "canceled"
+)
+
+// Statuses lists every status.
+var Statuses = []string{StatusWaitingUser, StatusApproved, StatusExecuting, StatusFulfilled,
+	StatusDenied, StatusExpired, StatusFailed, StatusCanceled}
+
+// Resolution paths: a person decides, or the system approves on its own (only for
+// use of saved values the user marked as not needing a question).
+const (
+	PathUser = "user"
+	PathAuto = "auto"
+)
+
+// EventStatusChanged is the session event every transition appends; EventArtifactClaimed
+// the one a claim appends.
+const (
+	EventStatusChanged   = "request.status_changed"
+	EventArtifactClaimed = "artifact.claimed"
+)
+
+// transitions lists, for each status, the statuses it may move to. Terminal statuses
+// move nowhere.
+var transitions = map[string][]string{
+	"":                {StatusWaitingUser, StatusApproved},
+	StatusWaitingUser: {StatusApproved, StatusDenied, StatusExpired, StatusCanceled},
+	StatusApproved:    {StatusExecuting, StatusFulfilled, StatusFailed, StatusCanceled},
+	StatusExecuting:   {StatusFulfilled, StatusFailed, StatusCanceled},
+}
+
+// CanMove reports whether the state machine allows from -> to; "" is a request not
+// yet created.
+func CanMove(from, to string) bool { return slices.Contains(transitions[from], to) }
+
+// Terminal reports whether status is final.
+func Terminal(status string) bool { return len(transitions[status]) == 0 }
+
+var (
+	// ErrNotFound is a request that does not exist or that the caller may not see.
+	ErrNotFound = errors.New("request: not found")
+	// ErrInvalidTransition is a change the state machine does not allow from the
+	// request's current status.
+	ErrInvalidTransition = errors.New("request: invalid state transition")
+	// ErrExpired is a change to a request whose time ran out.
+	ErrExpired = errors.New("request: expired")
+	// ErrAlreadyClaimed is a second claim of an artifact.
+	ErrAlreadyClaimed = errors.New("request: artifact already claimed")
+	// ErrNotFulfilled is a claim of a request that yielded no artifact (yet).
+	ErrNotFulfilled = errors.New("request: not fulfilled")
+)
+
+// Invalid is input that breaks a rule; its text names the rule and never echoes a
+// value.
+type Invalid string
+
+func (e Invalid) Error() string { return string(e) }
+
+// Context is what the agent was looking at, and why it asks.
+type Context struct {
+	URL          string `json:"url,omitempty"`
+	PageTitle    string `json:"pageTitle,omitempty"`
+	MerchantName string `json:"merchantName,omitempty"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// Field is a value a provide_missing or ask_before_use request is about: its name
+// and type, never its value.
+type Field struct {
+	Key    string `json:"key"`
+	Label  string `json:"label"`
+	Type   string `json:"type"`
+	Secret bool   `json:"secret"`
+}
+
+// FieldTypes are the value types a field may have; card fields and passwords are
+// always secret.
+var FieldTypes = []string{"text", "name", "email", "phone", "address", "date", "number", "url",
+	"password", "card_number", "card_expiry", "card_cvc"}
+
+func alwaysSecret(t string) bool {
+	return t == "password" || strings.HasPrefix(t, "card_")
+}
+
+// Option is one answer of a choice request.
+type Option struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// Params are the kind's own parameters: what a confirmation binds (summary, amount,
+// currency, recipient), and what a use of values is for (purpose).
+type Params struct {
+	Summary   string `json:"summary,omitempty"`
+	Amount    string `json:"amount,omitempty"`
+	Currency  string `json:"currency,omitempty"`
+	Recipient string `json:"recipient,omitempty"`
+	Purpose   string `json:"purpose,omitempty"`
+}
+
+// Artifact is what a fulfilled request yields to its agent: value-free.
+type Artifact struct {
+	Type         string        `json:"type"`
+	Reference    *Reference    `json:"reference,omitempty"`
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	Choice       *Choice       `json:"choice,omitempty"`
+}
+
+// Artifact types.
+const (
+	ArtifactReference    = "reference"
+	ArtifactConfirmation = "confirmation"
+	ArtifactChoice       = "choice"
+)
+
+// Reference names provided values by handle.
+type Reference struct {
+	Handles []Handle `json:"handles"`
+}
+
+// Handle is an opaque reference to one stored value.
+type Handle struct {
+	FieldKey string `json:"fieldKey"`
+	Handle   string `json:"handle"`
+}
+
+// Confirmation says the user confirmed exactly the scope whose hash it carries.
+type Confirmation struct {
+	Confirmed bool   `json:"confirmed"`
+	ScopeHash string `json:"scopeHash"`
+}
+
+// Choice is the option the user picked.
+type Choice struct {
+	SelectedOptionID string `json:"selectedOptionId"`
+}
+
+// Request is one human-in-the-loop task.
+type Request struct {
+	ID              string     `json:"id"`
+	SessionID       string     `json:"sessionId"`
+	AgentID         string     `json:"agentId"`
+	UserID          string     `json:"userId"`
+	ClientRequestID string     `json:"clientRequestId"`
+	Kind            string     `json:"kind"`
+	Status          string     `json:"status"`
+	ResolutionPath  string     `json:"resolutionPath"`
+	Context         Context    `json:"context"`
+	Fields          []Field    `json:"fields"`
+	Options         []Option   `json:"options"`
+	Params          Params     `json:"params"`
+	ExpiresAt       time.Time  `json:"expiresAt"`
+	DecidedBy       *string    `json:"decidedBy"`
+	DecidedAt       *time.Time `json:"decidedAt"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	UpdatedAt       time.Time  `json:"updatedAt"`
+	// ArtifactType is set once the request is fulfilled; ClaimedAt once its agent
+	// claimed the artifact.
+	ArtifactType *string    `json:"artifactType"`
+	ClaimedAt    *time.Time `json:"claimedAt"`
+}
+
+// Due reports whether the request waits for its user past its time at now.
+func (r Request) Due(now time.Time) bool {
+	return r.Status == StatusWaitingUser && !now.Before(r.ExpiresAt)
+}
+
+// TTL bounds.
+const (
+	DefaultTTL = 15 * time.Minute
+	MinTTL     = 30 * time.Second
+	MaxTTL     = 24 * time.Hour
+)
+
+// New is what an agent gives to raise a request.
+type New struct {
+	ClientRequestID string   `json:"clientRequestId"`
+	Kind            string   `json:"kind"`
+	TTLSeconds      *int64   `json:"ttlSeconds"`
+	Context         Context  `json:"context"`
+	Fields          []Field  `json:"fields"`
+	Options         []Option `json:"options"`
+	Params          Params   `json:"params"`
+}
+
+var (
+	keyPattern    = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$`)
+	amountPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,17})(\.[0-9]{1,18})?$`)
+	currencyRule  = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,11}$`)
+)
+
+func text(name, v string, required bool, max int) error {
+	if required && strings.TrimSpace(v) == "" {
+		return Invalid(name + " is required.")
+	}
+	if len(v) > max || !utf8.ValidString(v) {
+		return Invalid(name + " must be valid UTF-8 of at most " + strconv.Itoa(max) + " bytes.")
+	}
+	return nil
+}
+
+// Validate checks n for its kind and fills in defaults (the TTL, secret flags).
+func (n *New) Validate() error {
+	if n.ClientRequestID == "" || len(n.ClientRequestID) > 200 {
+		return Invalid("clientRequestId must be 1 to 200 bytes.")
+	}
+	if !slices.Contains(Kinds, n.Kind) {
+		return Invalid("kind must be one of " + strings.Join(Kinds, ", ") + ".")
+	}
+	if n.TTLSeconds == nil {
+		ttl := int64(DefaultTTL / time.Second)
+		n.TTLSeconds = &ttl
+	}
+	if t := *n.TTLSeconds; t < int64(MinTTL/time.Second) || t > int64(MaxTTL/time.Second) {
+		return Invalid("ttlSeconds must be from " + strconv.Itoa(int(MinTTL/time.Second)) + " to " + strconv.Itoa(int(MaxTTL/time.Second)) + ".")
+	}
+	if err := n.Context.validate(); err != nil {
+		return err
+	}
+	p := n.Params
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"params.summary", p.Summary, 2000}, {"params.recipient", p.Recipient, 500}, {"params.purpose", p.Purpose, 1000}} {
+		if err := text(f.name, f.v, false, f.max); err != nil {
+			return err
+		}
+	}
+	if p.Amount != "" && !amountPattern.MatchString(p.Amount) {
+		return Invalid("params.amount must be a decimal number such as 12.50.")
+	}
+	if p.Currency != "" && !currencyRule.MatchString(p.Currency) {
+		return Invalid("params.currency must be an upper-case code such as USD or USDC.")
+	}
+	if (p.Amount == "") != (p.Currency == "") {
+		return Invalid("params.amount and params.currency go together.")
+	}
+	wantFields := n.Kind == KindProvideMissing || n.Kind == KindAskBeforeUse
+	switch {
+	case n.Kind == KindConfirm && strings.TrimSpace(p.Summary) == "":
+		return Invalid("A confirm request needs params.summary: what the user confirms.")
+	case n.Kind != KindConfirm && (p.Amount != "" || p.Recipient != ""):
+		return Invalid("params.amount, params.currency and params.recipient belong to confirm requests.")
+	case n.Kind == KindChoice && (len(n.Options) < 2 || len(n.Options) > 20):
+		return Invalid("A choice request needs 2 to 20 options.")
+	case n.Kind != KindChoice && len(n.Options) > 0:
+		return Invalid("options belong to choice requests.")
+	case wantFields && (len(n.Fields) == 0 || len(n.Fields) > 20):
+		return Invalid("A " + n.Kind + " request needs 1 to 20 fields.")
+	case !wantFields && len(n.Fields) > 0:
+		return Invalid("fields belong to provide_missing and ask_before_use requests.")
+	}
+	seen := map[string]bool{}
+	for i := range n.Fields {
+		f := &n.Fields[i]
+		at := "fields[" + strconv.Itoa(i) + "]"
+		if !keyPattern.MatchString(f.Key) || seen[f.Key] {
+			return Invalid(at + ".key must be a distinct name of letters, digits, _ . - (at most 64).")
+		}
+		seen[f.Key] = true
+		if err := text(at+".label", f.Label, true, 200); err != nil {
+			return err
+		}
+		if f.Type == "" {
+			f.Type = "text"
+		}
+		if !slices.Contains(FieldTypes, f.Type) {
+			return Invalid(at + ".type must be one of " + strings.Join(FieldTypes, ", ") + ".")
+		}
+		f.Secret = f.Secret || alwaysSecret(f.Type)
+	}
+	clear(seen)
+	for i, o := range n.Options {
+		at := "options[" + strconv.Itoa(i) + "]"
+		if !keyPattern.MatchString(o.ID) || seen[o.ID] {
+			return Invalid(at + ".id must be a distinct name of letters, digits, _ . - (at most 64).")
+		}
+		seen[o.ID] = true
+		if err := text(at+".label", o.Label, true, 200); err != nil {
+			return err
+		}
+		if err := text(at+".description", o.Description, false, 1000); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c Context) validate() error {
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(c.URL) > 2048 {
+			return Invalid("context.url must be an absolute http or https URL of at most 2048 bytes.")
+		}
+	}
+	if err := text("context.pageTitle", c.PageTitle, false, 500); err != nil {
+		return err
+	}
+	if err := text("context.merchantName", c.MerchantName, false, 200); err != nil {
+		return err
+	}
+	return text("context.reason", c.Reason, false, 1000)
+}
+
+// Decisions a user can take.
+const (
+	Approve = "approve"
+	Deny    = "deny"
+)
+
+// Decision is a user's answer to a request waiting for them. Values are the
+// provided values by field key: they are sealed before storage and never returned.
+type Decision struct {
+	Decision         string            `json:"decision"`
+	Values           map[string]string `json:"values"`
+	SelectedChoiceID string            `json:"selectedChoiceId"`
+	Save             bool              `json:"save"`
+}
+
+// MaxValueLen bounds one provided value, in bytes.
+const MaxValueLen = 4096
+
+// Check tells whether d answers r: the values, the choice, or neither, as r's kind
+// wants. Messages name fields, never values.
+func (r Request) Check(d Decision) error {
+	if d.Decision != Approve && d.Decision != Deny {
+		return Invalid("decision must be approve or deny.")
+	}
+	if d.Save {
+		return Invalid("save is not available yet: values provided here are kept for this session only.")
+	}
+	if d.Decision == Deny {
+		if len(d.Values) > 0 || d.SelectedChoiceID != "" {
+			return Invalid("A denial carries no values and no choice.")
+		}
+		return nil
+	}
+	if r.Kind == KindChoice {
+		if !slices.ContainsFunc(r.Options, func(o Option) bool { return o.ID == d.SelectedChoiceID }) {
+			return Invalid("selectedChoiceId must be the id of one of the request's options.")
+		}
+	} else if d.SelectedChoiceID != "" {
+		return Invalid("selectedChoiceId answers choice requests only.")
+	}
+	if r.Kind != KindProvideMissing {
+		if len(d.Values) > 0 {
+			return Invalid("values answer provide_missing requests only.")
+		}
+		return nil
+	}
+	for k := range d.Values {
+		if !slices.ContainsFunc(r.Fields, func(f Field) bool { return f.Key == k }) {
+			return Invalid("values has a key that is not one of the request's fields.")
+		}
+	}
+	for _, f := range r.Fields {
+		v, ok := d.Values[f.Key]
+		if !ok || strings.TrimSpace(v) == "" {
+			return Invalid("values must give every field; " + f.Key + " is missing.")
+		}
+		if len(v) > MaxValueLen || !utf8.ValidString(v) {
+			return Invalid("the value of " + f.Key + " must be valid UTF-8 of at most " + strconv.Itoa(MaxValueLen) + " bytes.")
+		}
+	}
+	return nil
+}
+
+// ScopeHash binds a confirmation to exactly what was confirmed: the request, its
+// kind, summary, amount, currency, recipient, purpose and field keys.
+func (r Request) ScopeHash() string {
+	keys := make([]string, len(r.Fields))
+	for i, f := range r.Fields {
+		keys[i] = f.Key
+	}
+	b, _ := json.Marshal(struct {
+		RequestID string   `json:"requestId"`
+		Kind      string   `json:"kind"`
+		Params    Params   `json:"params"`
+		Fields    []string `json:"fields"`
+	}{r.ID, r.Kind, r.Params, keys})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Sealed is one provided value, encrypted for storage, with the handle the agent
+// receives in its stead.
+type Sealed struct {
+	FieldKey   string
+	Handle     string
+	KeyID      string
+	Nonce      []byte
+	Ciphertext []byte
+}
+
+// Outcome is a decision made ready for storage: the status the request ends in,
+// its artifact and the sealed values, if any.
+type Outcome struct {
+	Approved bool
+	Artifact *Artifact
+	Values   []Sealed
+}
+
+// ValueAAD is the additional data a provided value is sealed with: user|request|field,
+// so that a ciphertext moved to another row fails to open.
+func ValueAAD(userID, requestID, fieldKey string) []byte {
+	return []byte(userID + "|" + requestID + "|" + fieldKey)
+}
+
+// Cursor is where a page of requests, newest first, resumes.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}

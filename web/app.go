@@ -1,0 +1,474 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/session"
+)
+
+// AppStore is what the approval pages keep in the database: sign-ins, and the
+// requests, agents and sessions of the signed-in user.
+type AppStore interface {
+	request.Store
+	StoredKey(ctx context.Context, kid string) (auth.StoredKey, error)
+	CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error
+	WebSession(ctx context.Context, tokenHash []byte) (auth.WebSession, error)
+	DeleteWebSession(ctx context.Context, tokenHash []byte) error
+	WaitingRequests(ctx context.Context, userID string, limit int) ([]request.Request, error)
+	Agent(ctx context.Context, userID, id string) (auth.Agent, error)
+	Agents(ctx context.Context, userID string) ([]auth.Agent, error)
+	Session(ctx context.Context, p auth.Principal, id string) (session.Session, error)
+}
+
+// App is what the approval pages need. Without a pepper no key can be verified, so
+// every sign-in is refused: the pages fail closed, as the API does.
+type App struct {
+	Store  AppStore
+	Pepper []byte
+	// Sealer encrypts provided values; without it provide_missing approvals fail.
+	Sealer request.Sealer
+	// SessionTTL is how long a sign-in lasts (default 12h).
+	SessionTTL time.Duration
+	// Unavailable tells a store error that means the database cannot be reached,
+	// which the pages answer with 503 rather than 500.
+	Unavailable func(error) bool
+}
+
+// Option adds to what NewServer wires.
+type Option func(*Server)
+
+// WithApp serves the approval pages under /app.
+func WithApp(a App) Option {
+	return func(s *Server) {
+		if a.SessionTTL <= 0 {
+			a.SessionTTL = 12 * time.Hour
+		}
+		s.app = &a
+	}
+}
+
+const (
+	// sessionCookie holds a sign-in's token; signInCookie the token the sign-in form
+	// must echo, since there is no session yet to bind it to.
+	sessionCookie = "waystation_session"
+	signInCookie  = "waystation_signin"
+	appPath       = "/app"
+	// maxForm bounds a form's body: 20 values of 4 KiB and room for the rest.
+	maxForm = 256 << 10
+	// waitingLimit is how many waiting requests the index lists.
+	waitingLimit = 50
+)
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// appHeaders marks every approval page as private and unframeable: a page that
+// approves with one click must never sit under another site's frame (clickjacking),
+// leak its URL as a referrer, or stay in a cache.
+func appHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestURL is the page of request id; "" is the index.
+func requestURL(id string) string {
+	if id == "" {
+		return appPath + "/requests"
+	}
+	return appPath + "/requests/" + id
+}
+
+// newToken is 256 random bits in URL-safe base64.
+func newToken() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// tokenHash is what the store knows of a session token: a database dump alone
+// cannot sign anyone in.
+func tokenHash(token string) ([]byte, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(b) != 32 {
+		return nil, false
+	}
+	sum := sha256.Sum256(b)
+	return sum[:], true
+}
+
+func sameToken(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// secure tells whether the browser reached us over TLS, directly or through a proxy,
+// so that the cookies then never travel in the clear.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: appPath, MaxAge: maxAge,
+		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+}
+
+// errSignedOut is a browser without a live sign-in; errKeyRevoked one whose key was
+// revoked since.
+var (
+	errSignedOut  = errors.New("web: not signed in")
+	errKeyRevoked = errors.New("web: the key behind the sign-in was revoked")
+)
+
+// webSession is the sign-in of r's browser, checked against its key on every call.
+// A sign-in whose key was revoked is ended on the spot.
+func (s *Server) webSession(r *http.Request) (auth.WebSession, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return auth.WebSession{}, errSignedOut
+	}
+	hash, ok := tokenHash(c.Value)
+	if !ok {
+		return auth.WebSession{}, errSignedOut
+	}
+	ws, err := s.app.Store.WebSession(r.Context(), hash)
+	if errors.Is(err, auth.ErrNotFound) {
+		return ws, errSignedOut
+	}
+	if err != nil {
+		return ws, err
+	}
+	if ws.Revoked || ws.Scope != auth.ScopeUser {
+		if err := s.app.Store.DeleteWebSession(r.Context(), hash); err != nil {
+			return ws, err
+		}
+		return ws, errKeyRevoked
+	}
+	return ws, nil
+}
+
+// signedIn returns the browser's sign-in, or answers with the sign-in form (status
+// for a browser without one) and false. requestID is where sign-in leads back to.
+func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, requestID string, status int) (auth.WebSession, bool) {
+	ws, err := s.webSession(r)
+	switch {
+	case err == nil:
+		return ws, true
+	case errors.Is(err, errKeyRevoked):
+		setCookie(w, r, sessionCookie, "", -1)
+		s.signInForm(w, r, requestID, "The key you signed in with was revoked, so you were signed out. Sign in with a valid user key.", status)
+	case errors.Is(err, errSignedOut):
+		msg := ""
+		if r.Method == http.MethodPost {
+			msg = "You are not signed in, so nothing was changed. Sign in and try again."
+		}
+		s.signInForm(w, r, requestID, msg, status)
+	default:
+		s.fail(w, r, err)
+	}
+	return ws, false
+}
+
+// signInForm answers the sign-in page with a fresh form token, kept in a cookie the
+// form must match (a cross-site form cannot read it, nor send it: SameSite=Strict).
+func (s *Server) signInForm(w http.ResponseWriter, r *http.Request, requestID, message string, status int) {
+	token := newToken()
+	if c, err := r.Cookie(signInCookie); err == nil {
+		if _, ok := tokenHash(c.Value); ok {
+			token = c.Value // keep it, so that a second open form still works
+		}
+	}
+	setCookie(w, r, signInCookie, token, int(time.Hour/time.Second))
+	v := SignInView{Page: s.appPage("Sign in"), RequestID: requestID, CSRF: token, Message: message}
+	s.renderApp(w, r, SignInPage(v), status)
+}
+
+// renderApp answers an approval page; appHeaders set the rest of the headers.
+func (s *Server) renderApp(w http.ResponseWriter, r *http.Request, c templ.Component, status int) {
+	var b bytes.Buffer
+	if err := c.Render(r.Context(), &b); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header()["Content-Type"] = typeHTML
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(b.Bytes())
+	}
+}
+
+func (s *Server) appPage(title string) Page {
+	return newPage(s.snapshots.Current(), title, "", "")
+}
+
+// parseForm reads a POSTed form of bounded size; false after answering 400.
+func parseForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "The form could not be read.", http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// requestParam is the request id of the path, lower-cased; false if it is not one.
+func requestParam(r *http.Request) (string, bool) {
+	id := chi.URLParam(r, "id")
+	return strings.ToLower(id), uuidPattern.MatchString(id)
+}
+
+// handleSignIn turns a user key into a sign-in. Agent keys are refused outright: an
+// agent that holds an approval link must not be able to approve its own request.
+func (s *Server) handleSignIn() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !parseForm(w, r) {
+			return
+		}
+		back := r.PostForm.Get("request")
+		if back != "" && !uuidPattern.MatchString(back) {
+			back = ""
+		}
+		refuse := func(msg string) { s.signInForm(w, r, back, msg, http.StatusForbidden) }
+		c, err := r.Cookie(signInCookie)
+		if err != nil || !sameToken(c.Value, r.PostForm.Get("csrf")) {
+			refuse("The sign-in form was out of date or sent from another site. Sign in again.")
+			return
+		}
+		scope, kid, secret, err := auth.Parse(strings.TrimSpace(r.PostForm.Get("key")))
+		if err != nil {
+			refuse("That is not a Waystation key. Paste your user key, which starts with sk_user_.")
+			return
+		}
+		if scope == auth.ScopeAgent {
+			refuse("That is an agent key. Agent keys cannot sign in here: only the person who owns the agent decides its requests. Sign in with your user key (sk_user_…).")
+			return
+		}
+		if s.app.Pepper == nil {
+			refuse("Signing in is not set up on this server.")
+			return
+		}
+		stored, err := s.app.Store.StoredKey(r.Context(), kid)
+		if err != nil && !errors.Is(err, auth.ErrNotFound) {
+			s.fail(w, r, err)
+			return
+		}
+		if err != nil || stored.Scope != scope || !auth.Verify(s.app.Pepper, secret, stored.SecretHash) {
+			refuse("That key is not valid.")
+			return
+		}
+		if stored.Revoked {
+			refuse("That key was revoked. Sign in with a valid user key.")
+			return
+		}
+		if old, err := r.Cookie(sessionCookie); err == nil {
+			if hash, ok := tokenHash(old.Value); ok {
+				if err := s.app.Store.DeleteWebSession(r.Context(), hash); err != nil {
+					s.fail(w, r, err)
+					return
+				}
+			}
+		}
+		token := newToken()
+		hash, _ := tokenHash(token)
+		if err := s.app.Store.CreateWebSession(r.Context(), hash, kid, newToken(), s.app.SessionTTL); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		setCookie(w, r, sessionCookie, token, int(s.app.SessionTTL/time.Second))
+		setCookie(w, r, signInCookie, "", -1)
+		http.Redirect(w, r, requestURL(back), http.StatusSeeOther)
+	}
+}
+
+// handleSignOut ends the browser's sign-in.
+func (s *Server) handleSignOut() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !parseForm(w, r) {
+			return
+		}
+		ws, ok := s.signedIn(w, r, "", http.StatusForbidden)
+		if !ok {
+			return
+		}
+		if !sameToken(ws.CSRFToken, r.PostForm.Get("csrf")) {
+			s.forbidden(w, r)
+			return
+		}
+		c, _ := r.Cookie(sessionCookie)
+		hash, _ := tokenHash(c.Value)
+		if err := s.app.Store.DeleteWebSession(r.Context(), hash); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		setCookie(w, r, sessionCookie, "", -1)
+		http.Redirect(w, r, requestURL(""), http.StatusSeeOther)
+	}
+}
+
+// forbidden answers a form without the sign-in's CSRF token: it may come from
+// another site, so nothing is changed.
+func (s *Server) forbidden(w http.ResponseWriter, r *http.Request) {
+	v := MessageView{Page: s.appPage("Refused"), Heading: "Nothing was changed",
+		Message: "The form did not carry this sign-in's token: it is out of date or was sent from another site.",
+		Back:    requestURL(chi.URLParam(r, "id"))}
+	if _, ok := requestParam(r); !ok {
+		v.Back = requestURL("")
+	}
+	s.renderApp(w, r, MessagePage(v), http.StatusForbidden)
+}
+
+// appNotFound answers a request that does not exist or belongs to someone else,
+// alike, so that the page tells nothing about other people's requests.
+func (s *Server) appNotFound(w http.ResponseWriter, r *http.Request) {
+	v := MessageView{Page: s.appPage("Not found"), Heading: "No such request",
+		Message: "There is no request of yours at this address.", Back: requestURL("")}
+	s.renderApp(w, r, MessagePage(v), http.StatusNotFound)
+}
+
+// handleRequests lists the signed-in user's requests still waiting, newest first.
+func (s *Server) handleRequests() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		items, err := s.app.Store.WaitingRequests(r.Context(), ws.UserID, waitingLimit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		agents, err := s.app.Store.Agents(r.Context(), ws.UserID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.renderApp(w, r, RequestsPage(requestsView(s.appPage("Waiting requests"), ws, items, agents)), http.StatusOK)
+	}
+}
+
+// handleRequest shows one request of the signed-in user: what it asks, and the
+// decision form while it waits, or how it ended.
+func (s *Server) handleRequest() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := requestParam(r)
+		if !ok {
+			s.appNotFound(w, r)
+			return
+		}
+		ws, ok := s.signedIn(w, r, id, http.StatusOK)
+		if !ok {
+			return
+		}
+		s.requestPage(w, r, ws, id, "", http.StatusOK)
+	}
+}
+
+// requestPage answers the page of request id with message on top.
+func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, id, message string, status int) {
+	ctx := r.Context()
+	req, err := s.app.Store.Request(ctx, ws.Principal, "", id)
+	if errors.Is(err, request.ErrNotFound) {
+		s.appNotFound(w, r)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	agent, err := s.app.Store.Agent(ctx, ws.UserID, req.AgentID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sess, err := s.app.Store.Session(ctx, ws.Principal, req.SessionID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := requestView(s.appPage("Request from "+agent.Name), ws, req, agent, sess, time.Now())
+	v.Message = message
+	s.renderApp(w, r, RequestPage(v), status)
+}
+
+// handleDecision applies the signed-in user's decision through the same Decider as
+// the API, so the state machine, expiry and sealing are one. Provided values go
+// from the form to the sealer and nowhere else: not into a page, a log or a URL.
+func (s *Server) handleDecision() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := requestParam(r)
+		if !ok {
+			s.appNotFound(w, r)
+			return
+		}
+		if !parseForm(w, r) {
+			return
+		}
+		ws, ok := s.signedIn(w, r, id, http.StatusForbidden)
+		if !ok {
+			return
+		}
+		if !sameToken(ws.CSRFToken, r.PostForm.Get("csrf")) {
+			s.forbidden(w, r)
+			return
+		}
+		d := request.Decider{Store: s.app.Store, Sealer: s.app.Sealer}
+		_, err := d.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
+		var invalid request.Invalid
+		switch {
+		case err == nil:
+			http.Redirect(w, r, requestURL(id), http.StatusSeeOther)
+		case errors.Is(err, request.ErrNotFound):
+			s.appNotFound(w, r)
+		case errors.Is(err, request.ErrExpired):
+			s.requestPage(w, r, ws, id, "This request expired before your decision reached it: nothing was approved.", http.StatusConflict)
+		case errors.Is(err, request.ErrInvalidTransition):
+			s.requestPage(w, r, ws, id, "This request no longer waits for a decision: nothing was changed.", http.StatusConflict)
+		case errors.As(err, &invalid):
+			s.requestPage(w, r, ws, id, "Nothing was sent: "+invalid.Error(), http.StatusUnprocessableEntity)
+		case errors.Is(err, request.ErrNoSealer):
+			s.log.Error("approval page: no key to seal provided values")
+			s.requestPage(w, r, ws, id, "This server has no key to keep provided values sealed, so it cannot take them. Nothing was sent.", http.StatusServiceUnavailable)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// decisionFrom reads the decision form: the button pressed, the chosen option and
+// the provided values (inputs named value.<field key>). A denial carries neither.
+func decisionFrom(form url.Values) request.Decision {
+	d := request.Decision{Decision: form.Get("decision")}
+	if d.Decision != request.Approve {
+		return d
+	}
+	d.SelectedChoiceID = form.Get("choice")
+	for k, vs := range form {
+		if key, ok := strings.CutPrefix(k, "value."); ok && len(vs) > 0 {
+			if d.Values == nil {
+				d.Values = map[string]string{}
+			}
+			d.Values[key] = vs[0]
+		}
+	}
+	return d
+}

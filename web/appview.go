@@ -1,0 +1,189 @@
+package web
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/session"
+)
+
+// AppBar is the strip atop every signed-in page: which key is signed in, and the
+// sign-out form with the sign-in's CSRF token.
+type AppBar struct {
+	Key  string
+	CSRF string
+}
+
+func appBar(ws auth.WebSession) AppBar {
+	return AppBar{Key: "sk_user_" + ws.KID, CSRF: ws.CSRFToken}
+}
+
+// SignInView is the sign-in form. RequestID, when set, is the request the form leads
+// back to; CSRF is the form's token, matched against a cookie.
+type SignInView struct {
+	Page
+	RequestID string
+	CSRF      string
+	Message   string
+}
+
+// MessageView is a page that only says something: a refusal, a missing request.
+type MessageView struct {
+	Page
+	Heading, Message, Back string
+}
+
+// FieldView is one field of a request as a form shows it: never with a value.
+type FieldView struct {
+	Key, Label, Type string
+	// Input is the name of the form input, InputType its type (password for
+	// secrets, so that the value is not shown on screen).
+	Input, InputType, ID string
+	Secret               bool
+}
+
+// RequestView is one request's page.
+type RequestView struct {
+	Page
+	Bar         AppBar
+	ID          string
+	Action      string
+	Agent       string
+	Session     string
+	Kind        string
+	KindLabel   string
+	Context     request.Context
+	Params      request.Params
+	Amount      string
+	Fields      []FieldView
+	Options     []request.Option
+	Expires     string
+	Status      string
+	StatusLabel string
+	Outcome     string
+	Waiting     bool
+	Message     string
+}
+
+// RequestRow is a waiting request as the index lists it.
+type RequestRow struct {
+	URL, Agent, KindLabel, About, Expires string
+}
+
+// RequestsView is the index of the requests waiting for the signed-in user.
+type RequestsView struct {
+	Page
+	Bar   AppBar
+	Items []RequestRow
+	Limit int
+}
+
+var kindLabels = map[string]string{
+	request.KindConfirm:        "Confirm an action",
+	request.KindChoice:         "Choose an option",
+	request.KindProvideMissing: "Provide missing details",
+	request.KindAskBeforeUse:   "Allow use of saved details",
+}
+
+func kindLabel(k string) string {
+	if l, ok := kindLabels[k]; ok {
+		return l
+	}
+	return k
+}
+
+// statusWords says how a request stands, in a label and a sentence.
+var statusWords = map[string][2]string{
+	request.StatusWaitingUser: {"Waiting for you", "The agent waits for your decision."},
+	request.StatusApproved:    {"Approved", "You approved it; the agent is being given what you allowed."},
+	request.StatusExecuting:   {"Approved", "You approved it; the agent is being given what you allowed."},
+	request.StatusFulfilled:   {"Approved", "You approved it. The agent holds only references to what you allowed, never the values themselves."},
+	request.StatusDenied:      {"Denied", "You denied it; the agent was told no."},
+	request.StatusExpired:     {"Expired", "No decision was made in time; nothing was approved."},
+	request.StatusCanceled:    {"Canceled", "The agent withdrew it, or its session ended; nothing was approved."},
+	request.StatusFailed:      {"Failed", "It was approved but could not be carried out."},
+}
+
+// inputTypes are the HTML input types of field types that are not secret.
+var inputTypes = map[string]string{"email": "email", "phone": "tel", "url": "url", "date": "date"}
+
+func fieldView(f request.Field) FieldView {
+	v := FieldView{Key: f.Key, Label: f.Label, Type: f.Type, Secret: f.Secret,
+		Input: "value." + f.Key, InputType: "text", ID: "field-" + f.Key}
+	if t, ok := inputTypes[f.Type]; ok {
+		v.InputType = t
+	}
+	if f.Secret {
+		v.InputType = "password"
+	}
+	return v
+}
+
+func agentName(a auth.Agent) string {
+	if a.Name == "" {
+		return "an agent"
+	}
+	return a.Name
+}
+
+// requestView builds a request's page for the user signed in as ws.
+func requestView(p Page, ws auth.WebSession, r request.Request, a auth.Agent, sess session.Session, now time.Time) RequestView {
+	words, ok := statusWords[r.Status]
+	if !ok {
+		words = [2]string{r.Status, ""}
+	}
+	v := RequestView{
+		Page: p, Bar: appBar(ws), ID: r.ID, Action: requestURL(r.ID) + "/decision",
+		Agent: agentName(a), Session: sess.Description, Kind: r.Kind, KindLabel: kindLabel(r.Kind),
+		Context: r.Context, Params: r.Params, Options: r.Options,
+		Expires: formatTime(r.ExpiresAt) + untilText(r.ExpiresAt, now),
+		Status:  r.Status, StatusLabel: words[0], Outcome: words[1],
+		Waiting: r.Status == request.StatusWaitingUser,
+	}
+	if r.Params.Amount != "" {
+		v.Amount = r.Params.Amount + " " + r.Params.Currency
+	}
+	for _, f := range r.Fields {
+		v.Fields = append(v.Fields, fieldView(f))
+	}
+	return v
+}
+
+// untilText says how long is left, for a person who reads the page now.
+func untilText(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= 0:
+		return ""
+	case d < time.Minute:
+		return " (in less than a minute)"
+	case d < 2*time.Hour:
+		return " (in " + strconv.Itoa(int(d/time.Minute)) + " min)"
+	default:
+		return " (in " + strconv.Itoa(int(d/time.Hour)) + " h)"
+	}
+}
+
+// requestsView builds the index of waiting requests.
+func requestsView(p Page, ws auth.WebSession, items []request.Request, agents []auth.Agent) RequestsView {
+	names := map[string]string{}
+	for _, a := range agents {
+		names[a.ID] = a.Name
+	}
+	v := RequestsView{Page: p, Bar: appBar(ws), Limit: waitingLimit}
+	now := time.Now()
+	for _, r := range items {
+		about := r.Context.Reason
+		if about == "" {
+			about = r.Context.MerchantName
+		}
+		if about == "" {
+			about = r.Params.Summary
+		}
+		v.Items = append(v.Items, RequestRow{URL: requestURL(r.ID), Agent: names[r.AgentID],
+			KindLabel: kindLabel(r.Kind), About: about, Expires: formatTime(r.ExpiresAt) + untilText(r.ExpiresAt, now)})
+	}
+	return v
+}
