@@ -130,6 +130,8 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			case <-wake:
 			case <-deadline.C:
 				wait = 0 // one last read, then answer
+			case <-s.draining:
+				wait = 0
 			case <-r.Context().Done():
 				return
 			}
@@ -211,6 +213,8 @@ func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *h
 	for {
 		select {
 		case <-ctx.Done():
+			return false
+		case <-s.draining:
 			return false
 		case <-wake:
 			return true

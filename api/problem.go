@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/waystation/waystation/internal/postgres"
 )
 
 // Problem is an error answered as RFC 9457 problem+json. Code is stable: clients
@@ -41,6 +43,13 @@ const (
 	CodeInternal           = "internal"
 )
 
+// CodeDatabaseUnavailable answers any route that needs the database while it cannot
+// be reached; the directory never needs it, answering from its snapshot.
+const CodeDatabaseUnavailable = "database_unavailable"
+
+// databaseRetryAfter is the Retry-After, in seconds, of database_unavailable.
+const databaseRetryAfter = 5
+
 // Problem codes of the authenticated API.
 const (
 	CodeUnauthenticated        = "unauthenticated"
@@ -72,6 +81,8 @@ var problemKinds = map[string]struct {
 	CodeAllowanceExhausted: {http.StatusServiceUnavailable, "Search allowance exhausted"},
 	CodeSearchUnavailable:  {http.StatusServiceUnavailable, "Search unavailable"},
 	CodeInternal:           {http.StatusInternalServerError, "Internal error"},
+
+	CodeDatabaseUnavailable: {http.StatusServiceUnavailable, "Database unavailable"},
 
 	CodeUnauthenticated:        {http.StatusUnauthorized, "Authentication required"},
 	CodeInvalidAPIKey:          {http.StatusUnauthorized, "Invalid API key"},
@@ -122,11 +133,25 @@ func paramProblem(code, param, detail string) *Problem {
 	return p
 }
 
-// writeError answers err as problem+json. Anything that is not a *Problem is an
-// internal error: it is logged with the request id and its text is not shown.
+// writeError answers err as problem+json. Errors that are not a *Problem are mapped
+// here, once for every route: a value the database refuses as text is a 422, a
+// database that cannot be reached a 503 database_unavailable, and anything else an
+// internal error, logged with the request id and its text not shown.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id string, err error) {
 	var p *Problem
-	if !errors.As(err, &p) {
+	switch {
+	case errors.As(err, &p):
+	case r.Context().Err() != nil:
+		// The client left: nothing failed here, and nobody reads the answer.
+		log.Debug("request ended by the client", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", id)
+		p = problemf(CodeInternal, "")
+	case postgres.InvalidText(err):
+		p = problemf(CodeValidationFailed, "A value is not text the service can keep: it holds a NUL character or bytes that are not UTF-8.")
+	case postgres.Unavailable(err):
+		log.Warn("database unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", id)
+		p = problemf(CodeDatabaseUnavailable, "The database cannot be reached right now; retry after Retry-After seconds. The public directory still answers.")
+		p.RetryAfter = databaseRetryAfter
+	default:
 		log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", id)
 		p = problemf(CodeInternal, "")
 	}

@@ -185,6 +185,8 @@ func (s *Server) handleRequest() http.HandlerFunc {
 			select {
 			case <-wake:
 			case <-timer.C:
+			case <-s.draining:
+				deadline = time.Now() // shutting down: answer what is there now
 			case <-r.Context().Done():
 				timer.Stop()
 				return

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
@@ -62,6 +63,10 @@ type Server struct {
 
 	idPrefix string
 	idSeq    atomic.Uint64
+
+	// draining is closed by Drain: long polls and event streams end early.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // NewServer wires the routes; options add the authenticated API.
@@ -75,7 +80,7 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 	lists, _ := lru.New[string, *directory.Resource](cfg.ListCacheEntries)
 	var b [4]byte
 	rand.Read(b[:])
-	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-"}
+	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-", draining: make(chan struct{})}
 	WithAuth(Auth{})(s)
 	for _, o := range opts {
 		o(s)
@@ -85,6 +90,12 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Drain makes long polls answer at once with what they have and event streams end,
+// so that a graceful shutdown does not wait out (or cut) requests that would hold
+// on for up to their full wait; clients poll again, or resume with Last-Event-ID, on
+// another replica. Every other request runs to its end.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
 // requestID names a request in a problem body, its X-Request-Id header and the log
 // line of an internal error, so that one can be found from the other. Only requests

@@ -33,6 +33,9 @@ var problems = map[string]struct {
 	"search_unavailable": {
 		"No search model can answer right now. The plain list, every method and every merchant still answer.",
 		"Retry after the number of seconds in Retry-After, or use the list with filters."},
+	"database_unavailable": {
+		"The service cannot reach its database right now, so the authenticated API cannot read or record anything. The public directory, its pages and the published files still answer from the last snapshot.",
+		"Retry after the number of seconds in Retry-After; a write retried with the same body, client id or Idempotency-Key is applied once."},
 	"internal": {
 		"Something went wrong on the service's side. It was logged under the request id of the answer.",
 		"Retry in a moment; if it persists, report the request id."},

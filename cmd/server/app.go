@@ -11,7 +11,7 @@ var _ web.AppStore = (*postgres.Store)(nil)
 // sealer as the API. Without a pepper they refuse every sign-in, as the API refuses
 // every key.
 func withApp(cfg Config, store *postgres.Store) web.Option {
-	a := web.App{Store: store, Pepper: cfg.AuthPepper}
+	a := web.App{Store: store, Pepper: cfg.AuthPepper, Unavailable: postgres.Unavailable}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 	}

@@ -238,9 +238,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		withSearch = func(*api.Server) {}
 	}
 
+	apiServer := api.NewServer(api.Config{TrustedProxies: cfg.Search.TrustedProxies}, log, snapshots, store, withAuth(ctx, cfg, log, store), withSearch)
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           newHandler(api.NewServer(api.Config{TrustedProxies: cfg.Search.TrustedProxies}, log, snapshots, store, withAuth(ctx, cfg, log, store), withSearch), log, snapshots, withApp(cfg, store)),
+		Handler:           newHandler(apiServer, log, snapshots, withApp(cfg, store)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -262,6 +263,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		return err
 	case <-ctx.Done():
 	}
+	// In-flight requests run to their end; long polls and event streams end early.
+	srv.RegisterOnShutdown(apiServer.Drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

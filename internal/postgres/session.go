@@ -55,7 +55,16 @@ func (s *Store) CreateSession(ctx context.Context, p auth.Principal, n session.N
 			ON CONFLICT (agent_id, client_session_id) DO NOTHING
 			RETURNING id`, p.UserID, p.AgentID, n.Type, n.Description, n.MerchantName, n.TargetURL, n.ClientSessionID).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return session.ErrClientIDTaken
+			// The same session again is a retry whose answer was lost (the server
+			// stopped before recording it); another one under this client id conflicts.
+			out, err = scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions
+				WHERE agent_id = $1 AND client_session_id = $2 AND type = $3 AND description = $4
+				AND merchant_name IS NOT DISTINCT FROM $5 AND target_url IS NOT DISTINCT FROM $6`,
+				p.AgentID, n.ClientSessionID, n.Type, n.Description, n.MerchantName, n.TargetURL))
+			if errors.Is(err, session.ErrNotFound) {
+				return session.ErrClientIDTaken
+			}
+			return err
 		}
 		if err != nil {
 			return err
@@ -212,6 +221,26 @@ func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a 
 		ev, err = appendEvent(ctx, tx, id, a)
 		return err
 	})
+	if errors.Is(err, session.ErrClientIDTaken) {
+		// The same event again is a retry whose answer was lost (the server stopped
+		// before recording it); another one under this client id conflicts.
+		ev = session.Event{Type: a.Type, Actor: a.Actor, ClientEventID: a.ClientEventID}
+		data := a.Data
+		if len(data) == 0 {
+			data = json.RawMessage(`{}`)
+		}
+		var stored []byte
+		switch found := s.pool.QueryRow(ctx, `
+			SELECT seq, data, created_at FROM session_events
+			WHERE session_id = $1 AND client_event_id = $2 AND type = $3 AND actor = $4 AND data = $5::jsonb`,
+			id, a.ClientEventID, a.Type, a.Actor, string(data)).Scan(&ev.Seq, &stored, &ev.CreatedAt); {
+		case found == nil:
+			ev.Data = stored
+			return ev, nil
+		case !errors.Is(found, pgx.ErrNoRows):
+			err = found
+		}
+	}
 	if err != nil && !isSessionErr(err) {
 		err = fmt.Errorf("postgres: append event: %w", err)
 	}

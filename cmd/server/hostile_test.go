@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hostileStrings go into every path parameter, query parameter and body member.
+var hostileStrings = []string{
+	"", " ", "../../../../etc/passwd", `..\..\windows\win.ini`, "/etc/passwd", "//evil.example/x",
+	"' OR '1'='1", "1; DROP TABLE sessions; --", `" OR ""="`, "1' UNION SELECT secret_hash FROM api_keys --",
+	"{{.}}", `{{template "x"}}`, "${7*7}", "<%= 7*7 %>", "#{7*7}", "<script>alert(1)</script>",
+	"\x00", "nul\x00inside", "\xff\xfe\xfd", "\u202e\ufeff", "🦀", "a\r\nX-Injected: 1", "%", "%zz", "%00", "*", `\`,
+	"-1", "0", "99999999999999999999999", "1e309", "NaN", "null", "true", "[]", "{}",
+	"http://169.254.169.254/latest/meta-data/", strings.Repeat("a", 5000),
+}
+
+// rawSegments are path segments sent as they are, already percent-encoded.
+var rawSegments = []string{"..", ".", "%2e%2e", "%2E%2E%2F%2E%2E%2Fetc%2Fpasswd", "..%2F..%2Fetc%2Fpasswd",
+	"a%2Fb", "%00", "%ff%fe", "%C0%AE%C0%AE", "%252e%252e", "%20", "a;b=c"}
+
+// openAPIPaths is what the storm reads of the served OpenAPI document.
+type openAPIPaths struct {
+	Paths map[string]map[string]json.RawMessage `json:"paths"`
+	Comps struct {
+		Parameters map[string]openAPIParam `json:"parameters"`
+	} `json:"components"`
+}
+
+type openAPIParam struct {
+	Ref  string `json:"$ref"`
+	Name string `json:"name"`
+	In   string `json:"in"`
+}
+
+type openAPIOp struct {
+	Parameters []openAPIParam `json:"parameters"`
+}
+
+// storm is one request of the storm.
+type storm struct {
+	method, target, auth, body string
+}
+
+// TestHostileRequestsGetNo5xxAndTheServiceKeepsServing sends malformed and hostile
+// requests to every route of the OpenAPI document through a real TCP listener:
+// hostile path and query values, path traversal, injection strings, broken and
+// oversized bodies, bad Authorization headers, and raw requests that only the
+// net/http parser sees. None may get a 5xx or make the log show a panic or an
+// internal error, and the service must answer normally afterwards.
+func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	_, revokable := apiKeys(t, dbURL) // for the route that revokes the calling key
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL})
+	api := srv.base + "/functions/v1/api"
+	sid := createSession(t, api, agentKey, "storm")
+	closable := createSession(t, api, agentKey, "storm-closable")
+	list := mustSend(t, "GET", api+"/api/public/v1/services", "", "")
+	var items struct {
+		Items []struct{ Slug, Hostname string }
+	}
+	if err := json.Unmarshal(list.body, &items); err != nil || len(items.Items) == 0 {
+		t.Fatalf("list: %d %s", list.StatusCode, list.body)
+	}
+	var doc openAPIPaths
+	if err := json.Unmarshal(mustSend(t, "GET", api+"/openapi.json", "", "").body, &doc); err != nil || len(doc.Paths) < 20 {
+		t.Fatalf("openapi.json: %v, %d paths", err, len(doc.Paths))
+	}
+	valid := map[string]string{
+		"slug": items.Items[0].Slug, "hostname": items.Items[0].Hostname, "id": sid,
+		"kid": "0123456789abcdef", "rid": "00000000-0000-4000-8000-000000000000",
+		"category": "weather", "code": "not-found", "name": "style.css",
+	}
+	keys := []string{"Bearer " + agentKey, "Bearer " + userKey, ""}
+	badAuth := []string{"Bearer", "Bearer ", "Basic YWRhOnNlY3JldA==", "Bearer sk_agent_x_y", "Bearer sk_user_0123456789abcdef_" + strings.Repeat("A", 43),
+		"Bearer " + agentKey + "x", "bearer " + strings.ToUpper(agentKey), "Bearer " + strings.Repeat("k", 8000), "Bearer ' OR 1=1 --", "Bearer {{.}}"}
+	var bodies []string
+	for _, h := range hostileStrings {
+		q, _ := json.Marshal(h)
+		s := string(q)
+		bodies = append(bodies,
+			`{"type":"checkout","description":`+s+`,"merchantName":`+s+`,"targetUrl":`+s+`,"clientSessionId":`+s+`}`,
+			`{"type":"runtime.step","clientEventId":`+s+`,"data":{"k":`+s+`,`+s+`:1}}`,
+			`{"name":`+s+`}`, `{"scope":`+s+`,"agentId":`+s+`}`, `{"scope":"agent","agentId":`+s+`}`, `{"reasonCode":`+s+`}`,
+			`{"clientCompletionId":`+s+`,"status":"completed","summary":`+s+`}`, `{"type":`+s+`}`)
+	}
+	bodies = append(bodies, "{", "}", "[]", "null", `"x"`, "0", "\x00\x01", "\xef\xbb\xbf{}", `{"type":1}`, `{"a":1}{"a":2}`,
+		`{"type":"runtime.step","clientEventId":"raw","data":{"k":"`+"\xff\xfe"+`"}}`,
+		`{"type":"runtime.step","clientEventId":"nul","data":{"k":"\u0000"}}`,
+		`{"type":"checkout","description":"nul \u0000","clientSessionId":"nul"}`,
+		strings.Repeat("[", 100000), `{"type":"runtime.step","clientEventId":"deep","data":`+strings.Repeat(`{"a":`, 3000)+"1"+strings.Repeat("}", 3000)+"}",
+		`{"name":"`+strings.Repeat("x", 2<<20)+`"}`)
+
+	param := regexp.MustCompile(`\{[a-z]+\}`)
+	var reqs []storm
+	n := 0
+	next := func() int { n++; return n }
+	for tmpl, item := range doc.Paths {
+		prefix := api
+		if _, ok := item["servers"]; ok {
+			prefix = srv.base // the pages live outside the API's base path
+		}
+		fill := func(name, value string) string {
+			return param.ReplaceAllStringFunc(tmpl, func(p string) string {
+				p = p[1 : len(p)-1]
+				if p == name {
+					return value
+				}
+				v := valid[p]
+				if p == "id" && (strings.HasSuffix(tmpl, "/complete") || strings.HasSuffix(tmpl, "/stop")) {
+					v = closable
+				}
+				return url.PathEscape(v)
+			})
+		}
+		var methods []string
+		var queryParams []string
+		for m, raw := range item {
+			if m == "servers" || m == "parameters" || m == "summary" || m == "description" {
+				continue
+			}
+			methods = append(methods, strings.ToUpper(m))
+			var op openAPIOp
+			json.Unmarshal(raw, &op)
+			for _, p := range op.Parameters {
+				if p.Ref != "" {
+					p = doc.Comps.Parameters[p.Ref[strings.LastIndex(p.Ref, "/")+1:]]
+				}
+				if p.In == "query" && !slices.Contains(queryParams, p.Name) {
+					queryParams = append(queryParams, p.Name)
+				}
+			}
+		}
+		keyFor := func(i int) string {
+			if tmpl == "/agent/keys/current/revoke" {
+				return "Bearer " + revokable
+			}
+			return keys[i%len(keys)]
+		}
+		paths := []string{fill("", "")}
+		for _, name := range param.FindAllString(tmpl, -1) {
+			name = name[1 : len(name)-1]
+			for _, h := range hostileStrings {
+				paths = append(paths, fill(name, url.PathEscape(h)))
+			}
+			for _, raw := range rawSegments {
+				paths = append(paths, fill(name, raw))
+			}
+		}
+		for _, p := range paths {
+			for _, m := range methods {
+				i := next()
+				reqs = append(reqs, storm{m, prefix + p, keyFor(i), bodies[i%len(bodies)]})
+			}
+		}
+		validPath := prefix + paths[0]
+		for _, qp := range append(queryParams, "verified", "unknown") {
+			for _, h := range hostileStrings {
+				for _, m := range methods {
+					i := next()
+					reqs = append(reqs, storm{m, validPath + "?" + url.QueryEscape(qp) + "=" + url.QueryEscape(h), keyFor(i), ""})
+				}
+			}
+		}
+		for _, q := range []string{"?a=1&a=2", "?=", "?&&&", "?;", "?q=1;q=2", "?limit=1&limit=2", "?q=" + strings.Repeat("x", 60<<10), "?" + strings.Repeat("y=1&", 30<<10)} {
+			reqs = append(reqs, storm{"GET", validPath + q, keyFor(next()), ""})
+		}
+		for _, m := range methods {
+			if m != "POST" {
+				continue
+			}
+			for i, b := range bodies {
+				reqs = append(reqs, storm{m, validPath, keyFor(i), b})
+			}
+		}
+		for _, a := range badAuth {
+			for _, m := range methods {
+				reqs = append(reqs, storm{m, validPath, a, bodies[next()%len(bodies)]})
+			}
+		}
+		for _, m := range []string{"PUT", "PATCH", "DELETE", "POST", "TRACE", "PROPFIND", "OPTIONS", "HEAD"} {
+			reqs = append(reqs, storm{m, validPath, keyFor(next()), `{"a":1}`})
+		}
+	}
+
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
+	var mu sync.Mutex
+	var fails []string
+	work := make(chan storm)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for s := range work {
+				req, err := http.NewRequest(s.method, s.target, strings.NewReader(s.body))
+				if err != nil {
+					t.Errorf("%s %.200s: %v", s.method, s.target, err)
+					continue
+				}
+				if s.auth != "" {
+					req.Header.Set("Authorization", s.auth)
+				}
+				if s.body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					mu.Lock()
+					fails = append(fails, fmt.Sprintf("%s %.200s: %v", s.method, s.target, err))
+					mu.Unlock()
+					continue
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				// The search page says so, as documented, when search refuses the caller.
+				refused := res.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(s.target, srv.base+"/search?")
+				if res.StatusCode >= 500 && !refused {
+					mu.Lock()
+					fails = append(fails, fmt.Sprintf("%s %.200s (auth %.20q, body %.200q): %d %.300s", s.method, s.target, s.auth, s.body, res.StatusCode, b))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	start := time.Now()
+	for _, s := range reqs {
+		work <- s
+	}
+	close(work)
+	wg.Wait()
+	t.Logf("%d requests in %s", len(reqs), time.Since(start).Round(time.Millisecond))
+
+	addr := strings.TrimPrefix(srv.base, "http://")
+	bearer := "Authorization: Bearer " + agentKey + "\r\n"
+	raws := []string{
+		"GET /functions/v1/api/api/public/v1/services/\xff\xfe HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /methods/\xc0\xae\xc0\xae/\xff HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/../../../../etc/passwd HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET //functions/v1/api//health HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/api/public/v1/services?q=%zz HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/api/public/v1/services?q=\xff\xfe HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /search?q=%ff%fe%00 HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/sessions/%zz HTTP/1.1\r\nHost: h\r\n" + bearer + "\r\n",
+		"GET /functions/v1/api/sessions/" + sid + "/events?after=%zz HTTP/1.1\r\nHost: h\r\n" + bearer + "\r\n",
+		"GET /functions/v1/api/sessions/" + sid + "/events HTTP/1.1\r\nHost: h\r\n" + bearer + "Accept: text/event-stream\r\nLast-Event-ID: \xff-1\r\n\r\n",
+		"GET /functions/v1/api/agent/me HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \xff\xfe\x00\r\n\r\n",
+		"GET /functions/v1/api/agent/me HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n",
+		"GET /functions/v1/api/health HTTP/1.1\r\nHost: h\r\nX-Big: " + strings.Repeat("b", 100<<10) + "\r\n\r\n",
+		"GET /functions/v1/api/health?" + strings.Repeat("q", 100<<10) + " HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/health HTTP/1.1\r\n\r\n",
+		"GET /functions/v1/api/health HTTP/1.1\r\nHost: h\r\nHost: i\r\n\r\n",
+		"GET http://evil.example/functions/v1/api/health HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/health HTTP/9.9\r\nHost: h\r\n\r\n",
+		"GET /functions/v1/api/health\r\n\r\n",
+		"G\x00T / HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET * HTTP/1.1\r\nHost: h\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+		"CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n",
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\x00\x00\x00\x00",
+		"GET /functions/v1/api/api/public/v1/services HTTP/1.1\r\nHost: h\r\nIf-None-Match: \"" + strings.Repeat("\xff", 30<<10) + "\r\nAccept-Encoding: gzip;q=\xff, *;q=NaN\r\n\r\n",
+		"POST /functions/v1/api/sessions HTTP/1.1\r\nHost: h\r\n" + bearer + "Content-Length: 100\r\n\r\n{\"type\"",
+		"POST /functions/v1/api/sessions HTTP/1.1\r\nHost: h\r\n" + bearer + "Content-Length: 99999999999\r\n\r\n{",
+		"POST /functions/v1/api/sessions HTTP/1.1\r\nHost: h\r\n" + bearer + "Content-Length: -1\r\n\r\n{}",
+		"POST /functions/v1/api/sessions HTTP/1.1\r\nHost: h\r\n" + bearer + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+		"POST /functions/v1/api/sessions HTTP/1.1\r\nHost: h\r\n" + bearer + "Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"POST /functions/v1/api/sessions/" + sid + "/events HTTP/1.1\r\nHost: h\r\n" + bearer + "Content-Type: application/json\r\nIdempotency-Key: \xff\xfe\r\nContent-Length: 2\r\n\r\n{}",
+	}
+	for _, raw := range raws {
+		// A request cut short is ended by closing the connection's writing side; a
+		// whole one is not, since net/http takes that for a client that left.
+		status, err := rawRequest(addr, raw, !strings.HasSuffix(raw, "\r\n\r\n") && !strings.HasSuffix(raw, "{}"))
+		if err != nil {
+			t.Logf("raw %.80q: no answer: %v", raw, err)
+			continue
+		}
+		// net/http itself answers 505 to an HTTP version it does not speak.
+		if status >= 500 && !(status == http.StatusHTTPVersionNotSupported && strings.Contains(raw, "HTTP/9.9")) {
+			fails = append(fails, fmt.Sprintf("raw %.200q: %d", raw, status))
+		}
+	}
+
+	for _, f := range fails {
+		t.Error(f)
+	}
+	if logs := srv.logs.String(); strings.Contains(logs, "panic") || strings.Contains(logs, "internal error") {
+		t.Errorf("the log shows a panic or an internal error:\n%.20000s", logs)
+	}
+	if r := mustSend(t, "GET", api+"/api/public/v1/services", "", ""); r.StatusCode != 200 || string(r.body) != string(list.body) {
+		t.Errorf("the list after the storm: %d", r.StatusCode)
+	}
+	if r := mustSend(t, "POST", api+"/sessions", agentKey, sessionBody("after-storm")); r.StatusCode != http.StatusCreated {
+		t.Errorf("a session after the storm: %d %s", r.StatusCode, r.body)
+	}
+}
+
+// rawRequest writes raw on a new connection, then closes its writing side if
+// halfClose, and returns the status of the answer.
+func rawRequest(addr, raw string, halfClose bool) (int, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		return 0, err
+	}
+	if halfClose {
+		conn.(*net.TCPConn).CloseWrite()
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, err
+	}
+	res.Body.Close()
+	return res.StatusCode, nil
+}
