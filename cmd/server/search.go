@@ -25,11 +25,12 @@ type SearchConfig struct {
 	TrustedProxies []netip.Prefix
 }
 
-// Default similarity bands of the models, tuned with make eval; a model's band lives
-// in its embedding_models row once registered, where an operator may change it.
+// Default similarity bands of the models (the builtin model's is search's, tuned with
+// make eval); a model's band lives in its embedding_models row once registered, where
+// an operator may change it.
 const (
-	builtinFloor     = 0.16
-	builtinMargin    = 0.12
+	builtinFloor     = search.BuiltinFloor
+	builtinMargin    = search.BuiltinMargin
 	providerFloor    = 0.35
 	providerMargin   = 0.10
 	queryCacheSize   = 10000
