@@ -27,7 +27,7 @@ FUZZ_TARGETS := \
 help:
 	@echo "make run      install what is missing, start PostgreSQL, migrate, load the demo, serve on :$(PORT)"
 	@echo "make test     the whole suite against the real local database"
-	@echo "make bench    Go benchmarks on the real catalog (and search on a synthetic 100k-method one)"
+	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make db | migrate | import CATALOG=file.jsonl | fuzz | build | generate | lint | clean"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -125,9 +125,13 @@ fuzz: go
 		rm -f $$log; \
 	done
 
+# The Go benchmarks, then the load run (.ci/bench.sh): the live service against nginx
+# serving the same snapshot's files, with wrk. Results in var/bench/results.md.
 .PHONY: bench
 bench: go db
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./...
+	@mkdir -p var/bench
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... | tee var/bench/go-bench.txt
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' CATALOG='$(CATALOG)' GO='$(GO)' .ci/bench.sh
 
 # Search relevance on the real catalog: recall@3, MRR@3 and false matches of the
 # builtin model against PostgreSQL full-text search, on a labelled query set.

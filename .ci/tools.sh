@@ -3,6 +3,8 @@
 # chromium (headless, for the human pages) and nginx (serving the generated site).
 #
 #   .ci/tools.sh            install what is missing; quick when everything is present
+#   .ci/tools.sh wrk nginx  the same for the programs named (each from its package of
+#                           that name): make bench's load run asks for these two
 #
 # Debian or Ubuntu with root (or password-less sudo) is assumed. Without either, the
 # script says what to install and exits 0: the tests then skip, except under CI=true,
@@ -11,9 +13,12 @@ set -euo pipefail
 
 note() { printf 'tools.sh: %s\n' "$*" >&2; }
 
+wanted=("$@")
+((${#wanted[@]} > 0)) || wanted=(chromium nginx)
 missing=()
-command -v chromium >/dev/null 2>&1 || [[ -x /usr/bin/chromium ]] || missing+=(chromium)
-command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
+for p in "${wanted[@]}"; do
+	command -v "$p" >/dev/null 2>&1 || [[ -x /usr/bin/$p || -x /usr/sbin/$p ]] || missing+=("$p")
+done
 ((${#missing[@]} == 0)) && exit 0
 
 as_root() {

@@ -6,24 +6,45 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"testing"
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/search"
 )
 
-// realCatalogServer serves the real 639-method catalog, imported into a fresh
-// database, through the real router.
-func realCatalogServer(b *testing.B) (http.Handler, *generator.Holder) {
+// catalogServer serves the real catalog, imported into a fresh database and grown to
+// total methods with synthetic ones when total is above its size, through the real
+// router, with search on the builtin model and a per-caller limit that never refuses.
+func catalogServer(b *testing.B, total int) (http.Handler, *directory.Snapshot) {
 	b.Helper()
 	ctx := context.Background()
 	store, _ := pgtest.LoadRealCatalog(b)
+	if err := pgtest.GrowCatalog(ctx, store, total); err != nil {
+		b.Fatal(err)
+	}
 	snaps := generator.NewHolder()
 	if err := snaps.Refresh(ctx, store); err != nil {
 		b.Fatal(err)
 	}
-	return api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), snaps, store), snaps
+	builtin := embedding.Lexhash{}
+	model, err := store.RegisterModel(ctx, postgres.Model{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: builtin, Record: model}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	limiter := search.NewLimiter(1e9, 1e9, 100, nil)
+	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), snaps, store, api.WithSearch(engine, limiter))
+	return srv, snaps.Current()
 }
 
 // discard is a ResponseWriter that keeps nothing, so the benchmarks measure the
@@ -55,11 +76,31 @@ func benchRoute(b *testing.B, srv http.Handler, target string, header ...string)
 	}
 }
 
-func BenchmarkRealCatalog(b *testing.B) {
-	srv, snaps := realCatalogServer(b)
-	slug := snaps.Current().Methods()[0].Slug
+// benchRoutes measures each directory route the load run of make bench measures,
+// on the first method of the list and its merchant.
+func benchRoutes(b *testing.B, srv http.Handler, snap *directory.Snapshot) {
+	m := snap.Methods()[0]
 	b.Run("unfiltered list", func(b *testing.B) { benchRoute(b, srv, services) })
 	b.Run("unfiltered list gzip", func(b *testing.B) { benchRoute(b, srv, services, "Accept-Encoding", "gzip") })
+	b.Run("slug", func(b *testing.B) { benchRoute(b, srv, services+"/"+m.Slug) })
+	b.Run("merchant", func(b *testing.B) { benchRoute(b, srv, base+"/api/public/v1/merchants/"+m.Hostname) })
 	b.Run("filtered list", func(b *testing.B) { benchRoute(b, srv, services+"?category=blockchain,finance&payable=true&limit=20") })
-	b.Run("slug", func(b *testing.B) { benchRoute(b, srv, services+"/"+slug) })
+	b.Run("exact search", func(b *testing.B) { benchRoute(b, srv, services+"?q="+url.QueryEscape(m.Slug)) })
+}
+
+// BenchmarkRealCatalog measures the directory routes on the real catalog.
+func BenchmarkRealCatalog(b *testing.B) {
+	srv, snap := catalogServer(b, 0)
+	benchRoutes(b, srv, snap)
+}
+
+// BenchmarkCatalog100k measures the directory routes on the real catalog grown to
+// 100,000 methods. Building it takes a while, so it runs only with
+// WAYSTATION_BENCH_100K set (make bench sets it).
+func BenchmarkCatalog100k(b *testing.B) {
+	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
+		b.Skip("set WAYSTATION_BENCH_100K=1 (make bench) to run the 100k-method benchmark")
+	}
+	srv, snap := catalogServer(b, 100_000)
+	benchRoutes(b, srv, snap)
 }

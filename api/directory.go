@@ -79,13 +79,7 @@ func (s *Server) handleMerchant() http.Handler {
 			s.error(w, r, prob)
 			return
 		}
-		raw := chi.URLParam(r, "hostname")
-		if strings.Contains(raw, "%") {
-			if u, err := url.PathUnescape(raw); err == nil {
-				raw = u
-			}
-		}
-		host, err := catalog.NormalizeHostname(raw)
+		host, err := merchantHost(chi.URLParam(r, "hostname"))
 		if err != nil {
 			s.error(w, r, paramProblem(CodeInvalidParameter, "hostname", "Not a valid hostname: "+err.Error()+"."))
 			return
@@ -97,6 +91,50 @@ func (s *Server) handleMerchant() http.Handler {
 		}
 		serveResource(w, r, res)
 	})
+}
+
+// merchantHost is the hostname a merchant path segment names.
+func merchantHost(raw string) (string, error) {
+	if strings.Contains(raw, "%") {
+		if u, err := url.PathUnescape(raw); err == nil {
+			raw = u
+		}
+	}
+	return catalog.NormalizeHostname(raw)
+}
+
+// Paths of the snapshot routes, as snapshotResource matches them.
+const (
+	servicesPath   = BasePath + "/api/public/v1/services"
+	methodPrefix   = servicesPath + "/"
+	merchantPrefix = BasePath + "/api/public/v1/merchants/"
+)
+
+// snapshotResource returns the stored answer to a GET or HEAD without a query of the
+// unfiltered list, an enabled method or a merchant, the same the router's handlers
+// find; nil for anything else, which the router answers (a miss, an invalid hostname,
+// another method, a query, an escaped path the router matches on its raw form).
+func (s *Server) snapshotResource(r *http.Request) *directory.Resource {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.URL.RawQuery != "" || r.URL.RawPath != "" {
+		return nil
+	}
+	p := r.URL.Path
+	if p == servicesPath {
+		return s.snapshots.Current().List()
+	}
+	if slug, ok := strings.CutPrefix(p, methodPrefix); ok && slug != "" && !strings.Contains(slug, "/") {
+		res, _ := s.snapshots.Current().Method(slug)
+		return res
+	}
+	if raw, ok := strings.CutPrefix(p, merchantPrefix); ok && raw != "" && !strings.Contains(raw, "/") {
+		host, err := merchantHost(raw)
+		if err != nil {
+			return nil
+		}
+		res, _ := s.snapshots.Current().Merchant(host)
+		return res
+	}
+	return nil
 }
 
 // noParameters refuses any query parameter on a route that takes none; `verified`

@@ -93,9 +93,7 @@ func acceptsGzip(values []string) bool {
 func (s *Server) publicRead(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h["Access-Control-Allow-Origin"] = hdrAnyOrigin
-		h["Access-Control-Expose-Headers"] = hdrExpose
-		h["Cache-Control"] = hdrCachePublic
+		publicHeaders(h)
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
 			next.ServeHTTP(w, r)
@@ -110,4 +108,12 @@ func (s *Server) publicRead(next http.Handler) http.Handler {
 			s.error(w, r, problemf(CodeMethodNotAllowed, r.Method+" is not allowed here: the directory is read-only."))
 		}
 	})
+}
+
+// publicHeaders sets what every public read answers with: any origin, the headers a
+// browser script may read, five minutes of caching.
+func publicHeaders(h http.Header) {
+	h["Access-Control-Allow-Origin"] = hdrAnyOrigin
+	h["Access-Control-Expose-Headers"] = hdrExpose
+	h["Cache-Control"] = hdrCachePublic
 }

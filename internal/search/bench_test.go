@@ -26,28 +26,13 @@ type benchEnv struct {
 }
 
 // realCatalogEnv imports the real catalog into a fresh database and embeds it, and
-// optionally scales it up to total methods with synthetic variants made in SQL.
+// optionally grows it to total methods with synthetic variants (pgtest.GrowCatalog).
 func realCatalogEnv(b *testing.B, total int) benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	store, _ := pgtest.LoadRealCatalog(b)
 	if total > 0 {
-		// Synthetic methods: the name of one real method and words drawn from the
-		// descriptions of three others, so that the vectors spread like a catalog's
-		// rather than clustering as near-copies of the real ones.
-		_, err := store.Pool().Exec(ctx, `
-			WITH src AS (SELECT row_number() OVER (ORDER BY id) - 1 AS i, * FROM provider_methods),
-			     n AS (SELECT count(*) AS c FROM src)
-			INSERT INTO provider_methods (provider_id, slug, name, description, category, kind, hostname, endpoint_url)
-			SELECT a.provider_id, a.slug || '-v' || g, a.name || ' ' || split_part(b.description, ' ', (1 + g % 4)::int),
-				concat_ws(' ', split_part(b.description, ' ', (1 + g % 9)::int), split_part(b.description, ' ', (3 + g % 7)::int),
-					split_part(c.description, ' ', (1 + g % 6)::int), split_part(c.description, ' ', (4 + g % 5)::int),
-					split_part(d.description, ' ', (2 + g % 8)::int), split_part(d.description, ' ', (5 + g % 3)::int)),
-				a.category, a.kind, a.hostname, a.endpoint_url || '/v' || g
-			FROM generate_series(1, $1::int - (SELECT c FROM n)) AS g, n
-			JOIN src a ON true JOIN src b ON true JOIN src c ON true JOIN src d ON true
-			WHERE a.i = g % n.c AND b.i = (g * 7919) % n.c AND c.i = (g * 104729) % n.c AND d.i = (g * 1299709) % n.c`, total)
-		if err != nil {
+		if err := pgtest.GrowCatalog(ctx, store, total); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,349 @@
+#!/usr/bin/env bash
+# The load run of `make bench`: the live service against nginx serving the files the
+# service itself published for the same snapshot, over loopback, with wrk.
+#
+#   .ci/bench.sh            (make bench runs it after the Go benchmarks)
+#
+# For each catalog (the real one, then the real one grown to 100,000 methods) it loads
+# a database of its own on the test server (waystation_bench, waystation_bench_100k;
+# kept between runs and reused while the catalog is unchanged), starts the server
+# binary on a free loopback port with its site in var/bench, and nginx with
+# generator/nginx.conf.example on that site. Then, route by route and back to back so
+# that the noise of a shared machine falls on both alike: the unfiltered list
+# (identity and gzip), a method and a merchant from nginx and from the service; then
+# the service alone on a filtered list and on search: exact (q is a method's slug),
+# cached (one query repeated) and novel (a new query each request). It prints
+# requests/s, p99 latency and the service/nginx ratio, the service's resident memory,
+# and writes them to var/bench/results.md with the raw wrk outputs beside it.
+#
+# Environment: WAYSTATION_TEST_DATABASE_URL (the server the databases are made on;
+# default the local cluster), CATALOG (the real catalog), BENCH_SIZES ("real 100000"),
+# BENCH_DURATION (8s a run), BENCH_THREADS (2), BENCH_CONNECTIONS (64).
+set -euo pipefail
+
+cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+OUT=$ROOT/var/bench
+CATALOG=${CATALOG:-../shared/data/bazaar-2026-08.jsonl}
+SIZES=${BENCH_SIZES:-real 100000}
+DURATION=${BENCH_DURATION:-8s}
+THREADS=${BENCH_THREADS:-2}
+CONNS=${BENCH_CONNECTIONS:-64}
+API=/functions/v1/api/api/public/v1
+
+note() { printf 'bench.sh: %s\n' "$*" >&2; }
+die() { printf 'bench.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------- processes
+
+# Every process started here, stopped by its pid on exit however the script ends.
+PIDS=()
+stop() { # PID
+	local pid=$1
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do stop "$pid"; done
+	PIDS=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------- tools
+
+.ci/tools.sh wrk nginx
+WRK=$(command -v wrk || true)
+NGINX=$(command -v nginx || true)
+[[ -n $NGINX ]] || { [[ -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx; }
+[[ -n $WRK && -n $NGINX ]] || die "wrk and nginx are needed (apt-get install wrk nginx)"
+PSQL=$(command -v psql || true)
+if [[ -z $PSQL ]]; then
+	for p in /usr/lib/postgresql/*/bin/psql; do [[ -x $p ]] && PSQL=$p; done
+fi
+[[ -n $PSQL ]] || die "psql is needed (make db installs it)"
+[[ -r $CATALOG ]] || die "the real catalog $CATALOG is missing"
+
+mkdir -p "$OUT/bin" "$OUT/wrk"
+note "building the server"
+"${GO:-go}" build -o "$OUT/bin/waystation" ./cmd/server
+"${GO:-go}" build -o "$OUT/bin/growcatalog" ./internal/cmd/growcatalog
+SERVER=$OUT/bin/waystation
+
+ADMIN_URL=${WAYSTATION_TEST_DATABASE_URL:-$(.ci/db.sh url postgres)}
+# db_url NAME: the URL of database NAME on the same server.
+db_url() { sed -E "s#^([a-z]+://[^/?]*)/[^?]*#\\1/$1#" <<<"$ADMIN_URL"; }
+psql_admin() { "$PSQL" "$ADMIN_URL" -X -q -A -t -v ON_ERROR_STOP=1 "$@" </dev/null; }
+
+# ---------------------------------------------------------------------------- databases
+
+# load_db NAME SIZE: the catalog of SIZE ("real", or a number of methods) in database
+# NAME, loaded unless the database says it holds that already (its comment).
+load_db() {
+	local name=$1 size=$2 url key have
+	url=$(db_url "$name")
+	key="$(sha256sum <"$CATALOG" | cut -c1-16) $size $(sha256sum <internal/postgres/pgtest/synthetic.go | cut -c1-16)"
+	have=$(psql_admin -c "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '$name'")
+	if [[ $have == "$key" ]]; then
+		note "database $name holds the $size catalog already"
+		return
+	fi
+	note "loading the $size catalog into database $name"
+	psql_admin -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" -c "CREATE DATABASE $name"
+	DATABASE_URL=$url "$SERVER" migrate
+	DATABASE_URL=$url "$SERVER" import "$CATALOG" | tail -n 1
+	if [[ $size != real ]]; then
+		DATABASE_URL=$url "$OUT/bin/growcatalog" -methods "$size"
+	fi
+	psql_admin -c "COMMENT ON DATABASE $name IS '$key'"
+}
+
+# ---------------------------------------------------------------------------- servers
+
+# start_service NAME: the server on the database, its site in OUT/site-NAME; sets
+# SERVICE (host:port) and SERVICE_PID. Search limits are raised so that they never
+# refuse, yet are counted as in production.
+start_service() {
+	local name=$1 log=$OUT/service-$1.log
+	rm -rf -- "$OUT/site-$name"
+	: >"$log" # here, not only in the background: the last run's log must not be read
+	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
+		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=0 PROBE_INTERVAL=0 LOG_LEVEL=WARN \
+		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
+		"$SERVER" serve >"$log" 2>&1 &
+	SERVICE_PID=$!
+	PIDS+=("$SERVICE_PID")
+	SERVICE=''
+	# The server builds and publishes its first snapshot before it listens.
+	for _ in $(seq 6000); do
+		SERVICE=$(sed -n 's#^waystation serving on http://\([^/]*\)/.*#\1#p' "$log")
+		[[ -n $SERVICE ]] && return
+		kill -0 "$SERVICE_PID" 2>/dev/null || { cat "$log" >&2; die "the server exited"; }
+		sleep 0.1
+	done
+	die "the server did not listen within 10 minutes"
+}
+
+# start_nginx NAME: nginx on the service's site, on a free loopback port; sets EDGE
+# and NGINX_PID. Its origin is a socket nothing listens on, so that a request the
+# files do not answer fails (502) rather than being measured as the service's.
+start_nginx() {
+	local name=$1 prefix=$OUT/nginx-$1 port
+	rm -rf -- "$prefix"
+	mkdir -p "$prefix"
+	sed -e "s#/srv/waystation/site#$OUT/site-$name#g" \
+		-e "s#server 127.0.0.1:8080;#server unix:$prefix/no-origin.sock;#" \
+		-e "s#listen 8081;#listen 127.0.0.1:@PORT@;#" generator/nginx.conf.example >"$prefix/waystation.conf"
+	local mime=/etc/nginx/mime.types
+	[[ -r $mime ]] || { mime=$prefix/mime.types; echo 'types { text/html html; text/css css; }' >"$mime"; }
+	local user=''
+	((EUID == 0)) && user="user root;"
+	for _ in $(seq 20); do
+		port=$((20000 + RANDOM % 30000))
+		(: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+		sed -i "s#listen 127.0.0.1:[0-9@PORT]*;#listen 127.0.0.1:$port;#" "$prefix/waystation.conf"
+		# As a server would run it: a worker per core, files sent with sendfile, and
+		# connections kept as long as the client keeps them (as Go does).
+		cat >"$prefix/nginx.conf" <<-EOF
+			daemon off;
+			$user
+			worker_processes auto;
+			pid $prefix/nginx.pid;
+			error_log $prefix/error.log warn;
+			events { worker_connections 1024; }
+			http {
+			    include $mime;
+			    access_log off;
+			    sendfile on;
+			    tcp_nopush on;
+			    keepalive_requests 1000000;
+			    client_body_temp_path $prefix/body;
+			    proxy_temp_path $prefix/proxy;
+			    fastcgi_temp_path $prefix/fastcgi;
+			    uwsgi_temp_path $prefix/uwsgi;
+			    scgi_temp_path $prefix/scgi;
+			    include $prefix/waystation.conf;
+			}
+		EOF
+		"$NGINX" -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" >"$prefix/out.log" 2>&1 &
+		NGINX_PID=$!
+		PIDS+=("$NGINX_PID")
+		for _ in $(seq 300); do
+			if (: <"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+				EDGE=127.0.0.1:$port
+				return
+			fi
+			kill -0 "$NGINX_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		stop "$NGINX_PID"
+		note "nginx did not start on port $port: $(tail -n 3 "$prefix/error.log" "$prefix/out.log" 2>/dev/null | tr '\n' ' ')"
+	done
+	die "nginx did not start"
+}
+
+# ---------------------------------------------------------------------------- wrk
+
+# Each request a query nobody asked before: two words and a counter of its own.
+cat >"$OUT/novel.lua" <<'EOF'
+local words = {"ethereum", "weather", "token", "price", "image", "domain", "scrape",
+	"flight", "translate", "gas", "inflation", "company", "tweets", "block", "city"}
+local threads, n = 0, 0
+function setup(thread)
+	threads = threads + 1
+	thread:set("id", threads)
+end
+function init(args)
+	path = args[1]
+	nonce = args[2]
+end
+function request()
+	n = n + 1
+	return wrk.format("GET", path .. words[n % #words + 1] .. "+" .. words[(n * 7) % #words + 1] ..
+		"+" .. nonce .. "t" .. id .. "n" .. n)
+end
+EOF
+
+# check WHAT URL [HEADER]: the answer must be a 200; sets BYTES, the body's size.
+check() {
+	local what=$1 url=$2 hdr=${3:-X-Bench: 1} code
+	read -r code BYTES < <(curl -s -o /dev/null -w '%{http_code} %{size_download}\n' -H "$hdr" "$url")
+	[[ $code == 200 ]] || die "$what: $url answered $code"
+}
+
+# same URL_A URL_B [HEADER]: nginx and the service must send the same bytes and ETag.
+same() {
+	local a=$1 b=$2 hdr=${3:-X-Bench: 1}
+	check nginx "$a" "$hdr"
+	check service "$b" "$hdr"
+	cmp -s <(curl -s -H "$hdr" "$a") <(curl -s -H "$hdr" "$b") || die "nginx and the service send different bodies for ${a#http://*/}"
+	local ea eb
+	ea=$(curl -s -o /dev/null -D - -H "$hdr" "$a" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+	eb=$(curl -s -o /dev/null -D - -H "$hdr" "$b" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+	[[ -n $ea && $ea == "$eb" ]] || die "ETags differ for ${a#http://*/}: nginx $ea, service $eb"
+}
+
+# run_wrk FILE [OPTIONS] URL [SCRIPT ARGUMENTS]: a second's warm-up, then the run;
+# sets RPS, P99 (ms) and ERRORS.
+run_wrk() {
+	local file=$1
+	shift
+	"$WRK" -t "$THREADS" -c "$CONNS" -d 1s --timeout 30s "$@" >/dev/null 2>&1 || true
+	"$WRK" -t "$THREADS" -c "$CONNS" -d "$DURATION" --timeout 30s --latency "$@" >"$file" 2>&1 ||
+		{ cat "$file" >&2; die "wrk $* failed"; }
+	RPS=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$file")
+	P99=$(awk '$1 == "99%" {v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+		m = (u == "us") ? 0.001 : (u == "ms") ? 1 : (u == "s") ? 1000 : (u == "m") ? 60000 : 1;
+		printf "%.2f", v * m}' "$file")
+	ERRORS=$(awk '/Non-2xx or 3xx responses:/ {e += $NF} /Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10} END {print e + 0}' "$file")
+}
+
+ROWS=()
+MEMORY=()
+# row CATALOG ROUTE BYTES NGINX_RPS NGINX_P99 SERVICE_RPS SERVICE_P99 ERRORS
+row() {
+	local ratio='' line
+	[[ -n $4 ]] && ratio=$(awk -v s="$6" -v n="$4" 'BEGIN {printf "%.2f", s / n}')
+	line="| $1 | $2 | $3 | ${4:--} | ${5:--} | $6 | $7 | ${ratio:--} | $8 |"
+	ROWS+=("$line")
+	printf '%-5s %-21s %9s B   nginx %6s req/s p99 %7s ms   service %6s req/s p99 %7s ms   ratio %4s   errors %s\n' \
+		"$1" "$2" "$3" "${4:--}" "${5:--}" "$6" "$7" "${ratio:--}" "$8"
+}
+
+# ---------------------------------------------------------------------------- the run
+
+STARTED=$(date -u +%FT%TZ)
+for size in $SIZES; do
+	name=waystation_bench
+	[[ $size == real ]] || name=waystation_bench_$((size / 1000))k
+	load_db "$name" "$size"
+	note "the $size catalog: starting the service (it publishes the site first) and nginx"
+	start_service "$name"
+	start_nginx "$name"
+	label=$(curl -s "http://$SERVICE$API/services?limit=1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p')
+	[[ $size == real ]] || label=$((label / 1000))k
+	first=$(curl -s "http://$SERVICE$API/services?limit=1" | sed -n 's/^{"object":"list","items":\[{"slug":"\([^"]*\)".*"hostname":"\([^"]*\)".*/\1 \2/p')
+	slug=${first% *}
+	host=${first#* }
+	[[ -n $slug && -n $host ]] || die "no method in the $name catalog"
+
+	for route in "unfiltered list|$API/services|" "unfiltered list gzip|$API/services|Accept-Encoding: gzip" \
+		"slug|$API/services/$slug|" "merchant|$API/merchants/$host|"; do
+		IFS='|' read -r what path hdr <<<"$route"
+		hdr=${hdr:-X-Bench: 1}
+		same "http://$EDGE$path" "http://$SERVICE$path" "$hdr"
+		bytes=$BYTES
+		tag=$label-${what// /-}
+		run_wrk "$OUT/wrk/$tag-nginx.txt" -H "$hdr" "http://$EDGE$path"
+		nr=$RPS np=$P99 ne=$ERRORS
+		run_wrk "$OUT/wrk/$tag-service.txt" -H "$hdr" "http://$SERVICE$path"
+		row "$label" "$what" "$bytes" "$nr" "$np" "$RPS" "$P99" "$((ne + ERRORS))"
+	done
+
+	filtered="$API/services?category=blockchain,finance&payable=true&limit=20"
+	exact="$API/services?q=$slug"
+	cached="$API/services?q=ethereum+block+height"
+	grep -q '"match":"slug"' <<<"$(curl -s "http://$SERVICE$exact")" || die "q=$slug did not resolve exactly"
+	! grep -q '"match":"\(slug\|method\|provider\)"' <<<"$(curl -s "http://$SERVICE$cached")" ||
+		die "the cached query resolves exactly"
+	for route in "filtered list|$filtered" "exact search|$exact" "cached search|$cached"; do
+		IFS='|' read -r what path <<<"$route"
+		check service "http://$SERVICE$path"
+		bytes=$BYTES
+		run_wrk "$OUT/wrk/$label-${what// /-}-service.txt" "http://$SERVICE$path"
+		row "$label" "$what" "$bytes" "" "" "$RPS" "$P99" "$ERRORS"
+	done
+	check service "http://$SERVICE$API/services?q=flight+prices+$RANDOM"
+	run_wrk "$OUT/wrk/$label-novel-search-service.txt" -s "$OUT/novel.lua" "http://$SERVICE" "$API/services?q=" "$RANDOM$RANDOM"
+	row "$label" "novel search" "$BYTES" "" "" "$RPS" "$P99" "$ERRORS"
+
+	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status")
+	hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status")
+	MEMORY+=("| $label | $rss | $hwm |")
+	note "$label: service resident memory ${rss} MB now, ${hwm} MB at its peak (building and publishing the snapshot)"
+	cleanup
+	# The published site of a large catalog takes gigabytes: it is not kept.
+	[[ $size == real ]] || rm -rf -- "$OUT/site-$name"
+done
+
+# ---------------------------------------------------------------------------- results
+
+{
+	echo "# make bench: results"
+	echo
+	echo "One run, $STARTED, on $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), shared with"
+	echo "everything else on the machine: read the ratios, which come from runs back to back, more"
+	echo "than the absolute figures. $("$WRK" -v 2>&1 | head -n 1 | cut -d' ' -f1-2), $THREADS threads, $CONNS connections, $DURATION a run"
+	echo "over loopback; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //') with the generator's nginx example, a worker per core;"
+	echo "the service is the server binary ($("${GO:-go}" env GOVERSION)) on the same snapshot."
+	echo
+	echo "## Load (wrk)"
+	echo
+	echo "| catalog | route | body bytes | nginx req/s | nginx p99 ms | service req/s | service p99 ms | service/nginx | errors |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+	printf '%s\n' "${ROWS[@]}"
+	echo
+	echo "## Resident memory of the service (MB)"
+	echo
+	echo "| catalog | VmRSS after the run | VmHWM (peak, snapshot build and publish included) |"
+	echo "|---|---:|---:|"
+	printf '%s\n' "${MEMORY[@]}"
+	if [[ -s $OUT/go-bench.txt ]]; then
+		echo
+		echo "## Go benchmarks of the routes (allocations per request)"
+		echo
+		echo "| benchmark | ns/op | B/op | allocs/op |"
+		echo "|---|---:|---:|---:|"
+		awk '/^Benchmark(RealCatalog|Catalog100k)\// {name = $1; sub(/-[0-9]+$/, "", name); gsub(/_/, " ", name);
+			printf "| %s | %s | %s | %s |\n", name, $3, $5, $7}' "$OUT/go-bench.txt"
+	fi
+	echo
+	echo "Raw outputs: wrk/*.txt beside this file."
+} >"$OUT/results.md"
+note "results in ${OUT#"$ROOT"/}/results.md"
