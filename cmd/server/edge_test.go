@@ -195,4 +195,16 @@ func TestNginxServesTheSiteAndPassesTheRestToTheService(t *testing.T) {
 	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusNoContent {
 		t.Errorf("preflight via nginx: %v %v", res, err)
 	}
+
+	// With the service gone, the snapshot routes still answer from the files, which
+	// proves nginx served them; what only the service answers fails at the edge.
+	srv.stop()
+	for _, u := range fromFiles {
+		if res, _ := fetch(t, edge+u); res.StatusCode != 200 {
+			t.Errorf("%s via nginx without the service: %d, so it was not served from the files", u, res.StatusCode)
+		}
+	}
+	if res, _ := fetch(t, edge+api+"/services?limit=1"); res.StatusCode < 500 {
+		t.Errorf("filtered list via nginx without the service: %d", res.StatusCode)
+	}
 }
