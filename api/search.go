@@ -62,7 +62,14 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 	case err != nil:
 		return // the client left
 	}
-	serveResource(w, r, directory.NewResourceLevel(appendSearch(nil, snap, sq.Q, res), 1))
+	// A search answer is made for this request alone: it is gzipped only for a client
+	// that takes gzip, which otherwise costs more than the search itself.
+	body := appendSearch(nil, snap, sq.Q, res)
+	if acceptsGzip(r.Header["Accept-Encoding"]) {
+		serveResource(w, r, directory.NewResourceLevel(body, 1))
+		return
+	}
+	serveResource(w, r, directory.NewIdentityResource(body))
 }
 
 // appendSearch encodes a search answer. Each item is the snapshot's listing item with

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -401,5 +402,36 @@ func TestSearchCallerIsTheClientOrWhatATrustedProxySaw(t *testing.T) {
 	}
 	if status("10.1.2.3:5000", "203.0.113.99, 203.0.113.5") != 429 {
 		t.Error("a forged first hop chose the caller's name")
+	}
+}
+
+// A search answer is gzipped only for clients that take gzip, and its two ETags
+// are the same whichever client asked: each names the other's representation too.
+func TestSearchAnswersAreGzippedOnlyForClientsThatTakeIt(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{})
+	target := services + "?q=" + url.QueryEscape(e.snaps.Current().Methods()[0].Slug)
+	plain := e.get(target)
+	zipped := e.get(target, "Accept-Encoding", "gzip")
+	if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || zipped.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("encodings %q and %q", plain.Header.Get("Content-Encoding"), zipped.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, _ := io.ReadAll(zr)
+	if !bytes.Equal(unzipped, plain.body) {
+		t.Error("the gzip answer is not the plain one")
+	}
+	tag, gzTag := plain.Header.Get("ETag"), zipped.Header.Get("ETag")
+	if gzTag != strings.TrimSuffix(tag, `"`)+`-gzip"` {
+		t.Errorf("ETags %s and %s", tag, gzTag)
+	}
+	for _, inm := range []string{tag, gzTag} {
+		for _, ae := range []string{"", "gzip"} {
+			if r := e.get(target, "Accept-Encoding", ae, "If-None-Match", inm); r.StatusCode != 304 {
+				t.Errorf("If-None-Match %s, Accept-Encoding %q: %d", inm, ae, r.StatusCode)
+			}
+		}
 	}
 }

@@ -48,6 +48,18 @@ func NewResourceLevel(body []byte, level int) *Resource {
 	return r
 }
 
+// NewIdentityResource is a resource made for one answer to a client that does not
+// take gzip: its gzip ETag is known, so If-None-Match works as for any resource, but
+// its gzip bytes are never made (Gzip is nil; it must not be served gzipped).
+func NewIdentityResource(body []byte) *Resource {
+	sum := sha256.Sum256(body)
+	tag := base64.RawURLEncoding.EncodeToString(sum[:18])
+	r := &Resource{Body: body, ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
+	r.ETagHeader, r.GzipETagHeader = []string{r.ETag}, []string{r.GzipETag}
+	r.LengthHeader = []string{strconv.Itoa(len(r.Body))}
+	return r
+}
+
 // gzipWriters keeps a pool of writers per level: making one costs more than
 // compressing a small body with it.
 var gzipWriters sync.Map // level -> *sync.Pool
