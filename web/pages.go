@@ -179,6 +179,17 @@ func (s *Server) handleSearch() http.HandlerFunc {
 				s.log.Warn("search page: search failed", "err", err)
 				v = SearchPage(snap, q, nil, msg)
 				status = http.StatusServiceUnavailable
+				// A refusal that says how (429 to a caller over its rate) is passed on.
+				var refused interface{ SearchRefused() (int, string) }
+				if errors.As(err, &refused) {
+					code, retryAfter := refused.SearchRefused()
+					if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+						status = code
+					}
+					if retryAfter != "" {
+						w.Header().Set("Retry-After", retryAfter)
+					}
+				}
 			} else {
 				v = SearchPage(snap, q, &res, "")
 			}

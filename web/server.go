@@ -24,7 +24,8 @@ type Snapshots interface {
 // Searcher answers a natural-language query over the directory for the person who
 // sent r, so that limits per caller apply to the page as to the API. Without one, the
 // search page says search is unavailable. An error with a SearchUnavailable() string
-// method says why in words a person can act on.
+// method says why in words a person can act on; one with SearchRefused() (status,
+// retryAfter) sets the page's status (429 or 503) and Retry-After.
 type Searcher interface {
 	Search(r *http.Request, query string) (SearchResult, error)
 }

@@ -193,6 +193,19 @@ func (failing) Search(*http.Request, string) (SearchResult, error) {
 	return SearchResult{}, errors.New("down")
 }
 
+// refused is a search that refuses the caller, as the API's limits do.
+type refused struct {
+	status     int
+	retryAfter string
+}
+
+func (e refused) Error() string                { return "refused" }
+func (e refused) SearchUnavailable() string    { return "you have searched a lot in a short time." }
+func (e refused) SearchRefused() (int, string) { return e.status, e.retryAfter }
+func (e refused) Search(*http.Request, string) (SearchResult, error) {
+	return SearchResult{}, e
+}
+
 type exact struct{}
 
 func (exact) Search(_ *http.Request, q string) (SearchResult, error) {
@@ -208,6 +221,7 @@ func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
 	}{
 		{nil, 200, "Search is unavailable"},
 		{failing{}, 503, "Search is unavailable"},
+		{refused{429, "12"}, 429, "searched a lot"},
 		{exact{}, 200, "Quiet thing"},
 	} {
 		srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, tc.search)
@@ -215,6 +229,9 @@ func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
 		b := body(t, r)
 		if r.StatusCode != tc.status || !strings.Contains(b, tc.want) || !strings.Contains(b, `value="quiet-thing"`) {
 			t.Errorf("%T: %d, want %d and %q", tc.search, r.StatusCode, tc.status, tc.want)
+		}
+		if _, ok := tc.search.(refused); ok && r.Header.Get("Retry-After") != "12" {
+			t.Errorf("refused: Retry-After %q", r.Header.Get("Retry-After"))
 		}
 		if tc.search == nil && !strings.Contains(b, `href="/functions/v1/api/api/public/v1/services"`) {
 			t.Error("the unavailable page does not link to the list")

@@ -88,11 +88,17 @@ type apiSearch struct{ api http.Handler }
 
 var _ web.Searcher = apiSearch{}
 
-// searchRefusal is a refused search, in words for the page.
-type searchRefusal string
+// searchRefusal is a refused search, in words for the page, with the API's status
+// and Retry-After, which the page passes on.
+type searchRefusal struct {
+	reason     string
+	status     int
+	retryAfter string
+}
 
-func (e searchRefusal) Error() string             { return string(e) }
-func (e searchRefusal) SearchUnavailable() string { return string(e) }
+func (e searchRefusal) Error() string                { return e.reason }
+func (e searchRefusal) SearchUnavailable() string    { return e.reason }
+func (e searchRefusal) SearchRefused() (int, string) { return e.status, e.retryAfter }
 
 func (s apiSearch) Search(r *http.Request, q string) (web.SearchResult, error) {
 	req := r.Clone(r.Context())
@@ -105,16 +111,17 @@ func (s apiSearch) Search(r *http.Request, q string) (web.SearchResult, error) {
 	switch rec.status {
 	case http.StatusOK:
 	case http.StatusTooManyRequests:
-		return web.SearchResult{}, searchRefusal("you have searched a lot in a short time; try again in " + rec.header.Get("Retry-After") + " seconds.")
+		ra := rec.header.Get("Retry-After")
+		return web.SearchResult{}, searchRefusal{"you have searched a lot in a short time; try again in " + ra + " seconds.", rec.status, ra}
 	case http.StatusServiceUnavailable:
 		var p struct {
 			Code string `json:"code"`
 		}
 		json.Unmarshal(rec.body.Bytes(), &p)
 		if p.Code == api.CodeAllowanceExhausted {
-			return web.SearchResult{}, searchRefusal("today's allowance of new searches is spent; exact method and provider names still work, and it renews at midnight UTC.")
+			return web.SearchResult{}, searchRefusal{"today's allowance of new searches is spent; exact method and provider names still work, and it renews at midnight UTC.", rec.status, rec.header.Get("Retry-After")}
 		}
-		return web.SearchResult{}, searchRefusal("no search model can answer right now; try again in a minute.")
+		return web.SearchResult{}, searchRefusal{"no search model can answer right now; try again in a minute.", rec.status, rec.header.Get("Retry-After")}
 	default:
 		return web.SearchResult{}, fmt.Errorf("search page: the API answered %d: %.200s", rec.status, rec.body.Bytes())
 	}
