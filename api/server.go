@@ -97,6 +97,7 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 // router.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res := s.snapshotResource(r); res != nil {
+		defer s.recoverPanic(w, r) // as the router's recoverer would
 		publicHeaders(w.Header())
 		serveResource(w, r, res)
 		return
@@ -120,17 +121,20 @@ func (s *Server) requestID() string {
 // recoverer turns a panic into a logged 500 problem instead of a dropped connection.
 func (s *Server) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				w.Header().Set("Cache-Control", "no-store")
-				s.error(w, r, fmt.Errorf("panic: %v", v))
-			}
-		}()
+		defer s.recoverPanic(w, r)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// recoverPanic, deferred, answers a panic with a logged 500 problem.
+func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	if v := recover(); v != nil {
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		s.error(w, r, fmt.Errorf("panic: %v", v))
+	}
 }
 
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
