@@ -435,3 +435,25 @@ func TestSearchAnswersAreGzippedOnlyForClientsThatTakeIt(t *testing.T) {
 		}
 	}
 }
+
+// A repeated query is answered from the neighbour cache: no embedding and no
+// database round trip (here the vectors are gone from the database, and the repeat
+// still answers as before), while each filter is a search of its own.
+func TestSearchRepeatedQueriesComeFromTheNeighbourCache(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{})
+	const q = "current weather conditions"
+	first := e.search(t, q)
+	if first.Count == 0 || first.Match != "semantic" {
+		t.Fatalf("first: %+v", first)
+	}
+	if _, err := e.store.Pool().Exec(context.Background(), `DELETE FROM method_embeddings`); err != nil {
+		t.Fatal(err)
+	}
+	again := e.search(t, "  CURRENT weather   conditions")
+	if again.Count != first.Count || string(again.Items[0]) != string(first.Items[0]) {
+		t.Errorf("the repeat: %+v, want %+v", again, first)
+	}
+	if other := e.search(t, q, "&category=weather"); other.Count != 0 {
+		t.Errorf("a new filter answered %d items from the emptied database", other.Count)
+	}
+}

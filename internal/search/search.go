@@ -8,8 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
@@ -67,6 +71,31 @@ type Engine struct {
 	primary  *Model // a provider, or nil
 	fallback *Model // the builtin model, or nil
 	exact    atomic.Pointer[exactIndex]
+	// neighbours keeps recent vector searches, so that a repeated query costs
+	// neither an embedding nor a database round trip.
+	neighbours *expirable.LRU[neighbourKey, []postgres.Neighbour]
+}
+
+// neighbourKey names one vector search: the snapshot it ran against (a new catalog
+// is a new snapshot), the model, the normalised query and what the filter selects.
+type neighbourKey struct {
+	snapshot, model, query, filter string
+}
+
+// Bounds of the neighbour cache. The entries expire too, since the embeddings of a
+// snapshot's methods may still be catching up just after it is published.
+const (
+	neighbourCacheSize = 4096
+	neighbourCacheTTL  = time.Minute
+)
+
+func filterKey(f directory.Filter) string {
+	payable := ""
+	if f.Payable != nil {
+		payable = strconv.FormatBool(*f.Payable)
+	}
+	return strings.Join(f.Categories, ",") + "|" + strings.Join(f.Verdicts, ",") + "|" +
+		strings.Join(f.Kinds, ",") + "|" + payable + "|" + f.Hostname
 }
 
 // NewEngine makes an engine answering with primary and, when primary cannot, with
@@ -81,7 +110,8 @@ func NewEngine(cfg Config, store Store, primary, fallback *Model) (*Engine, erro
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Engine{cfg: cfg, store: store, primary: primary, fallback: fallback}, nil
+	return &Engine{cfg: cfg, store: store, primary: primary, fallback: fallback,
+		neighbours: expirable.NewLRU[neighbourKey, []postgres.Neighbour](neighbourCacheSize, nil, neighbourCacheTTL)}, nil
 }
 
 // Hit is one result: a list position in the snapshot searched, and its similarity.
@@ -133,6 +163,10 @@ func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string,
 	if open(m.Embedder) && e.fallback != nil {
 		m, degraded = e.fallback, true
 	}
+	key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: norm, filter: filterKey(f)}
+	if near, ok := e.neighbours.Get(key); ok {
+		return e.answer(Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}, snap, f, m, near), nil
+	}
 	vec, err := e.embed(ctx, m, norm)
 	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
 		// The provider failed this once (its breaker counts it): answer degraded.
@@ -161,6 +195,14 @@ func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string,
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	key.model = m.Record.ID // the fallback's, if the provider failed just now
+	e.neighbours.Add(key, near)
+	return e.answer(res, snap, f, m, near), nil
+}
+
+// answer fills res with the neighbours in m's similarity band that the filter
+// allows, at most the filter's limit.
+func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, near []postgres.Neighbour) Result {
 	want := MaxResults
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
@@ -173,7 +215,7 @@ func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string,
 	if len(res.Hits) > 0 {
 		res.Match = MatchSemantic
 	}
-	return res, nil
+	return res
 }
 
 // Band keeps the neighbours (most similar first) whose similarity is at least floor
