@@ -80,3 +80,24 @@ func (s *Server) handleOpenAPI() http.Handler {
 		serveResource(w, r, res)
 	})
 }
+
+// discovery is what GET on the API's root tells a client that knows nothing yet: the
+// contract's version, where its OpenAPI document is, and the scopes keys come in.
+type discovery struct {
+	APIVersion string   `json:"apiVersion"`
+	OpenAPI    string   `json:"openapi"`
+	Scopes     []string `json:"scopes"`
+}
+
+// handleDiscovery serves the API's root.
+func (s *Server) handleDiscovery() http.Handler {
+	body, _ := json.Marshal(discovery{APIVersion: Version, OpenAPI: BasePath + "/openapi.json", Scopes: []string{"agent", "user"}})
+	res := directory.NewResource(body)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if prob := noParameters(r.URL.RawQuery); prob != nil {
+			s.error(w, r, prob)
+			return
+		}
+		serveResource(w, r, res)
+	})
+}

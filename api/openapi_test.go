@@ -26,6 +26,8 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 	}
 
 	targets := []string{
+		base + "/",
+		base + "/?x=1",
 		base + "/health",
 		base + "/openapi.json",
 		services,
@@ -65,4 +67,18 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 	check(http.MethodOptions, services)
 	check(http.MethodPost, services)
 	check(http.MethodHead, services+"/"+slug)
+	check(http.MethodHead, base+"/")
+	check(http.MethodOptions, base+"/")
+
+	var d struct {
+		APIVersion, OpenAPI string
+		Scopes              []string
+	}
+	for _, root := range []string{base + "/", base} {
+		r := e.get(root)
+		r.json(t, &d)
+		if r.StatusCode != 200 || d.APIVersion != "1.1.0" || d.OpenAPI != base+"/openapi.json" || len(d.Scopes) != 2 {
+			t.Errorf("%s: %d %+v", root, r.StatusCode, d)
+		}
+	}
 }

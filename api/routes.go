@@ -17,6 +17,7 @@ func (s *Server) routes() chi.Router {
 	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
 
 	r.Route(BasePath, func(r chi.Router) {
+		r.Handle("/", s.publicRead(s.handleDiscovery()))
 		r.Handle("/health", s.publicRead(s.handleHealth()))
 		r.Handle("/openapi.json", s.publicRead(s.handleOpenAPI()))
 		r.Handle("/docs/openapi.json", s.publicRead(s.handleOpenAPI()))

@@ -361,12 +361,25 @@ func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte)
 		return append(errs, fmt.Errorf("path %s is not under the base path %s", path, BasePath))
 	}
 	rt := d.match(rel)
+	if rel == "/" {
+		// The API's root is written out in full under the path-level server "/":
+		// its own key, "/", is the home page's.
+		rt = d.template(BasePath + "/")
+	}
 	method := strings.ToLower(req.Method)
 	switch {
 	case rt == nil:
 		errs = append(errs, d.checkFallback(req, res, body, "NotFound", http.StatusNotFound)...)
 	case rt.item.GetOperations().GetOrZero(method) == nil:
 		errs = append(errs, d.checkFallback(req, res, body, "MethodNotAllowed", http.StatusMethodNotAllowed)...)
+	case rt.template == BasePath+"/":
+		// libopenapi-validator resolves paths under the top-level server only, where
+		// this one reads as the home page: check the status and body here instead.
+		if _, ok := dig(d.raw, "paths", rt.template, method, "responses", strconv.Itoa(res.StatusCode)).(map[string]any); !ok {
+			addf("%s %s: status %d is not documented", req.Method, path, res.StatusCode)
+		} else if ptr := d.mediaSchemaPointer(rt.template, method, res); ptr != "" && len(body) > 0 {
+			errs = append(errs, d.validateJSON(ptr, body)...)
+		}
 	default:
 		op := rt.item.GetOperations().GetOrZero(method)
 		r2 := req.Clone(req.Context())
@@ -613,6 +626,16 @@ func (d *Doc) match(rel string) *route {
 		}
 	}
 	return best
+}
+
+// template finds the route whose path template is exactly t, or nil.
+func (d *Doc) template(t string) *route {
+	for i := range d.routes {
+		if d.routes[i].template == t {
+			return &d.routes[i]
+		}
+	}
+	return nil
 }
 
 // decodeBody undoes a gzip Content-Encoding.

@@ -640,6 +640,7 @@ func TestSchemas(t *testing.T) {
 		"Problem": {problem(400, "verified_reserved", "verified"),
 			`{"type": "/problems/not-found", "title": "Not found", "status": 404, "code": "not_found"}`},
 		"OpenAPIDocument": {mustRead(t, docPath)},
+		"Discovery":       {`{"apiVersion": "1.1.0", "openapi": "/functions/v1/api/openapi.json", "scopes": ["agent", "user"]}`},
 
 		"Limits":             {limitsBody},
 		"AgentMe":            {`{"id": "` + uuid1 + `", "name": "scout", "status": "active", "userId": "` + uuid2 + `", "limits": ` + limitsBody + `}`},
