@@ -40,7 +40,7 @@ type Store interface {
 
 	CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n request.New) (request.Request, error)
 	Request(ctx context.Context, p auth.Principal, sessionID, id string) (request.Request, error)
-	Requests(ctx context.Context, p auth.Principal, sessionID string, after *request.Cursor, limit int) ([]request.Request, *request.Cursor, error)
+	Requests(ctx context.Context, p auth.Principal, sessionID string, after *session.Cursor, limit int) ([]request.Request, *session.Cursor, error)
 	Decide(ctx context.Context, p auth.Principal, id string, o request.Outcome) (request.Request, error)
 	CancelRequest(ctx context.Context, p auth.Principal, sessionID, id string) (request.Request, error)
 	ClaimArtifact(ctx context.Context, p auth.Principal, sessionID, id string) (request.Artifact, time.Time, error)

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -105,38 +103,19 @@ func (s *Server) handleRequests() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		q, err := queryParams(r, "limit", "cursor")
+		limit, after, err := pageQuery(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		var after *request.Cursor
-		if v, ok := q["cursor"]; ok {
-			c, err := decodeCursor(v)
-			if err != nil {
-				s.error(w, r, err)
-				return
-			}
-			after = &request.Cursor{CreatedAt: c.CreatedAt, ID: c.ID}
-		}
-		items, next, err := s.auth.Store.Requests(r.Context(), principal(r), id, after, int(limit))
+		items, next, err := s.auth.Store.Requests(r.Context(), principal(r), id, after, limit)
 		if err != nil {
 			s.error(w, r, requestError(err))
 			return
 		}
-		page := requestPage{Items: make([]requestJSON, len(items))}
+		page := requestPage{Items: make([]requestJSON, len(items)), NextCursor: encodeCursor(next)}
 		for i, it := range items {
 			page.Items[i] = s.requestBody(it)
-		}
-		if next != nil {
-			b, _ := json.Marshal(cursorJSON{T: next.CreatedAt.UnixMicro(), ID: next.ID})
-			c := base64.RawURLEncoding.EncodeToString(b)
-			page.NextCursor = &c
 		}
 		writeJSON(w, http.StatusOK, page)
 	}

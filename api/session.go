@@ -166,6 +166,25 @@ func intParam(q map[string]string, name string, def, lo, hi int64) (int64, error
 	return n, nil
 }
 
+// pageQuery reads the paging of a list newest first: limit (default 50, at most
+// 200) and the opaque cursor a previous page gave; no other parameter.
+func pageQuery(r *http.Request) (limit int, after *session.Cursor, err error) {
+	q, err := queryParams(r, "limit", "cursor")
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+	if err != nil {
+		return 0, nil, err
+	}
+	if v, ok := q["cursor"]; ok {
+		if after, err = decodeCursor(v); err != nil {
+			return 0, nil, err
+		}
+	}
+	return int(n), after, nil
+}
+
 type cursorJSON struct {
 	T  int64  `json:"t"`
 	ID string `json:"i"`
@@ -197,22 +216,10 @@ func decodeCursor(v string) (*session.Cursor, error) {
 // agents'.
 func (s *Server) handleSessions() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q, err := queryParams(r, "limit", "cursor")
+		limit, after, err := pageQuery(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
-		}
-		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		var after *session.Cursor
-		if v, ok := q["cursor"]; ok {
-			if after, err = decodeCursor(v); err != nil {
-				s.error(w, r, err)
-				return
-			}
 		}
 		items, next, err := s.auth.Store.Sessions(r.Context(), principal(r), after, int(limit))
 		if err != nil {

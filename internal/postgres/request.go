@@ -238,7 +238,7 @@ func (s *Store) Request(ctx context.Context, p auth.Principal, sessionID, id str
 }
 
 // Requests lists the requests of session sessionID, which p must see, newest first.
-func (s *Store) Requests(ctx context.Context, p auth.Principal, sessionID string, after *request.Cursor, limit int) ([]request.Request, *request.Cursor, error) {
+func (s *Store) Requests(ctx context.Context, p auth.Principal, sessionID string, after *session.Cursor, limit int) ([]request.Request, *session.Cursor, error) {
 	if _, err := s.Session(ctx, p, sessionID); err != nil {
 		return nil, nil, err
 	}
@@ -260,11 +260,11 @@ func (s *Store) Requests(ctx context.Context, p auth.Principal, sessionID string
 	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: requests: %w", err)
 	}
-	var next *request.Cursor
+	var next *session.Cursor
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[len(out)-1]
-		next = &request.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		next = &session.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
 	}
 	return out, next, nil
 }

@@ -447,9 +447,3 @@ type Outcome struct {
 func ValueAAD(userID, requestID, fieldKey string) []byte {
 	return []byte(userID + "|" + requestID + "|" + fieldKey)
 }
-
-// Cursor is where a page of requests, newest first, resumes.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        string
-}

@@ -98,7 +98,8 @@ type Append struct {
 	Data          json.RawMessage
 }
 
-// Cursor is where a page of sessions, newest first, resumes.
+// Cursor is where a page of sessions (or of a session's requests), newest first,
+// resumes.
 type Cursor struct {
 	CreatedAt time.Time
 	ID        string
