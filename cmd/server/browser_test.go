@@ -14,9 +14,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/postgres"
 )
 
 // browserOutput is where the browser test leaves its screenshots (var/ is ignored).
@@ -195,7 +192,7 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) {
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	dbURL := demoDatabase(t)
-	userKey, agentKey := browserKeys(t, dbURL)
+	userKey, agentKey := apiKeys(t, dbURL)
 	srv := startServer(t, map[string]string{"DATABASE_URL": dbURL})
 	if err := os.MkdirAll(browserOutput, 0o755); err != nil {
 		t.Fatal(err)
@@ -354,40 +351,6 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 		}
 		t.Errorf("console: %s", p)
 	}
-}
-
-// browserKeys makes a user, its agent scout, and a key for each.
-func browserKeys(t *testing.T, dbURL string) (userKey, agentKey string) {
-	t.Helper()
-	ctx := context.Background()
-	store, err := postgres.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	u, err := store.EnsureUser(ctx, "ada")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := store.EnsureAgent(ctx, u.ID, "scout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []struct {
-		scope   auth.Scope
-		agentID string
-		token   *string
-	}{{auth.ScopeUser, "", &userKey}, {auth.ScopeAgent, a.ID, &agentKey}} {
-		nk, err := auth.Generate(k.scope, []byte(testPepper))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.InsertKey(ctx, nk, u.ID, k.agentID); err != nil {
-			t.Fatal(err)
-		}
-		*k.token = nk.Token
-	}
-	return userKey, agentKey
 }
 
 // startBrowser starts headless Chromium with a phone-sized window, listening to its
