@@ -260,12 +260,7 @@ func (s *Store) Requests(ctx context.Context, p auth.Principal, sessionID string
 	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: requests: %w", err)
 	}
-	var next *session.Cursor
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[len(out)-1]
-		next = &session.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
-	}
+	out, next := page(out, limit, func(r request.Request) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out, next, nil
 }
 

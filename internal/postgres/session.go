@@ -111,13 +111,19 @@ func (s *Store) Sessions(ctx context.Context, p auth.Principal, after *session.C
 	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: sessions: %w", err)
 	}
-	var next *session.Cursor
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[len(out)-1]
-		next = &session.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
-	}
+	out, next := page(out, limit, func(s session.Session) (time.Time, string) { return s.CreatedAt, s.ID })
 	return out, next, nil
+}
+
+// page cuts rows read with LIMIT limit+1, newest first, to limit, and returns where
+// the next page resumes, or nil when these were the last.
+func page[T any](rows []T, limit int, at func(T) (time.Time, string)) ([]T, *session.Cursor) {
+	if len(rows) <= limit {
+		return rows, nil
+	}
+	rows = rows[:limit]
+	t, id := at(rows[limit-1])
+	return rows, &session.Cursor{CreatedAt: t, ID: id}
 }
 
 // lockSession locks session id for the rest of tx, if p may see it.
