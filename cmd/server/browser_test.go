@@ -71,24 +71,8 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 		}
 	}()
 
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(browserOutput, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
+	shot := func(name string) { t.Helper(); screenshot(t, ctx, name) }
+	text := func(sel string) string { t.Helper(); return textOf(t, ctx, sel) }
 	// waitPath waits for the page a click or a submit leads to: polling from Go, since
 	// the page's JavaScript context is replaced while it navigates.
 	waitPath := func(prefix string) {
@@ -247,24 +231,8 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 	}()
 
 	ctx, problems := startBrowser(t, chromium)
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(browserOutput, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
-	}
+	shot := func(name string) { t.Helper(); screenshot(t, ctx, name) }
+	text := func(sel string) string { t.Helper(); return textOf(t, ctx, sel) }
 	// waitFor waits for the page a submit leads to, by a selector only it has.
 	waitFor := func(sel string) {
 		t.Helper()
@@ -355,6 +323,28 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 
 // startBrowser starts headless Chromium with a phone-sized window, listening to its
 // console before the first page loads; problems returns the errors seen so far.
+// screenshot saves the whole page as browserOutput/name.png.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(browserOutput, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// textOf is the trimmed text of the first element sel selects.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
 func startBrowser(t *testing.T, chromium string) (ctx context.Context, problems func() []string) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
