@@ -21,8 +21,6 @@ import (
 	"github.com/waystation/waystation/internal/vault"
 )
 
-var _ api.Store = (*postgres.Store)(nil)
-
 // authEnv serves the authenticated API through the real router on a fresh database.
 type authEnv struct {
 	t      *testing.T
@@ -32,7 +30,7 @@ type authEnv struct {
 	logs   *bytes.Buffer
 }
 
-func newAuthEnv(t *testing.T, opts ...func(*api.Auth)) *authEnv {
+func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	t.Helper()
 	store := pgtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -41,14 +39,14 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Auth)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Auth{Store: store, Pepper: pepper, Events: listener, Sealer: testVault(t),
+	a := api.Authenticated{Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t),
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(&a)
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	srv := api.NewServer(api.Config{}, log, generator.NewHolder(), store, api.WithAuth(a))
+	srv := api.NewServer(api.Config{}, log, generator.NewHolder(), store, api.WithAuthenticated(a))
 	return &authEnv{t: t, store: store, srv: srv, pepper: pepper, logs: logs}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
-	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/search"
 )
@@ -34,7 +33,7 @@ func catalogServer(b *testing.B, total int) (http.Handler, *directory.Snapshot) 
 		b.Fatal(err)
 	}
 	builtin := embedding.Lexhash{}
-	model, err := store.RegisterModel(ctx, postgres.Model{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	model, err := store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +42,7 @@ func catalogServer(b *testing.B, total int) (http.Handler, *directory.Snapshot) 
 		b.Fatal(err)
 	}
 	limiter := search.NewLimiter(1e9, 1e9, 100, nil)
-	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), snaps, store, api.WithSearch(engine, limiter))
+	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), snaps, store, api.WithSearch(&search.Service{Engine: engine, Limiter: limiter}))
 	return srv, snaps.Current()
 }
 

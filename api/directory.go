@@ -10,6 +10,7 @@ import (
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // maxCachedList is the largest filtered list body kept in the cache; larger ones are
@@ -64,7 +65,7 @@ func (s *Server) handleService() http.Handler {
 		slug := chi.URLParam(r, "slug")
 		res, ok := s.snapshots.Current().Method(slug)
 		if !ok {
-			s.error(w, r, problemf(CodeNotFound, "No enabled method has this slug."))
+			s.error(w, r, problem.New(problem.NotFound, "No enabled method has this slug."))
 			return
 		}
 		serveResource(w, r, res)
@@ -81,12 +82,12 @@ func (s *Server) handleMerchant() http.Handler {
 		}
 		host, err := merchantHost(chi.URLParam(r, "hostname"))
 		if err != nil {
-			s.error(w, r, paramProblem(CodeInvalidParameter, "hostname", "Not a valid hostname: "+err.Error()+"."))
+			s.error(w, r, problem.Param(problem.InvalidParameter, "hostname", "Not a valid hostname: "+err.Error()+"."))
 			return
 		}
 		res, ok := s.snapshots.Current().Merchant(host)
 		if !ok {
-			s.error(w, r, problemf(CodeNotFound, "No method in the directory is served from this hostname."))
+			s.error(w, r, problem.New(problem.NotFound, "No method in the directory is served from this hostname."))
 			return
 		}
 		serveResource(w, r, res)
@@ -103,11 +104,15 @@ func merchantHost(raw string) (string, error) {
 	return catalog.NormalizeHostname(raw)
 }
 
+// DirectoryPath is where the public directory's JSON lives; the human pages link
+// their JSON twins under it.
+const DirectoryPath = BasePath + "/api/public/v1"
+
 // Paths of the snapshot routes, as snapshotResource matches them.
 const (
-	servicesPath   = BasePath + "/api/public/v1/services"
+	servicesPath   = DirectoryPath + "/services"
 	methodPrefix   = servicesPath + "/"
-	merchantPrefix = BasePath + "/api/public/v1/merchants/"
+	merchantPrefix = DirectoryPath + "/merchants/"
 )
 
 // snapshotResource returns the stored answer to a GET or HEAD without a query of the
@@ -139,8 +144,8 @@ func (s *Server) snapshotResource(r *http.Request) *directory.Resource {
 
 // noParameters refuses any query parameter on a route that takes none; `verified`
 // anywhere in the query gets its own code.
-func noParameters(raw string) *Problem {
-	var first *Problem
+func noParameters(raw string) *problem.Error {
+	var first *problem.Error
 	for seg := range strings.SplitSeq(raw, "&") {
 		if seg == "" {
 			continue
@@ -151,10 +156,10 @@ func noParameters(raw string) *Problem {
 			key = rawKey
 		}
 		if strings.EqualFold(strings.TrimSpace(key), "verified") {
-			return paramProblem(CodeVerifiedReserved, "verified", "The verified parameter is reserved for a future verified badge.")
+			return problem.Param(problem.VerifiedReserved, "verified", "The verified parameter is reserved for a future verified badge.")
 		}
 		if first == nil {
-			first = paramProblem(CodeUnknownParameter, key, "This route takes no query parameters.")
+			first = problem.Param(problem.UnknownParameter, key, "This route takes no query parameters.")
 		}
 	}
 	return first

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -20,14 +21,14 @@ type appendEventRequest struct {
 
 func (a *appendEventRequest) validate() error {
 	if !runtimeEventType.MatchString(a.Type) {
-		return invalidf("Agents append runtime events only: type must look like runtime.step or runtime.page.loaded.")
+		return problem.Invalid("Agents append runtime events only: type must look like runtime.step or runtime.page.loaded.")
 	}
 	if len(a.Data) > 0 && !bytes.Equal(a.Data, []byte("null")) {
 		if a.Data[0] != '{' {
-			return invalidf("data must be a JSON object.")
+			return problem.Invalid("data must be a JSON object.")
 		}
 		if len(a.Data) > maxEventData {
-			return invalidf("data must be at most " + strconv.Itoa(maxEventData) + " bytes.")
+			return problem.Invalid("data must be at most " + strconv.Itoa(maxEventData) + " bytes.")
 		}
 	}
 	return clientID("clientEventId", a.ClientEventID)
@@ -48,10 +49,10 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 		}
 		route := "POST /sessions/" + id + "/events"
 		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, 0, func(w http.ResponseWriter) {
-			ev, err := s.auth.Store.AppendEvent(r.Context(), principal(r), id, session.Append{
+			ev, err := s.auth.Sessions.AppendEvent(r.Context(), principal(r), id, session.Append{
 				Type: req.Type, Actor: session.ActorAgent, ClientEventID: &req.ClientEventID, Data: data})
 			if err != nil {
-				s.error(w, r, sessionError(err))
+				s.error(w, r, err)
 				return
 			}
 			writeJSON(w, http.StatusCreated, ev)
@@ -98,7 +99,7 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			if v := r.Header.Get("Last-Event-ID"); v != "" {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n < 0 {
-					s.error(w, r, invalidf("Last-Event-ID must be the seq of an event."))
+					s.error(w, r, problem.Invalid("Last-Event-ID must be the seq of an event."))
 					return
 				}
 				after = n
@@ -117,9 +118,9 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		deadline := time.NewTimer(time.Duration(wait) * time.Second)
 		defer deadline.Stop()
 		for {
-			items, sess, err := s.auth.Store.Events(r.Context(), p, id, after, int(limit))
+			items, sess, err := s.auth.Sessions.Events(r.Context(), p, id, after, int(limit))
 			if err != nil {
-				s.error(w, r, sessionError(err))
+				s.error(w, r, err)
 				return
 			}
 			if len(items) > 0 || wait == 0 || sess.Status != session.StatusOpen {
@@ -160,9 +161,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		wake, cancel = s.auth.Events.Subscribe(id)
 		defer cancel()
 	}
-	items, sess, err := s.auth.Store.Events(ctx, p, id, after, maxPageSize)
+	items, sess, err := s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 	if err != nil {
-		s.error(w, r, sessionError(err))
+		s.error(w, r, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -197,7 +198,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat) {
 			return
 		}
-		items, sess, err = s.auth.Store.Events(ctx, p, id, after, maxPageSize)
+		items, sess, err = s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("event stream", "err", err, "path", r.URL.Path)

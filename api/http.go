@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // Header values shared by every response; net/http only reads them.
@@ -105,7 +106,7 @@ func (s *Server) publicRead(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		default:
 			h["Allow"] = hdrAllowRead
-			s.error(w, r, problemf(CodeMethodNotAllowed, r.Method+" is not allowed here: the directory is read-only."))
+			s.error(w, r, problem.New(problem.MethodNotAllowed, r.Method+" is not allowed here: the directory is read-only."))
 		}
 	})
 }

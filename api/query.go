@@ -9,6 +9,7 @@ import (
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // MaxQueryBytes bounds q, in UTF-8 bytes after trimming.
@@ -29,7 +30,7 @@ var servicesParams = []string{"q", "category", "verdict", "kind", "payable", "ho
 // parseServicesQuery reads the raw query string strictly: nothing silently means less
 // than it says, so `verified` in any form, an unknown or repeated parameter and a
 // malformed value are refused.
-func parseServicesQuery(raw string) (servicesQuery, *Problem) {
+func parseServicesQuery(raw string) (servicesQuery, *problem.Error) {
 	var sq servicesQuery
 	type pair struct{ key, rawKey, value string }
 	var pairs []pair
@@ -40,33 +41,33 @@ func parseServicesQuery(raw string) (servicesQuery, *Problem) {
 		rawKey, rawValue, _ := strings.Cut(seg, "=")
 		key, err := url.QueryUnescape(rawKey)
 		if err != nil {
-			return sq, paramProblem(CodeInvalidParameter, rawKey, "The parameter name is not valid percent-encoding.")
+			return sq, problem.Param(problem.InvalidParameter, rawKey, "The parameter name is not valid percent-encoding.")
 		}
 		if strings.EqualFold(strings.TrimSpace(key), "verified") {
-			return sq, paramProblem(CodeVerifiedReserved, "verified",
+			return sq, problem.Param(problem.VerifiedReserved, "verified",
 				"The verified parameter is reserved for a future verified badge and is refused so that no request silently means less than it says. Use verdict=proceed for the closest filter.")
 		}
 		value, err := url.QueryUnescape(rawValue)
 		if err != nil {
-			return sq, paramProblem(CodeInvalidParameter, key, "The value is not valid percent-encoding.")
+			return sq, problem.Param(problem.InvalidParameter, key, "The value is not valid percent-encoding.")
 		}
 		pairs = append(pairs, pair{key, rawKey, value})
 	}
 	seen := make(map[string]bool, len(pairs))
 	for _, p := range pairs {
 		if !slices.Contains(servicesParams, p.key) {
-			return sq, paramProblem(CodeUnknownParameter, p.key,
+			return sq, problem.Param(problem.UnknownParameter, p.key,
 				"This route takes only q, category, verdict, kind, payable, hostname, limit and offset.")
 		}
 		if seen[p.key] {
-			return sq, paramProblem(CodeUnknownParameter, p.key,
+			return sq, problem.Param(problem.UnknownParameter, p.key,
 				"The parameter is repeated; give several values as one comma-separated list.")
 		}
 		seen[p.key] = true
 	}
 	f := &sq.Filter
 	for _, p := range pairs {
-		var prob *Problem
+		var prob *problem.Error
 		switch p.key {
 		case "q":
 			sq.Search = true
@@ -84,7 +85,7 @@ func parseServicesQuery(raw string) (servicesQuery, *Problem) {
 		case "hostname":
 			h, err := catalog.NormalizeHostname(p.value)
 			if err != nil {
-				prob = paramProblem(CodeInvalidParameter, p.key, "The hostname is not a valid hostname: "+err.Error()+".")
+				prob = problem.Param(problem.InvalidParameter, p.key, "The hostname is not a valid hostname: "+err.Error()+".")
 			}
 			f.Hostname = h
 		case "limit":
@@ -97,32 +98,32 @@ func parseServicesQuery(raw string) (servicesQuery, *Problem) {
 		}
 	}
 	if sq.Search && f.Offset != 0 {
-		return sq, paramProblem(CodeInvalidParameter, "offset", "Search returns at most three methods: offset applies only to the list.")
+		return sq, problem.Param(problem.InvalidParameter, "offset", "Search returns at most three methods: offset applies only to the list.")
 	}
 	return sq, nil
 }
 
-func parseQ(v string) (string, *Problem) {
+func parseQ(v string) (string, *problem.Error) {
 	if !utf8.ValidString(v) {
-		return "", paramProblem(CodeInvalidParameter, "q", "The query is not valid UTF-8.")
+		return "", problem.Param(problem.InvalidParameter, "q", "The query is not valid UTF-8.")
 	}
 	v = strings.TrimSpace(v)
 	switch {
 	case v == "":
-		return "", paramProblem(CodeInvalidParameter, "q", "The query is empty; leave q out for the list.")
+		return "", problem.Param(problem.InvalidParameter, "q", "The query is empty; leave q out for the list.")
 	case len(v) > MaxQueryBytes:
-		return "", paramProblem(CodeQueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is 1024.")
+		return "", problem.Param(problem.QueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is 1024.")
 	}
 	return v, nil
 }
 
 // parseList reads a comma-separated list of allowed values, any case.
-func parseList(key, v string, allowed []string) ([]string, *Problem) {
+func parseList(key, v string, allowed []string) ([]string, *problem.Error) {
 	var out []string
 	for part := range strings.SplitSeq(v, ",") {
 		part = strings.ToLower(strings.TrimSpace(part))
 		if !slices.Contains(allowed, part) {
-			return nil, paramProblem(CodeInvalidParameter, key,
+			return nil, problem.Param(problem.InvalidParameter, key,
 				strconv.Quote(part)+" is not one of: "+strings.Join(allowed, ", ")+".")
 		}
 		if !slices.Contains(out, part) {
@@ -132,20 +133,20 @@ func parseList(key, v string, allowed []string) ([]string, *Problem) {
 	return out, nil
 }
 
-func parseBool(key, v string) (bool, *Problem) {
+func parseBool(key, v string) (bool, *problem.Error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "true", "1", "yes":
 		return true, nil
 	case "false", "0", "no":
 		return false, nil
 	}
-	return false, paramProblem(CodeInvalidParameter, key, "Use true or false (also 1/0, yes/no).")
+	return false, problem.Param(problem.InvalidParameter, key, "Use true or false (also 1/0, yes/no).")
 }
 
-func parseInt(key, v string, min int) (int, *Problem) {
+func parseInt(key, v string, min int) (int, *problem.Error) {
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < min || n > maxPage {
-		return 0, paramProblem(CodeInvalidParameter, key,
+		return 0, problem.Param(problem.InvalidParameter, key,
 			"Use a whole number from "+strconv.Itoa(min)+" to "+strconv.Itoa(maxPage)+".")
 	}
 	return n, nil

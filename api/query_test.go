@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/waystation/waystation/internal/problem"
 )
 
 func TestParseServicesQueryReadsEveryFilter(t *testing.T) {
@@ -41,10 +43,10 @@ func FuzzParseServicesQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		sq, p := parseServicesQuery(raw)
 		if p != nil {
-			if p.Status != 400 {
-				t.Fatalf("%q: status %d", raw, p.Status)
+			if problem.Status(p.Code) != 400 {
+				t.Fatalf("%q: status %d", raw, problem.Status(p.Code))
 			}
-			if _, ok := problemKinds[p.Code]; !ok {
+			if _, ok := problem.Lookup(p.Code); !ok {
 				t.Fatalf("%q: unknown code %q", raw, p.Code)
 			}
 			return

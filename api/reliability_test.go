@@ -21,6 +21,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // TestListThroughputHoldsWhileTheEmbeddingProviderFailsOrStalls runs list requests
@@ -106,7 +107,7 @@ func TestAuthenticatedAPIAnswers503WhenTheDatabaseIsUnreachable(t *testing.T) {
 	var logs lockedLog
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
 	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(&logs, nil)), generator.NewHolder(), store,
-		api.WithAuth(api.Auth{Store: store, Pepper: pepper}))
+		api.WithAuthenticated(api.Authenticated{Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Pepper: pepper}))
 	agentKey, err := auth.Generate(auth.ScopeAgent, pepper)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestAuthenticatedAPIAnswers503WhenTheDatabaseIsUnreachable(t *testing.T) {
 		srv.ServeHTTP(rec, req)
 		res := rec.Result()
 		r := response{res, rec.Body.Bytes()}
-		r.problem(t, http.StatusServiceUnavailable, api.CodeDatabaseUnavailable)
+		r.problem(t, http.StatusServiceUnavailable, problem.DatabaseUnavailable)
 		if res.Header.Get("Retry-After") == "" || res.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("%s %s: Retry-After %q Cache-Control %q", c.method, c.path, res.Header.Get("Retry-After"), res.Header.Get("Cache-Control"))
 		}

@@ -1,39 +1,19 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 )
 
 // AppPath is where the approval pages for people hang: a request's page is
 // AppPath + "/requests/{id}".
 const AppPath = "/app"
-
-// requestError maps the request domain's errors to problems.
-func requestError(err error) error {
-	var invalid request.Invalid
-	switch {
-	case errors.Is(err, request.ErrNotFound):
-		return notFound("request")
-	case errors.Is(err, request.ErrInvalidTransition):
-		return problemf(CodeInvalidStateTransition, "The request's status does not allow this change.")
-	case errors.Is(err, request.ErrNotFulfilled):
-		return problemf(CodeInvalidStateTransition, "The request is not fulfilled: it has no artifact to claim.")
-	case errors.Is(err, request.ErrExpired):
-		return problemf(CodeRequestExpired, "The request expired before it was decided.")
-	case errors.Is(err, request.ErrAlreadyClaimed):
-		return problemf(CodeArtifactAlreadyClaimed, "The artifact of this request was already claimed.")
-	case errors.As(err, &invalid):
-		return invalidf(invalid.Error())
-	}
-	return sessionError(err)
-}
 
 // requestJSON is a request as the API shows it, with the page where its user
 // decides. The link locates the page; it grants nothing.
@@ -59,14 +39,14 @@ func requestIDs(r *http.Request) (sid, id string, err error) {
 	}
 	id = chi.URLParam(r, "rid")
 	if !uuidPattern.MatchString(id) {
-		return "", "", notFound("request")
+		return "", "", request.ErrNotFound
 	}
 	return sid, strings.ToLower(id), nil
 }
 
 type createRequestRequest struct{ request.New }
 
-func (c *createRequestRequest) validate() error { return requestError(c.New.Validate()) }
+func (c *createRequestRequest) validate() error { return c.New.Validate() }
 
 // handleCreateRequest raises a request in the agent's session, once per
 // clientRequestId.
@@ -80,9 +60,9 @@ func (s *Server) handleCreateRequest() http.HandlerFunc {
 		}
 		route := "POST /sessions/" + id + "/requests"
 		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, 0, func(w http.ResponseWriter) {
-			out, err := s.auth.Store.CreateRequest(r.Context(), principal(r), id, req.New)
+			out, err := s.auth.Requests.CreateRequest(r.Context(), principal(r), id, req.New)
 			if err != nil {
-				s.error(w, r, requestError(err))
+				s.error(w, r, err)
 				return
 			}
 			writeJSON(w, http.StatusCreated, s.requestBody(out))
@@ -108,9 +88,9 @@ func (s *Server) handleRequests() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		items, next, err := s.auth.Store.Requests(r.Context(), principal(r), id, after, limit)
+		items, next, err := s.auth.Requests.Requests(r.Context(), principal(r), id, after, limit)
 		if err != nil {
-			s.error(w, r, requestError(err))
+			s.error(w, r, err)
 			return
 		}
 		page := requestPage{Items: make([]requestJSON, len(items)), NextCursor: encodeCursor(next)}
@@ -149,9 +129,9 @@ func (s *Server) handleRequest() http.HandlerFunc {
 		}
 		deadline := time.Now().Add(time.Duration(wait) * time.Second)
 		for {
-			out, err := s.auth.Store.Request(r.Context(), principal(r), sid, id)
+			out, err := s.auth.Requests.Request(r.Context(), principal(r), sid, id)
 			if err != nil {
-				s.error(w, r, requestError(err))
+				s.error(w, r, err)
 				return
 			}
 			left := time.Until(deadline)
@@ -179,7 +159,7 @@ type decisionRequest struct{ request.Decision }
 
 func (d *decisionRequest) validate() error {
 	if d.Decision.Decision != request.Approve && d.Decision.Decision != request.Deny {
-		return invalidf("decision must be approve or deny.")
+		return problem.Invalid("decision must be approve or deny.")
 	}
 	return nil
 }
@@ -206,7 +186,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 		}
 		out, err := s.decider().Decide(r.Context(), principal(r), sid, id, req.Decision)
 		if err != nil {
-			s.error(w, r, requestError(err))
+			s.error(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, s.requestBody(out))
@@ -214,7 +194,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 }
 
 func (s *Server) decider() request.Decider {
-	return request.Decider{Store: s.auth.Store, Sealer: s.auth.Sealer}
+	return request.Decider{Store: s.auth.Requests, Sealer: s.auth.Sealer}
 }
 
 // handleCancelRequest withdraws a request on its agent's word.
@@ -225,9 +205,9 @@ func (s *Server) handleCancelRequest() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		out, err := s.auth.Store.CancelRequest(r.Context(), principal(r), sid, id)
+		out, err := s.auth.Requests.CancelRequest(r.Context(), principal(r), sid, id)
 		if err != nil {
-			s.error(w, r, requestError(err))
+			s.error(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, s.requestBody(out))
@@ -248,9 +228,9 @@ func (s *Server) handleClaim() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		art, at, err := s.auth.Store.ClaimArtifact(r.Context(), principal(r), sid, id)
+		art, at, err := s.auth.Requests.ClaimArtifact(r.Context(), principal(r), sid, id)
 		if err != nil {
-			s.error(w, r, requestError(err))
+			s.error(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, claimed{RequestID: id, Artifact: art, ClaimedAt: at})

@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // routes is the whole HTTP surface of the API.
@@ -66,7 +67,7 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	// A missing route is as cacheable, and as public, as the directory itself.
 	w.Header()["Access-Control-Allow-Origin"] = hdrAnyOrigin
 	w.Header()["Cache-Control"] = hdrCachePublic
-	s.error(w, r, problemf(CodeNotFound, "No route here; the API's routes are listed at "+BasePath+"/openapi.json."))
+	s.error(w, r, problem.New(problem.NotFound, "No route here; the API's routes are listed at "+BasePath+"/openapi.json."))
 }
 
 // handleMethodNotAllowed answers 405 with the Allow header listing the methods the
@@ -82,6 +83,6 @@ func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		s.error(w, r, problemf(CodeMethodNotAllowed, r.Method+" is not allowed here."))
+		s.error(w, r, problem.New(problem.MethodNotAllowed, r.Method+" is not allowed here."))
 	}
 }

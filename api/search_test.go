@@ -20,7 +20,6 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/embedding"
-	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -92,11 +91,11 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 	e := newEnv(t)
 	ctx := context.Background()
 	builtin := embedding.WithCache(embedding.Lexhash{}, 100)
-	rec, err := e.store.RegisterModel(ctx, postgres.Model{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	rec, err := e.store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SyncEmbeddings(ctx, builtin); err != nil {
+	if _, err := search.Sync(ctx, e.store, builtin); err != nil {
 		t.Fatal(err)
 	}
 	fallback := &search.Model{Embedder: builtin, Record: rec}
@@ -106,17 +105,17 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.store.SyncEmbeddings(ctx, client); err == nil {
+		if _, err := search.Sync(ctx, e.store, client); err == nil {
 			t.Fatal("embedding under an unregistered model must fail")
 		}
-		prec, err := e.store.RegisterModel(ctx, postgres.Model{ID: client.Model(), Dimensions: client.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+		prec, err := e.store.RegisterModel(ctx, search.ModelRecord{ID: client.Model(), Dimensions: client.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The client's short timeout is for the stall tests; on a loaded machine a
 		// batch may outlast it, and a retry embeds only what is still missing.
 		for attempt := 1; ; attempt++ {
-			_, err := e.store.SyncEmbeddings(ctx, client)
+			_, err := search.Sync(ctx, e.store, client)
 			if err == nil {
 				break
 			}
@@ -132,7 +131,7 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.srv = api.NewServer(api.Config{TrustedProxies: o.trusted}, log, e.snaps, e.store, api.WithSearch(engine, search.NewLimiter(o.perMin, o.burst, 100, nil)))
+	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log}))
 	return e
 }
 

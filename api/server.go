@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,12 +39,8 @@ type Pinger interface {
 
 // Config holds the server's settings.
 type Config struct {
-	// SearchRetryAfter is the Retry-After, in seconds, of a refused search.
-	SearchRetryAfter int
 	// ListCacheEntries bounds the cache of encoded filtered lists.
 	ListCacheEntries int
-	// TrustedProxies are the networks whose X-Forwarded-For names the search caller.
-	TrustedProxies []netip.Prefix
 }
 
 // Server answers the API. It holds no request state of its own beyond caches, so
@@ -57,9 +52,8 @@ type Server struct {
 	db        Pinger
 	lists     *lru.Cache[string, *directory.Resource]
 	router    chi.Router
-	auth      Auth
-	search    *search.Engine
-	limiter   *search.Limiter
+	auth      Authenticated
+	search    *search.Service
 
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -71,9 +65,6 @@ type Server struct {
 
 // NewServer wires the routes; options add the authenticated API.
 func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opts ...Option) *Server {
-	if cfg.SearchRetryAfter <= 0 {
-		cfg.SearchRetryAfter = 60
-	}
 	if cfg.ListCacheEntries <= 0 {
 		cfg.ListCacheEntries = 2048
 	}
@@ -81,7 +72,7 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 	var b [4]byte
 	rand.Read(b[:])
 	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-", draining: make(chan struct{})}
-	WithAuth(Auth{})(s)
+	WithAuthenticated(Authenticated{})(s)
 	for _, o := range opts {
 		o(s)
 	}

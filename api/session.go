@@ -1,19 +1,15 @@
 package api
 
 import (
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -27,19 +23,6 @@ var (
 	namePattern      = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
 	runtimeEventType = regexp.MustCompile(`^runtime(\.[a-z0-9_]+){1,4}$`)
 )
-
-// sessionError maps the session domain's errors to problems.
-func sessionError(err error) error {
-	switch {
-	case errors.Is(err, session.ErrNotFound):
-		return notFound("session")
-	case errors.Is(err, session.ErrClosed):
-		return problemf(CodeSessionClosed, "The session is closed.")
-	case errors.Is(err, session.ErrClientIDTaken):
-		return problemf(CodeIdempotencyConflict, "This client id was already used with another body.")
-	}
-	return err
-}
 
 // readSessionRequest reads the session id from the path and the JSON body of a
 // request about that session into req, which validates itself; the raw body is
@@ -56,14 +39,14 @@ func (s *Server) readSessionRequest(w http.ResponseWriter, r *http.Request, req 
 func sessionID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "id")
 	if !uuidPattern.MatchString(id) {
-		return "", notFound("session")
+		return "", session.ErrNotFound
 	}
 	return strings.ToLower(id), nil
 }
 
 func clientID(name, v string) error {
 	if v == "" || len(v) > 200 {
-		return invalidf(name + " must be 1 to 200 bytes.")
+		return problem.Invalid(name + " must be 1 to 200 bytes.")
 	}
 	return nil
 }
@@ -79,16 +62,16 @@ type createSessionRequest struct {
 func (c *createSessionRequest) validate() error {
 	switch {
 	case !namePattern.MatchString(c.Type):
-		return invalidf("type must be a lowercase word of at most 64 characters, such as checkout or research.")
+		return problem.Invalid("type must be a lowercase word of at most 64 characters, such as checkout or research.")
 	case strings.TrimSpace(c.Description) == "" || len(c.Description) > 2000:
-		return invalidf("description must be 1 to 2000 bytes.")
+		return problem.Invalid("description must be 1 to 2000 bytes.")
 	case c.MerchantName != nil && (strings.TrimSpace(*c.MerchantName) == "" || len(*c.MerchantName) > 200):
-		return invalidf("merchantName must be 1 to 200 bytes when given.")
+		return problem.Invalid("merchantName must be 1 to 200 bytes when given.")
 	}
 	if c.TargetURL != nil {
 		u, err := url.Parse(*c.TargetURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(*c.TargetURL) > 2048 {
-			return invalidf("targetUrl must be an absolute http or https URL of at most 2048 bytes when given.")
+			return problem.Invalid("targetUrl must be an absolute http or https URL of at most 2048 bytes when given.")
 		}
 	}
 	return clientID("clientSessionId", c.ClientSessionID)
@@ -104,11 +87,11 @@ func (s *Server) handleCreateSession() http.HandlerFunc {
 			return
 		}
 		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, 0, func(w http.ResponseWriter) {
-			sess, err := s.auth.Store.CreateSession(r.Context(), principal(r), session.New{
+			sess, err := s.auth.Sessions.CreateSession(r.Context(), principal(r), session.New{
 				Type: req.Type, Description: req.Description, MerchantName: req.MerchantName,
 				TargetURL: req.TargetURL, ClientSessionID: req.ClientSessionID})
 			if err != nil {
-				s.error(w, r, sessionError(err))
+				s.error(w, r, err)
 				return
 			}
 			writeJSON(w, http.StatusCreated, sess)
@@ -123,9 +106,9 @@ func (s *Server) handleSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		sess, err := s.auth.Store.Session(r.Context(), principal(r), id)
+		sess, err := s.auth.Sessions.Session(r.Context(), principal(r), id)
 		if err != nil {
-			s.error(w, r, sessionError(err))
+			s.error(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, sess)
@@ -137,81 +120,6 @@ type sessionPage struct {
 	NextCursor *string           `json:"nextCursor"`
 }
 
-// queryParams returns the query's parameters, refusing any not in allowed and any
-// given twice.
-func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, problemf(CodeInvalidParameter, "The query string is malformed.")
-	}
-	out := make(map[string]string, len(q))
-	for k, v := range q {
-		if !slices.Contains(allowed, k) || len(v) > 1 {
-			return nil, paramProblem(CodeUnknownParameter, k, "This route takes only "+strings.Join(allowed, ", ")+", each once.")
-		}
-		out[k] = v[0]
-	}
-	return out, nil
-}
-
-func intParam(q map[string]string, name string, def, lo, hi int64) (int64, error) {
-	v, ok := q[name]
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < lo || n > hi {
-		return 0, paramProblem(CodeInvalidParameter, name, name+" must be an integer from "+strconv.FormatInt(lo, 10)+" to "+strconv.FormatInt(hi, 10)+".")
-	}
-	return n, nil
-}
-
-// pageQuery reads the paging of a list newest first: limit (default 50, at most
-// 200) and the opaque cursor a previous page gave; no other parameter.
-func pageQuery(r *http.Request) (limit int, after *session.Cursor, err error) {
-	q, err := queryParams(r, "limit", "cursor")
-	if err != nil {
-		return 0, nil, err
-	}
-	n, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	if v, ok := q["cursor"]; ok {
-		if after, err = decodeCursor(v); err != nil {
-			return 0, nil, err
-		}
-	}
-	return int(n), after, nil
-}
-
-type cursorJSON struct {
-	T  int64  `json:"t"`
-	ID string `json:"i"`
-}
-
-func encodeCursor(c *session.Cursor) *string {
-	if c == nil {
-		return nil
-	}
-	b, _ := json.Marshal(cursorJSON{T: c.CreatedAt.UnixMicro(), ID: c.ID})
-	s := base64.RawURLEncoding.EncodeToString(b)
-	return &s
-}
-
-func decodeCursor(v string) (*session.Cursor, error) {
-	bad := paramProblem(CodeInvalidParameter, "cursor", "cursor must be a nextCursor this route gave.")
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return nil, bad
-	}
-	var c cursorJSON
-	if json.Unmarshal(b, &c) != nil || !uuidPattern.MatchString(c.ID) {
-		return nil, bad
-	}
-	return &session.Cursor{CreatedAt: time.UnixMicro(c.T), ID: c.ID}, nil
-}
-
 // handleSessions lists sessions newest first: an agent's own, or all of a user's
 // agents'.
 func (s *Server) handleSessions() http.HandlerFunc {
@@ -221,7 +129,7 @@ func (s *Server) handleSessions() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		items, next, err := s.auth.Store.Sessions(r.Context(), principal(r), after, int(limit))
+		items, next, err := s.auth.Sessions.Sessions(r.Context(), principal(r), after, int(limit))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -238,10 +146,10 @@ type completeSessionRequest struct {
 
 func (c *completeSessionRequest) validate() error {
 	if !slices.Contains(session.CompletionStatuses, c.Status) {
-		return invalidf("status must be one of " + strings.Join(session.CompletionStatuses, ", ") + ".")
+		return problem.Invalid("status must be one of " + strings.Join(session.CompletionStatuses, ", ") + ".")
 	}
 	if len(c.Summary) > 4000 {
-		return invalidf("summary must be at most 4000 bytes.")
+		return problem.Invalid("summary must be at most 4000 bytes.")
 	}
 	return clientID("clientCompletionId", c.ClientCompletionID)
 }
@@ -259,10 +167,10 @@ func (s *Server) handleCompleteSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		sess, dup, err := s.auth.Store.CompleteSession(r.Context(), principal(r), id, session.Completion{
+		sess, dup, err := s.auth.Sessions.CompleteSession(r.Context(), principal(r), id, session.Completion{
 			ClientCompletionID: req.ClientCompletionID, Status: req.Status, Summary: req.Summary})
 		if err != nil {
-			s.error(w, r, sessionError(err))
+			s.error(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, completion{Session: sess, Duplicate: dup})
@@ -275,7 +183,7 @@ type stopSessionRequest struct {
 
 func (c *stopSessionRequest) validate() error {
 	if !namePattern.MatchString(c.ReasonCode) {
-		return invalidf("reasonCode must be a lowercase code of at most 64 characters, such as user_request.")
+		return problem.Invalid("reasonCode must be a lowercase code of at most 64 characters, such as user_request.")
 	}
 	return nil
 }
@@ -288,9 +196,9 @@ func (s *Server) handleStopSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		sess, err := s.auth.Store.StopSession(r.Context(), principal(r), id, req.ReasonCode)
+		sess, err := s.auth.Sessions.StopSession(r.Context(), principal(r), id, req.ReasonCode)
 		if err != nil {
-			s.error(w, r, sessionError(err))
+			s.error(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, sess)

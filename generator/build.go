@@ -10,19 +10,11 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
-	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/trust"
 )
 
-// Source is where the generator reads the catalog and its trust facts from.
-type Source interface {
-	DirectoryRecords(ctx context.Context, now time.Time) (postgres.Records, error)
-}
-
-var _ Source = (*postgres.Store)(nil)
-
 // Build reads the records and makes the snapshot as of now.
-func Build(ctx context.Context, src Source, now time.Time) (*directory.Snapshot, error) {
+func Build(ctx context.Context, src trust.RecordStore, now time.Time) (*directory.Snapshot, error) {
 	now = now.UTC().Truncate(time.Second)
 	rec, err := src.DirectoryRecords(ctx, now)
 	if err != nil {
@@ -33,7 +25,7 @@ func Build(ctx context.Context, src Source, now time.Time) (*directory.Snapshot,
 
 // Assemble computes every method's trust block, payability and stats and every
 // merchant record, and builds the snapshot.
-func Assemble(rec postgres.Records, now time.Time) (*directory.Snapshot, error) {
+func Assemble(rec trust.Records, now time.Time) (*directory.Snapshot, error) {
 	methods := make([]directory.Method, 0, len(rec.Methods))
 	byHost := map[string][]int{}
 	for _, r := range rec.Methods {
@@ -85,7 +77,7 @@ func Assemble(rec postgres.Records, now time.Time) (*directory.Snapshot, error) 
 
 // payable follows from the kind and the newest valid offer: the last probe that got
 // one, or else the first offer the seller lists.
-func payable(kind string, probes []trust.Observation, r postgres.MethodRecord) bool {
+func payable(kind string, probes []trust.Observation, r trust.MethodRecord) bool {
 	for _, p := range probes {
 		if p.Outcome == trust.OutcomePaymentRequired {
 			return trust.Payable(kind, p.Network, p.Asset, p.Amount)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/waystation/waystation/internal/trust"
 )
 
 // Changes is what a source offers when it can tell cheaply that its records changed:
@@ -16,7 +18,8 @@ type Changes interface {
 // Generator builds a snapshot from the source, publishes it to the site and swaps it
 // into the holder: every Every, and soon after the source's fingerprint changes.
 type Generator struct {
-	Source Source
+	// Source is where the catalog and its trust facts are read from.
+	Source trust.RecordStore
 	// Site receives every snapshot as files; nil publishes none.
 	Site   *Site
 	Holder *Holder

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/trust"
 )
 
 // Holder hands out the current snapshot to every request and swaps in a new one
@@ -29,7 +30,7 @@ func (h *Holder) Current() *directory.Snapshot { return h.p.Load() }
 func (h *Holder) Set(s *directory.Snapshot) { h.p.Store(s) }
 
 // Refresh builds a snapshot and swaps it in; on error the old one stays.
-func (h *Holder) Refresh(ctx context.Context, src Source) error {
+func (h *Holder) Refresh(ctx context.Context, src trust.RecordStore) error {
 	s, err := Build(ctx, src, time.Now())
 	if err != nil {
 		return err

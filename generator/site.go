@@ -86,6 +86,8 @@ type Site struct {
 	Dir string
 	// Keep is how many published snapshots stay on disk, the current one included.
 	Keep int
+	// Views builds the pages written beside the JSON.
+	Views web.Views
 }
 
 // Publish writes the snapshot's files into a fresh directory, syncs them to disk and
@@ -108,7 +110,7 @@ func (s Site) Publish(snap *directory.Snapshot) (string, error) {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	w := &siteWriter{dir: tmp, made: map[string]bool{}}
+	w := &siteWriter{dir: tmp, views: s.Views, made: map[string]bool{}}
 	if err := w.writeAll(snap); err != nil {
 		return "", err
 	}
@@ -198,6 +200,7 @@ func (s Site) Current() string {
 // here: syncTree flushes the whole tree once.
 type siteWriter struct {
 	dir   string
+	views web.Views
 	mu    sync.Mutex
 	made  map[string]bool
 	files []ManifestFile
@@ -221,7 +224,7 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	err = web.Pages(snap, func(url string, res *directory.Resource) error {
+	err = w.views.Pages(snap, func(url string, res *directory.Resource) error {
 		return w.write(url, pagePath(url), typeHTML, res)
 	})
 	if err != nil {

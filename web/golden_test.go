@@ -15,13 +15,13 @@ var update = flag.Bool("update", false, "rewrite the golden pages under testdata
 // change, refresh the files with go test ./web -run Golden -update and read the diff.
 func TestPagesMatchTheirGoldenFiles(t *testing.T) {
 	snap := testSnapshot(t)
-	home := Home(snap)
-	category, _ := Category(snap, "blockchain")
-	method, _ := MethodPage(snap, "tide-block-number")
-	overridden, _ := MethodPage(snap, "rain-forecast")
-	merchant, _ := MerchantPage(snap, "api.tide.example")
-	problem, _ := ProblemPage(snap, "verified-reserved")
-	search := SearchPage(snap, "block", &SearchResult{Match: "semantic", Slugs: []string{"tide-block-number"}}, "")
+	home := testViews.Home(snap)
+	category, _ := testViews.Category(snap, "blockchain")
+	method, _ := testViews.MethodPage(snap, "tide-block-number")
+	overridden, _ := testViews.MethodPage(snap, "rain-forecast")
+	merchant, _ := testViews.MerchantPage(snap, "api.tide.example")
+	problem, _ := testViews.ProblemPage(snap, "verified-reserved")
+	search := testViews.SearchPage(snap, "block", &SearchResult{Match: "semantic", Slugs: []string{"tide-block-number"}}, "")
 	for name, c := range map[string]templ.Component{
 		"home.html":            HomePage(home),
 		"category.html":        CategoryPage(category),

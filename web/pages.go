@@ -2,10 +2,10 @@ package web
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -14,6 +14,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/search"
 )
 
 // maxQuery is the longest search query, in bytes, as on the API.
@@ -22,7 +24,7 @@ const maxQuery = 1024
 // Pages renders every page of a snapshot that does not depend on the request: the
 // home page, each category, method, merchant and problem page. emit gets each page's
 // URL path and encoded body; it is called from several goroutines at once.
-func Pages(snap *directory.Snapshot, emit func(url string, res *directory.Resource) error) error {
+func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *directory.Resource) error) error {
 	type job struct {
 		url string
 		c   templ.Component
@@ -47,21 +49,21 @@ func Pages(snap *directory.Snapshot, emit func(url string, res *directory.Resour
 		})
 	}
 	send := func(url string, c templ.Component) { jobs <- job{url, c} }
-	send("/", HomePage(Home(snap)))
+	send("/", HomePage(vs.Home(snap)))
 	for _, c := range Categories(snap) {
-		v, _ := Category(snap, c)
+		v, _ := vs.Category(snap, c)
 		send("/categories/"+url.PathEscape(c), CategoryPage(v))
 	}
 	for _, m := range snap.Methods() {
-		v, _ := MethodPage(snap, m.Slug)
+		v, _ := vs.MethodPage(snap, m.Slug)
 		send("/methods/"+m.Slug, MethodPageView(v))
 	}
 	for _, h := range snap.Hostnames() {
-		v, _ := MerchantPage(snap, h)
+		v, _ := vs.MerchantPage(snap, h)
 		send("/merchants/"+h, MerchantPageView(v))
 	}
 	for _, p := range ProblemSlugs() {
-		v, _ := ProblemPage(snap, p)
+		v, _ := vs.ProblemPage(snap, p)
 		send("/problems/"+p, ProblemPageView(v))
 	}
 	close(jobs)
@@ -105,7 +107,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*direct
 func (s *Server) handleHome() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
-			return HomePage(Home(snap)), true
+			return HomePage(s.views.Home(snap)), true
 		})
 	}
 }
@@ -113,7 +115,7 @@ func (s *Server) handleHome() http.HandlerFunc {
 func (s *Server) handleCategory() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
-			v, ok := Category(snap, chi.URLParam(r, "category"))
+			v, ok := s.views.Category(snap, chi.URLParam(r, "category"))
 			return CategoryPage(v), ok
 		})
 	}
@@ -122,7 +124,7 @@ func (s *Server) handleCategory() http.HandlerFunc {
 func (s *Server) handleMethod() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
-			v, ok := MethodPage(snap, chi.URLParam(r, "slug"))
+			v, ok := s.views.MethodPage(snap, chi.URLParam(r, "slug"))
 			return MethodPageView(v), ok
 		})
 	}
@@ -135,7 +137,7 @@ func (s *Server) handleMerchant() http.HandlerFunc {
 			if err != nil {
 				return nil, false
 			}
-			v, ok := MerchantPage(snap, strings.TrimSuffix(strings.ToLower(host), "."))
+			v, ok := s.views.MerchantPage(snap, strings.TrimSuffix(strings.ToLower(host), "."))
 			return MerchantPageView(v), ok
 		})
 	}
@@ -144,14 +146,16 @@ func (s *Server) handleMerchant() http.HandlerFunc {
 func (s *Server) handleProblem() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
-			v, ok := ProblemPage(snap, chi.URLParam(r, "code"))
+			v, ok := s.views.ProblemPage(snap, chi.URLParam(r, "code"))
 			return ProblemPageView(v), ok
 		})
 	}
 }
 
-// handleSearch runs a search for a person. Without a search engine, or when it
-// refuses, the page says so and points at the list, which always works.
+// handleSearch runs a search for a person, through the same search service as the
+// API, so the page gets the same ranking, per-caller rate limit and daily
+// allowance. Without a search engine, or when it refuses, the page says so and
+// points at the list, which always works.
 func (s *Server) handleSearch() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		snap := s.snapshots.Current()
@@ -160,38 +164,31 @@ func (s *Server) handleSearch() http.HandlerFunc {
 		var v SearchView
 		switch {
 		case q == "":
-			v = SearchPage(snap, q, nil, "")
+			v = s.views.SearchPage(snap, q, nil, "")
 		case !utf8.ValidString(q) || len(q) > maxQuery:
-			v = SearchPage(snap, q, nil, "the query is longer than 1024 bytes; shorten it.")
+			v = s.views.SearchPage(snap, q, nil, "the query is longer than 1024 bytes; shorten it.")
 			status = http.StatusBadRequest
 		case s.search == nil:
-			v = SearchPage(snap, q, nil, "the search engine is not running on this server.")
+			v = s.views.SearchPage(snap, q, nil, "the search engine is not running on this server.")
 		default:
 			ctx, cancel := context.WithTimeout(r.Context(), searchTimeout)
-			res, err := s.search.Search(r.WithContext(ctx), q)
+			// The page is charged by address, never by a key: a browser sends none.
+			a, err := s.search.Search(ctx, search.Caller{RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")}, snap, q, directory.Filter{})
 			cancel()
 			if err != nil {
-				var reason interface{ SearchUnavailable() string }
-				msg := "search cannot answer right now; try again in a minute."
-				if errors.As(err, &reason) {
-					msg = reason.SearchUnavailable()
+				var msg string
+				msg, status = searchRefusal(err)
+				if p, ok := problem.As(err); ok && p.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
 				}
 				s.log.Warn("search page: search failed", "err", err)
-				v = SearchPage(snap, q, nil, msg)
-				status = http.StatusServiceUnavailable
-				// A refusal that says how (429 to a caller over its rate) is passed on.
-				var refused interface{ SearchRefused() (int, string) }
-				if errors.As(err, &refused) {
-					code, retryAfter := refused.SearchRefused()
-					if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-						status = code
-					}
-					if retryAfter != "" {
-						w.Header().Set("Retry-After", retryAfter)
-					}
-				}
+				v = s.views.SearchPage(snap, q, nil, msg)
 			} else {
-				v = SearchPage(snap, q, &res, "")
+				res := SearchResult{Match: a.Match, Degraded: a.Degraded}
+				for _, h := range a.Hits {
+					res.Slugs = append(res.Slugs, snap.Methods()[h.Pos].Slug)
+				}
+				v = s.views.SearchPage(snap, q, &res, "")
 			}
 		}
 		res, err := render(SearchPageView(v))
@@ -201,6 +198,25 @@ func (s *Server) handleSearch() http.HandlerFunc {
 		}
 		serveStatus(w, r, res, cacheNone, status)
 	}
+}
+
+// searchRefusal says why a search was refused in words a person can act on, with the
+// page's status: 429 for a caller over its rate, else 503.
+func searchRefusal(err error) (string, int) {
+	p, _ := problem.As(err)
+	retry := ""
+	if p != nil {
+		retry = strconv.Itoa(p.RetryAfter)
+	}
+	switch problem.CodeOf(err) {
+	case problem.RateLimited:
+		return "you have searched a lot in a short time; try again in " + retry + " seconds.", http.StatusTooManyRequests
+	case problem.AllowanceExhausted:
+		return "today's allowance of new searches is spent; exact method and provider names still work, and it renews at midnight UTC.", http.StatusServiceUnavailable
+	case problem.SearchUnavailable:
+		return "no search model can answer right now; try again in a minute.", http.StatusServiceUnavailable
+	}
+	return "search cannot answer right now; try again in a minute.", http.StatusServiceUnavailable
 }
 
 func (s *Server) handleStatic() http.HandlerFunc {
@@ -238,7 +254,7 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 // is unreachable (the directory's pages never need it), else a logged 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
-	if s.app != nil && s.app.Unavailable != nil && s.app.Unavailable(err) {
+	if problem.CodeOf(err) == problem.DatabaseUnavailable {
 		s.log.Warn("page: database unavailable", "err", err, "path", r.URL.Path)
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The service cannot reach its database just now; try again in a minute.", http.StatusServiceUnavailable)

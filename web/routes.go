@@ -25,7 +25,7 @@ func (s *Server) routes() http.Handler {
 	get("/static/{name}", s.handleStatic())
 
 	// The approval pages: private, unframeable, and only for a signed-in user.
-	if s.app != nil {
+	if s.approvals != nil {
 		r.Route(appPath, func(r chi.Router) {
 			r.Use(appHeaders)
 			get := func(pattern string, h http.HandlerFunc) {

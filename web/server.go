@@ -14,6 +14,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/search"
 )
 
 // Snapshots hands out the current directory snapshot; it is never nil.
@@ -21,13 +22,12 @@ type Snapshots interface {
 	Current() *directory.Snapshot
 }
 
-// Searcher answers a natural-language query over the directory for the person who
-// sent r, so that limits per caller apply to the page as to the API. Without one, the
-// search page says search is unavailable. An error with a SearchUnavailable() string
-// method says why in words a person can act on; one with SearchRefused() (status,
-// retryAfter) sets the page's status (429 or 503) and Retry-After.
+// Searcher answers a natural-language query over the directory for a caller, with
+// the caller's limits: *search.Service. Refusals are problems (rate_limited,
+// search_allowance_exhausted, search_unavailable) with their Retry-After. Without
+// one, the search page says search is unavailable.
 type Searcher interface {
-	Search(r *http.Request, query string) (SearchResult, error)
+	Search(ctx context.Context, c search.Caller, snap *directory.Snapshot, q string, f directory.Filter) (search.Answer, error)
 }
 
 // Server answers the human pages and their static files.
@@ -36,15 +36,16 @@ type Server struct {
 	snapshots Snapshots
 	search    Searcher
 	pages     *lru.Cache[string, *directory.Resource]
+	views     Views
 	router    http.Handler
-	// app serves the approval pages; without it /app has no pages.
-	app *App
+	// approvals serves the approval pages; without them /app has no pages.
+	approvals *Approvals
 }
 
 // NewServer wires the pages; search may be nil, and options add the approval pages.
-func NewServer(log *slog.Logger, snapshots Snapshots, search Searcher, opts ...Option) *Server {
+func NewServer(log *slog.Logger, snapshots Snapshots, views Views, search Searcher, opts ...Option) *Server {
 	pages, _ := lru.New[string, *directory.Resource](1024)
-	s := &Server{log: log, snapshots: snapshots, search: search, pages: pages}
+	s := &Server{log: log, snapshots: snapshots, views: views, search: search, pages: pages}
 	for _, o := range opts {
 		o(s)
 	}

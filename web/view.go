@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/trust"
 )
 
@@ -19,8 +19,13 @@ import (
 // list every one.
 const HomeLimit = 50
 
-// directoryAPI is where the JSON of the directory lives.
-const directoryAPI = api.BasePath + "/api/public/v1"
+// Views builds the pages' view models. The pages link to their JSON twins in the
+// API, whose address the service that wires the pages gives here.
+type Views struct {
+	// DirectoryAPI is the URL path of the directory's JSON, under which /services and
+	// /merchants answer.
+	DirectoryAPI string
+}
 
 // Page is what every page's frame needs.
 type Page struct {
@@ -134,6 +139,8 @@ type ProbeRow struct {
 // SearchView is the search results page.
 type SearchView struct {
 	Page
+	// ListJSON is where the whole list is, which always answers.
+	ListJSON  string
 	Available bool
 	Message   string
 	Match     string
@@ -158,15 +165,15 @@ func newPage(snap *directory.Snapshot, title, description, jsonURL string) Page 
 }
 
 // Home builds the home page's view.
-func Home(snap *directory.Snapshot) HomeView {
+func (vs Views) Home(snap *directory.Snapshot) HomeView {
 	v := HomeView{
-		Page:  newPage(snap, "Waystation seller directory", "Pay-per-call sellers for AI agents, with an advisory trust verdict for each.", directoryAPI+"/services"),
+		Page:  newPage(snap, "Waystation seller directory", "Pay-per-call sellers for AI agents, with an advisory trust verdict for each.", vs.DirectoryAPI+"/services"),
 		Total: snap.Len(),
 	}
 	facets := listFacets(snap)
 	v.Categories = categoryLinks(facets.Category, "")
 	for _, f := range facets.Verdict {
-		v.Verdicts = append(v.Verdicts, Link{Label: f.Value, Count: f.Count, URL: directoryAPI + "/services?verdict=" + url.QueryEscape(f.Value)})
+		v.Verdicts = append(v.Verdicts, Link{Label: f.Value, Count: f.Count, URL: vs.DirectoryAPI + "/services?verdict=" + url.QueryEscape(f.Value)})
 	}
 	for _, m := range snap.Methods()[:min(HomeLimit, snap.Len())] {
 		v.Methods = append(v.Methods, methodRow(m))
@@ -175,14 +182,14 @@ func Home(snap *directory.Snapshot) HomeView {
 }
 
 // Category builds a category page's view; false when no method is in it.
-func Category(snap *directory.Snapshot, category string) (CategoryView, bool) {
+func (vs Views) Category(snap *directory.Snapshot, category string) (CategoryView, bool) {
 	pos := snap.Matching(directory.Filter{Categories: []string{category}})
 	if len(pos) == 0 {
 		return CategoryView{}, false
 	}
 	label := categoryLabel(category)
 	v := CategoryView{
-		Page:     newPage(snap, label+" sellers", fmt.Sprintf("%d pay-per-call methods in %s, best trusted first.", len(pos), label), directoryAPI+"/services?category="+url.QueryEscape(category)),
+		Page:     newPage(snap, label+" sellers", fmt.Sprintf("%d pay-per-call methods in %s, best trusted first.", len(pos), label), vs.DirectoryAPI+"/services?category="+url.QueryEscape(category)),
 		Category: category, Label: label,
 		Categories: categoryLinks(listFacets(snap).Category, category),
 	}
@@ -203,13 +210,13 @@ func Categories(snap *directory.Snapshot) []string {
 }
 
 // MethodPage builds a method page's view; false for an unknown slug.
-func MethodPage(snap *directory.Snapshot, slug string) (MethodView, bool) {
+func (vs Views) MethodPage(snap *directory.Snapshot, slug string) (MethodView, bool) {
 	m, ok := snap.MethodBySlug(slug)
 	if !ok {
 		return MethodView{}, false
 	}
 	v := MethodView{
-		Page:     newPage(snap, m.Name+" by "+m.Provider, m.Description, directoryAPI+"/services/"+m.Slug),
+		Page:     newPage(snap, m.Name+" by "+m.Provider, m.Description, vs.DirectoryAPI+"/services/"+m.Slug),
 		Method:   methodRow(m),
 		Endpoint: m.Endpoint,
 		Trust:    trustView(m.Trust, m.Kind),
@@ -220,7 +227,7 @@ func MethodPage(snap *directory.Snapshot, slug string) (MethodView, bool) {
 }
 
 // MerchantPage builds a merchant page's view; false for a hostname not in the directory.
-func MerchantPage(snap *directory.Snapshot, hostname string) (MerchantView, bool) {
+func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (MerchantView, bool) {
 	res, ok := snap.Merchant(hostname)
 	if !ok {
 		return MerchantView{}, false
@@ -230,7 +237,7 @@ func MerchantPage(snap *directory.Snapshot, hostname string) (MerchantView, bool
 		return MerchantView{}, false
 	}
 	v := MerchantView{
-		Page:      newPage(snap, mr.Hostname, "Trust record, payment stats and probe history of "+mr.Hostname+".", directoryAPI+"/merchants/"+mr.Hostname),
+		Page:      newPage(snap, mr.Hostname, "Trust record, payment stats and probe history of "+mr.Hostname+".", vs.DirectoryAPI+"/merchants/"+mr.Hostname),
 		Hostname:  mr.Hostname,
 		Providers: strings.Join(mr.Providers, ", "),
 		Trust:     trustView(mr.Trust, ""),
@@ -272,12 +279,12 @@ type SearchResult struct {
 }
 
 // SearchPage builds the search page's view from a result, or from why there is none.
-func SearchPage(snap *directory.Snapshot, query string, res *SearchResult, unavailable string) SearchView {
+func (vs Views) SearchPage(snap *directory.Snapshot, query string, res *SearchResult, unavailable string) SearchView {
 	title := "Search"
 	if query != "" {
 		title = "Search: " + query
 	}
-	v := SearchView{Page: newPage(snap, title, "Search the seller directory in plain words.", "")}
+	v := SearchView{Page: newPage(snap, title, "Search the seller directory in plain words.", ""), ListJSON: vs.DirectoryAPI + "/services"}
 	v.Query = query
 	switch {
 	case unavailable != "":
@@ -297,23 +304,18 @@ func SearchPage(snap *directory.Snapshot, query string, res *SearchResult, unava
 
 // ProblemPage builds the page of a problem code given as in its type URL, with hyphens;
 // false for a code that does not exist.
-func ProblemPage(snap *directory.Snapshot, slug string) (ProblemView, bool) {
+func (vs Views) ProblemPage(snap *directory.Snapshot, slug string) (ProblemView, bool) {
 	code := strings.ReplaceAll(slug, "-", "_")
 	if strings.Contains(slug, "_") {
 		return ProblemView{}, false
 	}
-	status, title, ok := api.ProblemKind(code)
+	k, ok := problem.Lookup(code)
 	if !ok {
 		return ProblemView{}, false
 	}
-	p, ok := problems[code]
-	if !ok {
-		p.meaning = "The service refused the request with this code; the detail field of the answer says why."
-		p.remedy = "Read the detail field, fix the request and send it again; the OpenAPI document describes every route."
-	}
 	v := ProblemView{
-		Page: newPage(snap, title, p.meaning, ""),
-		Code: code, Status: strconv.Itoa(status), Meaning: p.meaning, Remedy: p.remedy,
+		Page: newPage(snap, k.Title, k.Meaning, ""),
+		Code: code, Status: strconv.Itoa(k.Status), Meaning: k.Meaning, Remedy: k.Remedy,
 	}
 	return v, true
 }
@@ -321,8 +323,8 @@ func ProblemPage(snap *directory.Snapshot, slug string) (ProblemView, bool) {
 // ProblemSlugs lists the problem codes as their pages' URLs spell them.
 func ProblemSlugs() []string {
 	var out []string
-	for _, c := range api.ProblemCodes() {
-		out = append(out, strings.ReplaceAll(c, "_", "-"))
+	for _, c := range problem.Codes() {
+		out = append(out, problem.Slug(c))
 	}
 	slices.Sort(out)
 	return out

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/search"
 )
 
 type fixed struct{ s *directory.Snapshot }
@@ -86,10 +88,10 @@ func body(t *testing.T, res *http.Response) string {
 
 func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
 	snap := testSnapshot(t)
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, nil)
 	var mu sync.Mutex
 	pages := map[string]*directory.Resource{}
-	if err := Pages(snap, func(url string, res *directory.Resource) error {
+	if err := testViews.Pages(snap, func(url string, res *directory.Resource) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pages[url] = res
@@ -98,7 +100,7 @@ func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Home, 3 categories, 3 methods, 3 merchants, one page per problem code.
-	if want := 1 + 3 + 3 + 3 + len(api.ProblemCodes()); len(pages) != want {
+	if want := 1 + 3 + 3 + 3 + len(problem.Codes()); len(pages) != want {
 		t.Fatalf("%d pages, want %d", len(pages), want)
 	}
 	for url, res := range pages {
@@ -123,7 +125,7 @@ func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
 }
 
 func TestMethodPageExplainsTheTrustBlockInPlainWords(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
 	b := body(t, get(t, srv, "/methods/tide-block-number"))
 	for _, want := range []string{
 		"<title>Latest block number by Tide · Waystation</title>",
@@ -160,7 +162,7 @@ func TestMethodPageExplainsTheTrustBlockInPlainWords(t *testing.T) {
 }
 
 func TestHomeAndCategoryPagesLinkEveryCategoryWithItsCount(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
 	b := body(t, get(t, srv, "/"))
 	for _, want := range []string{`action="/search"`, `href="/categories/weather"`, "Weather (1)", `href="/methods/quiet-thing"`} {
 		if !strings.Contains(b, want) {
@@ -174,8 +176,8 @@ func TestHomeAndCategoryPagesLinkEveryCategoryWithItsCount(t *testing.T) {
 }
 
 func TestProblemPagesExistForEveryProblemType(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
-	for _, code := range api.ProblemCodes() {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
+	for _, code := range problem.Codes() {
 		path := "/problems/" + strings.ReplaceAll(code, "_", "-")
 		r := get(t, srv, path)
 		if b := body(t, r); r.StatusCode != 200 || !strings.Contains(b, "<code>"+code+"</code>") {
@@ -187,29 +189,29 @@ func TestProblemPagesExistForEveryProblemType(t *testing.T) {
 	}
 }
 
+// testViews link the pages' JSON twins where the service serves them.
+var testViews = Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
+
 type failing struct{}
 
-func (failing) Search(*http.Request, string) (SearchResult, error) {
-	return SearchResult{}, errors.New("down")
+func (failing) Search(context.Context, search.Caller, *directory.Snapshot, string, directory.Filter) (search.Answer, error) {
+	return search.Answer{}, errors.New("down")
 }
 
-// refused is a search that refuses the caller, as the API's limits do.
-type refused struct {
-	status     int
-	retryAfter string
-}
+// refused is a search that refuses the caller, as the search service's limits do.
+type refused struct{ retryAfter int }
 
-func (e refused) Error() string                { return "refused" }
-func (e refused) SearchUnavailable() string    { return "you have searched a lot in a short time." }
-func (e refused) SearchRefused() (int, string) { return e.status, e.retryAfter }
-func (e refused) Search(*http.Request, string) (SearchResult, error) {
-	return SearchResult{}, e
+func (e refused) Search(context.Context, search.Caller, *directory.Snapshot, string, directory.Filter) (search.Answer, error) {
+	p := problem.New(problem.RateLimited, "Too many searches from this caller.")
+	p.RetryAfter = e.retryAfter
+	return search.Answer{}, p
 }
 
 type exact struct{}
 
-func (exact) Search(_ *http.Request, q string) (SearchResult, error) {
-	return SearchResult{Match: "slug", Slugs: []string{q}}, nil
+func (exact) Search(_ context.Context, _ search.Caller, snap *directory.Snapshot, q string, _ directory.Filter) (search.Answer, error) {
+	pos, _ := snap.Position(q)
+	return search.Answer{Result: search.Result{Match: "slug", Hits: []search.Hit{{Pos: pos, Similarity: 1}}}}, nil
 }
 
 func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
@@ -221,10 +223,10 @@ func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
 	}{
 		{nil, 200, "Search is unavailable"},
 		{failing{}, 503, "Search is unavailable"},
-		{refused{429, "12"}, 429, "searched a lot"},
+		{refused{12}, 429, "searched a lot"},
 		{exact{}, 200, "Quiet thing"},
 	} {
-		srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, tc.search)
+		srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, tc.search)
 		r := get(t, srv, "/search?q=quiet-thing")
 		b := body(t, r)
 		if r.StatusCode != tc.status || !strings.Contains(b, tc.want) || !strings.Contains(b, `value="quiet-thing"`) {
@@ -237,14 +239,14 @@ func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
 			t.Error("the unavailable page does not link to the list")
 		}
 	}
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, exact{})
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, exact{})
 	if r := get(t, srv, "/search?q="+strings.Repeat("a", 1025)); r.StatusCode != 400 {
 		t.Errorf("long query: %d", r.StatusCode)
 	}
 }
 
 func TestStaticFilesAreServedForAYearUnderVersionedURLs(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
 	home := body(t, get(t, srv, "/"))
 	if !strings.Contains(home, `href="`+stylesheetURL+`"`) {
 		t.Fatalf("home does not link %s", stylesheetURL)
@@ -260,7 +262,7 @@ func TestStaticFilesAreServedForAYearUnderVersionedURLs(t *testing.T) {
 }
 
 func TestUnknownPagesAnswer404InHTML(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
 	for _, p := range []string{"/nope", "/methods/nope", "/merchants/nope.example", "/categories/nope", "/problems/nope"} {
 		r := get(t, srv, p)
 		if b := body(t, r); r.StatusCode != 404 || !strings.Contains(b, "Nothing here") {
@@ -276,7 +278,7 @@ func TestUnknownPagesAnswer404InHTML(t *testing.T) {
 }
 
 func TestPagesEscapeWhatSellersWrite(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
 	b := body(t, get(t, srv, "/categories/weather"))
 	if strings.Contains(b, "<forecast>") {
 		t.Error("a seller's text reached the page unescaped")

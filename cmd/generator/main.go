@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/web"
 )
 
 func main() {
@@ -79,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer store.Close()
 	g := &generator.Generator{
-		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: cfg.Keep},
+		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: cfg.Keep, Views: web.Views{DirectoryAPI: api.DirectoryPath}},
 		Log: log, Every: cfg.Interval, Watch: cfg.Watch,
 	}
 	if cfg.Interval == 0 {

@@ -5,15 +5,13 @@ import (
 	"github.com/waystation/waystation/web"
 )
 
-var _ web.AppStore = (*postgres.Store)(nil)
-
-// withApp serves the approval pages for people, deciding through the same store and
-// sealer as the API. Without a pepper they refuse every sign-in, as the API refuses
-// every key.
-func withApp(cfg Config, store *postgres.Store) web.Option {
-	a := web.App{Store: store, Pepper: cfg.AuthPepper, Unavailable: postgres.Unavailable}
+// withApprovals serves the approval pages for people, deciding through the same
+// stores and sealer as the API. Without a pepper they refuse every sign-in, as the
+// API refuses every key.
+func withApprovals(cfg Config, store *postgres.Store) web.Option {
+	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Pepper: cfg.AuthPepper}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 	}
-	return web.WithApp(a)
+	return web.WithApprovals(a)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -64,44 +65,30 @@ func loadPublicURL(getenv func(string) string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
-// withAuth starts the event listener and the expiry of requests, and returns the
-// option serving the authenticated API. Without a pepper the API fails closed: it
-// refuses every key.
-func withAuth(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) api.Option {
+// withAuthenticated starts the event listener and the expiry of requests, and
+// returns the option serving the authenticated API. Without a pepper the API fails
+// closed: it refuses every key.
+func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) api.Option {
 	if cfg.AuthPepper == nil {
 		log.Warn("AUTH_PEPPER is not set: the authenticated API refuses every key")
-		return api.WithAuth(api.Auth{})
+		return api.WithAuthenticated(api.Authenticated{})
 	}
 	listener := store.NewListener(log)
 	go listener.Run(ctx)
-	go expireRequests(ctx, log, store, requestExpiryEvery)
-	a := api.Auth{Store: store, Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL}
+	go request.Expirer{Store: store, Every: requestExpiryEvery, Log: log}.Run(ctx)
+	a := api.Authenticated{
+		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store,
+		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
+	}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 	}
-	return api.WithAuth(a)
+	return api.WithAuthenticated(a)
 }
 
 // requestExpiryEvery is how often requests whose time ran out are expired, so that
 // agents waiting on them hear of it; reads expire a due request on the spot anyway.
 const requestExpiryEvery = 5 * time.Second
-
-// expireRequests moves due requests to expired until ctx ends. Replicas may all run
-// it: each expiry is a conditional update, made once.
-func expireRequests(ctx context.Context, log *slog.Logger, store *postgres.Store, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := store.ExpireRequests(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("expire requests", "err", err)
-		}
-	}
-}
 
 // issueKey is the key command: it creates the user (and the agent) if missing and
 // prints a new key, the only time its secret is shown.

@@ -20,6 +20,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -226,22 +227,24 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	}
 	if cfg.Probe.Interval > 0 {
 		// New probes reach the directory through the snapshot generator's watch.
-		go runProber(ctx, cfg.Probe, log, store)
+		go probeRounds(cfg.Probe, log, store).Run(ctx)
 	}
-	withSearch, err := startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store)
-	if err != nil {
+	searcher := &search.Service{
+		Limiter: search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
+		Keys:    store, Pepper: cfg.AuthPepper, TrustedProxies: cfg.Search.TrustedProxies, Log: log,
+	}
+	if searcher.Engine, err = startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store); err != nil {
 		if store.Ping(ctx) == nil {
 			return err
 		}
 		// The directory still answers from the snapshot on disk; search says it cannot.
 		log.Warn("database unavailable; serving without search", "err", err)
-		withSearch = func(*api.Server) {}
 	}
 
-	apiServer := api.NewServer(api.Config{TrustedProxies: cfg.Search.TrustedProxies}, log, snapshots, store, withAuth(ctx, cfg, log, store), withSearch)
+	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store), api.WithSearch(searcher))
 	srv := &http.Server{
 		Addr:              cfg.Addr,
-		Handler:           newHandler(apiServer, log, snapshots, withApp(cfg, store)),
+		Handler:           newHandler(apiServer, log, snapshots, searcher, withApprovals(cfg, store)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

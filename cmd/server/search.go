@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
@@ -103,82 +102,60 @@ func embedders(cfg SearchConfig) (provider, builtin embedding.Embedder, err erro
 	return provider, builtin, nil
 }
 
+// registerModels registers the builtin model and the provider's, if configured, with
+// their default bands, and returns them ready for the engine.
+func registerModels(ctx context.Context, cfg SearchConfig, store search.ModelStore) (primary, fallback *search.Model, err error) {
+	provider, builtin, err := embedders(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	fallback = &search.Model{Embedder: builtin}
+	fallback.Record, err = store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: builtinFloor, Margin: builtinMargin})
+	if err != nil {
+		return nil, nil, err
+	}
+	if provider != nil {
+		primary = &search.Model{Embedder: provider}
+		primary.Record, err = store.RegisterModel(ctx, search.ModelRecord{ID: provider.Model(), Dimensions: provider.Dimensions(), Floor: providerFloor, Margin: providerMargin})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return primary, fallback, nil
+}
+
 // startSearch registers the models, embeds what is missing and keeps the vectors in
 // step with the catalog every interval. Search answers with the builtin model alone
 // when no provider is configured.
-func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log *slog.Logger, store *postgres.Store) (api.Option, error) {
-	provider, builtin, err := embedders(cfg)
+func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log *slog.Logger, store *postgres.Store) (*search.Engine, error) {
+	primary, fallback, err := registerModels(ctx, cfg, store)
 	if err != nil {
 		return nil, err
 	}
-	fallback := &search.Model{Embedder: builtin}
-	fallback.Record, err = store.RegisterModel(ctx, postgres.Model{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: builtinFloor, Margin: builtinMargin})
-	if err != nil {
-		return nil, err
+	syncer := &search.Syncer{Store: store, Every: every, Log: log, Models: []embedding.Embedder{fallback.Embedder}}
+	if primary != nil {
+		syncer.Models = append(syncer.Models, primary.Embedder)
 	}
-	var primary *search.Model
-	if provider != nil {
-		primary = &search.Model{Embedder: provider}
-		primary.Record, err = store.RegisterModel(ctx, postgres.Model{ID: provider.Model(), Dimensions: provider.Dimensions(), Floor: providerFloor, Margin: providerMargin})
-		if err != nil {
-			return nil, err
-		}
-	}
-	sync := func() {
-		for _, m := range []*search.Model{fallback, primary} {
-			if m == nil {
-				continue
-			}
-			n, err := store.SyncEmbeddings(ctx, m.Embedder)
-			if err != nil {
-				log.Warn("embedding methods failed; retrying at the next sync", "model", m.Record.ID, "err", err)
-			} else if n > 0 {
-				log.Info("methods embedded", "model", m.Record.ID, "count", n)
-			}
-		}
-	}
-	sync()
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				sync()
-			}
-		}
-	}()
-	engine, err := search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance}, store, primary, fallback)
-	if err != nil {
-		return nil, err
-	}
-	return api.WithSearch(engine, search.NewLimiter(cfg.RatePerMin, cfg.Burst, rateLimitCallers, nil)), nil
+	syncer.Once(ctx)
+	go syncer.Run(ctx)
+	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance}, store, primary, fallback)
 }
 
 // embedCatalog embeds the methods an import changed, under every configured model.
 func embedCatalog(ctx context.Context, cfg SearchConfig, store *postgres.Store, stdout io.Writer) error {
-	provider, builtin, err := embedders(cfg)
+	primary, fallback, err := registerModels(ctx, cfg, store)
 	if err != nil {
 		return err
 	}
-	for _, e := range []embedding.Embedder{builtin, provider} {
-		if e == nil {
+	for _, m := range []*search.Model{fallback, primary} {
+		if m == nil {
 			continue
 		}
-		floor, margin := builtinFloor, builtinMargin
-		if e == provider {
-			floor, margin = providerFloor, providerMargin
-		}
-		if _, err := store.RegisterModel(ctx, postgres.Model{ID: e.Model(), Dimensions: e.Dimensions(), Floor: floor, Margin: margin}); err != nil {
-			return err
-		}
-		n, err := store.SyncEmbeddings(ctx, e)
+		n, err := search.Sync(ctx, store, m.Embedder)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d methods embedded\n", e.Model(), n)
+		fmt.Fprintf(stdout, "%s: %d methods embedded\n", m.Record.ID, n)
 	}
 	return nil
 }

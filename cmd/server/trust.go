@@ -50,40 +50,16 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 	return c, nil
 }
 
-func newProber(cfg ProbeConfig, log *slog.Logger) *trust.Prober {
-	return trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout}, log)
-}
-
-// probeRound probes every enabled method not probed since before, under the
-// probe lock so that replicas take turns, and stores each probe. ran is false when
-// another process holds the lock.
-func probeRound(ctx context.Context, store *postgres.Store, prober *trust.Prober, before time.Time) (stats trust.RoundStats, ran bool, err error) {
-	release, ok, err := store.TryProbeLock(ctx)
-	if err != nil || !ok {
-		return stats, false, err
-	}
-	defer release()
-	targets, err := store.ProbeTargets(ctx, before)
-	if err != nil {
-		return stats, true, err
-	}
-	// The reserved names (example, test, invalid, localhost) never resolve on the
-	// internet: the demo catalog's sellers live there and keep their shipped history.
-	kept := targets[:0]
-	for _, t := range targets {
-		if trust.Probeable(t.Hostname) {
-			kept = append(kept, t)
-		}
-	}
-	stats, err = prober.Round(ctx, kept, func(r trust.Result) error { return store.RecordProbe(ctx, r) })
-	stats.Skipped += len(targets) - len(kept)
-	return stats, true, err
+// probeRounds runs the prober over the store's catalog.
+func probeRounds(cfg ProbeConfig, log *slog.Logger, store *postgres.Store) *trust.Rounds {
+	prober := trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout}, log)
+	return &trust.Rounds{Store: store, Prober: prober, Interval: cfg.Interval, Log: log}
 }
 
 // probeOnce is the probe command: one round over every enabled method, now.
 func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
 	start := time.Now()
-	stats, ran, err := probeRound(ctx, store, newProber(cfg, log), start)
+	stats, ran, err := probeRounds(cfg, log, store).Once(ctx, start)
 	if err != nil {
 		return err
 	}
@@ -100,39 +76,6 @@ func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *po
 		fmt.Fprintf(stdout, "  %-20s %d\n", o, stats.Outcomes[o])
 	}
 	return nil
-}
-
-// runProber probes every cfg.Interval (the first round a minute after start) until
-// ctx ends. A method probed by any replica within the last nine tenths of an
-// interval is left alone. The snapshot generator notices the new probes through the
-// store's fingerprint and rebuilds within SNAPSHOT_WATCH, so new verdicts show soon.
-func runProber(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store) {
-	prober := newProber(cfg, log)
-	first := time.NewTimer(min(time.Minute, cfg.Interval))
-	defer first.Stop()
-	tick := first.C
-	every := time.NewTicker(cfg.Interval)
-	defer every.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-			tick = every.C
-		}
-		start := time.Now()
-		stats, ran, err := probeRound(ctx, store, prober, start.Add(-cfg.Interval*9/10))
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			log.Warn("probe round failed", "err", err)
-		case !ran:
-			log.Debug("probe round skipped: another replica is probing")
-		default:
-			log.Info("probe round done", "probed", stats.Probed, "skipped", stats.Skipped, "took", time.Since(start).Round(time.Millisecond))
-		}
-	}
 }
 
 // setOverride is the override command: override [-by NAME] [-expires WHEN]

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // Scope is what a key may do: act as one agent, or as the user who owns agents.
@@ -34,11 +36,15 @@ const (
 var (
 	// ErrMalformedKey is returned for a string that is not an API key.
 	ErrMalformedKey = errors.New("auth: malformed API key")
-	// ErrNotFound is a user, agent or key that does not exist or belongs to another
-	// tenant.
-	ErrNotFound = errors.New("auth: not found")
-	// ErrExists is a name already taken.
-	ErrExists = errors.New("auth: already exists")
+	// ErrAgentNotFound is an agent that does not exist or belongs to another tenant.
+	ErrAgentNotFound = problem.New(problem.NotFound, "No agent with this id is visible to this key.")
+	// ErrKeyNotFound is a key that does not exist or belongs to another tenant.
+	ErrKeyNotFound = problem.New(problem.NotFound, "No key with this kid is visible to this key.")
+	// ErrAgentExists is an agent name the user already gave another agent.
+	ErrAgentExists = problem.Invalid("An agent of this name exists.")
+	// ErrNoWebSession is a sign-in token the store does not know, or whose time ran
+	// out.
+	ErrNoWebSession = problem.New(problem.Unauthenticated, "Not signed in.")
 )
 
 // Principal is who a request acts for: the key's id and scope, its user, and for an
@@ -156,12 +162,4 @@ func Hash(pepper, secret []byte) []byte {
 // Verify tells in constant time whether secret is the one behind stored.
 func Verify(pepper, secret, stored []byte) bool {
 	return hmac.Equal(Hash(pepper, secret), stored)
-}
-
-// Idempotent is the stored response to an idempotent request.
-type Idempotent struct {
-	BodySHA256  []byte
-	Status      int // 0 while the first request is in progress
-	ContentType string
-	Response    []byte
 }

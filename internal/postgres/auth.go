@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,7 +19,7 @@ func (s *Store) EnsureUser(ctx context.Context, name string) (auth.User, error) 
 		ON CONFLICT (name) DO UPDATE SET name = excluded.name
 		RETURNING id, name, created_at`, name).Scan(&u.ID, &u.Name, &u.CreatedAt)
 	if err != nil {
-		return u, fmt.Errorf("postgres: ensure user: %w", err)
+		return u, fail("ensure user", err)
 	}
 	return u, nil
 }
@@ -32,7 +31,7 @@ func (s *Store) EnsureAgent(ctx context.Context, userID, name string) (auth.Agen
 		ON CONFLICT (user_id, name) DO UPDATE SET name = excluded.name
 		RETURNING `+agentColumns, userID, name))
 	if err != nil {
-		return a, fmt.Errorf("postgres: ensure agent: %w", err)
+		return a, fail("ensure agent", err)
 	}
 	return a, nil
 }
@@ -43,22 +42,22 @@ func scanAgent(row pgx.Row) (auth.Agent, error) {
 	var a auth.Agent
 	err := row.Scan(&a.ID, &a.UserID, &a.Name, &a.Status, &a.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = auth.ErrNotFound
+		err = auth.ErrAgentNotFound
 	}
 	return a, err
 }
 
-// CreateAgent adds an agent to userID; auth.ErrExists if the user has one of that name.
+// CreateAgent adds an agent to userID; auth.ErrAgentExists if the user has one of that name.
 func (s *Store) CreateAgent(ctx context.Context, userID, name string) (auth.Agent, error) {
 	a, err := scanAgent(s.pool.QueryRow(ctx, `
 		INSERT INTO agents (user_id, name) VALUES ($1, $2)
 		RETURNING `+agentColumns, userID, name))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return a, auth.ErrExists
+		return a, auth.ErrAgentExists
 	}
 	if err != nil {
-		return a, fmt.Errorf("postgres: create agent: %w", err)
+		return a, fail("create agent", err)
 	}
 	return a, nil
 }
@@ -66,21 +65,18 @@ func (s *Store) CreateAgent(ctx context.Context, userID, name string) (auth.Agen
 // Agent returns the agent id of userID.
 func (s *Store) Agent(ctx context.Context, userID, id string) (auth.Agent, error) {
 	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = $1 AND user_id = $2`, id, userID))
-	if err != nil && !errors.Is(err, auth.ErrNotFound) {
-		return a, fmt.Errorf("postgres: agent: %w", err)
-	}
-	return a, err
+	return a, fail("agent", err)
 }
 
 // Agents lists the agents of userID, oldest first.
 func (s *Store) Agents(ctx context.Context, userID string) ([]auth.Agent, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+agentColumns+` FROM agents WHERE user_id = $1 ORDER BY created_at, id`, userID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: agents: %w", err)
+		return nil, fail("agents", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.Agent, error) { return scanAgent(r) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres: agents: %w", err)
+		return nil, fail("agents", err)
 	}
 	return out, nil
 }
@@ -92,21 +88,21 @@ func (s *Store) AgentStats(ctx context.Context, agentID string) (session.Stats, 
 		SELECT status, count(*), coalesce(sum(last_event_seq), 0)::bigint
 		FROM sessions WHERE agent_id = $1 GROUP BY status`, agentID)
 	if err != nil {
-		return st, fmt.Errorf("postgres: agent stats: %w", err)
+		return st, fail("agent stats", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var status string
 		var n, events int64
 		if err := rows.Scan(&status, &n, &events); err != nil {
-			return st, fmt.Errorf("postgres: agent stats: %w", err)
+			return st, fail("agent stats", err)
 		}
 		st.SessionsByStatus[status] = n
 		st.Sessions += n
 		st.Events += events
 	}
 	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("postgres: agent stats: %w", err)
+		return st, fail("agent stats", err)
 	}
 	return st, nil
 }
@@ -122,7 +118,7 @@ func (s *Store) InsertKey(ctx context.Context, k auth.NewKey, userID, agentID st
 		VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING `+keyColumns, k.KID, string(k.Scope), userID, agent, k.Prefix, k.Hash))
 	if err != nil {
-		return key, fmt.Errorf("postgres: insert key: %w", err)
+		return key, fail("insert key", err)
 	}
 	return key, nil
 }
@@ -133,7 +129,7 @@ func scanKey(row pgx.Row) (auth.Key, error) {
 	var k auth.Key
 	err := row.Scan(&k.KID, &k.Scope, &k.UserID, &k.AgentID, &k.Prefix, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = auth.ErrNotFound
+		err = auth.ErrKeyNotFound
 	}
 	return k, err
 }
@@ -142,11 +138,11 @@ func scanKey(row pgx.Row) (auth.Key, error) {
 func (s *Store) Keys(ctx context.Context, userID string) ([]auth.Key, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE user_id = $1 ORDER BY created_at, kid`, userID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: keys: %w", err)
+		return nil, fail("keys", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.Key, error) { return scanKey(r) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres: keys: %w", err)
+		return nil, fail("keys", err)
 	}
 	return out, nil
 }
@@ -162,10 +158,10 @@ func (s *Store) StoredKey(ctx context.Context, kid string) (auth.StoredKey, erro
 		FROM api_keys k LEFT JOIN agents a ON a.id = k.agent_id
 		WHERE k.kid = $1`, kid).Scan(&k.KID, &scope, &k.UserID, &agent, &k.SecretHash, &k.Revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return k, auth.ErrNotFound
+		return k, auth.ErrKeyNotFound
 	}
 	if err != nil {
-		return k, fmt.Errorf("postgres: stored key: %w", err)
+		return k, fail("stored key", err)
 	}
 	k.Scope = auth.Scope(scope)
 	if agent != nil {
@@ -180,7 +176,7 @@ func (s *Store) TouchKey(ctx context.Context, kid string) error {
 		UPDATE api_keys SET last_used_at = now()
 		WHERE kid = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, kid)
 	if err != nil {
-		return fmt.Errorf("postgres: touch key: %w", err)
+		return fail("touch key", err)
 	}
 	return nil
 }
@@ -196,10 +192,10 @@ func (s *Store) RevokeKey(ctx context.Context, userID, agentID, kid string) erro
 	}
 	tag, err := s.pool.Exec(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("postgres: revoke key: %w", err)
+		return fail("revoke key", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return auth.ErrNotFound
+		return auth.ErrKeyNotFound
 	}
 	return nil
 }

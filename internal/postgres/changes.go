@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 )
 
 // Fingerprint is a short text that changes whenever anything the directory snapshot is
@@ -19,7 +18,7 @@ func (s *Store) Fingerprint(ctx context.Context) (string, error) {
 			(SELECT max(id) FROM merchant_overrides),
 			(SELECT max(removed_at) FROM merchant_overrides))`).Scan(&fp)
 	if err != nil {
-		return "", fmt.Errorf("postgres: fingerprint: %w", err)
+		return "", fail("fingerprint", err)
 	}
 	return fp, nil
 }

@@ -30,7 +30,7 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 	var exists bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM provider_methods)`).Scan(&exists)
 	if err != nil {
-		return false, fmt.Errorf("postgres: catalog empty: %w", err)
+		return false, fail("catalog empty", err)
 	}
 	return !exists, nil
 }
@@ -52,7 +52,7 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 	var res LoadResult
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return res, fmt.Errorf("postgres: load catalog: %w", err)
+		return res, fail("load catalog", err)
 	}
 	defer tx.Rollback(ctx)
 
@@ -62,7 +62,7 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 	rows, _ := tx.Query(ctx, `SELECT slug, coalesce(source_key, '') FROM provider_methods`)
 	var slug, key string
 	if _, err := pgx.ForEachRow(rows, []any{&slug, &key}, func() error { taken[slug] = key; return nil }); err != nil {
-		return res, fmt.Errorf("postgres: load catalog: slugs: %w", err)
+		return res, fail("load catalog: slugs", err)
 	}
 
 	var methods []methodRow
@@ -139,7 +139,7 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 	for range hosts {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			return res, fmt.Errorf("postgres: load merchants: %w", err)
+			return res, fail("load merchants", err)
 		}
 	}
 	for _, r := range methods {
@@ -157,7 +157,7 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 		}
 	}
 	if err := br.Close(); err != nil {
-		return res, fmt.Errorf("postgres: load methods: %w", err)
+		return res, fail("load methods", err)
 	}
 
 	for _, mc := range cat.Merchants {
@@ -166,7 +166,7 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return res, fmt.Errorf("postgres: load catalog: commit: %w", err)
+		return res, fail("load catalog: commit", err)
 	}
 	return res, nil
 }
@@ -243,46 +243,21 @@ func nullInt(v int) *int {
 	return &v
 }
 
-// MethodRecord is an enabled method as stored, before trust is computed.
-type MethodRecord struct {
-	ID     int64
-	Method directory.Method
-	Offers []catalog.Offer
-}
-
-// Payments counts settled payments to a hostname.
-type Payments struct {
-	Settled   int
-	Delivered int
-}
-
-// Records is everything the directory snapshot is computed from.
-type Records struct {
-	Methods []MethodRecord
-	// Probes of each method, newest first: every probe within trust.Window, and at
-	// least the newest.
-	Probes map[int64][]trust.Observation
-	// HostProbes are each hostname's most recent probes, newest first.
-	HostProbes map[string][]trust.Observation
-	Overrides  map[string]*directory.Override
-	Payments   map[string]Payments
-}
-
 // HostProbeLimit is how many recent probes a merchant record shows.
 const HostProbeLimit = 20
 
 // DirectoryRecords reads the enabled methods and the facts their trust is computed
 // from, in one read-only transaction so that they agree with each other.
-func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, error) {
-	rec := Records{
+func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Records, error) {
+	rec := trust.Records{
 		Probes:     map[int64][]trust.Observation{},
 		HostProbes: map[string][]trust.Observation{},
 		Overrides:  map[string]*directory.Override{},
-		Payments:   map[string]Payments{},
+		Payments:   map[string]trust.Payments{},
 	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead})
 	if err != nil {
-		return rec, fmt.Errorf("postgres: directory records: %w", err)
+		return rec, fail("directory records", err)
 	}
 	defer tx.Rollback(ctx)
 
@@ -292,8 +267,8 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, e
 		FROM provider_methods m JOIN providers p ON p.id = m.provider_id
 		WHERE m.enabled
 		ORDER BY m.id`)
-	rec.Methods, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (MethodRecord, error) {
-		var r MethodRecord
+	rec.Methods, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
+		var r trust.MethodRecord
 		var guidance, offers []byte
 		m := &r.Method
 		err := row.Scan(&r.ID, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
@@ -305,7 +280,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, e
 		return r, json.Unmarshal(offers, &r.Offers)
 	})
 	if err != nil {
-		return rec, fmt.Errorf("postgres: directory methods: %w", err)
+		return rec, fail("directory methods", err)
 	}
 
 	scanProbe := func(row pgx.CollectableRow) (probeRow, error) {
@@ -323,7 +298,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, e
 		ORDER BY method_id, probed_at DESC, id DESC`, now.Add(-trust.Window))
 	probes, err := pgx.CollectRows(rows, scanProbe)
 	if err != nil {
-		return rec, fmt.Errorf("postgres: directory probes: %w", err)
+		return rec, fail("directory probes", err)
 	}
 	for _, p := range probes {
 		rec.Probes[p.methodID] = append(rec.Probes[p.methodID], p.Observation)
@@ -336,7 +311,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, e
 		ORDER BY hostname, probed_at DESC, id DESC`, HostProbeLimit)
 	probes, err = pgx.CollectRows(rows, scanProbe)
 	if err != nil {
-		return rec, fmt.Errorf("postgres: merchant probes: %w", err)
+		return rec, fail("merchant probes", err)
 	}
 	for _, p := range probes {
 		rec.HostProbes[p.key] = append(rec.HostProbes[p.key], p.Observation)
@@ -360,19 +335,19 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (Records, e
 		return nil
 	})
 	if err != nil {
-		return rec, fmt.Errorf("postgres: directory overrides: %w", err)
+		return rec, fail("directory overrides", err)
 	}
 
 	rows, _ = tx.Query(ctx, `
 		SELECT hostname, count(*), count(*) FILTER (WHERE delivered)
 		FROM settled_payments GROUP BY hostname`)
-	var p Payments
+	var p trust.Payments
 	_, err = pgx.ForEachRow(rows, []any{&host, &p.Settled, &p.Delivered}, func() error {
 		rec.Payments[host] = p
 		return nil
 	})
 	if err != nil {
-		return rec, fmt.Errorf("postgres: directory payments: %w", err)
+		return rec, fail("directory payments", err)
 	}
 	return rec, nil
 }

@@ -34,7 +34,7 @@ type OverrideChange struct {
 func (s *Store) SetOverride(ctx context.Context, c OverrideChange, now time.Time) (directory.Override, error) {
 	host, err := catalog.NormalizeHostname(c.Hostname)
 	if err != nil {
-		return directory.Override{}, fmt.Errorf("postgres: set override: hostname: %w", err)
+		return directory.Override{}, fail("set override: hostname", err)
 	}
 	switch c.Verdict {
 	case directory.VerdictProceed, directory.VerdictCaution, directory.VerdictAvoid, directory.VerdictUnknown:
@@ -67,7 +67,7 @@ func (s *Store) SetOverride(ctx context.Context, c OverrideChange, now time.Time
 		return err
 	})
 	if err != nil {
-		return directory.Override{}, fmt.Errorf("postgres: set override: %w", err)
+		return directory.Override{}, fail("set override", err)
 	}
 	return o, nil
 }
@@ -77,7 +77,7 @@ func (s *Store) SetOverride(ctx context.Context, c OverrideChange, now time.Time
 func (s *Store) RemoveOverride(ctx context.Context, hostname, by string, now time.Time) error {
 	host, err := catalog.NormalizeHostname(hostname)
 	if err != nil {
-		return fmt.Errorf("postgres: remove override: hostname: %w", err)
+		return fail("remove override: hostname", err)
 	}
 	if strings.TrimSpace(by) == "" {
 		return errors.New("postgres: remove override: who removes it is required")
@@ -86,7 +86,7 @@ func (s *Store) RemoveOverride(ctx context.Context, hostname, by string, now tim
 		UPDATE merchant_overrides SET removed_at = $2, removed_by = $3
 		WHERE hostname = $1 AND removed_at IS NULL AND (expires_at IS NULL OR expires_at > $2)`, host, now, by)
 	if err != nil {
-		return fmt.Errorf("postgres: remove override: %w", err)
+		return fail("remove override", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("postgres: remove override of %s: %w", host, ErrNoOverride)

@@ -5,7 +5,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,7 +24,7 @@ type Store struct {
 func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, fail("parse url", err)
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		// The vector type exists only once the first migration ran; a connection made
@@ -38,7 +37,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open: %w", err)
+		return nil, fail("open", err)
 	}
 	return &Store{pool: pool}, nil
 }
@@ -49,7 +48,7 @@ func (s *Store) Close() { s.pool.Close() }
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+		return fail("ping", err)
 	}
 	return nil
 }
@@ -59,18 +58,18 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return fail("migrate", err)
 	}
 	defer conn.Release()
 	m, err := migrate.NewMigrator(ctx, conn.Conn(), "schema_version")
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return fail("migrate", err)
 	}
 	if err := m.LoadMigrations(migrations.FS); err != nil {
-		return fmt.Errorf("postgres: load migrations: %w", err)
+		return fail("load migrations", err)
 	}
 	if err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return fail("migrate", err)
 	}
 	// Connections opened before the vector extension existed lack its type.
 	s.pool.Reset()

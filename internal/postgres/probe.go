@@ -27,7 +27,7 @@ func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Tar
 		return t, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: probe targets: %w", err)
+		return nil, fail("probe targets", err)
 	}
 	return targets, nil
 }
@@ -52,7 +52,7 @@ func (s *Store) RecordProbes(ctx context.Context, rs []trust.Result) error {
 			"network", "asset", "pay_to", "amount", "detail", "x402_version", "scheme"},
 		pgx.CopyFromSlice(len(rs), func(i int) ([]any, error) { return probeValues(rs[i]), nil }))
 	if err != nil {
-		return fmt.Errorf("postgres: record probes: %w", err)
+		return fail("record probes", err)
 	}
 	return nil
 }
@@ -87,12 +87,12 @@ const probeLockKey = 715518
 func (s *Store) TryProbeLock(ctx context.Context) (release func(), ok bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: probe lock: %w", err)
+		return nil, false, fail("probe lock", err)
 	}
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, probeLockKey).Scan(&ok); err != nil || !ok {
 		conn.Release()
 		if err != nil {
-			return nil, false, fmt.Errorf("postgres: probe lock: %w", err)
+			return nil, false, fail("probe lock", err)
 		}
 		return nil, false, nil
 	}

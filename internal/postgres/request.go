@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 )
@@ -55,18 +55,11 @@ func visibleRequest(p auth.Principal, arg int) (string, any) {
 	return "r.user_id = $" + strconv.Itoa(arg), p.UserID
 }
 
-func isRequestErr(err error) bool {
-	var invalid request.Invalid
-	return errors.Is(err, request.ErrNotFound) || errors.Is(err, request.ErrInvalidTransition) ||
-		errors.Is(err, request.ErrExpired) || errors.Is(err, request.ErrAlreadyClaimed) ||
-		errors.Is(err, request.ErrNotFulfilled) || errors.As(err, &invalid) || isSessionErr(err)
-}
-
-func requestErr(op string, err error) error {
-	if err == nil || isRequestErr(err) {
-		return err
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
+// refusal reports whether err is the domain refusing a change (one of its own
+// problems), not the database failing.
+func refusal(err error) bool {
+	p, ok := problem.As(err)
+	return ok && p.Err == nil
 }
 
 // CreateRequest raises a request in session sessionID for the agent p acts as,
@@ -115,7 +108,7 @@ func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID s
 		out, err = scanRequest(tx.QueryRow(ctx, `SELECT `+requestColumns+requestFrom+` WHERE r.id = $1`, id))
 		return err
 	})
-	return out, requestErr("create request", err)
+	return out, fail("create request", err)
 }
 
 // requestEvent appends the event of one transition of request id.
@@ -206,7 +199,7 @@ func (s *Store) change(ctx context.Context, p auth.Principal, sessionID, id stri
 			return err
 		}
 		if err := fn(tx, &r); err != nil {
-			if !expired || !isRequestErr(err) {
+			if !expired || !refusal(err) {
 				return err
 			}
 			refused = err // keep the expiry, refuse the change
@@ -234,7 +227,7 @@ func (s *Store) Request(ctx context.Context, p auth.Principal, sessionID, id str
 	if err == nil && r.Due(time.Now()) {
 		r, err = s.change(ctx, p, sessionID, id, func(pgx.Tx, *request.Request) error { return nil })
 	}
-	return r, requestErr("request", err)
+	return r, fail("request", err)
 }
 
 // Requests lists the requests of session sessionID, which p must see, newest first.
@@ -254,11 +247,11 @@ func (s *Store) Requests(ctx context.Context, p auth.Principal, sessionID string
 	q += ` ORDER BY r.created_at DESC, r.id DESC LIMIT ` + strconv.Itoa(limit+1)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: requests: %w", err)
+		return nil, nil, fail("requests", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (request.Request, error) { return scanRequest(r) })
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: requests: %w", err)
+		return nil, nil, fail("requests", err)
 	}
 	out, next := page(out, limit, func(r request.Request) (time.Time, string) { return r.CreatedAt, r.ID })
 	return out, next, nil
@@ -296,7 +289,7 @@ func (s *Store) Decide(ctx context.Context, p auth.Principal, id string, o reque
 		}
 		return move(ctx, tx, r, request.StatusFulfilled, session.ActorSystem)
 	})
-	return r, requestErr("decide request", err)
+	return r, fail("decide request", err)
 }
 
 // CancelRequest withdraws request id on its agent's word. Cancelling a canceled
@@ -312,7 +305,7 @@ func (s *Store) CancelRequest(ctx context.Context, p auth.Principal, sessionID, 
 		}
 		return move(ctx, tx, r, request.StatusCanceled, session.ActorAgent)
 	})
-	return r, requestErr("cancel request", err)
+	return r, fail("cancel request", err)
 }
 
 // ClaimArtifact hands the artifact of fulfilled request id to its agent, once: of
@@ -352,7 +345,7 @@ func (s *Store) ClaimArtifact(ctx context.Context, p auth.Principal, sessionID, 
 		_, err = appendEvent(ctx, tx, r.SessionID, session.Append{Type: request.EventArtifactClaimed, Actor: session.ActorAgent, Data: b})
 		return err
 	})
-	return art, claimedAt, requestErr("claim artifact", err)
+	return art, claimedAt, fail("claim artifact", err)
 }
 
 // cancelOpenRequests cancels, in tx, every request of a session that is closing.
@@ -414,15 +407,15 @@ func (s *Store) ExpireRequests(ctx context.Context) (int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT session_id FROM requests
 		WHERE status = 'waiting_user' AND expires_at <= now() LIMIT 1000`)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: expire requests: %w", err)
+		return 0, fail("expire requests", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, fmt.Errorf("postgres: expire requests: %w", err)
+		return 0, fail("expire requests", err)
 	}
 	for _, id := range ids {
 		if err := s.expireSession(ctx, id); err != nil {
-			return 0, fmt.Errorf("postgres: expire requests: %w", err)
+			return 0, fail("expire requests", err)
 		}
 	}
 	return len(ids), nil
@@ -440,7 +433,7 @@ func (s *Store) SessionValues(ctx context.Context, sessionID string) ([]SealedVa
 	rows, err := s.pool.Query(ctx, `SELECT handle, session_id, request_id, user_id, field_key, key_id, nonce, ciphertext
 		FROM session_values WHERE session_id = $1 ORDER BY created_at, field_key`, sessionID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: session values: %w", err)
+		return nil, fail("session values", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SealedValue, error) {
 		var v SealedValue
@@ -448,7 +441,7 @@ func (s *Store) SessionValues(ctx context.Context, sessionID string) ([]SealedVa
 		return v, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: session values: %w", err)
+		return nil, fail("session values", err)
 	}
 	return out, nil
 }

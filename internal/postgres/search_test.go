@@ -8,8 +8,8 @@ import (
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/embedding"
-	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/search"
 )
 
 func TestEmbeddingsFollowMethodText(t *testing.T) {
@@ -19,29 +19,29 @@ func TestEmbeddingsFollowMethodText(t *testing.T) {
 	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	m := postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
+	m := search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
 	if _, err := store.RegisterModel(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	// Registering again keeps the stored band; other dimensions are refused.
-	if got, err := store.RegisterModel(ctx, postgres.Model{ID: m.ID, Dimensions: m.Dimensions, Floor: 0.9, Margin: 0.9}); err != nil || got.Floor != float64(float32(0.2)) {
+	if got, err := store.RegisterModel(ctx, search.ModelRecord{ID: m.ID, Dimensions: m.Dimensions, Floor: 0.9, Margin: 0.9}); err != nil || got.Floor != float64(float32(0.2)) {
 		t.Fatalf("re-register: %+v %v", got, err)
 	}
-	if _, err := store.RegisterModel(ctx, postgres.Model{ID: m.ID, Dimensions: 8}); err == nil {
+	if _, err := store.RegisterModel(ctx, search.ModelRecord{ID: m.ID, Dimensions: 8}); err == nil {
 		t.Fatal("registering a model with other dimensions must fail")
 	}
-	n, err := store.SyncEmbeddings(ctx, embedding.Lexhash{})
+	n, err := search.Sync(ctx, store, embedding.Lexhash{})
 	if err != nil || n < 50 {
 		t.Fatalf("first sync embedded %d: %v", n, err)
 	}
-	if n, _ := store.SyncEmbeddings(ctx, embedding.Lexhash{}); n != 0 {
+	if n, _ := search.Sync(ctx, store, embedding.Lexhash{}); n != 0 {
 		t.Fatalf("a sync without changes embedded %d", n)
 	}
 	cat.Providers[0].Methods[0].Description += " Now with hourly updates."
 	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := store.SyncEmbeddings(ctx, embedding.Lexhash{}); n != 1 {
+	if n, _ := search.Sync(ctx, store, embedding.Lexhash{}); n != 1 {
 		t.Fatalf("a changed description re-embedded %d methods, want 1", n)
 	}
 	slug := cat.Providers[0].Methods[0].Slug

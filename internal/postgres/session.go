@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +76,7 @@ func (s *Store) CreateSession(ctx context.Context, p auth.Principal, n session.N
 		return err
 	})
 	if err != nil && !errors.Is(err, session.ErrClientIDTaken) {
-		return out, fmt.Errorf("postgres: create session: %w", err)
+		return out, fail("create session", err)
 	}
 	return out, err
 }
@@ -87,7 +86,7 @@ func (s *Store) Session(ctx context.Context, p auth.Principal, id string) (sessi
 	where, arg := visible(p, 2)
 	out, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1 AND `+where, id, arg))
 	if err != nil && !errors.Is(err, session.ErrNotFound) {
-		return out, fmt.Errorf("postgres: session: %w", err)
+		return out, fail("session", err)
 	}
 	return out, err
 }
@@ -105,11 +104,11 @@ func (s *Store) Sessions(ctx context.Context, p auth.Principal, after *session.C
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + strconv.Itoa(limit+1)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: sessions: %w", err)
+		return nil, nil, fail("sessions", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (session.Session, error) { return scanSession(r) })
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: sessions: %w", err)
+		return nil, nil, fail("sessions", err)
 	}
 	out, next := page(out, limit, func(s session.Session) (time.Time, string) { return s.CreatedAt, s.ID })
 	return out, next, nil
@@ -167,9 +166,7 @@ func (s *Store) CompleteSession(ctx context.Context, p auth.Principal, id string
 			WHERE id = $1 RETURNING `+sessionColumns, id, c.Status, c.Summary, c.ClientCompletionID))
 		return err
 	})
-	if err != nil && !isSessionErr(err) {
-		err = fmt.Errorf("postgres: complete session: %w", err)
-	}
+	err = fail("complete session", err)
 	return out, duplicate, err
 }
 
@@ -202,15 +199,8 @@ func (s *Store) StopSession(ctx context.Context, p auth.Principal, id, reason st
 			WHERE id = $1 RETURNING `+sessionColumns, id, reason))
 		return err
 	})
-	if err != nil && !isSessionErr(err) {
-		err = fmt.Errorf("postgres: stop session: %w", err)
-	}
+	err = fail("stop session", err)
 	return out, err
-}
-
-func isSessionErr(err error) bool {
-	return errors.Is(err, session.ErrNotFound) || errors.Is(err, session.ErrClosed) ||
-		errors.Is(err, session.ErrClientIDTaken)
 }
 
 // AppendEvent adds an event to session id, which p must see and which must be open.
@@ -247,9 +237,7 @@ func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a 
 			err = found
 		}
 	}
-	if err != nil && !isSessionErr(err) {
-		err = fmt.Errorf("postgres: append event: %w", err)
-	}
+	err = fail("append event", err)
 	return ev, err
 }
 
@@ -294,7 +282,7 @@ func (s *Store) Events(ctx context.Context, p auth.Principal, id string, after i
 		SELECT seq, type, actor, client_event_id, data, created_at FROM session_events
 		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, after, limit)
 	if err != nil {
-		return nil, sess, fmt.Errorf("postgres: events: %w", err)
+		return nil, sess, fail("events", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (session.Event, error) {
 		var ev session.Event
@@ -304,81 +292,9 @@ func (s *Store) Events(ctx context.Context, p auth.Principal, id string, after i
 		return ev, err
 	})
 	if err != nil {
-		return nil, sess, fmt.Errorf("postgres: events: %w", err)
+		return nil, sess, fail("events", err)
 	}
 	return out, sess, nil
-}
-
-// staleIdempotency is true of a record that expired, or whose request was abandoned
-// in progress (the server stopped before answering): both are forgotten when claimed.
-const staleIdempotency = `(coalesce(expires_at < now(), false) OR (status IS NULL AND created_at < now() - interval '2 minutes'))`
-
-// ClaimIdempotency records that the request (kid, route, key) with body hash sha is
-// being answered, and returns nil; if one is already recorded (and not expired) it
-// returns that one instead. ttl 0 keeps the record for good.
-func (s *Store) ClaimIdempotency(ctx context.Context, kid, route, key string, sha []byte, ttl time.Duration) (*auth.Idempotent, error) {
-	var expires *time.Time
-	if ttl > 0 {
-		t := time.Now().Add(ttl)
-		expires = &t
-	}
-	for range 3 {
-		tag, err := s.pool.Exec(ctx, `
-			INSERT INTO idempotency_keys (kid, route, key, body_sha256, expires_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (kid, route, key) DO NOTHING`, kid, route, key, sha, expires)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: claim idempotency key: %w", err)
-		}
-		if tag.RowsAffected() == 1 {
-			return nil, nil
-		}
-		var got auth.Idempotent
-		var status *int
-		var ct *string
-		var stale bool
-		err = s.pool.QueryRow(ctx, `
-			SELECT body_sha256, status, content_type, response, `+staleIdempotency+`
-			FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3`, kid, route, key).
-			Scan(&got.BodySHA256, &status, &ct, &got.Response, &stale)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // released meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("postgres: claim idempotency key: %w", err)
-		}
-		if stale {
-			s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3 AND `+staleIdempotency, kid, route, key)
-			continue
-		}
-		if status != nil {
-			got.Status = *status
-		}
-		if ct != nil {
-			got.ContentType = *ct
-		}
-		return &got, nil
-	}
-	return nil, errors.New("postgres: claim idempotency key: contended")
-}
-
-// FinishIdempotency stores the response to a claimed request.
-func (s *Store) FinishIdempotency(ctx context.Context, kid, route, key string, status int, contentType string, response []byte) error {
-	_, err := s.pool.Exec(ctx, `
-		UPDATE idempotency_keys SET status = $4, content_type = $5, response = $6
-		WHERE kid = $1 AND route = $2 AND key = $3`, kid, route, key, status, contentType, response)
-	if err != nil {
-		return fmt.Errorf("postgres: finish idempotency key: %w", err)
-	}
-	return nil
-}
-
-// ReleaseIdempotency forgets a claimed request that failed, so that a retry runs it.
-func (s *Store) ReleaseIdempotency(ctx context.Context, kid, route, key string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3 AND status IS NULL`, kid, route, key)
-	if err != nil {
-		return fmt.Errorf("postgres: release idempotency key: %w", err)
-	}
-	return nil
 }
 
 // eventKey parses a NOTIFY payload of EventChannel.

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,20 +16,20 @@ import (
 // swept here, so that the table holds only live ones without a chore of its own.
 func (s *Store) CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM web_sessions WHERE expires_at <= now()`); err != nil {
-		return fmt.Errorf("postgres: create web session: %w", err)
+		return fail("create web session", err)
 	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO web_sessions (token_hash, kid, csrf_token, expires_at)
 		VALUES ($1, $2, $3, now() + make_interval(secs => $4))`, tokenHash, kid, csrfToken, ttl.Seconds())
 	if err != nil {
-		return fmt.Errorf("postgres: create web session: %w", err)
+		return fail("create web session", err)
 	}
 	return nil
 }
 
 // WebSession returns the live sign-in whose token hashes to tokenHash, with the
 // state of its key read now (no cache: a revocation counts on the next page load).
-// auth.ErrNotFound when there is none or its time ran out.
+// auth.ErrNoWebSession when there is none or its time ran out.
 func (s *Store) WebSession(ctx context.Context, tokenHash []byte) (auth.WebSession, error) {
 	var w auth.WebSession
 	var scope string
@@ -41,10 +40,10 @@ func (s *Store) WebSession(ctx context.Context, tokenHash []byte) (auth.WebSessi
 		WHERE w.token_hash = $1 AND w.expires_at > now()`, tokenHash).
 		Scan(&w.KID, &scope, &w.UserID, &agent, &w.CSRFToken, &w.ExpiresAt, &w.Revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return w, auth.ErrNotFound
+		return w, auth.ErrNoWebSession
 	}
 	if err != nil {
-		return w, fmt.Errorf("postgres: web session: %w", err)
+		return w, fail("web session", err)
 	}
 	w.Scope = auth.Scope(scope)
 	if agent != nil {
@@ -56,7 +55,7 @@ func (s *Store) WebSession(ctx context.Context, tokenHash []byte) (auth.WebSessi
 // DeleteWebSession ends a sign-in; ending one that is gone is not an error.
 func (s *Store) DeleteWebSession(ctx context.Context, tokenHash []byte) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM web_sessions WHERE token_hash = $1`, tokenHash); err != nil {
-		return fmt.Errorf("postgres: delete web session: %w", err)
+		return fail("delete web session", err)
 	}
 	return nil
 }
@@ -69,11 +68,11 @@ func (s *Store) WaitingRequests(ctx context.Context, userID string, limit int) (
 		WHERE r.user_id = $1 AND r.status = 'waiting_user' AND r.expires_at > now()
 		ORDER BY r.created_at DESC, r.id DESC LIMIT $2`, userID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: waiting requests: %w", err)
+		return nil, fail("waiting requests", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (request.Request, error) { return scanRequest(r) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres: waiting requests: %w", err)
+		return nil, fail("waiting requests", err)
 	}
 	return out, nil
 }

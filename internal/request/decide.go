@@ -14,13 +14,6 @@ type Sealer interface {
 	Seal(plaintext, aad []byte) (keyID string, nonce, ciphertext []byte, err error)
 }
 
-// Store is what deciding needs from storage: the request as its user sees it, and
-// the decision applied as conditional transitions from waiting_user.
-type Store interface {
-	Request(ctx context.Context, p auth.Principal, sessionID, id string) (Request, error)
-	Decide(ctx context.Context, p auth.Principal, id string, o Outcome) (Request, error)
-}
-
 // Decider applies users' decisions, from the API and from the approval page alike.
 type Decider struct {
 	Store  Store

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/url"
 	"regexp"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // Kinds of requests.
@@ -77,25 +78,21 @@ func CanMove(from, to string) bool { return slices.Contains(transitions[from], t
 // Terminal reports whether status is final.
 func Terminal(status string) bool { return len(transitions[status]) == 0 }
 
+// The request errors. Input that breaks a rule is a problem.Invalid whose text names
+// the rule and never echoes a value.
 var (
 	// ErrNotFound is a request that does not exist or that the caller may not see.
-	ErrNotFound = errors.New("request: not found")
+	ErrNotFound = problem.New(problem.NotFound, "No request with this id is visible to this key.")
 	// ErrInvalidTransition is a change the state machine does not allow from the
 	// request's current status.
-	ErrInvalidTransition = errors.New("request: invalid state transition")
+	ErrInvalidTransition = problem.New(problem.InvalidStateTransition, "The request's status does not allow this change.")
 	// ErrExpired is a change to a request whose time ran out.
-	ErrExpired = errors.New("request: expired")
+	ErrExpired = problem.New(problem.RequestExpired, "The request expired before it was decided.")
 	// ErrAlreadyClaimed is a second claim of an artifact.
-	ErrAlreadyClaimed = errors.New("request: artifact already claimed")
+	ErrAlreadyClaimed = problem.New(problem.ArtifactAlreadyClaimed, "The artifact of this request was already claimed.")
 	// ErrNotFulfilled is a claim of a request that yielded no artifact (yet).
-	ErrNotFulfilled = errors.New("request: not fulfilled")
+	ErrNotFulfilled = problem.New(problem.InvalidStateTransition, "The request is not fulfilled: it has no artifact to claim.")
 )
-
-// Invalid is input that breaks a rule; its text names the rule and never echoes a
-// value.
-type Invalid string
-
-func (e Invalid) Error() string { return string(e) }
 
 // Context is what the agent was looking at, and why it asks.
 type Context struct {
@@ -233,10 +230,10 @@ var (
 
 func text(name, v string, required bool, max int) error {
 	if required && strings.TrimSpace(v) == "" {
-		return Invalid(name + " is required.")
+		return problem.Invalid(name + " is required.")
 	}
 	if len(v) > max || !utf8.ValidString(v) {
-		return Invalid(name + " must be valid UTF-8 of at most " + strconv.Itoa(max) + " bytes.")
+		return problem.Invalid(name + " must be valid UTF-8 of at most " + strconv.Itoa(max) + " bytes.")
 	}
 	return nil
 }
@@ -244,17 +241,17 @@ func text(name, v string, required bool, max int) error {
 // Validate checks n for its kind and fills in defaults (the TTL, secret flags).
 func (n *New) Validate() error {
 	if n.ClientRequestID == "" || len(n.ClientRequestID) > 200 {
-		return Invalid("clientRequestId must be 1 to 200 bytes.")
+		return problem.Invalid("clientRequestId must be 1 to 200 bytes.")
 	}
 	if !slices.Contains(Kinds, n.Kind) {
-		return Invalid("kind must be one of " + strings.Join(Kinds, ", ") + ".")
+		return problem.Invalid("kind must be one of " + strings.Join(Kinds, ", ") + ".")
 	}
 	if n.TTLSeconds == nil {
 		ttl := int64(DefaultTTL / time.Second)
 		n.TTLSeconds = &ttl
 	}
 	if t := *n.TTLSeconds; t < int64(MinTTL/time.Second) || t > int64(MaxTTL/time.Second) {
-		return Invalid("ttlSeconds must be from " + strconv.Itoa(int(MinTTL/time.Second)) + " to " + strconv.Itoa(int(MaxTTL/time.Second)) + ".")
+		return problem.Invalid("ttlSeconds must be from " + strconv.Itoa(int(MinTTL/time.Second)) + " to " + strconv.Itoa(int(MaxTTL/time.Second)) + ".")
 	}
 	if err := n.Context.validate(); err != nil {
 		return err
@@ -269,35 +266,35 @@ func (n *New) Validate() error {
 		}
 	}
 	if p.Amount != "" && !amountPattern.MatchString(p.Amount) {
-		return Invalid("params.amount must be a decimal number such as 12.50.")
+		return problem.Invalid("params.amount must be a decimal number such as 12.50.")
 	}
 	if p.Currency != "" && !currencyRule.MatchString(p.Currency) {
-		return Invalid("params.currency must be an upper-case code such as USD or USDC.")
+		return problem.Invalid("params.currency must be an upper-case code such as USD or USDC.")
 	}
 	if (p.Amount == "") != (p.Currency == "") {
-		return Invalid("params.amount and params.currency go together.")
+		return problem.Invalid("params.amount and params.currency go together.")
 	}
 	wantFields := n.Kind == KindProvideMissing || n.Kind == KindAskBeforeUse
 	switch {
 	case n.Kind == KindConfirm && strings.TrimSpace(p.Summary) == "":
-		return Invalid("A confirm request needs params.summary: what the user confirms.")
+		return problem.Invalid("A confirm request needs params.summary: what the user confirms.")
 	case n.Kind != KindConfirm && (p.Amount != "" || p.Recipient != ""):
-		return Invalid("params.amount, params.currency and params.recipient belong to confirm requests.")
+		return problem.Invalid("params.amount, params.currency and params.recipient belong to confirm requests.")
 	case n.Kind == KindChoice && (len(n.Options) < 2 || len(n.Options) > 20):
-		return Invalid("A choice request needs 2 to 20 options.")
+		return problem.Invalid("A choice request needs 2 to 20 options.")
 	case n.Kind != KindChoice && len(n.Options) > 0:
-		return Invalid("options belong to choice requests.")
+		return problem.Invalid("options belong to choice requests.")
 	case wantFields && (len(n.Fields) == 0 || len(n.Fields) > 20):
-		return Invalid("A " + n.Kind + " request needs 1 to 20 fields.")
+		return problem.Invalid("A " + n.Kind + " request needs 1 to 20 fields.")
 	case !wantFields && len(n.Fields) > 0:
-		return Invalid("fields belong to provide_missing and ask_before_use requests.")
+		return problem.Invalid("fields belong to provide_missing and ask_before_use requests.")
 	}
 	seen := map[string]bool{}
 	for i := range n.Fields {
 		f := &n.Fields[i]
 		at := "fields[" + strconv.Itoa(i) + "]"
 		if !keyPattern.MatchString(f.Key) || seen[f.Key] {
-			return Invalid(at + ".key must be a distinct name of letters, digits, _ . - (at most 64).")
+			return problem.Invalid(at + ".key must be a distinct name of letters, digits, _ . - (at most 64).")
 		}
 		seen[f.Key] = true
 		if err := text(at+".label", f.Label, true, 200); err != nil {
@@ -307,7 +304,7 @@ func (n *New) Validate() error {
 			f.Type = "text"
 		}
 		if !slices.Contains(FieldTypes, f.Type) {
-			return Invalid(at + ".type must be one of " + strings.Join(FieldTypes, ", ") + ".")
+			return problem.Invalid(at + ".type must be one of " + strings.Join(FieldTypes, ", ") + ".")
 		}
 		f.Secret = f.Secret || alwaysSecret(f.Type)
 	}
@@ -315,7 +312,7 @@ func (n *New) Validate() error {
 	for i, o := range n.Options {
 		at := "options[" + strconv.Itoa(i) + "]"
 		if !keyPattern.MatchString(o.ID) || seen[o.ID] {
-			return Invalid(at + ".id must be a distinct name of letters, digits, _ . - (at most 64).")
+			return problem.Invalid(at + ".id must be a distinct name of letters, digits, _ . - (at most 64).")
 		}
 		seen[o.ID] = true
 		if err := text(at+".label", o.Label, true, 200); err != nil {
@@ -332,7 +329,7 @@ func (c Context) validate() error {
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(c.URL) > 2048 {
-			return Invalid("context.url must be an absolute http or https URL of at most 2048 bytes.")
+			return problem.Invalid("context.url must be an absolute http or https URL of at most 2048 bytes.")
 		}
 	}
 	if err := text("context.pageTitle", c.PageTitle, false, 500); err != nil {
@@ -366,42 +363,42 @@ const MaxValueLen = 4096
 // wants. Messages name fields, never values.
 func (r Request) Check(d Decision) error {
 	if d.Decision != Approve && d.Decision != Deny {
-		return Invalid("decision must be approve or deny.")
+		return problem.Invalid("decision must be approve or deny.")
 	}
 	if d.Save {
-		return Invalid("save is not available yet: values provided here are kept for this session only.")
+		return problem.Invalid("save is not available yet: values provided here are kept for this session only.")
 	}
 	if d.Decision == Deny {
 		if len(d.Values) > 0 || d.SelectedChoiceID != "" {
-			return Invalid("A denial carries no values and no choice.")
+			return problem.Invalid("A denial carries no values and no choice.")
 		}
 		return nil
 	}
 	if r.Kind == KindChoice {
 		if !slices.ContainsFunc(r.Options, func(o Option) bool { return o.ID == d.SelectedChoiceID }) {
-			return Invalid("selectedChoiceId must be the id of one of the request's options.")
+			return problem.Invalid("selectedChoiceId must be the id of one of the request's options.")
 		}
 	} else if d.SelectedChoiceID != "" {
-		return Invalid("selectedChoiceId answers choice requests only.")
+		return problem.Invalid("selectedChoiceId answers choice requests only.")
 	}
 	if r.Kind != KindProvideMissing {
 		if len(d.Values) > 0 {
-			return Invalid("values answer provide_missing requests only.")
+			return problem.Invalid("values answer provide_missing requests only.")
 		}
 		return nil
 	}
 	for k := range d.Values {
 		if !slices.ContainsFunc(r.Fields, func(f Field) bool { return f.Key == k }) {
-			return Invalid("values has a key that is not one of the request's fields.")
+			return problem.Invalid("values has a key that is not one of the request's fields.")
 		}
 	}
 	for _, f := range r.Fields {
 		v, ok := d.Values[f.Key]
 		if !ok || strings.TrimSpace(v) == "" {
-			return Invalid("values must give every field; " + f.Key + " is missing.")
+			return problem.Invalid("values must give every field; " + f.Key + " is missing.")
 		}
 		if len(v) > MaxValueLen || !utf8.ValidString(v) {
-			return Invalid("the value of " + f.Key + " must be valid UTF-8 of at most " + strconv.Itoa(MaxValueLen) + " bytes.")
+			return problem.Invalid("the value of " + f.Key + " must be valid UTF-8 of at most " + strconv.Itoa(MaxValueLen) + " bytes.")
 		}
 	}
 	return nil

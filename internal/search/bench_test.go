@@ -20,7 +20,7 @@ import (
 
 type benchEnv struct {
 	store  *postgres.Store
-	model  postgres.Model
+	model  search.ModelRecord
 	snap   *directory.Snapshot
 	engine *search.Engine
 }
@@ -36,7 +36,7 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 			b.Fatal(err)
 		}
 	}
-	model, err := store.RegisterModel(ctx, postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	model, err := store.RegisterModel(ctx, search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 		store.Pool().Exec(ctx, `DROP INDEX IF EXISTS `+indexName(b, store))
 	}
 	start := time.Now()
-	if _, err := store.SyncEmbeddings(ctx, embedding.Lexhash{}); err != nil {
+	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
 		b.Fatal(err)
 	}
 	if total > 0 {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
-	"github.com/waystation/waystation/internal/postgres"
 )
 
 // MaxResults is the most methods a non-exact query returns.
@@ -40,19 +39,11 @@ var (
 	ErrUnavailable = errors.New("search: unavailable")
 )
 
-// Store is the vector store and the shared allowance counter.
-type Store interface {
-	Nearest(ctx context.Context, m postgres.Model, v []float32, k int, only []string) ([]postgres.Neighbour, error)
-	UseAllowance(ctx context.Context, now time.Time, limit int) (bool, error)
-}
-
-var _ Store = (*postgres.Store)(nil)
-
 // Model is an embedder with its registered record (dimensions and band). The embedder
 // is normally WithCache(WithBreaker(client)) or WithCache(Lexhash{}).
 type Model struct {
 	Embedder embedding.Embedder
-	Record   postgres.Model
+	Record   ModelRecord
 }
 
 // Config tunes the engine.
@@ -73,7 +64,7 @@ type Engine struct {
 	exact    atomic.Pointer[exactIndex]
 	// neighbours keeps recent vector searches, so that a repeated query costs
 	// neither an embedding nor a database round trip.
-	neighbours *expirable.LRU[neighbourKey, []postgres.Neighbour]
+	neighbours *expirable.LRU[neighbourKey, []Neighbour]
 }
 
 // neighbourKey names one vector search: the snapshot it ran against (a new catalog
@@ -111,7 +102,7 @@ func NewEngine(cfg Config, store Store, primary, fallback *Model) (*Engine, erro
 		cfg.Now = time.Now
 	}
 	return &Engine{cfg: cfg, store: store, primary: primary, fallback: fallback,
-		neighbours: expirable.NewLRU[neighbourKey, []postgres.Neighbour](neighbourCacheSize, nil, neighbourCacheTTL)}, nil
+		neighbours: expirable.NewLRU[neighbourKey, []Neighbour](neighbourCacheSize, nil, neighbourCacheTTL)}, nil
 }
 
 // Hit is one result: a list position in the snapshot searched, and its similarity.
@@ -202,7 +193,7 @@ func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string,
 
 // answer fills res with the neighbours in m's similarity band that the filter
 // allows, at most the filter's limit.
-func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, near []postgres.Neighbour) Result {
+func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, near []Neighbour) Result {
 	want := MaxResults
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
@@ -220,8 +211,8 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 
 // Band keeps the neighbours (most similar first) whose similarity is at least floor
 // and at least the best one's minus margin, at most max of them.
-func Band(near []postgres.Neighbour, floor, margin float64, max int) []postgres.Neighbour {
-	var out []postgres.Neighbour
+func Band(near []Neighbour, floor, margin float64, max int) []Neighbour {
+	var out []Neighbour
 	for _, n := range near {
 		if len(out) == max || n.Similarity < floor || (len(near) > 0 && n.Similarity < near[0].Similarity-margin) {
 			break

@@ -4,12 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
 )
 
 func TestBandKeepsResultsNearTheBestAboveTheFloor(t *testing.T) {
-	near := []postgres.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}, {Slug: "c", Similarity: 0.55}, {Slug: "d", Similarity: 0.5}}
+	near := []search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}, {Slug: "c", Similarity: 0.55}, {Slug: "d", Similarity: 0.5}}
 	cases := []struct {
 		floor, margin float64
 		max, want     int

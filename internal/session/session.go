@@ -3,9 +3,12 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"time"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // Statuses of a session. Every status but open is final.
@@ -33,11 +36,11 @@ const (
 
 var (
 	// ErrNotFound is a session that does not exist or that the caller may not see.
-	ErrNotFound = errors.New("session: not found")
+	ErrNotFound = problem.New(problem.NotFound, "No session with this id is visible to this key.")
 	// ErrClosed is a change to a session that is no longer open.
-	ErrClosed = errors.New("session: closed")
+	ErrClosed = problem.New(problem.SessionClosed, "The session is closed.")
 	// ErrClientIDTaken is a client id already used with another request.
-	ErrClientIDTaken = errors.New("session: client id already used")
+	ErrClientIDTaken = problem.New(problem.IdempotencyConflict, "This client id was already used with another body.")
 )
 
 // Session is one workflow of one agent.
@@ -110,4 +113,18 @@ type Stats struct {
 	Sessions         int64            `json:"sessions"`
 	SessionsByStatus map[string]int64 `json:"sessionsByStatus"`
 	Events           int64            `json:"events"`
+}
+
+// Store keeps sessions and their event logs. Every method sees only what p may see:
+// an agent its own sessions, a user those of all its agents; anything else is
+// ErrNotFound.
+type Store interface {
+	CreateSession(ctx context.Context, p auth.Principal, n New) (Session, error)
+	Session(ctx context.Context, p auth.Principal, id string) (Session, error)
+	Sessions(ctx context.Context, p auth.Principal, after *Cursor, limit int) ([]Session, *Cursor, error)
+	CompleteSession(ctx context.Context, p auth.Principal, id string, c Completion) (Session, bool, error)
+	StopSession(ctx context.Context, p auth.Principal, id, reason string) (Session, error)
+	AppendEvent(ctx context.Context, p auth.Principal, id string, a Append) (Event, error)
+	Events(ctx context.Context, p auth.Principal, id string, after int64, limit int) ([]Event, Session, error)
+	AgentStats(ctx context.Context, agentID string) (Stats, error)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/search"
 )
 
 func main() {
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	pool := store.Pool()
 
 	// The model as the import registered it, band included.
-	model := postgres.Model{ID: embedding.Lexhash{}.Model()}
+	model := search.ModelRecord{ID: embedding.Lexhash{}.Model()}
 	err = pool.QueryRow(ctx, `SELECT dimensions, similarity_floor::float8, similarity_margin::float8 FROM embedding_models WHERE id = $1`,
 		model.ID).Scan(&model.Dimensions, &model.Floor, &model.Margin)
 	if err != nil {
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("drop the vector index: %w", err)
 		}
 	}
-	n, err := store.SyncEmbeddings(ctx, embedding.Lexhash{})
+	n, err := search.Sync(ctx, store, embedding.Lexhash{})
 	if err != nil {
 		return err
 	}

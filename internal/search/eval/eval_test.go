@@ -97,12 +97,12 @@ type fixture struct {
 func setup(t *testing.T) fixture {
 	ctx := context.Background()
 	store, _ := pgtest.LoadRealCatalog(t)
-	model, err := store.RegisterModel(ctx, postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions,
+	model, err := store.RegisterModel(ctx, search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions,
 		Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.SyncEmbeddings(ctx, embedding.Lexhash{}); err != nil {
+	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
 		t.Fatal(err)
 	}
 	holder := generator.NewHolder()
@@ -131,7 +131,7 @@ func run(t *testing.T, fx fixture, queries []labelled) (model, baseline, anyWord
 	var onBest, offBest []float64
 	type raw struct {
 		l    labelled
-		near []postgres.Neighbour
+		near []search.Neighbour
 	}
 	var raws []raw
 	for _, l := range queries {
@@ -216,8 +216,8 @@ func hit(l labelled, got []string) bool {
 	return false
 }
 
-func mustModel(fx fixture) postgres.Model {
-	return postgres.Model{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions}
+func mustModel(fx fixture) search.ModelRecord {
+	return search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions}
 }
 
 func quantiles(v []float64) string {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -18,48 +17,37 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 )
 
-// AppStore is what the approval pages keep in the database: sign-ins, and the
-// requests, agents and sessions of the signed-in user.
-type AppStore interface {
-	request.Store
-	StoredKey(ctx context.Context, kid string) (auth.StoredKey, error)
-	CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error
-	WebSession(ctx context.Context, tokenHash []byte) (auth.WebSession, error)
-	DeleteWebSession(ctx context.Context, tokenHash []byte) error
-	WaitingRequests(ctx context.Context, userID string, limit int) ([]request.Request, error)
-	Agent(ctx context.Context, userID, id string) (auth.Agent, error)
-	Agents(ctx context.Context, userID string) ([]auth.Agent, error)
-	Session(ctx context.Context, p auth.Principal, id string) (session.Session, error)
-}
-
-// App is what the approval pages need. Without a pepper no key can be verified, so
-// every sign-in is refused: the pages fail closed, as the API does.
-type App struct {
-	Store  AppStore
-	Pepper []byte
+// Approvals is what the approval pages are served from: one store per resource, and
+// the secrets keys and values are kept under. Without a pepper no key can be
+// verified, so every sign-in is refused: the pages fail closed, as the API does.
+type Approvals struct {
+	Keys        auth.KeyStore
+	Agents      auth.AgentStore
+	Sessions    session.Store
+	Requests    request.Store
+	WebSessions auth.WebSessionStore
+	Pepper      []byte
 	// Sealer encrypts provided values; without it provide_missing approvals fail.
 	Sealer request.Sealer
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
-	// Unavailable tells a store error that means the database cannot be reached,
-	// which the pages answer with 503 rather than 500.
-	Unavailable func(error) bool
 }
 
 // Option adds to what NewServer wires.
 type Option func(*Server)
 
-// WithApp serves the approval pages under /app.
-func WithApp(a App) Option {
+// WithApprovals serves the approval pages under /app.
+func WithApprovals(a Approvals) Option {
 	return func(s *Server) {
 		if a.SessionTTL <= 0 {
 			a.SessionTTL = 12 * time.Hour
 		}
-		s.app = &a
+		s.approvals = &a
 	}
 }
 
@@ -151,15 +139,15 @@ func (s *Server) webSession(r *http.Request) (auth.WebSession, error) {
 	if !ok {
 		return auth.WebSession{}, errSignedOut
 	}
-	ws, err := s.app.Store.WebSession(r.Context(), hash)
-	if errors.Is(err, auth.ErrNotFound) {
+	ws, err := s.approvals.WebSessions.WebSession(r.Context(), hash)
+	if errors.Is(err, auth.ErrNoWebSession) {
 		return ws, errSignedOut
 	}
 	if err != nil {
 		return ws, err
 	}
 	if ws.Revoked || ws.Scope != auth.ScopeUser {
-		if err := s.app.Store.DeleteWebSession(r.Context(), hash); err != nil {
+		if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
 			return ws, err
 		}
 		return ws, errKeyRevoked
@@ -254,7 +242,8 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			refuse("The sign-in form was out of date or sent from another site. Sign in again.")
 			return
 		}
-		scope, kid, secret, err := auth.Parse(strings.TrimSpace(r.PostForm.Get("key")))
+		key := strings.TrimSpace(r.PostForm.Get("key"))
+		scope, _, _, err := auth.Parse(key)
 		if err != nil {
 			refuse("That is not a Waystation key. Paste your user key, which starts with sk_user_.")
 			return
@@ -263,26 +252,30 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			refuse("That is an agent key. Agent keys cannot sign in here: only the person who owns the agent decides its requests. Sign in with your user key (sk_user_…).")
 			return
 		}
-		if s.app.Pepper == nil {
+		if s.approvals.Pepper == nil {
 			refuse("Signing in is not set up on this server.")
 			return
 		}
-		stored, err := s.app.Store.StoredKey(r.Context(), kid)
-		if err != nil && !errors.Is(err, auth.ErrNotFound) {
-			s.fail(w, r, err)
-			return
-		}
-		if err != nil || stored.Scope != scope || !auth.Verify(s.app.Pepper, secret, stored.SecretHash) {
+		stored, err := auth.Authenticate(r.Context(), s.approvals.Keys, s.approvals.Pepper, key)
+		switch problem.CodeOf(err) {
+		case "":
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		case problem.InvalidAPIKey:
 			refuse("That key is not valid.")
 			return
-		}
-		if stored.Revoked {
+		case problem.KeyRevoked:
 			refuse("That key was revoked. Sign in with a valid user key.")
+			return
+		default:
+			s.fail(w, r, err)
 			return
 		}
 		if old, err := r.Cookie(sessionCookie); err == nil {
 			if hash, ok := tokenHash(old.Value); ok {
-				if err := s.app.Store.DeleteWebSession(r.Context(), hash); err != nil {
+				if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
 					s.fail(w, r, err)
 					return
 				}
@@ -290,11 +283,11 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 		}
 		token := newToken()
 		hash, _ := tokenHash(token)
-		if err := s.app.Store.CreateWebSession(r.Context(), hash, kid, newToken(), s.app.SessionTTL); err != nil {
+		if err := s.approvals.WebSessions.CreateWebSession(r.Context(), hash, stored.KID, newToken(), s.approvals.SessionTTL); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		setCookie(w, r, sessionCookie, token, int(s.app.SessionTTL/time.Second))
+		setCookie(w, r, sessionCookie, token, int(s.approvals.SessionTTL/time.Second))
 		setCookie(w, r, signInCookie, "", -1)
 		http.Redirect(w, r, requestURL(back), http.StatusSeeOther)
 	}
@@ -316,7 +309,7 @@ func (s *Server) handleSignOut() http.HandlerFunc {
 		}
 		c, _ := r.Cookie(sessionCookie)
 		hash, _ := tokenHash(c.Value)
-		if err := s.app.Store.DeleteWebSession(r.Context(), hash); err != nil {
+		if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -352,12 +345,12 @@ func (s *Server) handleRequests() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		items, err := s.app.Store.WaitingRequests(r.Context(), ws.UserID, waitingLimit)
+		items, err := s.approvals.Requests.WaitingRequests(r.Context(), ws.UserID, waitingLimit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		agents, err := s.app.Store.Agents(r.Context(), ws.UserID)
+		agents, err := s.approvals.Agents.Agents(r.Context(), ws.UserID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -386,8 +379,8 @@ func (s *Server) handleRequest() http.HandlerFunc {
 // requestPage answers the page of request id with message on top.
 func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, id, message string, status int) {
 	ctx := r.Context()
-	req, err := s.app.Store.Request(ctx, ws.Principal, "", id)
-	if errors.Is(err, request.ErrNotFound) {
+	req, err := s.approvals.Requests.Request(ctx, ws.Principal, "", id)
+	if problem.CodeOf(err) == problem.NotFound {
 		s.appNotFound(w, r)
 		return
 	}
@@ -395,12 +388,12 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 		s.fail(w, r, err)
 		return
 	}
-	agent, err := s.app.Store.Agent(ctx, ws.UserID, req.AgentID)
+	agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, req.AgentID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	sess, err := s.app.Store.Session(ctx, ws.Principal, req.SessionID)
+	sess, err := s.approvals.Sessions.Session(ctx, ws.Principal, req.SessionID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -431,20 +424,20 @@ func (s *Server) handleDecision() http.HandlerFunc {
 			s.forbidden(w, r)
 			return
 		}
-		d := request.Decider{Store: s.app.Store, Sealer: s.app.Sealer}
+		d := request.Decider{Store: s.approvals.Requests, Sealer: s.approvals.Sealer}
 		_, err := d.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
-		var invalid request.Invalid
-		switch {
+		switch code := problem.CodeOf(err); {
 		case err == nil:
 			http.Redirect(w, r, requestURL(id), http.StatusSeeOther)
-		case errors.Is(err, request.ErrNotFound):
+		case code == problem.NotFound:
 			s.appNotFound(w, r)
-		case errors.Is(err, request.ErrExpired):
+		case code == problem.RequestExpired:
 			s.requestPage(w, r, ws, id, "This request expired before your decision reached it: nothing was approved.", http.StatusConflict)
-		case errors.Is(err, request.ErrInvalidTransition):
+		case code == problem.InvalidStateTransition:
 			s.requestPage(w, r, ws, id, "This request no longer waits for a decision: nothing was changed.", http.StatusConflict)
-		case errors.As(err, &invalid):
-			s.requestPage(w, r, ws, id, "Nothing was sent: "+invalid.Error(), http.StatusUnprocessableEntity)
+		case code == problem.ValidationFailed:
+			p, _ := problem.As(err)
+			s.requestPage(w, r, ws, id, "Nothing was sent: "+p.Detail, http.StatusUnprocessableEntity)
 		case errors.Is(err, request.ErrNoSealer):
 			s.log.Error("approval page: no key to seal provided values")
 			s.requestPage(w, r, ws, id, "This server has no key to keep provided values sealed, so it cannot take them. Nothing was sent.", http.StatusServiceUnavailable)

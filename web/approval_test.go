@@ -54,8 +54,8 @@ func newAppEnv(t *testing.T) *appEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil,
-		WithApp(App{Store: store, Pepper: testPepper, Sealer: v}))
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil,
+		WithApprovals(Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Pepper: testPepper, Sealer: v}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &appEnv{t: t, store: store, db: db, base: hs.URL}
@@ -560,7 +560,7 @@ func TestWaitingRequestsListsTheUsersOpenRequestsNewestFirst(t *testing.T) {
 }
 
 func TestPagesWithoutTheAppHaveNoApprovalPages(t *testing.T) {
-	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, nil)
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
 	if res := get(t, srv, "/app/requests"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("/app/requests without the app: %d", res.StatusCode)
 	}

@@ -1,0 +1,113 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// readBody reads a request body of at most the configured size.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.auth.MaxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes.")
+	}
+	if err != nil {
+		return nil, problem.New(problem.ValidationFailed, "The body could not be read.")
+	}
+	return body, nil
+}
+
+// validator is a request body that checks itself once decoded.
+type validator interface {
+	validate() error
+}
+
+// readJSON reads a bounded request body and decodes it into req, which validates
+// itself; the raw body is returned for idempotency checks.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, req validator) ([]byte, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	return body, decode(body, req)
+}
+
+// decode reads exactly one JSON object into v, refusing unknown members, and
+// validates it.
+func decode(body []byte, v validator) error {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return problem.New(problem.ValidationFailed, "The body is not the JSON object this route takes: "+jsonErrorText(err))
+	}
+	if d.More() {
+		return problem.New(problem.ValidationFailed, "The body holds more than one JSON value.")
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return problem.New(problem.ValidationFailed, "The body holds more than one JSON value.")
+	}
+	return v.validate()
+}
+
+var memberName = regexp.MustCompile(`^"[a-zA-Z][a-zA-Z0-9_]{0,63}"$`)
+
+// decodeSealed is decode for bodies that carry values people provide: its errors
+// name no member and no value, since a misplaced value could sit in either.
+func decodeSealed(body []byte, v validator) error {
+	err := decode(body, v)
+	var p *problem.Error
+	if errors.As(err, &p) && strings.HasPrefix(p.Detail, "The body is not the JSON object") {
+		return problem.New(problem.ValidationFailed, "The body is not the JSON object this route takes.")
+	}
+	return err
+}
+
+// jsonErrorText describes a decoding error without echoing the body's values.
+func jsonErrorText(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return "member " + strconv.Quote(typeErr.Field) + " must be " + typeErr.Type.String() + "."
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return "malformed JSON at byte " + strconv.FormatInt(syntaxErr.Offset, 10) + "."
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		// Named only when it looks like a member name, not like a misplaced value.
+		if name := strings.TrimPrefix(msg, "json: unknown field "); memberName.MatchString(name) {
+			return "unknown member " + name + "."
+		}
+		return "an unknown member."
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the body is empty or cut short."
+	}
+	return "not a JSON object."
+}
+
+// writeJSON answers v as JSON that no cache keeps.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own types reach here
+	}
+	writeBody(w, status, hdrJSON[0], body)
+}
+
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h["Cache-Control"] = hdrNoStore
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// handleRevokeCurrentKey lets an agent give up the key it calls with; the next call
+// with it gets 401.
+func (s *Server) handleRevokeCurrentKey() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		if err := s.auth.Keys.RevokeKey(r.Context(), p.UserID, p.AgentID, p.KID); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"kid": p.KID, "status": "revoked"})
+	}
+}
+
+func (s *Server) handleKeys() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		keys, err := s.auth.Keys.Keys(r.Context(), principal(r).UserID)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, list[auth.Key]{Items: nonNil(keys)})
+	}
+}
+
+type createKeyRequest struct {
+	Scope   auth.Scope `json:"scope"`
+	AgentID string     `json:"agentId"`
+}
+
+func (c *createKeyRequest) validate() error {
+	switch {
+	case !c.Scope.Valid():
+		return problem.Invalid(`scope must be "agent" or "user".`)
+	case c.Scope == auth.ScopeAgent && !uuidPattern.MatchString(c.AgentID):
+		return problem.Invalid("An agent key needs the agentId of one of your agents.")
+	case c.Scope == auth.ScopeUser && c.AgentID != "":
+		return problem.Invalid("A user key takes no agentId.")
+	}
+	return nil
+}
+
+// createdKey is the only answer that ever holds a key's secret.
+type createdKey struct {
+	auth.Key
+	Token string `json:"key"`
+}
+
+// handleCreateKey issues a key and shows it once. It is never idempotent: a stored
+// response would keep the secret.
+func (s *Server) handleCreateKey() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := principal(r)
+		var req createKeyRequest
+		_, err := s.readJSON(w, r, &req)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if req.Scope == auth.ScopeAgent {
+			if _, err := s.auth.Agents.Agent(r.Context(), p.UserID, req.AgentID); err != nil {
+				if errors.Is(err, auth.ErrAgentNotFound) {
+					err = problem.Invalid("agentId names none of your agents.")
+				}
+				s.error(w, r, err)
+				return
+			}
+		}
+		nk, err := auth.Generate(req.Scope, s.auth.Pepper)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		k, err := s.auth.Keys.InsertKey(r.Context(), nk, p.UserID, req.AgentID)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, createdKey{Key: k, Token: nk.Token})
+	}
+}
+
+func (s *Server) handleRevokeKey() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := s.auth.Keys.RevokeKey(r.Context(), principal(r).UserID, "", chi.URLParam(r, "kid"))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		w.Header()["Cache-Control"] = hdrNoStore
+		w.WriteHeader(http.StatusNoContent)
+	}
+}

@@ -1,0 +1,73 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// KeyStore keeps API keys, each known only by the keyed hash of its secret.
+type KeyStore interface {
+	// StoredKey is ErrKeyNotFound for a kid the store does not know.
+	StoredKey(ctx context.Context, kid string) (StoredKey, error)
+	// TouchKey records that kid was used.
+	TouchKey(ctx context.Context, kid string) error
+	InsertKey(ctx context.Context, k NewKey, userID, agentID string) (Key, error)
+	Keys(ctx context.Context, userID string) ([]Key, error)
+	// RevokeKey revokes kid of userID (and of agentID when given); ErrKeyNotFound
+	// when there is no such key.
+	RevokeKey(ctx context.Context, userID, agentID, kid string) error
+}
+
+// AgentStore keeps each user's agents.
+type AgentStore interface {
+	// Agent is ErrAgentNotFound for an agent that is not userID's.
+	Agent(ctx context.Context, userID, id string) (Agent, error)
+	Agents(ctx context.Context, userID string) ([]Agent, error)
+	// CreateAgent is ErrAgentExists when userID has an agent of that name.
+	CreateAgent(ctx context.Context, userID, name string) (Agent, error)
+}
+
+// WebSessionStore keeps people's sign-ins to the approval pages.
+type WebSessionStore interface {
+	CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error
+	// WebSession is ErrNoWebSession for a token the store does not know or whose
+	// time ran out.
+	WebSession(ctx context.Context, tokenHash []byte) (WebSession, error)
+	DeleteWebSession(ctx context.Context, tokenHash []byte) error
+}
+
+// Errors of Authenticate; their details are what the API answers.
+var (
+	errInvalidKey = problem.New(problem.InvalidAPIKey, "The API key is not valid.")
+	errRevokedKey = problem.New(problem.KeyRevoked, "The API key was revoked.")
+)
+
+// Authenticate checks a token against the store and the pepper: the stored key of a
+// valid, unrevoked key of the scope the token names. Errors are problems: a token
+// that is malformed, unknown, of another scope or whose secret does not match is
+// invalid_api_key; a revoked key (or a paused agent's) is key_revoked; anything else
+// comes from the store. Without a pepper no key is valid: the API fails closed.
+func Authenticate(ctx context.Context, store KeyStore, pepper []byte, token string) (StoredKey, error) {
+	scope, kid, secret, err := Parse(strings.TrimSpace(token))
+	if err != nil || store == nil || pepper == nil {
+		return StoredKey{}, errInvalidKey
+	}
+	stored, err := store.StoredKey(ctx, kid)
+	if errors.Is(err, ErrKeyNotFound) {
+		return StoredKey{}, errInvalidKey
+	}
+	if err != nil {
+		return StoredKey{}, err
+	}
+	if !Verify(pepper, secret, stored.SecretHash) || stored.Scope != scope {
+		return StoredKey{}, errInvalidKey
+	}
+	if stored.Revoked {
+		return StoredKey{}, errRevokedKey
+	}
+	return stored, nil
+}

@@ -1,0 +1,211 @@
+// Package problem is the service's one error vocabulary: an error with a stable code,
+// and one table that says, for every code, its HTTP status, its title, what it means
+// to the person who meets it and what to do about it. The API answers problems as
+// RFC 9457 problem+json from this table, and the pages at /problems/{code} explain
+// them from the same table; domain packages and the store return these errors, so
+// no handler has to know another package's errors.
+package problem
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Error is a failure with a stable code that clients branch on. Detail says what
+// went wrong in this instance and never echoes a value a person provided.
+type Error struct {
+	Code   string
+	Detail string
+	// Parameter names the query parameter or path segment at fault, when one is.
+	Parameter string
+	// RetryAfter, in seconds, is how long to wait before trying again, when positive.
+	RetryAfter int
+	// Err is the cause, for the log; it is never shown to the client.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Code + ": " + e.Detail + ": " + e.Err.Error()
+	}
+	return e.Code + ": " + e.Detail
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New is a problem of code with detail.
+func New(code, detail string) *Error { return &Error{Code: code, Detail: detail} }
+
+// Param is a problem about one parameter.
+func Param(code, param, detail string) *Error {
+	return &Error{Code: code, Detail: detail, Parameter: param}
+}
+
+// Invalid is a request that breaks a rule of its route: validation_failed.
+func Invalid(detail string) *Error { return New(ValidationFailed, detail) }
+
+// Wrap is a problem caused by err, which the log keeps and the client never sees.
+func Wrap(code, detail string, err error) *Error {
+	return &Error{Code: code, Detail: detail, Err: err}
+}
+
+// As finds the problem in err's chain.
+func As(err error) (*Error, bool) {
+	var p *Error
+	ok := errors.As(err, &p)
+	return p, ok
+}
+
+// CodeOf is the code of the problem in err's chain, or "" when there is none (an
+// internal error).
+func CodeOf(err error) string {
+	if p, ok := As(err); ok {
+		return p.Code
+	}
+	return ""
+}
+
+// Codes of the directory and the service as a whole.
+const (
+	VerifiedReserved    = "verified_reserved"
+	QueryTooLong        = "query_too_long"
+	InvalidParameter    = "invalid_parameter"
+	UnknownParameter    = "unknown_parameter"
+	NotFound            = "not_found"
+	MethodNotAllowed    = "method_not_allowed"
+	RateLimited         = "rate_limited"
+	AllowanceExhausted  = "search_allowance_exhausted"
+	SearchUnavailable   = "search_unavailable"
+	DatabaseUnavailable = "database_unavailable"
+	Internal            = "internal"
+)
+
+// Codes of the authenticated API.
+const (
+	Unauthenticated        = "unauthenticated"
+	InvalidAPIKey          = "invalid_api_key"
+	KeyRevoked             = "key_revoked"
+	WrongKeyScope          = "wrong_key_scope"
+	ValidationFailed       = "validation_failed"
+	IdempotencyConflict    = "idempotency_conflict"
+	IdempotencyInProgress  = "idempotency_in_progress"
+	SessionClosed          = "session_closed"
+	PayloadTooLarge        = "payload_too_large"
+	InvalidStateTransition = "invalid_state_transition"
+	RequestExpired         = "request_expired"
+	ArtifactAlreadyClaimed = "artifact_already_claimed"
+)
+
+// Kind is what the table says of a code.
+type Kind struct {
+	Status int
+	Title  string
+	// Meaning and Remedy explain the code to a person, on its page.
+	Meaning, Remedy string
+}
+
+// kinds is the table: every code the service answers, once.
+var kinds = map[string]Kind{
+	VerifiedReserved: {http.StatusBadRequest, "Parameter reserved",
+		"The request carried the verified parameter. It is reserved for a future verified badge that does not exist yet, so the directory refuses it rather than quietly ignoring it.",
+		"Drop verified from the query. To list the sellers the directory trusts most, filter with verdict=proceed."},
+	QueryTooLong: {http.StatusBadRequest, "Query too long",
+		"The search query q is longer than 1024 bytes of UTF-8 once trimmed.",
+		"Shorten the query to the words that matter; a sentence or two is plenty."},
+	InvalidParameter: {http.StatusBadRequest, "Invalid parameter",
+		"A query parameter or path segment has a value the route cannot read, such as a limit that is not a number or a hostname that is not one. The parameter field of the answer names it.",
+		"Fix the value named by parameter; the OpenAPI document lists what each parameter takes."},
+	UnknownParameter: {http.StatusBadRequest, "Unknown parameter",
+		"The request carried a parameter this route does not take, or the same parameter twice. The directory refuses it so that nothing silently means less than it says.",
+		"Remove the parameter named by parameter, or give a list as one comma-separated value."},
+	NotFound: {http.StatusNotFound, "Not found",
+		"There is nothing at this address: no enabled method has this slug, no method is served from this hostname, or the route does not exist.",
+		"Check the spelling, or browse the directory from its home page."},
+	MethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed",
+		"The directory is read-only: it answers GET, HEAD and OPTIONS only. The Allow header lists what the address takes.",
+		"Use GET."},
+	RateLimited: {http.StatusTooManyRequests, "Rate limited",
+		"This caller sent more searches than its share allows. The plain list, every method and every merchant still answer.",
+		"Wait the number of seconds in Retry-After, or use the list with filters, which is not limited."},
+	AllowanceExhausted: {http.StatusServiceUnavailable, "Search allowance exhausted",
+		"Today's allowance of new search queries is spent; queries already seen and exact names still answer. It renews at midnight UTC.",
+		"Wait the number of seconds in Retry-After, search for an exact method or provider name, or use the list with filters."},
+	SearchUnavailable: {http.StatusServiceUnavailable, "Search unavailable",
+		"No search model can answer right now. The plain list, every method and every merchant still answer.",
+		"Retry after the number of seconds in Retry-After, or use the list with filters."},
+	DatabaseUnavailable: {http.StatusServiceUnavailable, "Database unavailable",
+		"The service cannot reach its database right now, so the authenticated API cannot read or record anything. The public directory, its pages and the published files still answer from the last snapshot.",
+		"Retry after the number of seconds in Retry-After; a write retried with the same body, client id or Idempotency-Key is applied once."},
+	Internal: {http.StatusInternalServerError, "Internal error",
+		"Something went wrong on the service's side. It was logged under the request id of the answer.",
+		"Retry in a moment; if it persists, report the request id."},
+
+	Unauthenticated: {http.StatusUnauthorized, "Authentication required",
+		"The route belongs to the authenticated API and the request carried no API key.",
+		"Send the key in the Authorization header as Bearer sk_agent_… or Bearer sk_user_…; the OpenAPI document says which scope each route takes."},
+	InvalidAPIKey: {http.StatusUnauthorized, "Invalid API key",
+		"The Authorization header did not hold exactly one valid API key: it is malformed, unknown, or its secret does not match.",
+		"Check that the whole key was copied, sent once, after the word Bearer. A lost key cannot be shown again: its user creates a new one."},
+	KeyRevoked: {http.StatusUnauthorized, "API key revoked",
+		"The key was revoked by its user or by the agent holding it, and revocation is final.",
+		"Ask the user who owns the agent for a new key."},
+	WrongKeyScope: {http.StatusForbidden, "Wrong key scope",
+		"The key is valid but of the other scope: agents run sessions and raise requests, while only their user decides requests, stops sessions and manages agents and keys.",
+		"Call the route with a key of the scope named in the WWW-Authenticate header."},
+	ValidationFailed: {http.StatusUnprocessableEntity, "Validation failed",
+		"The body or a header broke a rule of the route: a member is missing, of the wrong type or out of range, or the JSON does not parse. The detail says which rule, without repeating the values sent.",
+		"Fix what the detail names; the OpenAPI document describes every body."},
+	IdempotencyConflict: {http.StatusConflict, "Idempotency conflict",
+		"The idempotency key, or the client id that makes a write idempotent, was used before with a different body. The first write stands; this one was not applied.",
+		"Retry with exactly the first body, or use a new key or client id for a new write."},
+	IdempotencyInProgress: {http.StatusConflict, "Idempotent request in progress",
+		"A request with the same idempotency key is still being answered.",
+		"Retry after the number of seconds in Retry-After: the retry gets the first request's answer."},
+	SessionClosed: {http.StatusConflict, "Session closed",
+		"The session was completed or stopped, so nothing can be added to it.",
+		"Open a new session for new work; a closed session can still be read."},
+	PayloadTooLarge: {http.StatusRequestEntityTooLarge, "Payload too large",
+		"The request body is larger than the route takes.",
+		"Send a smaller body; GET /agent/me lists the limits."},
+	InvalidStateTransition: {http.StatusConflict, "Invalid state transition",
+		"The request is in a status that does not allow this change: it was already decided, canceled, or has no artifact to claim yet.",
+		"Read the request to see its status; a terminal status is final."},
+	RequestExpired: {http.StatusGone, "Request expired",
+		"The request's time ran out before its user decided, so it can no longer be decided, canceled or claimed.",
+		"Raise a new request if the agent still needs the answer."},
+	ArtifactAlreadyClaimed: {http.StatusConflict, "Artifact already claimed",
+		"The artifact of this request was claimed once already; it is handed out only once.",
+		"Use the artifact from the first claim."},
+}
+
+// Lookup returns what the table says of code.
+func Lookup(code string) (Kind, bool) {
+	k, ok := kinds[code]
+	return k, ok
+}
+
+// Status is the HTTP status of code; an unknown code is an internal error.
+func Status(code string) int {
+	if k, ok := kinds[code]; ok {
+		return k.Status
+	}
+	return http.StatusInternalServerError
+}
+
+// Codes lists every code, sorted.
+func Codes() []string {
+	out := make([]string, 0, len(kinds))
+	for c := range kinds {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Slug is the code as its page's URL spells it, with hyphens.
+func Slug(code string) string { return strings.ReplaceAll(code, "_", "-") }
+
+// Type is the problem's type URI: the path of its human page.
+func Type(code string) string { return "/problems/" + Slug(code) }

@@ -1,0 +1,177 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// Service is search as its callers meet it: who is asking, that caller's rate, the
+// shared daily allowance, then the engine. The API's route and the search page both
+// call it, so a program and a person get the same ranking and the same limits.
+type Service struct {
+	// Engine answers queries; nil means search is not configured, and every query is
+	// refused as search_unavailable.
+	Engine *Engine
+	// Limiter holds each caller to its rate; nil means no per-caller limit.
+	Limiter *Limiter
+	// Keys and Pepper verify API keys, so that a caller with a valid key is charged
+	// by key rather than by address; without them every caller is an address.
+	Keys   auth.KeyStore
+	Pepper []byte
+	// TrustedProxies are the networks whose X-Forwarded-For names the caller.
+	TrustedProxies []netip.Prefix
+	// RetryAfter, in seconds, is what a search refused for want of a model says
+	// (default 60).
+	RetryAfter int
+	Log        *slog.Logger
+}
+
+// Caller is what tells who sends a search: the request's Authorization values, the
+// address it came from, and the X-Forwarded-For values a trusted proxy added.
+type Caller struct {
+	Authorization []string
+	RemoteAddr    string
+	ForwardedFor  []string
+}
+
+// Answer is a search's result and the caller's rate-limit state after it.
+type Answer struct {
+	Result
+	// Rate is the caller's bucket after this query; Rate.Limit is 0 when no
+	// per-caller limit applies.
+	Rate Decision
+}
+
+// Search answers q over the methods of snap that pass f for caller c. Refusals are
+// problems: rate_limited (the caller's bucket is empty), search_allowance_exhausted
+// (today's novel embeddings are spent) and search_unavailable (no model can answer),
+// each with its Retry-After. The Answer's Rate is set even on a refusal.
+func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot, q string, f directory.Filter) (Answer, error) {
+	if s == nil || s.Engine == nil {
+		p := problem.New(problem.SearchUnavailable, "Search is not configured on this server; the list works without q.")
+		p.RetryAfter = s.retryAfter()
+		return Answer{}, p
+	}
+	var a Answer
+	a.Rate = s.Limiter.Allow(s.caller(ctx, c))
+	if !a.Rate.OK {
+		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")
+		p.RetryAfter = max(1, ceilSeconds(a.Rate.RetryAfter))
+		return a, p
+	}
+	res, err := s.Engine.Search(ctx, snap, q, f)
+	switch {
+	case errors.Is(err, ErrAllowanceExhausted):
+		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings is spent; repeated and exact queries still answer, and the list works without q.")
+		p.RetryAfter = max(1, ceilSeconds(s.Engine.RetryAfter()))
+		return a, p
+	case err != nil && ctx.Err() == nil:
+		if s.Log != nil {
+			s.Log.Warn("search unavailable", "err", err)
+		}
+		p := problem.Wrap(problem.SearchUnavailable, "No embedding model can answer now; the list works without q.", err)
+		p.RetryAfter = s.retryAfter()
+		return a, p
+	case err != nil:
+		return a, err // the caller left
+	}
+	a.Result = res
+	return a, nil
+}
+
+// Status is the engine's: "ok", "degraded" or "unavailable".
+func (s *Service) Status() string {
+	if s == nil {
+		return "unavailable"
+	}
+	return s.Engine.Status()
+}
+
+func (s *Service) retryAfter() int {
+	if s == nil || s.RetryAfter <= 0 {
+		return 60
+	}
+	return s.RetryAfter
+}
+
+func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
+
+// caller names who a search is charged to: the API key when a valid one is sent, else
+// the client address, or, when the request came through a trusted proxy, the address
+// that proxy saw (the rightmost untrusted hop of X-Forwarded-For, so a client cannot
+// pick its own name). An invalid key is not refused here: the directory needs none.
+func (s *Service) caller(ctx context.Context, c Caller) string {
+	if kid, ok := s.validKey(ctx, c.Authorization); ok {
+		return "key:" + kid
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr)
+	if err != nil {
+		host = c.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	addr = addr.Unmap()
+	if !s.trusted(addr) {
+		return callerKey(addr)
+	}
+	hops := strings.Split(strings.Join(c.ForwardedFor, ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		a = a.Unmap()
+		if !s.trusted(a) {
+			return callerKey(a)
+		}
+		addr = a
+	}
+	return callerKey(addr)
+}
+
+// callerKey is an IPv4 address, or the /64 of an IPv6 one: a single host usually
+// holds a whole /64, so limiting its addresses one by one would limit nothing.
+func callerKey(a netip.Addr) string {
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+func (s *Service) trusted(a netip.Addr) bool {
+	for _, p := range s.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// validKey returns the id of the valid, unrevoked API key in Authorization, if any.
+func (s *Service) validKey(ctx context.Context, authorization []string) (string, bool) {
+	if len(authorization) != 1 || s.Keys == nil {
+		return "", false
+	}
+	scheme, token, _ := strings.Cut(authorization[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	k, err := auth.Authenticate(ctx, s.Keys, s.Pepper, token)
+	if err != nil {
+		return "", false
+	}
+	return k.KID, true
+}
