@@ -1,7 +1,6 @@
 package api
 
 import (
-	"compress/gzip"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 // maxCachedList is the largest filtered list body kept in the cache; larger ones are
@@ -21,7 +21,7 @@ func (s *Server) handleServices() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap := s.snapshots.Current()
 		if r.URL.RawQuery == "" {
-			serveResource(w, r, snap.List())
+			resource.Serve(w, r, snap.List(), http.StatusOK)
 			return
 		}
 		sq, prob := parseServicesQuery(r.URL.RawQuery)
@@ -33,13 +33,13 @@ func (s *Server) handleServices() http.Handler {
 			s.handleSearch(w, r, snap, sq)
 			return
 		}
-		serveResource(w, r, s.filteredList(snap, sq.Filter))
+		resource.Serve(w, r, s.filteredList(snap, sq.Filter), http.StatusOK)
 	})
 }
 
 // filteredList encodes a filtered list, or takes it from the cache of this snapshot's
 // lists.
-func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *directory.Resource {
+func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *resource.Resource {
 	if f.IsZero() {
 		return snap.List()
 	}
@@ -47,7 +47,7 @@ func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *dir
 	if res, ok := s.lists.Get(key); ok {
 		return res
 	}
-	res := directory.NewResourceLevel(snap.AppendList(nil, f), gzip.DefaultCompression)
+	res := resource.New(resource.JSON, snap.AppendList(nil, f))
 	if len(res.Body) <= maxCachedList {
 		s.lists.Add(key, res)
 	}
@@ -67,7 +67,7 @@ func (s *Server) handleService() http.Handler {
 			s.error(w, r, problemf(CodeNotFound, "No enabled method has this slug."))
 			return
 		}
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 	})
 }
 
@@ -89,7 +89,7 @@ func (s *Server) handleMerchant() http.Handler {
 			s.error(w, r, problemf(CodeNotFound, "No method in the directory is served from this hostname."))
 			return
 		}
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 	})
 }
 
@@ -114,7 +114,7 @@ const (
 // unfiltered list, an enabled method or a merchant, the same the router's handlers
 // find; nil for anything else, which the router answers (a miss, an invalid hostname,
 // another method, a query, an escaped path the router matches on its raw form).
-func (s *Server) snapshotResource(r *http.Request) *directory.Resource {
+func (s *Server) snapshotResource(r *http.Request) *resource.Resource {
 	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.URL.RawQuery != "" || r.URL.RawPath != "" {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 // maxQuery is the longest search query, in bytes, as on the API.
@@ -22,7 +23,7 @@ const maxQuery = 1024
 // Pages renders every page of a snapshot that does not depend on the request: the
 // home page, each category, method, merchant and problem page. emit gets each page's
 // URL path and encoded body; it is called from several goroutines at once.
-func Pages(snap *directory.Snapshot, emit func(url string, res *directory.Resource) error) error {
+func Pages(snap *directory.Snapshot, emit func(url string, res *resource.Resource) error) error {
 	type job struct {
 		url string
 		c   templ.Component
@@ -85,7 +86,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*direct
 	snap := s.snapshots.Current()
 	key := snap.Info().ID + "\x00" + r.URL.EscapedPath()
 	if res, ok := s.pages.Get(key); ok {
-		serve(w, r, res, cachePublic)
+		serve(w, r, res, cachePublic, http.StatusOK)
 		return
 	}
 	c, ok := build(snap)
@@ -99,7 +100,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*direct
 		return
 	}
 	s.pages.Add(key, res)
-	serve(w, r, res, cachePublic)
+	serve(w, r, res, cachePublic, http.StatusOK)
 }
 
 func (s *Server) handleHome() http.HandlerFunc {
@@ -199,7 +200,7 @@ func (s *Server) handleSearch() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		serveStatus(w, r, res, cacheNone, status)
+		serve(w, r, res, cacheNone, status)
 	}
 }
 
@@ -214,8 +215,7 @@ func (s *Server) handleStatic() http.HandlerFunc {
 			s.handleNotFound(w, r)
 			return
 		}
-		w.Header()["Content-Type"] = []string{a.ContentType}
-		serve(w, r, a.Resource, cacheImmutable)
+		serve(w, r, a.Resource, cacheImmutable, http.StatusOK)
 	}
 }
 
@@ -226,7 +226,7 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	serveStatus(w, r, res, cachePublic, http.StatusNotFound)
+	serve(w, r, res, cachePublic, http.StatusNotFound)
 }
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {

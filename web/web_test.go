@@ -14,6 +14,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 type fixed struct{ s *directory.Snapshot }
@@ -88,8 +89,8 @@ func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
 	snap := testSnapshot(t)
 	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, nil)
 	var mu sync.Mutex
-	pages := map[string]*directory.Resource{}
-	if err := Pages(snap, func(url string, res *directory.Resource) error {
+	pages := map[string]*resource.Resource{}
+	if err := Pages(snap, func(url string, res *resource.Resource) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pages[url] = res
