@@ -79,7 +79,7 @@ func (s *Server) handleMerchant() http.Handler {
 			s.error(w, r, prob)
 			return
 		}
-		host, err := merchantHost(chi.URLParam(r, "hostname"))
+		host, err := catalog.HostnameFromPath(chi.URLParam(r, "hostname"))
 		if err != nil {
 			s.error(w, r, paramProblem(CodeInvalidParameter, "hostname", "Not a valid hostname: "+err.Error()+"."))
 			return
@@ -91,16 +91,6 @@ func (s *Server) handleMerchant() http.Handler {
 		}
 		resource.Serve(w, r, res, http.StatusOK)
 	})
-}
-
-// merchantHost is the hostname a merchant path segment names.
-func merchantHost(raw string) (string, error) {
-	if strings.Contains(raw, "%") {
-		if u, err := url.PathUnescape(raw); err == nil {
-			raw = u
-		}
-	}
-	return catalog.NormalizeHostname(raw)
 }
 
 // Paths of the snapshot routes, as snapshotResource matches them.
@@ -127,7 +117,7 @@ func (s *Server) snapshotResource(r *http.Request) *resource.Resource {
 		return res
 	}
 	if raw, ok := strings.CutPrefix(p, merchantPrefix); ok && raw != "" && !strings.Contains(raw, "/") {
-		host, err := merchantHost(raw)
+		host, err := catalog.HostnameFromPath(raw)
 		if err != nil {
 			return nil
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/resource"
 )
@@ -132,11 +133,11 @@ func (s *Server) handleMethod() http.HandlerFunc {
 func (s *Server) handleMerchant() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
-			host, err := url.PathUnescape(chi.URLParam(r, "hostname"))
+			host, err := catalog.HostnameFromPath(chi.URLParam(r, "hostname"))
 			if err != nil {
 				return nil, false
 			}
-			v, ok := MerchantPage(snap, strings.TrimSuffix(strings.ToLower(host), "."))
+			v, ok := MerchantPage(snap, host)
 			return MerchantPageView(v), ok
 		})
 	}
