@@ -1,7 +1,6 @@
 package api
 
 import (
-	"compress/gzip"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 // maxCachedList is the largest filtered list body kept in the cache; larger ones are
@@ -22,7 +22,7 @@ func (s *Server) handleServices() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap := s.snapshots.Current()
 		if r.URL.RawQuery == "" {
-			serveResource(w, r, snap.List())
+			resource.Serve(w, r, snap.List(), http.StatusOK)
 			return
 		}
 		sq, prob := parseServicesQuery(r.URL.RawQuery)
@@ -34,13 +34,13 @@ func (s *Server) handleServices() http.Handler {
 			s.handleSearch(w, r, snap, sq)
 			return
 		}
-		serveResource(w, r, s.filteredList(snap, sq.Filter))
+		resource.Serve(w, r, s.filteredList(snap, sq.Filter), http.StatusOK)
 	})
 }
 
 // filteredList encodes a filtered list, or takes it from the cache of this snapshot's
 // lists.
-func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *directory.Resource {
+func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *resource.Resource {
 	if f.IsZero() {
 		return snap.List()
 	}
@@ -48,7 +48,7 @@ func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *dir
 	if res, ok := s.lists.Get(key); ok {
 		return res
 	}
-	res := directory.NewResourceLevel(snap.AppendList(nil, f), gzip.DefaultCompression)
+	res := resource.New(resource.JSON, snap.AppendList(nil, f))
 	if len(res.Body) <= maxCachedList {
 		s.lists.Add(key, res)
 	}
@@ -68,7 +68,7 @@ func (s *Server) handleService() http.Handler {
 			s.error(w, r, problem.New(problem.NotFound, "No enabled method has this slug."))
 			return
 		}
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 	})
 }
 
@@ -80,7 +80,7 @@ func (s *Server) handleMerchant() http.Handler {
 			s.error(w, r, prob)
 			return
 		}
-		host, err := merchantHost(chi.URLParam(r, "hostname"))
+		host, err := catalog.HostnameFromPath(chi.URLParam(r, "hostname"))
 		if err != nil {
 			s.error(w, r, problem.Param(problem.InvalidParameter, "hostname", "Not a valid hostname: "+err.Error()+"."))
 			return
@@ -90,18 +90,8 @@ func (s *Server) handleMerchant() http.Handler {
 			s.error(w, r, problem.New(problem.NotFound, "No method in the directory is served from this hostname."))
 			return
 		}
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 	})
-}
-
-// merchantHost is the hostname a merchant path segment names.
-func merchantHost(raw string) (string, error) {
-	if strings.Contains(raw, "%") {
-		if u, err := url.PathUnescape(raw); err == nil {
-			raw = u
-		}
-	}
-	return catalog.NormalizeHostname(raw)
 }
 
 // DirectoryPath is where the public directory's JSON lives; the human pages link
@@ -119,7 +109,7 @@ const (
 // unfiltered list, an enabled method or a merchant, the same the router's handlers
 // find; nil for anything else, which the router answers (a miss, an invalid hostname,
 // another method, a query, an escaped path the router matches on its raw form).
-func (s *Server) snapshotResource(r *http.Request) *directory.Resource {
+func (s *Server) snapshotResource(r *http.Request) *resource.Resource {
 	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.URL.RawQuery != "" || r.URL.RawPath != "" {
 		return nil
 	}
@@ -132,7 +122,7 @@ func (s *Server) snapshotResource(r *http.Request) *directory.Resource {
 		return res
 	}
 	if raw, ok := strings.CutPrefix(p, merchantPrefix); ok && raw != "" && !strings.Contains(raw, "/") {
-		host, err := merchantHost(raw)
+		host, err := catalog.HostnameFromPath(raw)
 		if err != nil {
 			return nil
 		}

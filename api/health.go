@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 type healthBody struct {
@@ -71,13 +72,13 @@ func (s *Server) handleHealth() http.Handler {
 
 // handleOpenAPI serves the OpenAPI document.
 func (s *Server) handleOpenAPI() http.Handler {
-	res := directory.NewResource(openapiJSON)
+	res := resource.New(resource.JSON, openapiJSON)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if prob := noParameters(r.URL.RawQuery); prob != nil {
 			s.error(w, r, prob)
 			return
 		}
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 	})
 }
 
@@ -92,12 +93,12 @@ type discovery struct {
 // handleDiscovery serves the API's root.
 func (s *Server) handleDiscovery() http.Handler {
 	body, _ := json.Marshal(discovery{APIVersion: Version, OpenAPI: BasePath + "/openapi.json", Scopes: []string{"agent", "user"}})
-	res := directory.NewResource(body)
+	res := resource.New(resource.JSON, body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if prob := noParameters(r.URL.RawQuery); prob != nil {
 			s.error(w, r, prob)
 			return
 		}
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -39,11 +40,11 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 	// A search answer is made for this request alone: it is gzipped only for a client
 	// that takes gzip, which otherwise costs more than the search itself.
 	body := appendSearch(nil, snap, sq.Q, a.Result)
-	if acceptsGzip(r.Header["Accept-Encoding"]) {
-		serveResource(w, r, directory.NewResourceLevel(body, 1))
+	if resource.AcceptsGzip(r.Header) {
+		resource.Serve(w, r, resource.NewLevel(resource.JSON, body, 1), http.StatusOK)
 		return
 	}
-	serveResource(w, r, directory.NewIdentityResource(body))
+	resource.Serve(w, r, resource.NewIdentity(resource.JSON, body), http.StatusOK)
 }
 
 // appendSearch encodes a search answer. Each item is the snapshot's listing item with

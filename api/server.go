@@ -18,6 +18,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -50,7 +51,7 @@ type Server struct {
 	log       *slog.Logger
 	snapshots Snapshots
 	db        Pinger
-	lists     *lru.Cache[string, *directory.Resource]
+	lists     *lru.Cache[string, *resource.Resource]
 	router    chi.Router
 	auth      Authenticated
 	search    *search.Service
@@ -68,7 +69,7 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 	if cfg.ListCacheEntries <= 0 {
 		cfg.ListCacheEntries = 2048
 	}
-	lists, _ := lru.New[string, *directory.Resource](cfg.ListCacheEntries)
+	lists, _ := lru.New[string, *resource.Resource](cfg.ListCacheEntries)
 	var b [4]byte
 	rand.Read(b[:])
 	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-", draining: make(chan struct{})}
@@ -83,14 +84,14 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 // ServeHTTP answers a hit on a snapshot route (see snapshotResource) before the
 // router, because chi's route context, path values and pattern cost seven allocations
 // a request there, where the answer itself is stored bytes and costs none. The
-// headers are publicRead's and the body serveResource's, so the answer is the
+// headers are publicRead's and the rest resource.Serve's, so the answer is the
 // router's byte for byte; everything else, misses and errors included, goes to the
 // router.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res := s.snapshotResource(r); res != nil {
 		defer s.recoverPanic(w, r) // as the router's recoverer would
 		publicHeaders(w.Header())
-		serveResource(w, r, res)
+		resource.Serve(w, r, res, http.StatusOK)
 		return
 	}
 	s.router.ServeHTTP(w, r)

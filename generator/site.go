@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/web"
 )
 
@@ -44,12 +45,8 @@ const (
 	snapPrefix   = "snapshot-"
 )
 
-// Content types and caching of the site's files.
-const (
-	typeJSON   = "application/json; charset=utf-8"
-	typeHTML   = "text/html; charset=utf-8"
-	cacheFiles = "public, max-age=300"
-)
+// cacheFiles is the caching of the site's files.
+const cacheFiles = "public, max-age=300"
 
 // Manifest describes one published site: the snapshot it holds and every served file.
 type Manifest struct {
@@ -208,37 +205,37 @@ type siteWriter struct {
 
 // writeAll writes the directory's JSON, the human pages and the static files.
 func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
-	if err := w.write("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, typeJSON, snap.List()); err != nil {
+	if err := w.write("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
 		return err
 	}
 	methods, hosts := snap.Methods(), snap.Hostnames()
 	err := parallel(len(methods)+len(hosts), func(i int) error {
 		if i < len(methods) {
 			res, _ := snap.Method(methods[i].Slug)
-			return w.write("/"+servicesDir+methods[i].Slug, servicesDir+methods[i].Slug, typeJSON, res)
+			return w.write("/"+servicesDir+methods[i].Slug, servicesDir+methods[i].Slug, res)
 		}
 		h := hosts[i-len(methods)]
 		res, _ := snap.Merchant(h)
-		return w.write("/"+merchantsDir+h, merchantsDir+h, typeJSON, res)
+		return w.write("/"+merchantsDir+h, merchantsDir+h, res)
 	})
 	if err != nil {
 		return err
 	}
-	err = w.views.Pages(snap, func(url string, res *directory.Resource) error {
-		return w.write(url, pagePath(url), typeHTML, res)
+	err = w.views.Pages(snap, func(url string, res *resource.Resource) error {
+		return w.write(url, pagePath(url), res)
 	})
 	if err != nil {
 		return fmt.Errorf("generator: pages: %w", err)
 	}
 	for _, a := range web.Assets() {
-		if err := w.write(a.URL, strings.TrimPrefix(a.URL, "/"), a.ContentType, a.Resource); err != nil {
+		if err := w.write(a.URL, strings.TrimPrefix(a.URL, "/"), a.Resource); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *siteWriter) write(url, path, ctype string, res *directory.Resource) error {
+func (w *siteWriter) write(url, path string, res *resource.Resource) error {
 	p := filepath.Join(w.dir, filepath.FromSlash(path))
 	if err := w.mkdir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
@@ -251,7 +248,7 @@ func (w *siteWriter) write(url, path, ctype string, res *directory.Resource) err
 	}
 	sum := sha256.Sum256(res.Body)
 	f := ManifestFile{
-		URL: url, Path: path, ContentType: ctype, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
+		URL: url, Path: path, ContentType: res.ContentType, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
 		SHA256: hex.EncodeToString(sum[:]), ETag: res.ETag, GzipETag: res.GzipETag,
 	}
 	w.mu.Lock()
@@ -343,7 +340,7 @@ func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
 	m.Counts.Methods = snap.Len()
 	m.Counts.Merchants = len(snap.Hostnames())
 	for _, f := range files {
-		if f.ContentType == typeHTML {
+		if f.ContentType == resource.HTML {
 			m.Counts.Pages++
 		}
 		m.Counts.Files += 2
@@ -365,7 +362,7 @@ func headersFile(files []ManifestFile) []byte {
 	}
 	api := "/" + apiRoot
 	rule(api+"/*",
-		"Content-Type: "+typeJSON,
+		"Content-Type: "+resource.JSON,
 		"Cache-Control: "+cacheFiles,
 		"Access-Control-Allow-Origin: *",
 		"Access-Control-Expose-Headers: ETag, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset",
@@ -376,7 +373,7 @@ func headersFile(files []ManifestFile) []byte {
 		"Access-Control-Allow-Origin: *")
 	seen := map[string]bool{}
 	for _, f := range files {
-		if f.ContentType != typeHTML {
+		if f.ContentType != resource.HTML {
 			continue
 		}
 		dir := "/"
@@ -387,7 +384,7 @@ func headersFile(files []ManifestFile) []byte {
 			continue
 		}
 		seen[dir] = true
-		rule(dir, "Content-Type: "+typeHTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff")
+		rule(dir, "Content-Type: "+resource.HTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff")
 	}
 	return b.Bytes()
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -24,7 +26,7 @@ const maxQuery = 1024
 // Pages renders every page of a snapshot that does not depend on the request: the
 // home page, each category, method, merchant and problem page. emit gets each page's
 // URL path and encoded body; it is called from several goroutines at once.
-func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *directory.Resource) error) error {
+func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *resource.Resource) error) error {
 	type job struct {
 		url string
 		c   templ.Component
@@ -87,7 +89,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*direct
 	snap := s.snapshots.Current()
 	key := snap.Info().ID + "\x00" + r.URL.EscapedPath()
 	if res, ok := s.pages.Get(key); ok {
-		serve(w, r, res, cachePublic)
+		serve(w, r, res, cachePublic, http.StatusOK)
 		return
 	}
 	c, ok := build(snap)
@@ -101,7 +103,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*direct
 		return
 	}
 	s.pages.Add(key, res)
-	serve(w, r, res, cachePublic)
+	serve(w, r, res, cachePublic, http.StatusOK)
 }
 
 func (s *Server) handleHome() http.HandlerFunc {
@@ -133,11 +135,11 @@ func (s *Server) handleMethod() http.HandlerFunc {
 func (s *Server) handleMerchant() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
-			host, err := url.PathUnescape(chi.URLParam(r, "hostname"))
+			host, err := catalog.HostnameFromPath(chi.URLParam(r, "hostname"))
 			if err != nil {
 				return nil, false
 			}
-			v, ok := s.views.MerchantPage(snap, strings.TrimSuffix(strings.ToLower(host), "."))
+			v, ok := s.views.MerchantPage(snap, host)
 			return MerchantPageView(v), ok
 		})
 	}
@@ -196,7 +198,7 @@ func (s *Server) handleSearch() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		serveStatus(w, r, res, cacheNone, status)
+		serve(w, r, res, cacheNone, status)
 	}
 }
 
@@ -230,8 +232,7 @@ func (s *Server) handleStatic() http.HandlerFunc {
 			s.handleNotFound(w, r)
 			return
 		}
-		w.Header()["Content-Type"] = []string{a.ContentType}
-		serve(w, r, a.Resource, cacheImmutable)
+		serve(w, r, a.Resource, cacheImmutable, http.StatusOK)
 	}
 }
 
@@ -242,7 +243,7 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	serveStatus(w, r, res, cachePublic, http.StatusNotFound)
+	serve(w, r, res, cachePublic, http.StatusNotFound)
 }
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {

@@ -5,7 +5,6 @@ package web
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -35,7 +35,7 @@ type Server struct {
 	log       *slog.Logger
 	snapshots Snapshots
 	search    Searcher
-	pages     *lru.Cache[string, *directory.Resource]
+	pages     *lru.Cache[string, *resource.Resource]
 	views     Views
 	router    http.Handler
 	// approvals serves the approval pages; without them /app has no pages.
@@ -44,7 +44,7 @@ type Server struct {
 
 // NewServer wires the pages; search may be nil, and options add the approval pages.
 func NewServer(log *slog.Logger, snapshots Snapshots, views Views, search Searcher, opts ...Option) *Server {
-	pages, _ := lru.New[string, *directory.Resource](1024)
+	pages, _ := lru.New[string, *resource.Resource](1024)
 	s := &Server{log: log, snapshots: snapshots, views: views, search: search, pages: pages}
 	for _, o := range opts {
 		o(s)
@@ -57,10 +57,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 // render encodes a page once; pages and the generator share it, so both give the
 // same bytes and ETags.
-func render(c templ.Component) (*directory.Resource, error) {
+func render(c templ.Component) (*resource.Resource, error) {
 	var b bytes.Buffer
 	if err := c.Render(context.Background(), &b); err != nil {
 		return nil, err
 	}
-	return directory.NewResourceLevel(b.Bytes(), gzip.DefaultCompression), nil
+	return resource.New(resource.HTML, b.Bytes()), nil
 }

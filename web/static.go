@@ -9,16 +9,15 @@ import (
 	"path"
 	"strings"
 
-	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/static"
 )
 
 // Asset is a static file under its versioned URL: the name carries a hash of the
 // content, so the file can be cached for a year and a new version gets a new URL.
 type Asset struct {
-	URL         string
-	ContentType string
-	Resource    *directory.Resource
+	URL      string
+	Resource *resource.Resource
 }
 
 var (
@@ -44,7 +43,7 @@ func loadAssets() map[string]Asset {
 			ctype += "; charset=utf-8"
 		}
 		url := "/static/" + strings.TrimSuffix(name, ext) + "." + hex.EncodeToString(sum[:5]) + ext
-		out[name] = Asset{URL: url, ContentType: ctype, Resource: directory.NewResourceLevel(body, gzip.BestCompression)}
+		out[name] = Asset{URL: url, Resource: resource.NewLevel(ctype, body, gzip.BestCompression)}
 	}
 	return out
 }

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -90,8 +92,8 @@ func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
 	snap := testSnapshot(t)
 	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, nil)
 	var mu sync.Mutex
-	pages := map[string]*directory.Resource{}
-	if err := testViews.Pages(snap, func(url string, res *directory.Resource) error {
+	pages := map[string]*resource.Resource{}
+	if err := testViews.Pages(snap, func(url string, res *resource.Resource) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pages[url] = res
@@ -282,5 +284,40 @@ func TestPagesEscapeWhatSellersWrite(t *testing.T) {
 	b := body(t, get(t, srv, "/categories/weather"))
 	if strings.Contains(b, "<forecast>") {
 		t.Error("a seller's text reached the page unescaped")
+	}
+}
+
+// TestMerchantPageFindsAnInternationalisedHostnameAsTheAPIDoes checks that the page and
+// the API read a merchant's hostname the same way: in Unicode, percent-encoded, in
+// punycode, in upper case or with a trailing dot, both answer 200 with the same record.
+func TestMerchantPageFindsAnInternationalisedHostnameAsTheAPIDoes(t *testing.T) {
+	trust := directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true}
+	snap, err := directory.NewSnapshot(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+		[]directory.Method{{Slug: "buch-suche", Name: "Buchsuche", Provider: "Bücher", Hostname: "xn--bcher-kva.example",
+			Category: "data", Kind: "x402", Endpoint: directory.Endpoint{Method: "GET", URL: "https://xn--bcher-kva.example/suche"}, Trust: trust}},
+		[]directory.Merchant{{Hostname: "xn--bcher-kva.example", Providers: []string{"Bücher"}, Trust: trust,
+			Methods: []directory.MerchantEntry{{Slug: "buch-suche", Name: "Buchsuche", Category: "data"}}, Probes: []directory.ProbeRecord{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, nil)
+	apiSrv := api.NewServer(api.Config{}, slog.New(slog.DiscardHandler), fixed{snap}, nil)
+	want := body(t, get(t, pages, "/merchants/xn--bcher-kva.example"))
+	if !strings.Contains(want, "xn--bcher-kva.example") {
+		t.Fatalf("the merchant page does not name its hostname:\n%s", want)
+	}
+	for _, host := range []string{"bücher.example", "b%C3%BCcher.example", "B%C3%9CCHER.Example.", "XN--BCHER-KVA.example"} {
+		r := get(t, pages, "/merchants/"+host)
+		if b := body(t, r); r.StatusCode != 200 || b != want {
+			t.Errorf("page of %s: %d, same page %v", host, r.StatusCode, b == want)
+		}
+		if r := get(t, apiSrv, api.BasePath+"/api/public/v1/merchants/"+host); r.StatusCode != 200 {
+			t.Errorf("API merchant %s: %d", host, r.StatusCode)
+		}
+	}
+	for _, host := range []string{"b%C3%BCcher.other", "b%25cher.example", "bad_host"} {
+		if r := get(t, pages, "/merchants/"+host); r.StatusCode != 404 {
+			t.Errorf("page of %s: %d, want 404", host, r.StatusCode)
+		}
 	}
 }

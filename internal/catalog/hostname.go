@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -102,6 +103,21 @@ func NormalizeHostname(s string) (string, error) {
 		}
 	}
 	return out, nil
+}
+
+// HostnameFromPath returns the normalised hostname a URL path segment names, so that
+// the API's merchant route and the merchant page find the same merchant however the
+// name is written: percent-encoded or not, in Unicode or punycode, in any case, with
+// a trailing dot. A segment that is not valid percent-encoding is checked as it
+// stands, and fails. A canonical name without escapes is returned without allocating,
+// as the API's allocation-free merchant route needs.
+func HostnameFromPath(segment string) (string, error) {
+	if strings.Contains(segment, "%") {
+		if s, err := url.PathUnescape(segment); err == nil {
+			segment = s
+		}
+	}
+	return NormalizeHostname(segment)
 }
 
 // checkHostname checks an ASCII hostname without its trailing dot; upper-case letters

@@ -1,11 +1,8 @@
 package directory
 
 import (
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,71 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/waystation/waystation/internal/resource"
 )
-
-// Resource is one pre-encoded response body with its gzip form and strong ETags.
-// The identity and gzip forms are different representations, so their ETags differ.
-type Resource struct {
-	Body     []byte
-	Gzip     []byte
-	ETag     string
-	GzipETag string
-
-	// Header values made once, so that serving a resource allocates nothing.
-	ETagHeader, GzipETagHeader, LengthHeader, GzipLengthHeader []string
-}
-
-// NewResource compresses body once and derives both ETags from its hash. It is meant
-// for bodies encoded once and served many times. The level is gzip's default: on the
-// real catalog the best compression saved under 0.1% of the bytes at twice the time.
-func NewResource(body []byte) *Resource {
-	return NewResourceLevel(body, gzip.DefaultCompression)
-}
-
-// NewResourceLevel is NewResource with a gzip level. The gzip bytes depend only on the
-// body and the level, so every replica makes the same ones.
-func NewResourceLevel(body []byte, level int) *Resource {
-	sum := sha256.Sum256(body)
-	tag := base64.RawURLEncoding.EncodeToString(sum[:18])
-	r := &Resource{Body: body, Gzip: compress(body, level), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
-	r.ETagHeader, r.GzipETagHeader = []string{r.ETag}, []string{r.GzipETag}
-	r.LengthHeader = []string{strconv.Itoa(len(r.Body))}
-	r.GzipLengthHeader = []string{strconv.Itoa(len(r.Gzip))}
-	return r
-}
-
-// NewIdentityResource is a resource made for one answer to a client that does not
-// take gzip: its gzip ETag is known, so If-None-Match works as for any resource, but
-// its gzip bytes are never made (Gzip is nil; it must not be served gzipped).
-func NewIdentityResource(body []byte) *Resource {
-	sum := sha256.Sum256(body)
-	tag := base64.RawURLEncoding.EncodeToString(sum[:18])
-	r := &Resource{Body: body, ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`}
-	r.ETagHeader, r.GzipETagHeader = []string{r.ETag}, []string{r.GzipETag}
-	r.LengthHeader = []string{strconv.Itoa(len(r.Body))}
-	return r
-}
-
-// gzipWriters keeps a pool of writers per level: making one costs more than
-// compressing a small body with it.
-var gzipWriters sync.Map // level -> *sync.Pool
-
-func compress(body []byte, level int) []byte {
-	p, _ := gzipWriters.LoadOrStore(level, &sync.Pool{})
-	pool := p.(*sync.Pool)
-	var buf bytes.Buffer
-	buf.Grow(len(body)/3 + 64)
-	zw, _ := pool.Get().(*gzip.Writer)
-	if zw == nil {
-		zw, _ = gzip.NewWriterLevel(&buf, level)
-	} else {
-		zw.Reset(&buf)
-	}
-	zw.Write(body)
-	zw.Close()
-	pool.Put(zw)
-	return buf.Bytes()
-}
 
 // parallel runs fn for 0..n-1 on every processor.
 func parallel(n int, fn func(i int)) {
@@ -124,10 +59,10 @@ type Snapshot struct {
 	methods   []Method
 	items     [][]byte // list item JSON, by position
 	bySlug    map[string]int
-	slugs     []*Resource // method detail bodies, by position
-	merchants map[string]*Resource
+	slugs     []*resource.Resource // method detail bodies, by position
+	merchants map[string]*resource.Resource
 	hosts     []string // merchant hostnames, sorted
-	list      *Resource
+	list      *resource.Resource
 
 	all      bitset
 	category map[string]bitset
@@ -155,8 +90,8 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 		methods:   methods,
 		items:     make([][]byte, n),
 		bySlug:    make(map[string]int, n),
-		slugs:     make([]*Resource, n),
-		merchants: make(map[string]*Resource, len(merchants)),
+		slugs:     make([]*resource.Resource, n),
+		merchants: make(map[string]*resource.Resource, len(merchants)),
 		all:       newBitset(n),
 		category:  map[string]bitset{},
 		verdict:   map[string]bitset{},
@@ -217,15 +152,15 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 	// Compressing is most of the work: the list on one processor, the rest on all.
 	done := make(chan struct{})
 	go func() {
-		s.list = NewResource(s.AppendList(nil, Filter{}))
+		s.list = resource.New(resource.JSON, s.AppendList(nil, Filter{}))
 		close(done)
 	}()
-	merchantRes := make([]*Resource, len(merchants))
+	merchantRes := make([]*resource.Resource, len(merchants))
 	parallel(n+len(merchants), func(i int) {
 		if i < n {
-			s.slugs[i] = NewResource(details[i])
+			s.slugs[i] = resource.New(resource.JSON, details[i])
 		} else {
-			merchantRes[i-n] = NewResource(bodies[i-n])
+			merchantRes[i-n] = resource.New(resource.JSON, bodies[i-n])
 		}
 	})
 	for i, mr := range merchants {
@@ -267,10 +202,10 @@ func (s *Snapshot) Methods() []Method { return s.methods }
 func (s *Snapshot) Hostnames() []string { return s.hosts }
 
 // List is the unfiltered list body.
-func (s *Snapshot) List() *Resource { return s.list }
+func (s *Snapshot) List() *resource.Resource { return s.list }
 
 // Method returns the detail body (listing item plus guidance) of an enabled method.
-func (s *Snapshot) Method(slug string) (*Resource, bool) {
+func (s *Snapshot) Method(slug string) (*resource.Resource, bool) {
 	i, ok := s.bySlug[slug]
 	if !ok {
 		return nil, false
@@ -288,7 +223,7 @@ func (s *Snapshot) MethodBySlug(slug string) (Method, bool) {
 }
 
 // Merchant returns the merchant record body of a hostname in the directory.
-func (s *Snapshot) Merchant(hostname string) (*Resource, bool) {
+func (s *Snapshot) Merchant(hostname string) (*resource.Resource, bool) {
 	r, ok := s.merchants[hostname]
 	return r, ok
 }
