@@ -19,6 +19,7 @@ TEST_DB_URL = $(if $(WAYSTATION_TEST_DATABASE_URL),$(WAYSTATION_TEST_DATABASE_UR
 # Fuzz targets run briefly by `make test` and longer by `make fuzz`: package:target.
 FUZZ_TARGETS := \
 	./api:FuzzParseServicesQuery \
+	./api:FuzzEveryAnswerIsJSON \
 	./internal/catalog:FuzzNormalizeHostname \
 	./internal/catalog:FuzzParseBazaar \
 	./internal/trust:FuzzParseOffer

@@ -16,7 +16,7 @@ type fixedSnapshot struct{ s *directory.Snapshot }
 
 func (f fixedSnapshot) Current() *directory.Snapshot { return f.s }
 
-func fastPathServer(t *testing.T) *Server {
+func fastPathServer(t testing.TB) *Server {
 	t.Helper()
 	trust := directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true}
 	methods := []directory.Method{

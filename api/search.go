@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -51,11 +52,11 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 // its similarity added before the closing brace, so it is byte for byte the list's.
 func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Result) []byte {
 	dst = append(dst, `{"object":"search","query":`...)
-	dst = strconv.AppendQuote(dst, q)
+	dst = appendJSONString(dst, q)
 	dst = append(dst, `,"match":`...)
-	dst = strconv.AppendQuote(dst, res.Match)
+	dst = appendJSONString(dst, res.Match)
 	dst = append(dst, `,"model":`...)
-	dst = strconv.AppendQuote(dst, res.Model)
+	dst = appendJSONString(dst, res.Model)
 	dst = append(dst, `,"degraded":`...)
 	dst = strconv.AppendBool(dst, res.Degraded)
 	dst = append(dst, `,"items":[`...)
@@ -72,4 +73,12 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 	dst = append(dst, `],"count":`...)
 	dst = strconv.AppendInt(dst, int64(len(res.Hits)), 10)
 	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string, encoded by encoding/json: control
+// characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced. (Go's string quoting
+// is not JSON: it writes \a, \v, \x01 and \U0010ffff, which parsers refuse.)
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s)
+	return append(dst, b...)
 }

@@ -21,7 +21,7 @@ var hostileStrings = []string{
 	"", " ", "../../../../etc/passwd", `..\..\windows\win.ini`, "/etc/passwd", "//evil.example/x",
 	"' OR '1'='1", "1; DROP TABLE sessions; --", `" OR ""="`, "1' UNION SELECT secret_hash FROM api_keys --",
 	"{{.}}", `{{template "x"}}`, "${7*7}", "<%= 7*7 %>", "#{7*7}", "<script>alert(1)</script>",
-	"\x00", "nul\x00inside", "\xff\xfe\xfd", "\u202e\ufeff", "🦀", "a\r\nX-Injected: 1", "%", "%zz", "%00", "*", `\`,
+	"\x00", "nul\x00inside", "bell\a", "del\x7f", "vt\v", "\x01", "\U000E0001", "\U0010FFFF", "\u2028", "\xff\xfe\xfd", "\u202e\ufeff", "🦀", "a\r\nX-Injected: 1", "%", "%zz", "%00", "*", `\`,
 	"-1", "0", "99999999999999999999999", "1e309", "NaN", "null", "true", "[]", "{}",
 	"http://169.254.169.254/latest/meta-data/", strings.Repeat("a", 5000),
 }
@@ -63,7 +63,8 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)
 	_, revokable := apiKeys(t, dbURL) // for the route that revokes the calling key
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL})
+	// No per-caller search limit: every hostile query reaches the engine and its answer.
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0"})
 	api := srv.base + "/functions/v1/api"
 	sid := createSession(t, api, agentKey, "storm")
 	closable := createSession(t, api, agentKey, "storm-closable")
@@ -229,6 +230,13 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 				if res.StatusCode >= 500 && !refused {
 					mu.Lock()
 					fails = append(fails, fmt.Sprintf("%s %.200s (auth %.20q, body %.200q): %d %.300s", s.method, s.target, s.auth, s.body, res.StatusCode, b))
+					mu.Unlock()
+				}
+				// Every answer that says it is JSON must parse as JSON.
+				if ct := res.Header.Get("Content-Type"); (strings.HasPrefix(ct, "application/json") || strings.HasPrefix(ct, "application/problem+json")) &&
+					s.method != http.MethodHead && res.StatusCode != http.StatusNotModified && !json.Valid(b) {
+					mu.Lock()
+					fails = append(fails, fmt.Sprintf("%s %.200s: %d %s is not JSON: %.300q", s.method, s.target, res.StatusCode, ct, b))
 					mu.Unlock()
 				}
 			}
