@@ -12,10 +12,12 @@ var (
 	hdrJSON        = []string{resource.JSON}
 	hdrCachePublic = []string{"public, max-age=300"}
 	hdrAnyOrigin   = []string{"*"}
-	hdrExpose      = []string{"ETag, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset"}
-	hdrAllowRead   = []string{"GET, HEAD, OPTIONS"}
-	hdrAllowHdrs   = []string{"Accept, Accept-Encoding, Authorization, Content-Type, If-None-Match"}
-	hdrMaxAge      = []string{"86400"}
+	hdrExpose      = []string{"ETag, Retry-After, RateLimit-Policy, RateLimit"}
+	// hdrCachePrivate is a search answer to a caller named by its key: its own.
+	hdrCachePrivate = []string{"private, max-age=300"}
+	hdrAllowRead    = []string{"GET, HEAD, OPTIONS"}
+	hdrAllowHdrs    = []string{"Accept, Accept-Encoding, Authorization, Content-Type, If-None-Match"}
+	hdrMaxAge       = []string{"86400"}
 )
 
 // publicRead wraps a read-only public handler: every browser origin, five minutes of

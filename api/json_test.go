@@ -78,3 +78,21 @@ func FuzzEveryAnswerIsJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestProblemInstanceIsTheEscapedPath: instance is a URI reference, so the path goes
+// in as the client sent it, escaped, never decoded.
+func TestProblemInstanceIsTheEscapedPath(t *testing.T) {
+	s := fastPathServer(t)
+	for _, target := range []string{
+		BasePath + "/api/public/v1/services/BAD%20SLUG",
+		BasePath + "/api/public/v1/merchants/bad%22host%3Cx%3E",
+		BasePath + "/no%20such/route",
+	} {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		var p struct{ Instance string }
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Instance != target {
+			t.Errorf("%s: %d, instance %q (%v)", target, rec.Code, p.Instance, err)
+		}
+	}
+}

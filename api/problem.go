@@ -46,7 +46,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id str
 	}
 	body, _ := json.Marshal(problemBody{
 		Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
-		Detail: p.Detail, Instance: r.URL.Path, Parameter: p.Parameter, RequestID: id,
+		Detail: p.Detail, Instance: r.URL.EscapedPath(), Parameter: p.Parameter, RequestID: id,
 	})
 	h := w.Header()
 	h.Set("X-Request-Id", id)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
@@ -26,17 +27,23 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 		RemoteAddr:    r.RemoteAddr,
 		ForwardedFor:  r.Header.Values("X-Forwarded-For"),
 	}, snap, sq.Q, sq.Filter)
-	if d := a.Rate; d.Limit > 0 {
+	// The caller's quota is told only on answers no shared cache keeps: a 429, or any
+	// answer to a caller named by its key (made private). On a public answer a CDN
+	// would replay one caller's quota to everyone.
+	refused := problem.CodeOf(err) == problem.RateLimited
+	if a.Rate.Limit > 0 && (refused || a.Keyed) {
 		h := w.Header()
-		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-		h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+		h.Set("RateLimit-Policy", `"search";q=`+strconv.Itoa(a.Rate.Limit)+`;w=`+strconv.Itoa(ceilSeconds(s.search.Limiter.Window())))
+		h.Set("RateLimit", `"search";r=`+strconv.Itoa(a.Rate.Remaining)+`;t=`+strconv.Itoa(ceilSeconds(a.Rate.Reset)))
 	}
 	if err != nil {
 		if r.Context().Err() == nil || problem.CodeOf(err) != "" {
 			s.error(w, r, err)
 		}
 		return
+	}
+	if a.Keyed {
+		w.Header()["Cache-Control"] = hdrCachePrivate
 	}
 	// A search answer is made for this request alone: it is gzipped only for a client
 	// that takes gzip, which otherwise costs more than the search itself.
@@ -78,6 +85,8 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 // appendJSONString appends s as a JSON string, encoded by encoding/json: control
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced. (Go's string quoting
 // is not JSON: it writes \a, \v, \x01 and \U0010ffff, which parsers refuse.)
+func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
+
 func appendJSONString(dst []byte, s string) []byte {
 	b, _ := json.Marshal(s)
 	return append(dst, b...)

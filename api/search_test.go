@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/search"
 )
@@ -131,7 +132,10 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log}))
+	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{
+		Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log,
+		Keys: e.store, Pepper: searchPepper,
+	}))
 	return e
 }
 
@@ -299,17 +303,24 @@ func TestSearchDegradesWhenTheProviderFailsAndRecovers(t *testing.T) {
 	}
 }
 
+// searchPepper hashes the keys of the search tests.
+var searchPepper = []byte("search-test-pepper-of-32-bytes-or-more")
+
 func TestSearchRateLimit(t *testing.T) {
 	e := newSearchEnv(t, searchOptions{perMin: 1, burst: 2})
 	for i := range 2 {
 		r := e.get(services + "?q=weather")
-		if r.StatusCode != 200 || r.Header.Get("RateLimit-Limit") != "2" || r.Header.Get("RateLimit-Remaining") != strconv.Itoa(1-i) {
-			t.Fatalf("search %d: %d RateLimit %q/%q", i, r.StatusCode, r.Header.Get("RateLimit-Limit"), r.Header.Get("RateLimit-Remaining"))
+		// A public answer that a CDN may replay to anyone tells no caller's quota.
+		if r.StatusCode != 200 || r.Header.Get("RateLimit") != "" || r.Header.Get("RateLimit-Policy") != "" ||
+			r.Header.Get("Cache-Control") != "public, max-age=300" {
+			t.Fatalf("search %d: %d RateLimit %q/%q, Cache-Control %q", i, r.StatusCode, r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"), r.Header.Get("Cache-Control"))
 		}
 	}
 	r := e.get(services + "?q=weather")
 	r.problem(t, 429, "rate_limited")
-	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 60 || r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("RateLimit-Remaining") != "0" {
+	// Two queries a bucket, one a minute: the bucket refills in 120 s.
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 60 || r.Header.Get("Cache-Control") != "no-store" ||
+		r.Header.Get("RateLimit-Policy") != `"search";q=2;w=120` || !strings.HasPrefix(r.Header.Get("RateLimit"), `"search";r=0;t=`) {
 		t.Errorf("429 headers %v", r.Header)
 	}
 	if r := e.get(services); r.StatusCode != 200 {
@@ -454,5 +465,33 @@ func TestSearchRepeatedQueriesComeFromTheNeighbourCache(t *testing.T) {
 	}
 	if other := e.search(t, q, "&category=weather"); other.Count != 0 {
 		t.Errorf("a new filter answered %d items from the emptied database", other.Count)
+	}
+}
+
+// TestKeyedSearchesAreTheCallersOwn: a caller with a valid key is charged by key, and
+// its answers, which then tell its quota, are private.
+func TestKeyedSearchesAreTheCallersOwn(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{perMin: 60, burst: 5})
+	ctx := context.Background()
+	u, err := e.store.EnsureUser(ctx, "searcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := auth.Generate(auth.ScopeUser, searchPepper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.InsertKey(ctx, k, u.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := e.get(services+"?q=weather", "Authorization", "Bearer "+k.Token)
+	if r.StatusCode != 200 || r.Header.Get("Cache-Control") != "private, max-age=300" ||
+		r.Header.Get("RateLimit-Policy") != `"search";q=5;w=5` || !strings.HasPrefix(r.Header.Get("RateLimit"), `"search";r=4;t=`) {
+		t.Errorf("keyed search: %d, Cache-Control %q, RateLimit %q / %q", r.StatusCode, r.Header.Get("Cache-Control"), r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))
+	}
+	// Another caller, by address, has its own bucket and a public answer.
+	r = e.get(services + "?q=weather")
+	if r.StatusCode != 200 || r.Header.Get("Cache-Control") != "public, max-age=300" || r.Header.Get("RateLimit") != "" {
+		t.Errorf("anonymous search after a keyed one: %d, %q, %q", r.StatusCode, r.Header.Get("Cache-Control"), r.Header.Get("RateLimit"))
 	}
 }

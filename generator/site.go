@@ -365,7 +365,7 @@ func headersFile(files []ManifestFile) []byte {
 		"Content-Type: "+resource.JSON,
 		"Cache-Control: "+cacheFiles,
 		"Access-Control-Allow-Origin: *",
-		"Access-Control-Expose-Headers: ETag, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset",
+		"Access-Control-Expose-Headers: ETag, Retry-After, RateLimit-Policy, RateLimit",
 		"Vary: Accept-Encoding",
 		"X-Content-Type-Options: nosniff")
 	rule("/static/*",

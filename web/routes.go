@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -9,6 +10,7 @@ import (
 // routes is the whole surface of the human pages.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
+	r.Use(withoutTrailingSlash)
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 
@@ -40,4 +42,23 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	return r
+}
+
+// withoutTrailingSlash sends a GET or HEAD of a page's URL with a trailing slash to
+// the page itself (301), so that /methods/x/ is /methods/x and caches keep one copy.
+// Leading slashes fold into one, so that the redirect never leaves the site
+// (//evil.example/ is not a page of ours).
+func withoutTrailingSlash(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if len(p) > 1 && strings.HasSuffix(p, "/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			target := "/" + strings.Trim(p, "/")
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, target, http.StatusMovedPermanently)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -321,3 +321,25 @@ func TestMerchantPageFindsAnInternationalisedHostnameAsTheAPIDoes(t *testing.T) 
 		}
 	}
 }
+
+func TestPageURLsWithATrailingSlashRedirectToThePage(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil)
+	for path, want := range map[string]string{
+		"/methods/tide-block-number/":     "/methods/tide-block-number",
+		"/categories/weather//":           "/categories/weather",
+		"/search/?q=tide":                 "/search?q=tide",
+		"//evil.example/":                 "/evil.example",
+		"/merchants/b%C3%BCcher.example/": "/merchants/b%C3%BCcher.example",
+	} {
+		r := get(t, srv, path)
+		if r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != want {
+			t.Errorf("%s: %d to %q, want 301 to %q", path, r.StatusCode, r.Header.Get("Location"), want)
+		}
+	}
+	if r := get(t, srv, "/"); r.StatusCode != 200 {
+		t.Errorf("/: %d", r.StatusCode)
+	}
+	if r := get(t, srv, "/methods/tide-block-number"); r.StatusCode != 200 {
+		t.Errorf("the page itself: %d", r.StatusCode)
+	}
+}

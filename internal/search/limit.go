@@ -20,6 +20,15 @@ type Limiter struct {
 	now   func() time.Time
 }
 
+// Window is how long an empty bucket takes to fill again: the time over which its
+// Burst queries are allowed, as a quota policy's window.
+func (l *Limiter) Window() time.Duration {
+	if l == nil || l.every == rate.Inf {
+		return 0
+	}
+	return time.Duration(float64(l.burst) / float64(l.every) * float64(time.Second))
+}
+
 // Decision is the outcome of one Allow.
 type Decision struct {
 	OK bool

@@ -50,6 +50,9 @@ type Answer struct {
 	// Rate is the caller's bucket after this query; Rate.Limit is 0 when no
 	// per-caller limit applies.
 	Rate Decision
+	// Keyed is true when the caller was named by a valid API key rather than by its
+	// address: the answer is then that caller's alone.
+	Keyed bool
 }
 
 // Search answers q over the methods of snap that pass f for caller c. Refusals are
@@ -63,7 +66,9 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 		return Answer{}, p
 	}
 	var a Answer
-	a.Rate = s.Limiter.Allow(s.caller(ctx, c))
+	caller := s.caller(ctx, c)
+	a.Keyed = strings.HasPrefix(caller, "key:")
+	a.Rate = s.Limiter.Allow(caller)
 	if !a.Rate.OK {
 		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")
 		p.RetryAfter = max(1, ceilSeconds(a.Rate.RetryAfter))
