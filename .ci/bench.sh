@@ -150,7 +150,14 @@ start_nginx() {
 		sed -i "s#listen 127.0.0.1:[0-9@PORT]*;#listen 127.0.0.1:$port;#" "$prefix/waystation.conf"
 		# As a server would run it: a worker per core, files sent with sendfile, and
 		# connections kept as long as the client keeps them (as Go does).
+		local brotli=/usr/lib/nginx/modules/ngx_http_brotli_static_module.so load=""
+		if [[ -e $brotli ]]; then
+			load="load_module $brotli;"
+		else
+			sed -i "s#brotli_static on;##" "$prefix/waystation.conf"
+		fi
 		cat >"$prefix/nginx.conf" <<-EOF
+			$load
 			daemon off;
 			$user
 			worker_processes auto;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the programs the browser and edge tests drive, when they are missing:
-# chromium (headless, for the human pages) and nginx (serving the generated site).
+# chromium (headless, for the human pages) and nginx (serving the generated site, with
+# its brotli static module).
 #
 #   .ci/tools.sh            install what is missing; quick when everything is present
 #   .ci/tools.sh wrk nginx  the same for the programs named (each from its package of
@@ -19,6 +20,11 @@ missing=()
 for p in "${wanted[@]}"; do
 	command -v "$p" >/dev/null 2>&1 || [[ -x /usr/bin/$p || -x /usr/sbin/$p ]] || missing+=("$p")
 done
+# nginx serves the site's .br files through Debian's brotli static module.
+BROTLI_MODULE=/usr/lib/nginx/modules/ngx_http_brotli_static_module.so
+if [[ " ${wanted[*]} " == *" nginx "* && ! -e $BROTLI_MODULE ]]; then
+	missing+=(libnginx-mod-http-brotli-static)
+fi
 ((${#missing[@]} == 0)) && exit 0
 
 as_root() {

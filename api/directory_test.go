@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"github.com/andybalholm/brotli"
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/catalog"
@@ -200,7 +201,14 @@ func TestDirectoryContract(t *testing.T) {
 			if e.get(target, "If-None-Match", `"stale"`).StatusCode != 200 {
 				t.Errorf("%s: a stale tag must get the body", target)
 			}
-			gz := e.get(target, "Accept-Encoding", "br, gzip;q=0.8")
+			br := e.get(target, "Accept-Encoding", "br, gzip;q=0.8")
+			if br.Header.Get("Content-Encoding") != "br" || br.Header.Get("ETag") == etag {
+				t.Fatalf("%s: brotli %q ETag %q", target, br.Header.Get("Content-Encoding"), br.Header.Get("ETag"))
+			}
+			if plain, err := io.ReadAll(brotli.NewReader(bytes.NewReader(br.body))); err != nil || !bytes.Equal(plain, r.body) {
+				t.Errorf("%s: brotli body differs from identity body (%v)", target, err)
+			}
+			gz := e.get(target, "Accept-Encoding", "deflate, br;q=0.5, gzip;q=0.8")
 			if gz.Header.Get("Content-Encoding") != "gzip" || gz.Header.Get("ETag") == etag {
 				t.Fatalf("%s: gzip %q ETag %q", target, gz.Header.Get("Content-Encoding"), gz.Header.Get("ETag"))
 			}

@@ -49,7 +49,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 	// that takes gzip, which otherwise costs more than the search itself.
 	body := appendSearch(nil, snap, sq.Q, a.Result)
 	if resource.AcceptsGzip(r.Header) {
-		resource.Serve(w, r, resource.NewLevel(resource.JSON, body, 1), http.StatusOK)
+		resource.Serve(w, r, resource.NewLevels(resource.JSON, body, resource.Levels{Gzip: 1}), http.StatusOK)
 		return
 	}
 	resource.Serve(w, r, resource.NewIdentity(resource.JSON, body), http.StatusOK)

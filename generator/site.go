@@ -65,16 +65,18 @@ type ManifestCounts struct {
 }
 
 // ManifestFile is one served file: its URL path, type, size, hash and the ETags the
-// live service gives its two representations.
+// live service gives its three representations (identity, gzip and brotli).
 type ManifestFile struct {
 	URL         string `json:"url"`
 	Path        string `json:"path"`
 	ContentType string `json:"content_type"`
 	Bytes       int    `json:"bytes"`
 	GzipBytes   int    `json:"gzip_bytes"`
+	BrotliBytes int    `json:"brotli_bytes"`
 	SHA256      string `json:"sha256"`
 	ETag        string `json:"etag"`
 	GzipETag    string `json:"gzip_etag"`
+	BrotliETag  string `json:"brotli_etag"`
 }
 
 // Site is a directory of published snapshots: each in its own subdirectory, the one in
@@ -192,7 +194,7 @@ func (s Site) Current() string {
 	return filepath.Join(s.Dir, name)
 }
 
-// siteWriter writes served files, each with its .gz beside it, from several
+// siteWriter writes served files, each with its .gz and .br beside it, from several
 // goroutines at once, and remembers what it wrote for the manifest. Nothing is synced
 // here: syncTree flushes the whole tree once.
 type siteWriter struct {
@@ -246,10 +248,14 @@ func (w *siteWriter) write(url, path string, res *resource.Resource) error {
 	if err := os.WriteFile(p+".gz", res.Gzip, 0o644); err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
 	}
+	if err := os.WriteFile(p+".br", res.Brotli, 0o644); err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
 	sum := sha256.Sum256(res.Body)
 	f := ManifestFile{
 		URL: url, Path: path, ContentType: res.ContentType, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
-		SHA256: hex.EncodeToString(sum[:]), ETag: res.ETag, GzipETag: res.GzipETag,
+		BrotliBytes: len(res.Brotli), SHA256: hex.EncodeToString(sum[:]), ETag: res.ETag, GzipETag: res.GzipETag,
+		BrotliETag: res.BrotliETag,
 	}
 	w.mu.Lock()
 	w.files = append(w.files, f)
@@ -390,7 +396,7 @@ func headersFile(files []ManifestFile) []byte {
 }
 
 // etagMap is the body of an nginx map from this snapshot's directory name and a URL
-// to the ETag the live service gives that URL (unquoted, without -gzip), so that nginx
+// to the ETag the live service gives that URL (unquoted, without -gzip or -br), so that nginx
 // can send the origin's ETags (see nginx.conf.example). Keyed by the directory, a map
 // loaded for an older snapshot never names a newer file: nginx then sends no ETag
 // rather than a wrong one, until it is reloaded.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
 	"github.com/waystation/waystation/internal/directory"
 )
 
@@ -103,6 +104,13 @@ func TestPublishWritesEveryResourceWithItsGzipBesideIt(t *testing.T) {
 		}
 		if !bytes.Equal(gunzip(t, gz), want) {
 			t.Errorf("%s.gz does not hold the same bytes", path)
+		}
+		br, err := os.ReadFile(filepath.Join(dir, path+".br"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(brotli.NewReader(bytes.NewReader(br))); err != nil || !bytes.Equal(b, want) {
+			t.Errorf("%s.br does not hold the same bytes (%v)", path, err)
 		}
 	}
 	check("functions/v1/api/api/public/v1/services/index.json", snap.List().Body)

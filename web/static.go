@@ -1,7 +1,6 @@
 package web
 
 import (
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
@@ -43,7 +42,7 @@ func loadAssets() map[string]Asset {
 			ctype += "; charset=utf-8"
 		}
 		url := "/static/" + strings.TrimSuffix(name, ext) + "." + hex.EncodeToString(sum[:5]) + ext
-		out[name] = Asset{URL: url, Resource: resource.NewLevel(ctype, body, gzip.BestCompression)}
+		out[name] = Asset{URL: url, Resource: resource.NewLevels(ctype, body, resource.Best)}
 	}
 	return out
 }

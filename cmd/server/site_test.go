@@ -170,6 +170,14 @@ func TestLiveServiceAnswersTheGeneratedFilesByteForByte(t *testing.T) {
 		if !bytes.Equal(body, gz) || res.Header.Get("ETag") != f.GzipETag {
 			t.Errorf("%s: live gzip differs from %s.gz", f.URL, f.Path)
 		}
+		br, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)+".br"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, body = fetch(t, srv.base+f.URL, "Accept-Encoding", "gzip, deflate, br")
+		if !bytes.Equal(body, br) || res.Header.Get("ETag") != f.BrotliETag || res.Header.Get("Content-Encoding") != "br" {
+			t.Errorf("%s: live brotli differs from %s.br", f.URL, f.Path)
+		}
 		if strings.HasPrefix(f.URL, "/functions/") {
 			jsonFiles++
 		}

@@ -2,28 +2,32 @@ package resource
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 )
 
 // Header values every answer shares; net/http only reads them.
 var (
-	hdrVary = []string{"Accept-Encoding"}
-	hdrGzip = []string{"gzip"}
+	hdrVary   = []string{"Accept-Encoding"}
+	hdrGzip   = []string{"gzip"}
+	hdrBrotli = []string{"br"}
 )
 
-// Serve answers r with res and status: gzip when the client takes it, Vary,
-// Content-Type and Content-Length, and no body to a HEAD. Only a 200 carries the
-// representation's ETag and becomes a 304 when If-None-Match names it: another status
-// (a page saying what was not found, or why a search failed) answers this request
-// alone. Headers the caller set before, such as caching and CORS, are kept; a 304
-// carries no Content-Type, as net/http would drop it anyway. Serving allocates
-// nothing, so the directory's hottest routes stay free of garbage.
+// Serve answers r with res and status: brotli or gzip when the client takes it (see
+// Encoding), Vary, Content-Type and Content-Length, and no body to a HEAD. Only a 200
+// carries the representation's ETag and becomes a 304 when If-None-Match names it:
+// another status (a page saying what was not found, or why a search failed) answers
+// this request alone. Headers the caller set before, such as caching and CORS, are
+// kept; a 304 carries no Content-Type, as net/http would drop it anyway. Serving
+// allocates nothing, so the directory's hottest routes stay free of garbage.
 func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 	h := w.Header()
-	body, etag, length := res.Body, res.etagHeader, res.lengthHeader
-	gz := res.Gzip != nil && AcceptsGzip(r.Header)
-	if gz {
-		body, etag, length = res.Gzip, res.gzipETagHeader, res.gzipLengthHeader
+	body, etag, length, coding := res.Body, res.etagHeader, res.lengthHeader, []string(nil)
+	switch Encoding(r.Header, res) {
+	case "br":
+		body, etag, length, coding = res.Brotli, res.brotliETagHeader, res.brotliLengthHeader, hdrBrotli
+	case "gzip":
+		body, etag, length, coding = res.Gzip, res.gzipETagHeader, res.gzipLengthHeader, hdrGzip
 	}
 	h["Vary"] = hdrVary
 	if status == http.StatusOK {
@@ -36,8 +40,8 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 	if res.typeHeader != nil {
 		h["Content-Type"] = res.typeHeader
 	}
-	if gz {
-		h["Content-Encoding"] = hdrGzip
+	if coding != nil {
+		h["Content-Encoding"] = coding
 	}
 	h["Content-Length"] = length
 	w.WriteHeader(status)
@@ -47,16 +51,16 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 }
 
 // etagMatch applies If-None-Match's weak comparison: any listed tag, with or without
-// W/, that names either representation of the resource, or "*". Either tag matches
-// because a cache may hold the other form from before its client's Accept-Encoding
-// changed, and both forms carry the same content.
+// W/, that names any representation of the resource, or "*". Every form's tag matches
+// because a cache may hold another form from before its client's Accept-Encoding
+// changed, and all forms carry the same content.
 func etagMatch(values []string, res *Resource) bool {
 	for _, v := range values {
 		for v != "" {
 			var tag string
 			tag, v, _ = strings.Cut(v, ",")
 			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-			if tag == "*" || tag == res.ETag || tag == res.GzipETag {
+			if tag == "*" || tag == res.ETag || tag == res.GzipETag || tag == res.BrotliETag {
 				return true
 			}
 		}
@@ -64,12 +68,33 @@ func etagMatch(values []string, res *Resource) bool {
 	return false
 }
 
-// AcceptsGzip reports whether a request's Accept-Encoding takes gzip. An entry naming
-// gzip decides over "*", whatever their order, and a q of 0 refuses; without either
-// the answer is identity, which every client takes. Preferences between non-zero q
-// values are ignored: gzip is the only encoding on offer.
+// Encoding is the content coding Serve answers r with for res: "br", "gzip" or ""
+// (identity). Each coding's weight is its own entry's q, else that of "*", else 0; a
+// q of 0 refuses; of the forms res has, the one of higher weight wins, brotli on a
+// tie (it is the smaller). Identity, which every client takes, is the answer
+// otherwise.
+func Encoding(h http.Header, res *Resource) string {
+	br, gz := weights(h)
+	switch {
+	case res.Brotli != nil && br > 0 && (br >= gz || res.Gzip == nil):
+		return "br"
+	case res.Gzip != nil && gz > 0:
+		return "gzip"
+	}
+	return ""
+}
+
+// AcceptsGzip reports whether a request's Accept-Encoding takes gzip, for an answer
+// made for one request and offered as gzip or identity only.
 func AcceptsGzip(h http.Header) bool {
-	var namedGzip, takesGzip, takesStar bool
+	_, gz := weights(h)
+	return gz > 0
+}
+
+// weights reads Accept-Encoding: the weights of br and of gzip. An entry naming a
+// coding decides over "*", whatever their order; several header lines are one list.
+func weights(h http.Header) (br, gz float64) {
+	br, gz, star := -1.0, -1.0, -1.0
 	for _, v := range h["Accept-Encoding"] {
 		for v != "" {
 			var entry string
@@ -77,23 +102,27 @@ func AcceptsGzip(h http.Header) bool {
 			coding, params, _ := strings.Cut(entry, ";")
 			coding = strings.TrimSpace(coding)
 			switch {
+			case strings.EqualFold(coding, "br"):
+				br = max(br, quality(params))
 			case strings.EqualFold(coding, "gzip"):
-				namedGzip = true
-				takesGzip = takesGzip || !refused(params)
+				gz = max(gz, quality(params))
 			case coding == "*":
-				takesStar = takesStar || !refused(params)
+				star = max(star, quality(params))
 			}
 		}
 	}
-	if namedGzip {
-		return takesGzip
+	if br < 0 {
+		br = max(star, 0)
 	}
-	return takesStar
+	if gz < 0 {
+		gz = max(star, 0)
+	}
+	return br, gz
 }
 
-// refused reports whether an entry's parameters give it a q of 0 ("q=0", "q=0.0",
-// "Q = 0.000"). A missing or malformed q counts as taken, as it always has.
-func refused(params string) bool {
+// quality reads an entry's q ("q=0.5", "Q = 0.000"). A missing or malformed q counts
+// as 1: taken, as it always has been.
+func quality(params string) float64 {
 	for params != "" {
 		var p string
 		p, params, _ = strings.Cut(params, ";")
@@ -101,17 +130,11 @@ func refused(params string) bool {
 		if !ok || !strings.EqualFold(strings.TrimSpace(name), "q") {
 			continue
 		}
-		value = strings.TrimSpace(value)
-		if value == "" || value[0] != '0' {
-			return false
+		q, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || q < 0 || q > 1 {
+			return 1
 		}
-		if len(value) == 1 {
-			return true
-		}
-		if value[1] != '.' {
-			return false
-		}
-		return strings.Trim(value[2:], "0") == ""
+		return q
 	}
-	return false
+	return 1
 }

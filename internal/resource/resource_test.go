@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/andybalholm/brotli"
 )
 
 // TestAcceptEncodingDecidesGzipByQValues pins the negotiation: a gzip entry decides
@@ -179,6 +181,7 @@ func TestServeDoesNotAllocate(t *testing.T) {
 		{},
 		{"Accept-Encoding": {"gzip, deflate, br"}},
 		{"Accept-Encoding": {"*;q=0, gzip;q=0.5"}},
+		{"Accept-Encoding": {"br;q=0.9, gzip"}},
 		{"If-None-Match": {`"other", W/` + res.GzipETag}},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -194,3 +197,63 @@ type discard struct{ h http.Header }
 func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
+
+// TestEncodingPrefersTheHeavierFormAndBrotliOnATie pins the choice between the forms
+// a resource has: each coding weighs its own q, else that of "*"; q=0 refuses; the
+// heavier wins, brotli on a tie; identity otherwise.
+func TestEncodingPrefersTheHeavierFormAndBrotliOnATie(t *testing.T) {
+	full := New(JSON, bytes.Repeat([]byte(`{"a":"directory"}`), 50))
+	noBrotli := NewLevels(JSON, full.Body, Levels{Gzip: 1})
+	for _, c := range []struct {
+		ae         string
+		full, nobr string
+	}{
+		{"", "", ""},
+		{"identity", "", ""},
+		{"br", "br", ""},
+		{"gzip", "gzip", "gzip"},
+		{"gzip, deflate, br", "br", "gzip"},
+		{"br;q=0.5, gzip", "gzip", "gzip"},
+		{"gzip;q=0.5, br;q=0.5", "br", "gzip"},
+		{"br;q=0, *", "gzip", "gzip"},
+		{"*", "br", "gzip"},
+		{"*;q=0, br", "br", ""},
+		{"*;q=0, gzip", "gzip", "gzip"},
+		{"BR;Q=0.000, gzip;q=0", "", ""},
+		{"deflate", "", ""},
+		{"br;q=abc", "br", ""},
+	} {
+		h := http.Header{}
+		if c.ae != "" {
+			h.Set("Accept-Encoding", c.ae)
+		}
+		if got := Encoding(h, full); got != c.full {
+			t.Errorf("Accept-Encoding %q: %q, want %q", c.ae, got, c.full)
+		}
+		if got := Encoding(h, noBrotli); got != c.nobr {
+			t.Errorf("Accept-Encoding %q without a brotli form: %q, want %q", c.ae, got, c.nobr)
+		}
+	}
+}
+
+// TestServeAnswersBrotliThatDecodesToTheBody checks the brotli form: its headers, that
+// it holds the body, and that its tag revalidates any form.
+func TestServeAnswersBrotliThatDecodesToTheBody(t *testing.T) {
+	body := bytes.Repeat([]byte(`{"a":"directory"}`), 50)
+	res := New(JSON, body)
+	w := serve(res, http.StatusOK, http.MethodGet, "Accept-Encoding", "gzip, br")
+	if w.Header().Get("Content-Encoding") != "br" || w.Header().Get("Etag") != res.BrotliETag ||
+		w.Header().Get("Content-Length") != strconv.Itoa(len(res.Brotli)) || len(res.Brotli) >= len(res.Gzip) {
+		t.Fatalf("brotli: %v (%d bytes, gzip %d)", w.Header(), len(res.Brotli), len(res.Gzip))
+	}
+	if b, err := io.ReadAll(brotli.NewReader(w.Body)); err != nil || !bytes.Equal(b, body) {
+		t.Fatalf("the brotli form does not hold the body: %v", err)
+	}
+	if w := serve(res, http.StatusOK, http.MethodGet, "If-None-Match", "W/"+res.BrotliETag); w.Code != http.StatusNotModified {
+		t.Errorf("brotli tag: %d", w.Code)
+	}
+	again := New(JSON, body)
+	if !bytes.Equal(again.Brotli, res.Brotli) {
+		t.Error("the brotli bytes differ between two encodings of one body")
+	}
+}
