@@ -22,7 +22,7 @@ FUZZ_TARGETS := \
 	./api:FuzzEveryAnswerIsJSON \
 	./internal/catalog:FuzzNormalizeHostname \
 	./internal/catalog:FuzzParseBazaar \
-	./internal/trust:FuzzParseOffer
+	./internal/x402:FuzzParseOffer
 
 .PHONY: help
 help:

@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/waystation/waystation/internal/x402"
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 )
@@ -143,39 +144,15 @@ type parsedItem struct {
 }
 
 // bazaarItem is the part of a Bazaar discovery item the importer reads. Fields other
-// than resource are read leniently: a value of the wrong type is ignored.
+// than resource are read leniently: a value of the wrong type is ignored. Its
+// accepts entries are x402 payment requirements, v1 or v2.
 type bazaarItem struct {
 	Resource     json.RawMessage `json:"resource"`
-	Description  lenientString   `json:"description"`
-	Method       lenientString   `json:"method"`
+	Description  x402.String     `json:"description"`
+	Method       x402.String     `json:"method"`
 	Accepts      json.RawMessage `json:"accepts"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
 	Extensions   json.RawMessage `json:"extensions"`
-}
-
-// bazaarAccept is one `accepts` entry (an x402 payment requirement), v1 or v2.
-type bazaarAccept struct {
-	Scheme            lenientString   `json:"scheme"`
-	Network           lenientString   `json:"network"`
-	Asset             lenientString   `json:"asset"`
-	PayTo             lenientString   `json:"payTo"`
-	Amount            json.RawMessage `json:"amount"`            // v2
-	MaxAmountRequired json.RawMessage `json:"maxAmountRequired"` // v1
-	MaxTimeoutSeconds json.RawMessage `json:"maxTimeoutSeconds"`
-	MimeType          lenientString   `json:"mimeType"`
-	Extra             json.RawMessage `json:"extra"`
-	OutputSchema      json.RawMessage `json:"outputSchema"`
-}
-
-// lenientString reads a JSON string; any other value leaves it empty.
-type lenientString string
-
-func (s *lenientString) UnmarshalJSON(b []byte) error {
-	var v string
-	if json.Unmarshal(b, &v) == nil {
-		*s = lenientString(v)
-	}
-	return nil
 }
 
 func parseBazaarItem(line []byte) (parsedItem, error) {
@@ -203,7 +180,7 @@ func parseBazaarItem(line []byte) (parsedItem, error) {
 		provider = host // the hostname is itself a public suffix
 	}
 
-	accepts := readAccepts(it.Accepts)
+	accepts := x402.ReadRequirements(it.Accepts)
 	desc := collapseSpace(string(it.Description))
 	m := Method{
 		Name:        deriveName(desc, u.Path),
@@ -214,7 +191,7 @@ func parseBazaarItem(line []byte) (parsedItem, error) {
 	}
 	m.Category = inferCategory(desc, m.Name, host, u.Path)
 	for _, a := range accepts {
-		m.Offers = append(m.Offers, a.offer())
+		m.Offers = append(m.Offers, offerOf(&a))
 	}
 	return parsedItem{method: m, provider: provider, slug: baseSlug(host, u.Path)}, nil
 }
@@ -245,36 +222,17 @@ func parseResource(resource string) (*url.URL, string, error) {
 	return u, host, nil
 }
 
-// readAccepts reads an `accepts` array, ignoring entries that are not objects and
-// anything that is not an array.
-func readAccepts(raw json.RawMessage) []bazaarAccept {
-	var elems []json.RawMessage
-	if json.Unmarshal(raw, &elems) != nil {
-		return nil
-	}
-	var out []bazaarAccept
-	for _, e := range elems {
-		var a bazaarAccept
-		if len(bytes.TrimSpace(e)) == 0 || bytes.TrimSpace(e)[0] != '{' || json.Unmarshal(e, &a) != nil {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func (a *bazaarAccept) offer() Offer {
+// offerOf is an accepts entry as the catalog stores it.
+func offerOf(a *x402.Requirement) Offer {
 	o := Offer{
 		Scheme:            collapseSpace(string(a.Scheme)),
 		Network:           collapseSpace(string(a.Network)),
 		Asset:             collapseSpace(string(a.Asset)),
 		PayTo:             collapseSpace(string(a.PayTo)),
-		MaxTimeoutSeconds: readSeconds(a.MaxTimeoutSeconds),
+		MaxTimeoutSeconds: x402.ReadSeconds(a.MaxTimeoutSeconds),
 		MimeType:          collapseSpace(string(a.MimeType)),
 	}
-	if amt, ok := readAmount(a.Amount); ok {
-		o.Amount = &amt
-	} else if amt, ok := readAmount(a.MaxAmountRequired); ok {
+	if amt, ok := a.AtomicAmount(); ok {
 		o.Amount = &amt
 	}
 	// PostgreSQL's jsonb holds neither NUL nor invalid UTF-8, so such an extra is
@@ -289,50 +247,10 @@ func (a *bazaarAccept) offer() Offer {
 	return o
 }
 
-// readAmount reads an atomic amount: a JSON string or number holding a non-negative
-// integer of at most 78 digits (enough for a uint256). Leading zeros are dropped.
-func readAmount(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "", false
-	}
-	var s string
-	if raw[0] == '"' {
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		s = strings.TrimSpace(s)
-	} else {
-		s = string(raw)
-	}
-	if s == "" || len(s) > 78 {
-		return "", false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return "", false
-		}
-	}
-	s = strings.TrimLeft(s, "0")
-	if s == "" {
-		s = "0"
-	}
-	return s, true
-}
-
-// readSeconds reads a non-negative whole number of seconds; anything else is 0.
-func readSeconds(raw json.RawMessage) int {
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f < 0 || f > 1<<31-1 {
-		return 0
-	}
-	return int(f)
-}
-
 // httpMethod finds the HTTP method an item declares: the item's own "method", the
 // Bazaar extension's or the output schema's input method (item or accepts level), or
 // a "method" in an accepts entry's extra. The default is GET.
-func httpMethod(it *bazaarItem, accepts []bazaarAccept) string {
+func httpMethod(it *bazaarItem, accepts []x402.Requirement) string {
 	if m, ok := validHTTPMethod(string(it.Method)); ok {
 		return m
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 // health is a synthetic seller's behaviour over its probe history.
@@ -115,7 +116,7 @@ func TestVerdictDistributionOnTheRealCatalog(t *testing.T) {
 // it, or nil when the listing has no offer or no readable amount or asset (the 402 is
 // then taken to be unreadable too). Most listings of the snapshot leave the payee
 // out; a live 402 always names one, so a fixed payee per hostname stands in for it.
-func listedOffer(host string, offers []catalog.Offer) *trust.Offer {
+func listedOffer(host string, offers []catalog.Offer) *x402.Offer {
 	for _, o := range offers {
 		if o.Amount == nil || o.Asset == "" || o.Network == "" {
 			continue
@@ -124,13 +125,13 @@ func listedOffer(host string, offers []catalog.Offer) *trust.Offer {
 		if payTo == "" {
 			payTo = "payee-of-" + host
 		}
-		return &trust.Offer{Version: 2, Scheme: o.Scheme, Network: trust.NormalizeNetwork(o.Network),
+		return &x402.Offer{Version: 2, Scheme: o.Scheme, Network: x402.NormalizeNetwork(o.Network),
 			Asset: o.Asset, PayTo: payTo, Amount: *o.Amount}
 	}
 	return nil
 }
 
-func synthetic(t trust.Target, offer *trust.Offer, h health, i int, at time.Time) trust.Result {
+func synthetic(t trust.Target, offer *x402.Offer, h health, i int, at time.Time) trust.Result {
 	r := trust.Result{Target: t, ProbedAt: at, Latency: 150 * time.Millisecond}
 	switch {
 	case h == down:

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/waystation/waystation/internal/x402"
 )
 
 // Target is one method endpoint to probe.
@@ -37,7 +39,7 @@ type Result struct {
 	HTTPStatus int // 0 when no HTTP answer came
 	Latency    time.Duration
 	// Offer is set when Outcome is payment_required.
-	Offer *Offer
+	Offer *x402.Offer
 	// Detail says more, for operators: an error text or the offer problem.
 	Detail string
 }
@@ -269,7 +271,7 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.URL, body)
 	if err != nil {
-		res.Outcome, res.Detail = OutcomeError, "bad endpoint URL: "+truncate(err.Error(), 200)
+		res.Outcome, res.Detail = OutcomeError, "bad endpoint URL: "+x402.Clean(err.Error(), 200)
 		return res
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
@@ -298,7 +300,7 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 	_, rerr := io.Copy(&buf, io.LimitReader(resp.Body, p.cfg.MaxBody+1))
 	res.Latency = time.Since(start)
 	truncated := int64(buf.Len()) > p.cfg.MaxBody
-	if rerr != nil && resp.StatusCode == http.StatusPaymentRequired && resp.Header.Get(HeaderPaymentRequired) == "" {
+	if rerr != nil && resp.StatusCode == http.StatusPaymentRequired && resp.Header.Get(x402.HeaderPaymentRequired) == "" {
 		res.Outcome, res.Detail = classifyError(rerr)
 		return res
 	}
@@ -309,7 +311,7 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 		if truncated {
 			b = nil // a cut-off body is no document
 		}
-		offer, err := ParseOffer(resp.Header, b)
+		offer, err := x402.ParseOffer(resp.Header, b)
 		if err != nil {
 			res.Outcome, res.Detail = OutcomeInvalidOffer, err.Error()
 			if truncated {
@@ -328,7 +330,7 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 
 // classifyError maps a failed request to an outcome.
 func classifyError(err error) (string, string) {
-	detail := truncate(err.Error(), 300)
+	detail := x402.Clean(err.Error(), 300)
 	var redirect errRedirectElsewhere
 	var dnsErr *net.DNSError
 	var certInvalid x509.CertificateInvalidError

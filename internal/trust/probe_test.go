@@ -21,6 +21,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 const (
@@ -68,7 +69,7 @@ func sellers() []*seller {
 				http.Error(w, "a probe never pays", http.StatusBadRequest)
 				return
 			}
-			w.Header().Set(trust.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(v2Offer)))
+			w.Header().Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(v2Offer)))
 			pay402("{}")(w, r)
 		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "2500", verdict: directory.VerdictProceed},
 		{host: "post.seller.test", method: "POST", handler: func(w http.ResponseWriter, r *http.Request) {

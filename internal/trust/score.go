@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 // Probe outcomes. A probe calls a seller's endpoint without paying and classifies the
@@ -160,7 +161,7 @@ func score(in Input) directory.Trust {
 	}
 	if in.Kind == "x402" {
 		if len(offers) > 0 {
-			switch a, ok := LookupAsset(offers[0].Network, offers[0].Asset); {
+			switch a, ok := x402.LookupAsset(offers[0].Network, offers[0].Asset); {
 			case ok && !a.Testnet:
 				score += 20
 			case ok:
@@ -229,7 +230,7 @@ func consistency(offers []Observation) float64 {
 	changes := 0
 	for i := 1; i < len(offers); i++ {
 		a, b := offers[i-1], offers[i]
-		if a.PayTo != b.PayTo || deref(a.Amount) != deref(b.Amount) || NormalizeNetwork(a.Network) != NormalizeNetwork(b.Network) {
+		if a.PayTo != b.PayTo || deref(a.Amount) != deref(b.Amount) || x402.NormalizeNetwork(a.Network) != x402.NormalizeNetwork(b.Network) {
 			changes++
 		}
 	}
@@ -258,13 +259,13 @@ func Describe(o Observation, now time.Time) *directory.Probe {
 // and the price. Empty inputs give nils.
 func Advertised(network, asset string, amount *string) (net, addr, symbol *string, price *directory.Price) {
 	if network != "" {
-		n := NormalizeNetwork(network)
+		n := x402.NormalizeNetwork(network)
 		net = &n
 	}
 	if asset != "" {
 		addr = &asset
 	}
-	a, known := LookupAsset(network, asset)
+	a, known := x402.LookupAsset(network, asset)
 	if known {
 		symbol = &a.Symbol
 	}
@@ -274,7 +275,7 @@ func Advertised(network, asset string, amount *string) (net, addr, symbol *strin
 			d := a.Decimals
 			price.Decimals = &d
 			if amount != nil {
-				if v, ok := DecimalValue(*amount, d); ok {
+				if v, ok := x402.DecimalValue(*amount, d); ok {
 					price.Value = &v
 				}
 			}
@@ -289,11 +290,11 @@ func Payable(kind string, network, asset string, amount *string) bool {
 	if kind != "x402" || amount == nil {
 		return false
 	}
-	a, ok := LookupAsset(network, asset)
+	a, ok := x402.LookupAsset(network, asset)
 	if !ok || a.Testnet {
 		return false
 	}
-	_, ok = DecimalValue(*amount, a.Decimals)
+	_, ok = x402.DecimalValue(*amount, a.Decimals)
 	return ok
 }
 

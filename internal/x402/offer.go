@@ -1,4 +1,4 @@
-package trust
+package x402
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 )
 
 // HeaderPaymentRequired is the x402 v2 response header that carries the offer: a
@@ -137,49 +136,20 @@ func decodeBase64(v string) ([]byte, error) {
 	return nil, errors.New("not base64")
 }
 
-// paymentRequired is the part of a PaymentRequired document (v1 or v2) the parser
-// reads. Fields are read leniently: a value of the wrong type counts as absent.
-type paymentRequired struct {
-	Version  json.RawMessage `json:"x402Version"`
-	Accepts  json.RawMessage `json:"accepts"`
-	Resource json.RawMessage `json:"resource"`
-}
-
-type requirement struct {
-	Scheme            lenientString   `json:"scheme"`
-	Network           lenientString   `json:"network"`
-	Asset             lenientString   `json:"asset"`
-	PayTo             lenientString   `json:"payTo"`
-	Amount            json.RawMessage `json:"amount"`            // v2
-	MaxAmountRequired json.RawMessage `json:"maxAmountRequired"` // v1
-	MaxTimeoutSeconds json.RawMessage `json:"maxTimeoutSeconds"`
-	Resource          lenientString   `json:"resource"` // v1
-}
-
-type lenientString string
-
-func (s *lenientString) UnmarshalJSON(b []byte) error {
-	var v string
-	if json.Unmarshal(b, &v) == nil {
-		*s = lenientString(strings.TrimSpace(v))
-	}
-	return nil
-}
-
 // parseDocument reads one PaymentRequired document; version is assumed when the
 // document does not say.
 func parseDocument(doc []byte, version int) (Offer, error) {
 	if len(doc) > maxOfferDocument {
 		return Offer{}, &OfferError{ReasonBadJSON, "document too large"}
 	}
-	var pr paymentRequired
+	var pr PaymentRequired
 	if err := json.Unmarshal(doc, &pr); err != nil {
 		return Offer{}, &OfferError{ReasonBadJSON, "not a JSON object"}
 	}
 	if len(pr.Version) > 0 && !bytes.Equal(pr.Version, []byte("null")) {
 		var v float64
 		if json.Unmarshal(pr.Version, &v) != nil || (v != 1 && v != 2) {
-			return Offer{}, &OfferError{ReasonBadVersion, truncate(string(pr.Version), 20)}
+			return Offer{}, &OfferError{ReasonBadVersion, Clean(string(pr.Version), 20)}
 		}
 		version = int(v)
 	}
@@ -189,12 +159,12 @@ func parseDocument(doc []byte, version int) (Offer, error) {
 	}
 	resource := ""
 	var ri struct {
-		URL lenientString `json:"url"`
+		URL String `json:"url"`
 	}
 	if json.Unmarshal(pr.Resource, &ri) == nil {
 		resource = string(ri.URL)
 	} else {
-		var s lenientString
+		var s String
 		if json.Unmarshal(pr.Resource, &s) == nil {
 			resource = string(s)
 		}
@@ -202,26 +172,23 @@ func parseDocument(doc []byte, version int) (Offer, error) {
 
 	var first *Offer
 	for _, e := range entries {
-		var r requirement
+		var r Requirement
 		if e = bytes.TrimSpace(e); len(e) == 0 || e[0] != '{' || json.Unmarshal(e, &r) != nil {
 			continue
 		}
-		amount, ok := readAmount(r.Amount)
-		if !ok {
-			amount, ok = readAmount(r.MaxAmountRequired)
-		}
+		amount, ok := r.AtomicAmount()
 		if !ok {
 			continue
 		}
 		o := Offer{
 			Version:           version,
-			Scheme:            truncate(string(r.Scheme), 64),
-			Network:           NormalizeNetwork(truncate(string(r.Network), 128)),
-			Asset:             truncate(string(r.Asset), 128),
-			PayTo:             truncate(string(r.PayTo), 128),
+			Scheme:            Clean(string(r.Scheme), 64),
+			Network:           NormalizeNetwork(Clean(string(r.Network), 128)),
+			Asset:             Clean(string(r.Asset), 128),
+			PayTo:             Clean(string(r.PayTo), 128),
 			Amount:            amount,
-			MaxTimeoutSeconds: readSeconds(r.MaxTimeoutSeconds),
-			Resource:          truncate(resource, 2048),
+			MaxTimeoutSeconds: ReadSeconds(r.MaxTimeoutSeconds),
+			Resource:          Clean(resource, 2048),
 			Entries:           len(entries),
 		}
 		// Checked after cleaning: a field of only control or invalid bytes is empty.
@@ -229,7 +196,7 @@ func parseDocument(doc []byte, version int) (Offer, error) {
 			continue
 		}
 		if r.Resource != "" {
-			o.Resource = truncate(string(r.Resource), 2048)
+			o.Resource = Clean(string(r.Resource), 2048)
 		}
 		if a, known := LookupAsset(o.Network, o.Asset); known && !a.Testnet {
 			return o, nil
@@ -242,58 +209,4 @@ func parseDocument(doc []byte, version int) (Offer, error) {
 		return Offer{}, &OfferError{ReasonIncompleteTerm, "no accepts entry names scheme, network, asset, payTo and an amount"}
 	}
 	return *first, nil
-}
-
-// readAmount reads an atomic amount: a JSON string or number holding a non-negative
-// integer of at most 78 digits (a uint256). Leading zeros are dropped.
-func readAmount(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "", false
-	}
-	s := string(raw)
-	if raw[0] == '"' {
-		if json.Unmarshal(raw, &s) != nil {
-			return "", false
-		}
-		s = strings.TrimSpace(s)
-	}
-	if s == "" || len(s) > 78 {
-		return "", false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return "", false
-		}
-	}
-	if s = strings.TrimLeft(s, "0"); s == "" {
-		s = "0"
-	}
-	return s, true
-}
-
-func readSeconds(raw json.RawMessage) int {
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f < 0 || f > 1<<31-1 {
-		return 0
-	}
-	return int(f)
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence, after
-// dropping invalid UTF-8 and control characters (the store's text holds no NUL).
-func truncate(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(s, ""))
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

@@ -1,4 +1,4 @@
-package trust
+package x402
 
 import (
 	"encoding/base64"

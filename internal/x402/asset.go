@@ -1,8 +1,4 @@
-// Package trust judges sellers for the directory's advisory trust block: it reads
-// x402 offers as sellers send them (offer.go), probes endpoints without paying
-// (probe.go), knows networks, assets and prices (asset.go), and turns probes,
-// settlement stats and overrides into scores and verdicts (score.go).
-package trust
+package x402
 
 import (
 	"math/big"
