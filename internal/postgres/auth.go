@@ -11,6 +11,11 @@ import (
 	"github.com/waystation/waystation/internal/session"
 )
 
+var (
+	_ auth.KeyStore   = (*Store)(nil)
+	_ auth.AgentStore = (*Store)(nil)
+)
+
 // EnsureUser returns the user called name, creating it if missing.
 func (s *Store) EnsureUser(ctx context.Context, name string) (auth.User, error) {
 	var u auth.User

@@ -17,6 +17,8 @@ import (
 	"github.com/waystation/waystation/internal/trust"
 )
 
+var _ trust.RecordStore = (*Store)(nil)
+
 // LoadResult counts what a catalog load changed.
 type LoadResult struct {
 	Providers int

@@ -10,6 +10,8 @@ import (
 	"github.com/waystation/waystation/internal/trust"
 )
 
+var _ trust.ProbeStore = (*Store)(nil)
+
 // ProbeTargets returns every enabled method whose newest probe is older than
 // before (or that was never probed), in hostname order so that one host's methods
 // come together. Replicas that probe on the same schedule thus split the work

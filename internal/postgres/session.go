@@ -15,6 +15,8 @@ import (
 	"github.com/waystation/waystation/internal/session"
 )
 
+var _ session.Store = (*Store)(nil)
+
 // EventChannel is the NOTIFY channel on which every appended event is announced, with
 // the payload "<session id>:<seq>".
 const EventChannel = "session_events"

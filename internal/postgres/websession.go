@@ -11,6 +11,8 @@ import (
 	"github.com/waystation/waystation/internal/request"
 )
 
+var _ auth.WebSessionStore = (*Store)(nil)
+
 // CreateWebSession records a sign-in to the approval pages: the token's hash, the
 // key it was made with and its CSRF token, for ttl. Sessions past their time are
 // swept here, so that the table holds only live ones without a chore of its own.
