@@ -122,7 +122,10 @@ fuzz: go
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
 		log=$$(mktemp); \
-		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) >$$log 2>&1 || { cat $$log; rm -f $$log; exit 1; }; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) >$$log 2>&1 || \
+		{ grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input' $$log && \
+		  echo "fuzz $$pkg $$name: the fuzzer timed out stopping its workers (no failing input); once more" && \
+		  $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) >$$log 2>&1; } || { cat $$log; rm -f $$log; exit 1; }; \
 		rm -f $$log; \
 	done
 
