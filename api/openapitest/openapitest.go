@@ -16,7 +16,8 @@
 // declared, body valid against the operation's schema, required headers present and
 // valid), plus the rules of CONTRACT.md the document cannot express: JSON is served
 // with charset=utf-8, HEAD, 204 and 304 carry no body, an undocumented path answers
-// 404 not_found and an undocumented method 405 method_not_allowed with Allow.
+// 404 not_found and an undocumented method 405 method_not_allowed with an Allow that
+// names the methods the document gives the path.
 package openapitest
 
 import (
@@ -372,6 +373,9 @@ func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte)
 		errs = append(errs, d.checkFallback(req, res, body, "NotFound", http.StatusNotFound)...)
 	case rt.item.GetOperations().GetOrZero(method) == nil:
 		errs = append(errs, d.checkFallback(req, res, body, "MethodNotAllowed", http.StatusMethodNotAllowed)...)
+		if res.StatusCode == http.StatusMethodNotAllowed {
+			errs = append(errs, checkAllow(rt, res.Header.Get("Allow"))...)
+		}
 	case rt.template == BasePath+"/":
 		// libopenapi-validator resolves paths under the top-level server only, where
 		// this one reads as the home page: check the status and body here instead.
@@ -503,6 +507,12 @@ func (d *Doc) checkFallback(req *http.Request, res *http.Response, body []byte, 
 	sort.Strings(names)
 	for _, h := range names {
 		hdr, _ := headers[h].(map[string]any)
+		hptr := ptr + "/headers/" + escapePointer(h) + "/schema"
+		if ref, ok := hdr["$ref"].(string); ok {
+			name := strings.TrimPrefix(ref, "#/components/headers/")
+			hdr, _ = dig(d.raw, "components", "headers", name).(map[string]any)
+			hptr = "/components/headers/" + escapePointer(name) + "/schema"
+		}
 		v := res.Header.Get(h)
 		if v == "" {
 			if checkRequired && hdr["required"] == true {
@@ -510,7 +520,6 @@ func (d *Doc) checkFallback(req *http.Request, res *http.Response, body []byte, 
 			}
 			continue
 		}
-		hptr := ptr + "/headers/" + escapePointer(h) + "/schema"
 		if s := d.schemas[hptr]; s != nil {
 			var val any = v
 			if types := headerTypes(hdr["schema"]); !slices.Contains(types, "string") {
@@ -634,6 +643,26 @@ func (d *Doc) template(t string) *route {
 		if d.routes[i].template == t {
 			return &d.routes[i]
 		}
+	}
+	return nil
+}
+
+// checkAllow checks that the Allow of a 405 names exactly the methods the document
+// gives the path, in any order.
+func checkAllow(rt *route, allow string) []error {
+	var want, got []string
+	for m := range rt.item.GetOperations().KeysFromOldest() {
+		want = append(want, strings.ToUpper(m))
+	}
+	for m := range strings.SplitSeq(allow, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			got = append(got, m)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		return []error{fmt.Errorf("Allow %q: the document gives %s the methods %s", allow, rt.template, strings.Join(want, ", "))}
 	}
 	return nil
 }

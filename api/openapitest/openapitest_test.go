@@ -289,7 +289,28 @@ func goodSamples(t *testing.T) []sample {
 			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS", "Access-Control-Allow-Origin", "*"), problem(405, "method_not_allowed", "")},
 		{"delete head-less", "DELETE", "/api/public/v1/merchants/api.onesource.io", 405,
 			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), problem(405, "method_not_allowed", "")},
+		{"agent", "GET", "/agent/me", 200, noStoreJSON(), agentMeBody},
+		{"agent head", "HEAD", "/agent/me", 200, noStoreJSON(), ""},
+		{"agent head without a key", "HEAD", "/agent/me", 401, unauthorized(), ""},
+		{"events stream head", "HEAD", "/sessions/" + uuid1 + "/events", 200,
+			hdr("Content-Type", "text/event-stream", "Cache-Control", "no-store"), ""},
+		{"authenticated route, another method", "PUT", "/agent/me", 405,
+			hdr("Content-Type", problemCT, "Allow", "GET, HEAD"), problem(405, "method_not_allowed", "")},
+		{"authenticated route, another method, Allow in any order", "DELETE", "/agents", 405,
+			hdr("Content-Type", problemCT, "Allow", "POST, GET, HEAD"), problem(405, "method_not_allowed", "")},
 	}
+}
+
+var agentMeBody = `{"id": "` + uuid1 + `", "name": "scout", "status": "active", "userId": "` + uuid2 + `", "limits": ` + limitsBody + `}`
+
+// noStoreJSON are the headers of an authenticated 200.
+func noStoreJSON() http.Header {
+	return hdr("Content-Type", jsonCT, "Cache-Control", "no-store")
+}
+
+// unauthorized are the headers of a 401.
+func unauthorized() http.Header {
+	return hdr("Content-Type", problemCT, "Cache-Control", "no-store", "WWW-Authenticate", `Bearer realm="api"`, "X-Request-Id", "ab12cd34-1")
 }
 
 func request(s sample) *http.Request {
@@ -586,6 +607,13 @@ func TestBadResponses(t *testing.T) {
 		{"405 with a wrong Allow", "PUT", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, PUT"), problem(405, "method_not_allowed", "")},
 		{"405 with a bad body", "PATCH", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), `{"error": "no"}`},
 		{"outside the base path", "GET", "/../../other", 200, ok200(), listBody},
+		// The authenticated routes.
+		{"agent with a stray member", "GET", "/agent/me", 200, noStoreJSON(), mutate(agentMeBody, func(m map[string]any) { m["key"] = "sk" })},
+		{"agent head with a body", "HEAD", "/agent/me", 200, noStoreJSON(), agentMeBody},
+		{"agent head undocumented status", "HEAD", "/agent/me", 409, hdr("Cache-Control", "no-store"), ""},
+		{"agent head 401 without a challenge", "HEAD", "/agent/me", 401, with(unauthorized(), "WWW-Authenticate", ""), ""},
+		{"405 without HEAD in Allow", "PUT", "/agent/me", 405, hdr("Content-Type", problemCT, "Allow", "GET"), problem(405, "method_not_allowed", "")},
+		{"405 with OPTIONS in Allow", "PUT", "/agent/me", 405, hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), problem(405, "method_not_allowed", "")},
 	}
 	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {
