@@ -362,11 +362,6 @@ func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte)
 		return append(errs, fmt.Errorf("path %s is not under the base path %s", path, BasePath))
 	}
 	rt := d.match(rel)
-	if rel == "/" {
-		// The API's root is written out in full under the path-level server "/":
-		// its own key, "/", is the home page's.
-		rt = d.template(BasePath + "/")
-	}
 	method := strings.ToLower(req.Method)
 	switch {
 	case rt == nil:
@@ -375,14 +370,6 @@ func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte)
 		errs = append(errs, d.checkFallback(req, res, body, "MethodNotAllowed", http.StatusMethodNotAllowed)...)
 		if res.StatusCode == http.StatusMethodNotAllowed {
 			errs = append(errs, checkAllow(rt, res.Header.Get("Allow"))...)
-		}
-	case rt.template == BasePath+"/":
-		// libopenapi-validator resolves paths under the top-level server only, where
-		// this one reads as the home page: check the status and body here instead.
-		if _, ok := dig(d.raw, "paths", rt.template, method, "responses", strconv.Itoa(res.StatusCode)).(map[string]any); !ok {
-			addf("%s %s: status %d is not documented", req.Method, path, res.StatusCode)
-		} else if ptr := d.mediaSchemaPointer(rt.template, method, res); ptr != "" && len(body) > 0 {
-			errs = append(errs, d.validateJSON(ptr, body)...)
 		}
 	default:
 		op := rt.item.GetOperations().GetOrZero(method)
@@ -605,7 +592,7 @@ func (d *Doc) Model() *v3.Document { return d.model }
 // beats a template variable.
 func (d *Doc) match(rel string) *route {
 	if rel == "" || (len(rel) > 1 && strings.HasSuffix(rel, "/")) {
-		return nil // no route of the document ends in a slash
+		return nil // no route of the document but the root ends in a slash
 	}
 	segs := strings.Split(strings.Trim(rel, "/"), "/")
 	var best *route
@@ -635,16 +622,6 @@ func (d *Doc) match(rel string) *route {
 		}
 	}
 	return best
-}
-
-// template finds the route whose path template is exactly t, or nil.
-func (d *Doc) template(t string) *route {
-	for i := range d.routes {
-		if d.routes[i].template == t {
-			return &d.routes[i]
-		}
-	}
-	return nil
 }
 
 // checkAllow checks that the Allow of a 405 names exactly the methods the document

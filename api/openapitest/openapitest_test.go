@@ -289,6 +289,9 @@ func goodSamples(t *testing.T) []sample {
 			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS", "Access-Control-Allow-Origin", "*"), problem(405, "method_not_allowed", "")},
 		{"delete head-less", "DELETE", "/api/public/v1/merchants/api.onesource.io", 405,
 			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), problem(405, "method_not_allowed", "")},
+		{"root", "GET", "/", 200, ok200(), discoveryBody},
+		{"root head", "HEAD", "/", 200, ok200(), ""},
+		{"root preflight", "OPTIONS", "/", 204, preflight(), ""},
 		{"agent", "GET", "/agent/me", 200, noStoreJSON(), agentMeBody},
 		{"agent head", "HEAD", "/agent/me", 200, noStoreJSON(), ""},
 		{"agent head without a key", "HEAD", "/agent/me", 401, unauthorized(), ""},
@@ -300,6 +303,8 @@ func goodSamples(t *testing.T) []sample {
 			hdr("Content-Type", problemCT, "Allow", "POST, GET, HEAD"), problem(405, "method_not_allowed", "")},
 	}
 }
+
+const discoveryBody = `{"apiVersion": "1.1.0", "openapi": "/functions/v1/api/openapi.json", "scopes": ["agent", "user"]}`
 
 var agentMeBody = `{"id": "` + uuid1 + `", "name": "scout", "status": "active", "userId": "` + uuid2 + `", "limits": ` + limitsBody + `}`
 
@@ -336,6 +341,17 @@ func TestDocument(t *testing.T) {
 	}
 	if len(m.Servers) != 1 || m.Servers[0].URL != BasePath {
 		t.Errorf("servers: %v", m.Servers)
+	}
+	// One base URL for a generated client: no path or operation has servers of its own.
+	for p, item := range m.Paths.PathItems.FromOldest() {
+		if len(item.Servers) > 0 {
+			t.Errorf("%s: servers of its own", p)
+		}
+		for method, op := range item.GetOperations().FromOldest() {
+			if len(op.Servers) > 0 {
+				t.Errorf("%s %s: servers of its own", strings.ToUpper(method), p)
+			}
+		}
 	}
 	for _, p := range []string{"/health", "/openapi.json", "/docs/openapi.json", "/api/public/v1/services",
 		"/api/public/v1/services/{slug}", "/api/public/v1/merchants/{hostname}"} {
@@ -607,7 +623,10 @@ func TestBadResponses(t *testing.T) {
 		{"405 with a wrong Allow", "PUT", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, PUT"), problem(405, "method_not_allowed", "")},
 		{"405 with a bad body", "PATCH", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), `{"error": "no"}`},
 		{"outside the base path", "GET", "/../../other", 200, ok200(), listBody},
-		// The authenticated routes.
+		// The API's root and the authenticated routes.
+		{"root with a stray member", "GET", "/", 200, ok200(), mutate(discoveryBody, func(m map[string]any) { m["pages"] = "/" })},
+		{"root not cacheable", "GET", "/", 200, with(ok200(), "Cache-Control", "no-store"), discoveryBody},
+		{"root as the home page", "GET", "/", 200, with(ok200(), "Content-Type", "text/html; charset=utf-8"), "<!doctype html>"},
 		{"agent with a stray member", "GET", "/agent/me", 200, noStoreJSON(), mutate(agentMeBody, func(m map[string]any) { m["key"] = "sk" })},
 		{"agent head with a body", "HEAD", "/agent/me", 200, noStoreJSON(), agentMeBody},
 		{"agent head undocumented status", "HEAD", "/agent/me", 409, hdr("Cache-Control", "no-store"), ""},
