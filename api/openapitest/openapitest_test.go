@@ -342,14 +342,26 @@ func TestDocument(t *testing.T) {
 	if len(m.Servers) != 1 || m.Servers[0].URL != BasePath {
 		t.Errorf("servers: %v", m.Servers)
 	}
-	// One base URL for a generated client: no path or operation has servers of its own.
+	// One base URL for a generated client, and every operation saying what it needs:
+	// nothing on a public route (those with a CORS preflight), a key on the others.
 	for p, item := range m.Paths.PathItems.FromOldest() {
 		if len(item.Servers) > 0 {
 			t.Errorf("%s: servers of its own", p)
 		}
+		public := item.Options != nil
 		for method, op := range item.GetOperations().FromOldest() {
+			where := strings.ToUpper(method) + " " + p
 			if len(op.Servers) > 0 {
-				t.Errorf("%s %s: servers of its own", strings.ToUpper(method), p)
+				t.Errorf("%s: servers of its own", where)
+			}
+			sec, ok := dig(d.raw, "paths", p, method, "security").([]any)
+			switch {
+			case !ok:
+				t.Errorf("%s: no security of its own", where)
+			case public && len(sec) != 0:
+				t.Errorf("%s: security %v on a public route", where, sec)
+			case !public && (len(sec) != 1 || dig(sec[0], "bearer") == nil):
+				t.Errorf("%s: security %v, want the bearer scheme", where, sec)
 			}
 		}
 	}
