@@ -30,7 +30,7 @@ help:
 	@echo "make test     the whole suite against the real local database"
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
-	@echo "make db | migrate | import CATALOG=file.jsonl | fuzz | build | generate | lint | clean"
+	@echo "make db | migrate | import CATALOG=file.jsonl | fuzz | build | generate | lint | lint-openapi | clean"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 
@@ -99,8 +99,24 @@ run: demo
 generate: go
 	$(GO) tool templ generate
 
+# The OpenAPI document's linter: Redocly CLI with its recommended ruleset (redocly.yaml),
+# pinned, and installed with npm into var/ the first time it is needed.
+REDOCLY_VERSION := 2.77.0
+REDOCLY_DIR     := var/tools/redocly-$(REDOCLY_VERSION)
+REDOCLY         := $(REDOCLY_DIR)/node_modules/.bin/redocly
+
+$(REDOCLY):
+	@command -v npm >/dev/null || { echo "Node.js 20.19 or later and npm are needed for the OpenAPI linter" >&2; exit 1; }
+	@mkdir -p $(REDOCLY_DIR)
+	@npm install --prefix $(REDOCLY_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @redocly/cli@$(REDOCLY_VERSION) >/dev/null
+
+.PHONY: lint-openapi
+lint-openapi: $(REDOCLY)
+	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config redocly.yaml --format stylish api/openapi.json
+
 .PHONY: lint
-lint: go
+lint: go lint-openapi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
 	@$(GO) tool templ generate >/dev/null

@@ -173,6 +173,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	h["Cache-Control"] = hdrNoStore
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // a stream has no end to wait for when no body is sent
+	}
 	heartbeat := time.NewTicker(s.auth.Heartbeat)
 	defer heartbeat.Stop()
 	var buf bytes.Buffer

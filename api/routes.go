@@ -33,28 +33,34 @@ func (s *Server) routes() chi.Router {
 			r.Use(s.authenticate)
 			agent, user := s.requireScope(auth.ScopeAgent), s.requireScope(auth.ScopeUser)
 			once := s.idempotencyKey
+			// read routes GET and HEAD to one handler, so that HEAD answers with the same
+			// key check, status and headers as GET; net/http drops the body.
+			read := func(r chi.Router, pattern string, h http.HandlerFunc) {
+				r.Get(pattern, h)
+				r.Head(pattern, h)
+			}
 
-			r.With(agent).Get("/agent/me", s.handleAgentMe())
-			r.With(agent).Get("/agent/stats", s.handleAgentStats())
+			read(r.With(agent), "/agent/me", s.handleAgentMe())
+			read(r.With(agent), "/agent/stats", s.handleAgentStats())
 			r.With(agent, once).Post("/agent/keys/current/revoke", s.handleRevokeCurrentKey())
 
-			r.With(user).Get("/agents", s.handleAgents())
+			read(r.With(user), "/agents", s.handleAgents())
 			r.With(user, once).Post("/agents", s.handleCreateAgent())
-			r.With(user).Get("/keys", s.handleKeys())
+			read(r.With(user), "/keys", s.handleKeys())
 			r.With(user).Post("/keys", s.handleCreateKey()) // never cached: the answer holds the secret
 			r.With(user).Delete("/keys/{kid}", s.handleRevokeKey())
 
 			r.With(agent, once).Post("/sessions", s.handleCreateSession())
-			r.Get("/sessions", s.handleSessions())
-			r.Get("/sessions/{id}", s.handleSession())
+			read(r, "/sessions", s.handleSessions())
+			read(r, "/sessions/{id}", s.handleSession())
 			r.With(agent, once).Post("/sessions/{id}/complete", s.handleCompleteSession())
 			r.With(user, once).Post("/sessions/{id}/stop", s.handleStopSession())
-			r.Get("/sessions/{id}/events", s.handleEvents())
+			read(r, "/sessions/{id}/events", s.handleEvents())
 			r.With(agent, once).Post("/sessions/{id}/events", s.handleAppendEvent())
 
 			r.With(agent, once).Post("/sessions/{id}/requests", s.handleCreateRequest())
-			r.Get("/sessions/{id}/requests", s.handleRequests())
-			r.Get("/sessions/{id}/requests/{rid}", s.handleRequest())
+			read(r, "/sessions/{id}/requests", s.handleRequests())
+			read(r, "/sessions/{id}/requests/{rid}", s.handleRequest())
 			r.With(user, once).Post("/sessions/{id}/requests/{rid}/decision", s.handleDecision())
 			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/cancel", s.handleCancelRequest())
 			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/claim", s.handleClaim())

@@ -16,7 +16,8 @@
 // declared, body valid against the operation's schema, required headers present and
 // valid), plus the rules of CONTRACT.md the document cannot express: JSON is served
 // with charset=utf-8, HEAD, 204 and 304 carry no body, an undocumented path answers
-// 404 not_found and an undocumented method 405 method_not_allowed with Allow.
+// 404 not_found and an undocumented method 405 method_not_allowed with an Allow that
+// names the methods the document gives the path.
 package openapitest
 
 import (
@@ -361,24 +362,14 @@ func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte)
 		return append(errs, fmt.Errorf("path %s is not under the base path %s", path, BasePath))
 	}
 	rt := d.match(rel)
-	if rel == "/" {
-		// The API's root is written out in full under the path-level server "/":
-		// its own key, "/", is the home page's.
-		rt = d.template(BasePath + "/")
-	}
 	method := strings.ToLower(req.Method)
 	switch {
 	case rt == nil:
 		errs = append(errs, d.checkFallback(req, res, body, "NotFound", http.StatusNotFound)...)
 	case rt.item.GetOperations().GetOrZero(method) == nil:
 		errs = append(errs, d.checkFallback(req, res, body, "MethodNotAllowed", http.StatusMethodNotAllowed)...)
-	case rt.template == BasePath+"/":
-		// libopenapi-validator resolves paths under the top-level server only, where
-		// this one reads as the home page: check the status and body here instead.
-		if _, ok := dig(d.raw, "paths", rt.template, method, "responses", strconv.Itoa(res.StatusCode)).(map[string]any); !ok {
-			addf("%s %s: status %d is not documented", req.Method, path, res.StatusCode)
-		} else if ptr := d.mediaSchemaPointer(rt.template, method, res); ptr != "" && len(body) > 0 {
-			errs = append(errs, d.validateJSON(ptr, body)...)
+		if res.StatusCode == http.StatusMethodNotAllowed {
+			errs = append(errs, checkAllow(rt, res.Header.Get("Allow"))...)
 		}
 	default:
 		op := rt.item.GetOperations().GetOrZero(method)
@@ -503,6 +494,12 @@ func (d *Doc) checkFallback(req *http.Request, res *http.Response, body []byte, 
 	sort.Strings(names)
 	for _, h := range names {
 		hdr, _ := headers[h].(map[string]any)
+		hptr := ptr + "/headers/" + escapePointer(h) + "/schema"
+		if ref, ok := hdr["$ref"].(string); ok {
+			name := strings.TrimPrefix(ref, "#/components/headers/")
+			hdr, _ = dig(d.raw, "components", "headers", name).(map[string]any)
+			hptr = "/components/headers/" + escapePointer(name) + "/schema"
+		}
 		v := res.Header.Get(h)
 		if v == "" {
 			if checkRequired && hdr["required"] == true {
@@ -510,7 +507,6 @@ func (d *Doc) checkFallback(req *http.Request, res *http.Response, body []byte, 
 			}
 			continue
 		}
-		hptr := ptr + "/headers/" + escapePointer(h) + "/schema"
 		if s := d.schemas[hptr]; s != nil {
 			var val any = v
 			if types := headerTypes(hdr["schema"]); !slices.Contains(types, "string") {
@@ -596,7 +592,7 @@ func (d *Doc) Model() *v3.Document { return d.model }
 // beats a template variable.
 func (d *Doc) match(rel string) *route {
 	if rel == "" || (len(rel) > 1 && strings.HasSuffix(rel, "/")) {
-		return nil // no route of the document ends in a slash
+		return nil // no route of the document but the root ends in a slash
 	}
 	segs := strings.Split(strings.Trim(rel, "/"), "/")
 	var best *route
@@ -628,12 +624,22 @@ func (d *Doc) match(rel string) *route {
 	return best
 }
 
-// template finds the route whose path template is exactly t, or nil.
-func (d *Doc) template(t string) *route {
-	for i := range d.routes {
-		if d.routes[i].template == t {
-			return &d.routes[i]
+// checkAllow checks that the Allow of a 405 names exactly the methods the document
+// gives the path, in any order.
+func checkAllow(rt *route, allow string) []error {
+	var want, got []string
+	for m := range rt.item.GetOperations().KeysFromOldest() {
+		want = append(want, strings.ToUpper(m))
+	}
+	for m := range strings.SplitSeq(allow, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			got = append(got, m)
 		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		return []error{fmt.Errorf("Allow %q: the document gives %s the methods %s", allow, rt.template, strings.Join(want, ", "))}
 	}
 	return nil
 }

@@ -289,7 +289,33 @@ func goodSamples(t *testing.T) []sample {
 			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS", "Access-Control-Allow-Origin", "*"), problem(405, "method_not_allowed", "")},
 		{"delete head-less", "DELETE", "/api/public/v1/merchants/api.onesource.io", 405,
 			hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), problem(405, "method_not_allowed", "")},
+		{"root", "GET", "/", 200, ok200(), discoveryBody},
+		{"root head", "HEAD", "/", 200, ok200(), ""},
+		{"root preflight", "OPTIONS", "/", 204, preflight(), ""},
+		{"agent", "GET", "/agent/me", 200, noStoreJSON(), agentMeBody},
+		{"agent head", "HEAD", "/agent/me", 200, noStoreJSON(), ""},
+		{"agent head without a key", "HEAD", "/agent/me", 401, unauthorized(), ""},
+		{"events stream head", "HEAD", "/sessions/" + uuid1 + "/events", 200,
+			hdr("Content-Type", "text/event-stream", "Cache-Control", "no-store"), ""},
+		{"authenticated route, another method", "PUT", "/agent/me", 405,
+			hdr("Content-Type", problemCT, "Allow", "GET, HEAD"), problem(405, "method_not_allowed", "")},
+		{"authenticated route, another method, Allow in any order", "DELETE", "/agents", 405,
+			hdr("Content-Type", problemCT, "Allow", "POST, GET, HEAD"), problem(405, "method_not_allowed", "")},
 	}
+}
+
+const discoveryBody = `{"apiVersion": "1.1.0", "openapi": "/functions/v1/api/openapi.json", "scopes": ["agent", "user"]}`
+
+var agentMeBody = `{"id": "` + uuid1 + `", "name": "scout", "status": "active", "userId": "` + uuid2 + `", "limits": ` + limitsBody + `}`
+
+// noStoreJSON are the headers of an authenticated 200.
+func noStoreJSON() http.Header {
+	return hdr("Content-Type", jsonCT, "Cache-Control", "no-store")
+}
+
+// unauthorized are the headers of a 401.
+func unauthorized() http.Header {
+	return hdr("Content-Type", problemCT, "Cache-Control", "no-store", "WWW-Authenticate", `Bearer realm="api"`, "X-Request-Id", "ab12cd34-1")
 }
 
 func request(s sample) *http.Request {
@@ -315,6 +341,29 @@ func TestDocument(t *testing.T) {
 	}
 	if len(m.Servers) != 1 || m.Servers[0].URL != BasePath {
 		t.Errorf("servers: %v", m.Servers)
+	}
+	// One base URL for a generated client, and every operation saying what it needs:
+	// nothing on a public route (those with a CORS preflight), a key on the others.
+	for p, item := range m.Paths.PathItems.FromOldest() {
+		if len(item.Servers) > 0 {
+			t.Errorf("%s: servers of its own", p)
+		}
+		public := item.Options != nil
+		for method, op := range item.GetOperations().FromOldest() {
+			where := strings.ToUpper(method) + " " + p
+			if len(op.Servers) > 0 {
+				t.Errorf("%s: servers of its own", where)
+			}
+			sec, ok := dig(d.raw, "paths", p, method, "security").([]any)
+			switch {
+			case !ok:
+				t.Errorf("%s: no security of its own", where)
+			case public && len(sec) != 0:
+				t.Errorf("%s: security %v on a public route", where, sec)
+			case !public && (len(sec) != 1 || dig(sec[0], "bearer") == nil):
+				t.Errorf("%s: security %v, want the bearer scheme", where, sec)
+			}
+		}
 	}
 	for _, p := range []string{"/health", "/openapi.json", "/docs/openapi.json", "/api/public/v1/services",
 		"/api/public/v1/services/{slug}", "/api/public/v1/merchants/{hostname}"} {
@@ -586,6 +635,16 @@ func TestBadResponses(t *testing.T) {
 		{"405 with a wrong Allow", "PUT", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, PUT"), problem(405, "method_not_allowed", "")},
 		{"405 with a bad body", "PATCH", svc, 405, hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), `{"error": "no"}`},
 		{"outside the base path", "GET", "/../../other", 200, ok200(), listBody},
+		// The API's root and the authenticated routes.
+		{"root with a stray member", "GET", "/", 200, ok200(), mutate(discoveryBody, func(m map[string]any) { m["pages"] = "/" })},
+		{"root not cacheable", "GET", "/", 200, with(ok200(), "Cache-Control", "no-store"), discoveryBody},
+		{"root as the home page", "GET", "/", 200, with(ok200(), "Content-Type", "text/html; charset=utf-8"), "<!doctype html>"},
+		{"agent with a stray member", "GET", "/agent/me", 200, noStoreJSON(), mutate(agentMeBody, func(m map[string]any) { m["key"] = "sk" })},
+		{"agent head with a body", "HEAD", "/agent/me", 200, noStoreJSON(), agentMeBody},
+		{"agent head undocumented status", "HEAD", "/agent/me", 409, hdr("Cache-Control", "no-store"), ""},
+		{"agent head 401 without a challenge", "HEAD", "/agent/me", 401, with(unauthorized(), "WWW-Authenticate", ""), ""},
+		{"405 without HEAD in Allow", "PUT", "/agent/me", 405, hdr("Content-Type", problemCT, "Allow", "GET"), problem(405, "method_not_allowed", "")},
+		{"405 with OPTIONS in Allow", "PUT", "/agent/me", 405, hdr("Content-Type", problemCT, "Allow", "GET, HEAD, OPTIONS"), problem(405, "method_not_allowed", "")},
 	}
 	for _, s := range cases {
 		t.Run(s.name, func(t *testing.T) {

@@ -53,8 +53,34 @@ type storm struct {
 	method, target, auth, body string
 }
 
+// stormRoute is a path template the storm fills, under base, with the methods and
+// query parameters it takes.
+type stormRoute struct {
+	base, path string
+	methods    []string
+	query      []string
+}
+
+// pages are the human pages: outside the API's base path, so not in its OpenAPI
+// document, and stormed all the same.
+var pages = []stormRoute{
+	{path: "/", methods: []string{"GET", "HEAD"}},
+	{path: "/categories/{category}", methods: []string{"GET", "HEAD"}},
+	{path: "/methods/{slug}", methods: []string{"GET", "HEAD"}},
+	{path: "/merchants/{hostname}", methods: []string{"GET", "HEAD"}},
+	{path: "/search", methods: []string{"GET", "HEAD"}, query: []string{"q"}},
+	{path: "/problems/{code}", methods: []string{"GET", "HEAD"}},
+	{path: "/static/{name}", methods: []string{"GET", "HEAD"}},
+	{path: "/app/requests", methods: []string{"GET", "HEAD"}},
+	{path: "/app/requests/{id}", methods: []string{"GET", "HEAD"}},
+	{path: "/app/requests/{id}/decision", methods: []string{"POST"}},
+	{path: "/app/sign-in", methods: []string{"POST"}},
+	{path: "/app/sign-out", methods: []string{"POST"}},
+}
+
 // TestHostileRequestsGetNo5xxAndTheServiceKeepsServing sends malformed and hostile
-// requests to every route of the OpenAPI document through a real TCP listener:
+// requests to every route of the OpenAPI document, and to every page, through a real
+// TCP listener:
 // hostile path and query values, path traversal, injection strings, broken and
 // oversized bodies, bad Authorization headers, and raw requests that only the
 // net/http parser sees. None may get a 5xx or make the log show a panic or an
@@ -104,15 +130,48 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		strings.Repeat("[", 100000), `{"type":"runtime.step","clientEventId":"deep","data":`+strings.Repeat(`{"a":`, 3000)+"1"+strings.Repeat("}", 3000)+"}",
 		`{"name":"`+strings.Repeat("x", 2<<20)+`"}`)
 
+	var routes []stormRoute
+	for tmpl, item := range doc.Paths {
+		rt := stormRoute{base: api, path: tmpl}
+		for m, raw := range item {
+			if m == "parameters" || m == "summary" || m == "description" {
+				continue
+			}
+			rt.methods = append(rt.methods, strings.ToUpper(m))
+			var op openAPIOp
+			json.Unmarshal(raw, &op)
+			for _, p := range op.Parameters {
+				if p.Ref != "" {
+					p = doc.Comps.Parameters[p.Ref[strings.LastIndex(p.Ref, "/")+1:]]
+				}
+				if p.In == "query" && !slices.Contains(rt.query, p.Name) {
+					rt.query = append(rt.query, p.Name)
+				}
+			}
+		}
+		routes = append(routes, rt)
+	}
 	param := regexp.MustCompile(`\{[a-z]+\}`)
+	home := mustSend(t, "GET", srv.base+"/", "", "")
+	if m := regexp.MustCompile(`/static/([^"/]+\.css)`).FindSubmatch(home.body); m != nil {
+		valid["name"] = string(m[1])
+	}
+	for _, p := range pages {
+		// The list stays true to the pages: each answers its path, filled with valid
+		// values, with something other than 404.
+		target := srv.base + param.ReplaceAllStringFunc(p.path, func(v string) string { return url.PathEscape(valid[v[1:len(v)-1]]) })
+		if r := mustSend(t, p.methods[0], target, "", ""); r.StatusCode == http.StatusNotFound {
+			t.Errorf("page %s %s: 404, is it still a page?", p.methods[0], target)
+		}
+		p.base = srv.base
+		routes = append(routes, p)
+	}
+
 	var reqs []storm
 	n := 0
 	next := func() int { n++; return n }
-	for tmpl, item := range doc.Paths {
-		prefix := api
-		if _, ok := item["servers"]; ok {
-			prefix = srv.base // the pages live outside the API's base path
-		}
+	for _, rt := range routes {
+		tmpl, prefix, methods, queryParams := rt.path, rt.base, rt.methods, rt.query
 		fill := func(name, value string) string {
 			return param.ReplaceAllStringFunc(tmpl, func(p string) string {
 				p = p[1 : len(p)-1]
@@ -125,24 +184,6 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 				}
 				return url.PathEscape(v)
 			})
-		}
-		var methods []string
-		var queryParams []string
-		for m, raw := range item {
-			if m == "servers" || m == "parameters" || m == "summary" || m == "description" {
-				continue
-			}
-			methods = append(methods, strings.ToUpper(m))
-			var op openAPIOp
-			json.Unmarshal(raw, &op)
-			for _, p := range op.Parameters {
-				if p.Ref != "" {
-					p = doc.Comps.Parameters[p.Ref[strings.LastIndex(p.Ref, "/")+1:]]
-				}
-				if p.In == "query" && !slices.Contains(queryParams, p.Name) {
-					queryParams = append(queryParams, p.Name)
-				}
-			}
 		}
 		keyFor := func(i int) string {
 			if tmpl == "/agent/keys/current/revoke" {
