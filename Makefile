@@ -99,7 +99,7 @@ run: demo
 generate: go
 	$(GO) tool templ generate
 
-# The OpenAPI document's linter: Redocly CLI with its recommended ruleset (redocly.yaml),
+# The OpenAPI document's linter: Redocly CLI with its recommended ruleset (api/redocly.yaml),
 # pinned, and installed with npm into var/ the first time it is needed.
 REDOCLY_VERSION := 2.77.0
 REDOCLY_DIR     := var/tools/redocly-$(REDOCLY_VERSION)
@@ -113,7 +113,7 @@ $(REDOCLY):
 
 .PHONY: lint-openapi
 lint-openapi: $(REDOCLY)
-	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config redocly.yaml --format stylish api/openapi.json
+	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
 
 .PHONY: lint
 lint: go lint-openapi

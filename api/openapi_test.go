@@ -64,6 +64,8 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		check(http.MethodGet, target)
 	}
 	check(http.MethodGet, services, "Accept-Encoding", "gzip")
+	check(http.MethodGet, services, "Accept-Encoding", "gzip, deflate, br")
+	check(http.MethodGet, services+"/"+slug, "Accept-Encoding", "br")
 	check(http.MethodOptions, services)
 	check(http.MethodPost, services)
 	check(http.MethodHead, services+"/"+slug)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/search"
@@ -484,7 +485,12 @@ func TestKeyedSearchesAreTheCallersOwn(t *testing.T) {
 	if _, err := e.store.InsertKey(ctx, k, u.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	r := e.get(services+"?q=weather", "Authorization", "Bearer "+k.Token)
+	doc := openapitest.Load(t, "openapi.json")
+	target := services + "?q=weather"
+	r := e.get(target, "Authorization", "Bearer "+k.Token)
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Header.Set("Authorization", "Bearer "+k.Token)
+	doc.CheckResponse(t, req, r.Response, r.body)
 	if r.StatusCode != 200 || r.Header.Get("Cache-Control") != "private, max-age=300" ||
 		r.Header.Get("RateLimit-Policy") != `"search";q=5;w=5` || !strings.HasPrefix(r.Header.Get("RateLimit"), `"search";r=4;t=`) {
 		t.Errorf("keyed search: %d, Cache-Control %q, RateLimit %q / %q", r.StatusCode, r.Header.Get("Cache-Control"), r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))

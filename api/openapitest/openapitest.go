@@ -40,6 +40,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/andybalholm/brotli"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
@@ -644,7 +645,7 @@ func checkAllow(rt *route, allow string) []error {
 	return nil
 }
 
-// decodeBody undoes a gzip Content-Encoding.
+// decodeBody undoes a gzip or brotli Content-Encoding.
 func decodeBody(h http.Header, body []byte) ([]byte, error) {
 	switch enc := strings.ToLower(strings.TrimSpace(h.Get("Content-Encoding"))); enc {
 	case "", "identity":
@@ -660,6 +661,12 @@ func decodeBody(h http.Header, body []byte) ([]byte, error) {
 		out, err := io.ReadAll(zr)
 		if err != nil {
 			return nil, fmt.Errorf("Content-Encoding gzip: %w", err)
+		}
+		return out, nil
+	case "br":
+		out, err := io.ReadAll(brotli.NewReader(bytes.NewReader(body)))
+		if err != nil {
+			return nil, fmt.Errorf("Content-Encoding br: %w", err)
 		}
 		return out, nil
 	default:
