@@ -28,10 +28,11 @@ const (
 	usdcBase = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 	payee    = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 	v1Offer  = `{"x402Version":1,"error":"X-PAYMENT header is required","accepts":[{"scheme":"exact","network":"base",
-		"maxAmountRequired":"1000","resource":"https://seller/x","mimeType":"application/json","payTo":"` + payee + `",
+		"maxAmountRequired":"1000","resource":"https://seller/x","description":"a thing","mimeType":"application/json","payTo":"` + payee + `",
 		"maxTimeoutSeconds":60,"asset":"` + usdcBase + `","extra":{"name":"USD Coin","version":"2"}}]}`
 	v2Offer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"exact",
-		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60}]}`
+		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60,
+		"extra":{"name":"USD Coin","version":"2"}}]}`
 	// probeTimeout is short enough to keep the suite quick and long enough for a TLS
 	// handshake under the race detector on a busy machine.
 	probeTimeout = time.Second

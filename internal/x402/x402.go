@@ -25,15 +25,19 @@ func (s *String) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PaymentRequired is the part of a PaymentRequired document (v1 or v2) that is read.
+// PaymentRequired is a PaymentRequired document, v1 or v2, with every member kept raw
+// so that ParseOffer can tell a missing member from one of the wrong type.
 type PaymentRequired struct {
-	Version  json.RawMessage `json:"x402Version"`
-	Accepts  json.RawMessage `json:"accepts"`
-	Resource json.RawMessage `json:"resource"` // v2: an object with url; v1 puts it in each entry
+	Version    json.RawMessage `json:"x402Version"`
+	Error      json.RawMessage `json:"error"`
+	Accepts    json.RawMessage `json:"accepts"`
+	Resource   json.RawMessage `json:"resource"`   // v2: an object with url; v1 puts it in each entry
+	Extensions json.RawMessage `json:"extensions"` // v2
 }
 
-// Requirement is one accepts entry: the terms of one way to pay, in the field names
-// of v1 or of v2.
+// Requirement is one accepts entry read leniently, in the field names of v1 or of v2:
+// the catalog importer lists what a discovery service says with it. ParseOffer judges
+// an entry strictly instead.
 type Requirement struct {
 	Scheme            String          `json:"scheme"`
 	Network           String          `json:"network"`
