@@ -64,11 +64,7 @@ func Assemble(rec trust.Records, now time.Time) (*directory.Snapshot, error) {
 		mr.Trust = trust.Merchant(trusts, rec.Overrides[host], now)
 		mr.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		for _, o := range rec.HostProbes[host] {
-			net, asset, _, price := trust.Advertised(o.Network, o.Asset, o.Amount)
-			mr.Probes = append(mr.Probes, directory.ProbeRecord{
-				Outcome: o.Outcome, ProbedAt: o.ProbedAt.UTC(), HTTPStatus: o.HTTPStatus,
-				LatencyMS: o.LatencyMS, Network: net, Asset: asset, Price: price,
-			})
+			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))
 		}
 		merchants = append(merchants, mr)
 	}

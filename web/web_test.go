@@ -18,6 +18,7 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 type fixed struct{ s *directory.Snapshot }
@@ -160,6 +161,28 @@ func TestMethodPageExplainsTheTrustBlockInPlainWords(t *testing.T) {
 		if !strings.Contains(b, want) {
 			t.Errorf("merchant page lacks %q", want)
 		}
+	}
+}
+
+func TestTrustBlockNamesWhyAnOfferWasRefused(t *testing.T) {
+	reason := "bad_extra"
+	v := trustView(directory.Trust{Verdict: "avoid", Advisory: true, Probe: &directory.Probe{
+		Outcome: "invalid_offer", ProbedAt: time.Now(), Reason: &reason}}, "x402")
+	if !strings.Contains(v.OutcomeMeaning, "no offer an x402 client could pay") ||
+		!strings.HasPrefix(v.Reason, "bad extra: ") || !strings.Contains(v.Reason, "EIP-712") {
+		t.Fatalf("%+v", v)
+	}
+	for _, r := range x402.Reasons {
+		if reasonMeanings[r] == "" {
+			t.Errorf("no words for the reason %s", r)
+		}
+	}
+	// An upto offer is a ceiling: the page says there is no fixed price.
+	net := "eip155:8453"
+	v = trustView(directory.Trust{Verdict: "proceed", Advisory: true, Probe: &directory.Probe{
+		Outcome: "payment_required", ProbedAt: time.Now(), Network: &net}}, "x402")
+	if v.Reason != "" || !strings.HasPrefix(v.Price, "no fixed price") {
+		t.Fatalf("%+v", v)
 	}
 }
 

@@ -323,10 +323,17 @@ func TestDemoMerchants(t *testing.T) {
 			if !slices.Contains(demoOutcomes, p.Outcome) {
 				t.Errorf("%s: probe of %s with outcome %q", h, p.Slug, p.Outcome)
 			}
+			if (p.Outcome == "invalid_offer") != slices.Contains(x402.Reasons, p.Reason) {
+				t.Errorf("%s: %s probe of %s with reason %q", h, p.Outcome, p.Slug, p.Reason)
+			}
 			if p.Outcome == "payment_required" {
-				if p.HTTPStatus != 402 || p.Network == "" || p.Asset == "" || p.PayTo == "" || p.Amount == nil {
+				if p.HTTPStatus != 402 || p.Scheme != x402.SchemeExact || p.Network == "" || p.Asset == "" || p.PayTo == "" || p.Amount == nil {
 					t.Errorf("%s: payment_required probe of %s without the offer seen: %+v", h, p.Slug, p)
 				}
+			} else if p.Scheme != "" || p.Network != "" || p.Amount != nil {
+				t.Errorf("%s: %s probe of %s with an offer: %+v", h, p.Outcome, p.Slug, p)
+			}
+			if p.Outcome == "payment_required" {
 				if q, ok := newestOffer[p.Slug]; !ok || p.Age < q.Age {
 					newestOffer[p.Slug] = p
 				}

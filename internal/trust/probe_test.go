@@ -33,6 +33,10 @@ const (
 	v2Offer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"exact",
 		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60,
 		"extra":{"name":"USD Coin","version":"2"}}]}`
+	// uptoOffer names a ceiling, not a price (scheme_upto_evm.md).
+	uptoOffer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"upto",
+		"network":"eip155:8453","amount":"5000000","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":300,
+		"extra":{"name":"USD Coin","version":"2","facilitatorAddress":"0x1234567890abcdef1234567890abcdef12345678"}}]}`
 	// probeTimeout is short enough to keep the suite quick and long enough for a TLS
 	// handshake under the race detector on a busy machine.
 	probeTimeout = time.Second
@@ -49,8 +53,18 @@ type seller struct {
 	// expected
 	outcome string
 	status  int
-	amount  string
+	scheme  string
+	amount  string // the exact price; empty for an upto offer
+	reason  string // why an invalid offer is refused
 	verdict string
+}
+
+// headerOffer answers 402 with doc in the PAYMENT-REQUIRED header, as x402 v2 does.
+func headerOffer(doc string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(doc)))
+		pay402("{}")(w, r)
+	}
 }
 
 func pay402(body string) http.HandlerFunc {
@@ -64,7 +78,7 @@ func pay402(body string) http.HandlerFunc {
 func sellers() []*seller {
 	return []*seller{
 		{host: "v1.seller.test", handler: pay402(v1Offer),
-			outcome: trust.OutcomePaymentRequired, status: 402, amount: "1000", verdict: directory.VerdictProceed},
+			outcome: trust.OutcomePaymentRequired, status: 402, scheme: "exact", amount: "1000", verdict: directory.VerdictProceed},
 		{host: "v2.seller.test", handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("X-Payment") != "" || r.Header.Get("Payment-Signature") != "" {
 				http.Error(w, "a probe never pays", http.StatusBadRequest)
@@ -72,16 +86,27 @@ func sellers() []*seller {
 			}
 			w.Header().Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(v2Offer)))
 			pay402("{}")(w, r)
-		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "2500", verdict: directory.VerdictProceed},
+		}, outcome: trust.OutcomePaymentRequired, status: 402, scheme: "exact", amount: "2500", verdict: directory.VerdictProceed},
 		{host: "post.seller.test", method: "POST", handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost {
 				http.Error(w, "use POST", http.StatusMethodNotAllowed)
 				return
 			}
 			pay402(v1Offer)(w, r)
-		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "1000", verdict: directory.VerdictProceed},
+		}, outcome: trust.OutcomePaymentRequired, status: 402, scheme: "exact", amount: "1000", verdict: directory.VerdictProceed},
+		{host: "upto.seller.test", handler: headerOffer(uptoOffer),
+			outcome: trust.OutcomePaymentRequired, status: 402, scheme: "upto", verdict: directory.VerdictProceed},
 		{host: "garbage.seller.test", handler: pay402("<html>pay us somehow</html>"),
-			outcome: trust.OutcomeInvalidOffer, status: 402, verdict: directory.VerdictAvoid},
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonNoDocument, verdict: directory.VerdictAvoid},
+		// Offers no x402 client could pay: never payment_required, whatever their asset.
+		{host: "nodomain.seller.test", handler: headerOffer(strings.Replace(v2Offer, `"extra":{"name":"USD Coin","version":"2"}`, `"extra":{}`, 1)),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonBadExtra, verdict: directory.VerdictAvoid},
+		{host: "mixed.seller.test", handler: headerOffer(strings.Replace(v2Offer, `"network":"eip155:8453","amount"`, `"network":"base","amount"`, 1)),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonMixedVersions, verdict: directory.VerdictAvoid},
+		{host: "deferred.seller.test", handler: headerOffer(strings.Replace(v2Offer, `"scheme":"exact"`, `"scheme":"deferred"`, 1)),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonUnknownScheme, verdict: directory.VerdictAvoid},
+		{host: "v2body.seller.test", handler: pay402(v2Offer),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonWrongTransport, verdict: directory.VerdictAvoid},
 		{host: "free.seller.test", handler: func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"ok":true}`) },
 			outcome: trust.OutcomeNoPaymentRequired, status: 200, verdict: directory.VerdictAvoid},
 		{host: "shop.seller.test", kind: "checkout", handler: func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>shop</html>") },
@@ -107,7 +132,7 @@ func sellers() []*seller {
 					return
 				}
 			}
-		}, outcome: trust.OutcomeInvalidOffer, status: 402, verdict: directory.VerdictAvoid},
+		}, outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonNoDocument, verdict: directory.VerdictAvoid},
 	}
 }
 
@@ -206,31 +231,34 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 
 	// Every probe is stored with what was seen and advertised.
 	rows, err := store.Pool().Query(ctx, `
-		SELECT hostname, outcome, coalesce(http_status, 0), latency_ms IS NOT NULL, network, asset, pay_to,
-			coalesce(amount, ''), coalesce(x402_version, 0)
+		SELECT hostname, outcome, coalesce(http_status, 0), latency_ms IS NOT NULL, scheme, network, asset, pay_to,
+			coalesce(amount, ''), coalesce(x402_version, 0), reason, detail
 		FROM probes`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
 	for rows.Next() {
-		var host, outcome, network, asset, payTo, amount string
+		var host, outcome, scheme, network, asset, payTo, amount, reason, detail string
 		var status, version int
 		var hasLatency bool
-		if err := rows.Scan(&host, &outcome, &status, &hasLatency, &network, &asset, &payTo, &amount, &version); err != nil {
+		if err := rows.Scan(&host, &outcome, &status, &hasLatency, &scheme, &network, &asset, &payTo, &amount, &version, &reason, &detail); err != nil {
 			t.Fatal(err)
 		}
 		seen++
 		s := byHost[host]
-		if outcome != s.outcome || status != s.status {
-			t.Errorf("%s: outcome %s (HTTP %d), want %s (HTTP %d)", host, outcome, status, s.outcome, s.status)
+		if outcome != s.outcome || status != s.status || reason != s.reason {
+			t.Errorf("%s: outcome %s (HTTP %d, reason %q: %s), want %s (HTTP %d, reason %q)", host, outcome, status, reason, detail, s.outcome, s.status, s.reason)
 		}
 		if s.outcome == trust.OutcomePaymentRequired {
-			if network != "eip155:8453" || asset != usdcBase || payTo != payee || amount != s.amount || version == 0 {
-				t.Errorf("%s: stored offer %s %s %s %s v%d", host, network, asset, payTo, amount, version)
+			if scheme != s.scheme || network != "eip155:8453" || asset != usdcBase || payTo != payee || amount != s.amount || version == 0 {
+				t.Errorf("%s: stored offer %s %s %s %s %s v%d", host, scheme, network, asset, payTo, amount, version)
 			}
-		} else if network != "" || amount != "" {
+		} else if network != "" || amount != "" || scheme != "" {
 			t.Errorf("%s: an offer stored for outcome %s", host, outcome)
+		}
+		if s.reason != "" && !strings.HasPrefix(detail, "x402 offer: "+s.reason) {
+			t.Errorf("%s: detail %q does not name the reason", host, detail)
 		}
 		if !hasLatency && s.outcome != trust.OutcomeDNSError {
 			t.Errorf("%s: no latency stored", host)
@@ -255,13 +283,28 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 		if s.verdict == directory.VerdictProceed && *tr.Score < trust.ProceedFrom {
 			t.Errorf("%s: score %d", m.Hostname, *tr.Score)
 		}
-		if s.outcome == trust.OutcomePaymentRequired {
-			if !m.Payable || *tr.Probe.Network != "eip155:8453" || *tr.Probe.AssetSymbol != "USDC" || *tr.Probe.Price.Amount != s.amount {
-				t.Errorf("%s: payable %v, probe %+v", m.Hostname, m.Payable, tr.Probe)
-			}
-		} else if m.Payable {
-			t.Errorf("%s: payable without a valid offer", m.Hostname)
+		// The trust block names why an offer was refused, and shows a price only for
+		// an exact offer.
+		if got := deref(tr.Probe.Reason); got != s.reason {
+			t.Errorf("%s: trust block reason %q, want %q", m.Hostname, got, s.reason)
 		}
+		if s.outcome == trust.OutcomePaymentRequired {
+			if *tr.Probe.Network != "eip155:8453" || *tr.Probe.AssetSymbol != "USDC" || (tr.Probe.Price == nil) != (s.amount == "") ||
+				(s.amount != "" && *tr.Probe.Price.Amount != s.amount) {
+				t.Errorf("%s: probe %+v", m.Hostname, tr.Probe)
+			}
+		} else if tr.Probe.Network != nil || tr.Probe.Price != nil {
+			t.Errorf("%s: offer facts for outcome %s: %+v", m.Hostname, s.outcome, tr.Probe)
+		}
+		if m.Payable != (s.outcome == trust.OutcomePaymentRequired && s.amount != "") {
+			t.Errorf("%s: payable %v", m.Hostname, m.Payable)
+		}
+	}
+
+	// A merchant's probe history names the reason too.
+	res, ok := snap.Merchant("nodomain.seller.test")
+	if !ok || !strings.Contains(string(res.Body), `"outcome":"invalid_offer"`) || !strings.Contains(string(res.Body), `"reason":"bad_extra"`) {
+		t.Errorf("merchant record %s", res.Body)
 	}
 
 	// Probed just now, nothing is due again.
@@ -344,6 +387,13 @@ func TestProbeable(t *testing.T) {
 			t.Errorf("Probeable(%q) = %v", h, !want)
 		}
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func portOf(addr string) string {

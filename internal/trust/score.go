@@ -24,8 +24,12 @@ import (
 //     redirects on the same host).
 //   - no_payment_required: a 2xx answer: the endpoint gives its service away, or is
 //     a checkout or account seller that does not ask for payment up front.
-//   - invalid_offer: a 402 whose header and body hold no usable x402 offer.
-//   - payment_required: a 402 with a valid x402 offer (v2 header or v1 body).
+//   - invalid_offer: a 402 whose header and body hold no offer an x402 client could
+//     pay: no x402 document at all, or one whose every accepts entry breaks the x402
+//     v1 or v2 rules. The probe keeps the reason (one of x402.Reasons), and the
+//     trust block shows it.
+//   - payment_required: a 402 with an offer that follows x402 v1 (in the body) or v2
+//     (in the PAYMENT-REQUIRED header) to the letter.
 //   - error: anything else that kept the probe from an answer (an endpoint URL that
 //     cannot be called, oversized headers, ...).
 const (
@@ -64,10 +68,16 @@ type Observation struct {
 	Outcome    string
 	HTTPStatus *int
 	LatencyMS  *int
-	Network    string
-	Asset      string
-	PayTo      string
-	Amount     *string
+	// Scheme, Network, Asset, PayTo and Amount are the offer of a payment_required
+	// probe. Amount is the exact price; nil for an upto offer, whose amount is only a
+	// ceiling.
+	Scheme  string
+	Network string
+	Asset   string
+	PayTo   string
+	Amount  *string
+	// Reason is why an invalid_offer probe's answer could not be paid.
+	Reason string
 }
 
 // Input is everything the scorer looks at for one seller.
@@ -252,11 +262,32 @@ func Describe(o Observation, now time.Time) *directory.Probe {
 		AgeSeconds: int64(math.Max(0, now.Sub(o.ProbedAt).Seconds())),
 	}
 	p.Network, p.Asset, p.AssetSymbol, p.Price = Advertised(o.Network, o.Asset, o.Amount)
+	p.Reason = reason(o)
 	return p
 }
 
+// reason is the refusal reason an invalid_offer probe carries, for the trust block.
+func reason(o Observation) *string {
+	if o.Outcome != OutcomeInvalidOffer || o.Reason == "" {
+		return nil
+	}
+	r := o.Reason
+	return &r
+}
+
+// ProbeRecord turns a stored probe into an entry of a merchant's probe history.
+func ProbeRecord(o Observation) directory.ProbeRecord {
+	r := directory.ProbeRecord{
+		Outcome: o.Outcome, ProbedAt: o.ProbedAt.UTC(), HTTPStatus: o.HTTPStatus, LatencyMS: o.LatencyMS,
+		Reason: reason(o),
+	}
+	r.Network, r.Asset, _, r.Price = Advertised(o.Network, o.Asset, o.Amount)
+	return r
+}
+
 // Advertised normalises what a seller advertised: network, asset, the asset's symbol
-// and the price. Empty inputs give nils.
+// and the price. Empty inputs give nils; so does a missing amount, which is what an
+// offer with no exact price (upto, whose amount is only a ceiling) leaves.
 func Advertised(network, asset string, amount *string) (net, addr, symbol *string, price *directory.Price) {
 	if network != "" {
 		n := x402.NormalizeNetwork(network)
@@ -269,15 +300,13 @@ func Advertised(network, asset string, amount *string) (net, addr, symbol *strin
 	if known {
 		symbol = &a.Symbol
 	}
-	if amount != nil || known {
+	if amount != nil {
 		price = &directory.Price{Amount: amount}
 		if known {
 			d := a.Decimals
 			price.Decimals = &d
-			if amount != nil {
-				if v, ok := x402.DecimalValue(*amount, d); ok {
-					price.Value = &v
-				}
+			if v, ok := x402.DecimalValue(*amount, d); ok {
+				price.Value = &v
 			}
 		}
 	}

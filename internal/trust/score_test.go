@@ -81,6 +81,26 @@ func TestDescribeNormalisesWhatWasAdvertised(t *testing.T) {
 	if p.AssetSymbol != nil || p.Price == nil || *p.Price.Amount != "5" || p.Price.Value != nil || p.Price.Decimals != nil {
 		t.Fatalf("unknown asset: %+v", p.Price)
 	}
+	// An upto offer names a ceiling, which is no price.
+	upto := offer(time.Hour, "0xa", "")
+	upto.Scheme, upto.Amount = "upto", nil
+	if p = Describe(upto, now); p.Price != nil || *p.AssetSymbol != "USDC" || p.Reason != nil {
+		t.Fatalf("upto: %+v", p)
+	}
+}
+
+func TestDescribeNamesWhyAnOfferWasRefused(t *testing.T) {
+	refused := Observation{ProbedAt: now, Outcome: OutcomeInvalidOffer, Reason: "bad_extra"}
+	if p := Describe(refused, now); p.Reason == nil || *p.Reason != "bad_extra" || p.Network != nil || p.Price != nil {
+		t.Fatalf("%+v", p)
+	}
+	if r := ProbeRecord(refused); r.Reason == nil || *r.Reason != "bad_extra" {
+		t.Fatalf("%+v", r)
+	}
+	// Only an invalid offer carries a reason.
+	if p := Describe(Observation{ProbedAt: now, Outcome: OutcomeTimeout, Reason: "bad_extra"}, now); p.Reason != nil {
+		t.Fatalf("%+v", p)
+	}
 }
 
 func TestPayable(t *testing.T) {
