@@ -34,7 +34,7 @@ func testSnapshot(t *testing.T) *directory.Snapshot {
 	methods := []directory.Method{
 		{
 			Slug: "tide-block-number", Name: "Latest block number", Provider: "Tide", Hostname: "api.tide.example",
-			Description: "Block height of a chain.", Category: "blockchain", Kind: "x402", Payable: true,
+			Description: "Block height of a chain.", Category: "blockchain", Kind: "x402",
 			Endpoint: directory.Endpoint{Method: "GET", URL: "https://api.tide.example/v1/block"},
 			Trust: directory.Trust{Verdict: "proceed", Score: &score, Advisory: true, Probe: &directory.Probe{
 				Outcome: "payment_required", ProbedAt: at.Add(-2 * time.Hour), AgeSeconds: 7200,
@@ -60,7 +60,7 @@ func testSnapshot(t *testing.T) *directory.Snapshot {
 	status, latency := 402, 95
 	merchants := []directory.Merchant{
 		{Hostname: "api.tide.example", Providers: []string{"Tide"}, Trust: methods[0].Trust, Stats: methods[0].Stats,
-			Methods: []directory.MerchantEntry{{Slug: "tide-block-number", Name: "Latest block number", Category: "blockchain", Payable: true}},
+			Methods: []directory.MerchantEntry{{Slug: "tide-block-number", Name: "Latest block number", Category: "blockchain"}},
 			Probes:  []directory.ProbeRecord{{Outcome: "payment_required", ProbedAt: at.Add(-2 * time.Hour), HTTPStatus: &status, LatencyMS: &latency, Network: &net, Asset: &asset, Price: &directory.Price{Amount: &amount, Decimals: &dec, Value: &val}}}},
 		{Hostname: "rain.example", Providers: []string{"Rain"}, Trust: methods[1].Trust, Methods: []directory.MerchantEntry{{Slug: "rain-forecast", Name: "Rain <forecast>", Category: "weather"}}, Probes: []directory.ProbeRecord{}},
 		{Hostname: "quiet.example", Providers: []string{"Quiet"}, Trust: methods[2].Trust, Methods: []directory.MerchantEntry{{Slug: "quiet-thing", Name: "Quiet thing", Category: "data"}}, Probes: []directory.ProbeRecord{}},

@@ -42,6 +42,11 @@ const (
 	probeTimeout = time.Second
 )
 
+// usdcOnBase is a payer holding USDC on Base and nothing else.
+var usdcOnBase = trust.PayerFunc(func(network, asset string) bool {
+	return network == "eip155:8453" && strings.EqualFold(asset, usdcBase)
+})
+
 // seller is one fake seller: a handler, whether it speaks TLS, what the catalog
 // lists, and what a probe must find.
 type seller struct {
@@ -269,7 +274,7 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 	}
 
 	// The snapshot built next carries the scores and verdicts.
-	snap, err := generator.Build(ctx, store, time.Now())
+	snap, err := generator.Build(ctx, store, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +301,21 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 		} else if tr.Probe.Network != nil || tr.Probe.Price != nil {
 			t.Errorf("%s: offer facts for outcome %s: %+v", m.Hostname, s.outcome, tr.Probe)
 		}
-		if m.Payable != (s.outcome == trust.OutcomePaymentRequired && s.amount != "") {
-			t.Errorf("%s: payable %v", m.Hostname, m.Payable)
+		if m.Payable {
+			t.Errorf("%s: payable with no payer configured", m.Hostname)
+		}
+	}
+
+	// With a payer for USDC on Base, exactly the valid exact offers are payable: not
+	// the ceiling, not the offers no client could pay.
+	paying, err := generator.Build(ctx, store, time.Now(), usdcOnBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range paying.Methods() {
+		s := byHost[m.Hostname]
+		if want := s.outcome == trust.OutcomePaymentRequired && s.scheme == "exact"; m.Payable != want {
+			t.Errorf("%s: payable %v with a payer for USDC on Base, want %v", m.Hostname, m.Payable, want)
 		}
 	}
 
@@ -401,6 +419,61 @@ func portOf(addr string) string {
 	return port
 }
 
+// TestDemoIsPayableOnlyWithAPayer checks that no demo method is payable while no
+// payer is configured, and that a payer for USDC on Base makes payable exactly the
+// x402 methods whose newest answer was a valid exact offer in USDC on Base.
+func TestDemoIsPayableOnlyWithAPayer(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	cat, err := catalog.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := generator.Build(ctx, store, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap.Methods() {
+		if m.Payable {
+			t.Errorf("%s: payable with no payer", m.Slug)
+		}
+	}
+	if snap, err = generator.Build(ctx, store, now, usdcOnBase); err != nil {
+		t.Fatal(err)
+	}
+	// The newest probe of each method that got an answer about payment.
+	newest := map[string]catalog.Probe{}
+	for _, mc := range cat.Merchants {
+		for _, p := range mc.Probes {
+			switch p.Outcome {
+			case trust.OutcomePaymentRequired, trust.OutcomeInvalidOffer, trust.OutcomeNoPaymentRequired:
+				if q, ok := newest[p.Slug]; !ok || p.Age < q.Age {
+					newest[p.Slug] = p
+				}
+			}
+		}
+	}
+	payable := 0
+	for _, m := range snap.Methods() {
+		p := newest[m.Slug]
+		want := m.Kind == "x402" && p.Outcome == trust.OutcomePaymentRequired && p.Scheme == "exact" &&
+			x402.NormalizeNetwork(p.Network) == "eip155:8453" && strings.EqualFold(p.Asset, usdcBase)
+		if m.Payable != want {
+			t.Errorf("%s: payable %v, want %v (newest answer %+v)", m.Slug, m.Payable, want, p)
+		}
+		if m.Payable {
+			payable++
+		}
+	}
+	if payable == 0 {
+		t.Error("a payer for USDC on Base pays no demo method")
+	}
+}
+
 // TestDemoVerdictsComeFromProbeRecords checks that the demo catalog's verdicts are
 // the scorer's reading of its probe rows: without them, every seller is unknown
 // but the one an operator override decides.
@@ -416,7 +489,7 @@ func TestDemoVerdictsComeFromProbeRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	verdicts := func() map[string]int {
-		snap, err := generator.Build(ctx, store, now)
+		snap, err := generator.Build(ctx, store, now, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
