@@ -1,8 +1,10 @@
-// Package x402 reads the x402 payment protocol as sellers really send it: the
-// PaymentRequired document of a 402 answer (v1 in the body, v2 in the PAYMENT-REQUIRED
-// header) and its accepts entries, the same entries the Bazaar discovery API lists,
-// with their amounts, networks and assets. The catalog importer, the prober and the
-// payer all read offers here, so they agree on what an offer says.
+// Package x402 reads the x402 payment protocol: the PaymentRequired document of a 402
+// answer (v1 in the body, v2 in the PAYMENT-REQUIRED header) and its accepts entries,
+// the same entries the Bazaar discovery API lists, with their amounts, networks and
+// assets. ParseOffer holds an offer to the x402 v1 and v2 specifications, so that an
+// offer it accepts is one an x402 client could pay; Requirement reads entries
+// leniently, for listing what a discovery service says. The catalog importer, the
+// prober and the payer all read offers here, so they agree on what an offer says.
 package x402
 
 import (
