@@ -29,7 +29,7 @@ func catalogServer(b *testing.B, total int) (http.Handler, *directory.Snapshot) 
 		b.Fatal(err)
 	}
 	snaps := generator.NewHolder()
-	if err := snaps.Refresh(ctx, store); err != nil {
+	if err := snaps.Refresh(ctx, store, nil); err != nil {
 		b.Fatal(err)
 	}
 	builtin := embedding.Lexhash{}

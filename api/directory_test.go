@@ -49,7 +49,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	snaps := generator.NewHolder()
-	if err := snaps.Refresh(ctx, store); err != nil {
+	if err := snaps.Refresh(ctx, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -430,6 +430,19 @@ func TestDirectoryContract(t *testing.T) {
 		}
 		if len(all.Facets.Category) < 12 || len(all.Facets.Verdict) != 4 || len(all.Facets.Kind) != 4 {
 			t.Errorf("unfiltered facets %+v", all.Facets)
+		}
+	})
+
+	t.Run("nothing is payable while no payer is configured", func(t *testing.T) {
+		var l listBody
+		e.get(services+"?payable=true").json(t, &l)
+		if l.Total != 0 || len(l.Items) != 0 {
+			t.Fatalf("%d payable methods without a payer", l.Total)
+		}
+		var all listBody
+		e.get(services).json(t, &all)
+		if len(all.Facets.Payable) != 1 || all.Facets.Payable[0].Value != "false" || all.Facets.Payable[0].Count != len(all.Items) {
+			t.Fatalf("payable facet %+v", all.Facets.Payable)
 		}
 	})
 

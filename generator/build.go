@@ -13,19 +13,21 @@ import (
 	"github.com/waystation/waystation/internal/trust"
 )
 
-// Build reads the records and makes the snapshot as of now.
-func Build(ctx context.Context, src trust.RecordStore, now time.Time) (*directory.Snapshot, error) {
+// Build reads the records and makes the snapshot as of now. payer is what the service
+// can pay with; nil means no payer, and then no method is payable.
+func Build(ctx context.Context, src trust.RecordStore, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
 	now = now.UTC().Truncate(time.Second)
 	rec, err := src.DirectoryRecords(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}
-	return Assemble(rec, now)
+	return Assemble(rec, now, payer)
 }
 
 // Assemble computes every method's trust block, payability and stats and every
-// merchant record, and builds the snapshot.
-func Assemble(rec trust.Records, now time.Time) (*directory.Snapshot, error) {
+// merchant record, and builds the snapshot. A method is payable only when its newest
+// offer follows x402 and payer pays in its network and asset (see trust.Payable).
+func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
 	methods := make([]directory.Method, 0, len(rec.Methods))
 	byHost := map[string][]int{}
 	for _, r := range rec.Methods {
@@ -41,7 +43,7 @@ func Assemble(rec trust.Records, now time.Time) (*directory.Snapshot, error) {
 			Now:       now,
 		})
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
-		m.Payable = payable(m.Kind, probes, r)
+		m.Payable = trust.Payable(m.Kind, probes, payer)
 		byHost[m.Hostname] = append(byHost[m.Hostname], len(methods))
 		methods = append(methods, m)
 	}
@@ -64,29 +66,9 @@ func Assemble(rec trust.Records, now time.Time) (*directory.Snapshot, error) {
 		mr.Trust = trust.Merchant(trusts, rec.Overrides[host], now)
 		mr.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		for _, o := range rec.HostProbes[host] {
-			net, asset, _, price := trust.Advertised(o.Network, o.Asset, o.Amount)
-			mr.Probes = append(mr.Probes, directory.ProbeRecord{
-				Outcome: o.Outcome, ProbedAt: o.ProbedAt.UTC(), HTTPStatus: o.HTTPStatus,
-				LatencyMS: o.LatencyMS, Network: net, Asset: asset, Price: price,
-			})
+			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))
 		}
 		merchants = append(merchants, mr)
 	}
 	return directory.NewSnapshot(now, methods, merchants)
-}
-
-// payable follows from the kind and the newest valid offer: the last probe that got
-// one, or else the first offer the seller lists.
-func payable(kind string, probes []trust.Observation, r trust.MethodRecord) bool {
-	for _, p := range probes {
-		if p.Outcome == trust.OutcomePaymentRequired {
-			return trust.Payable(kind, p.Network, p.Asset, p.Amount)
-		}
-	}
-	for _, o := range r.Offers {
-		if trust.Payable(kind, o.Network, o.Asset, o.Amount) {
-			return true
-		}
-	}
-	return false
 }

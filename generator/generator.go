@@ -20,6 +20,9 @@ type Changes interface {
 type Generator struct {
 	// Source is where the catalog and its trust facts are read from.
 	Source trust.RecordStore
+	// Payer is what the service can pay with, which decides each method's payable;
+	// nil means no payer is configured, and nothing is payable.
+	Payer trust.Payer
 	// Site receives every snapshot as files; nil publishes none.
 	Site   *Site
 	Holder *Holder
@@ -54,7 +57,7 @@ func (g *Generator) Once(ctx context.Context) (Stats, error) {
 		}
 	}
 	start := time.Now()
-	snap, err := Build(ctx, g.Source, start)
+	snap, err := Build(ctx, g.Source, start, g.Payer)
 	if err != nil {
 		return st, err
 	}

@@ -29,9 +29,10 @@ func (h *Holder) Current() *directory.Snapshot { return h.p.Load() }
 // Set swaps in s.
 func (h *Holder) Set(s *directory.Snapshot) { h.p.Store(s) }
 
-// Refresh builds a snapshot and swaps it in; on error the old one stays.
-func (h *Holder) Refresh(ctx context.Context, src trust.RecordStore) error {
-	s, err := Build(ctx, src, time.Now())
+// Refresh builds a snapshot with payer (nil for none) and swaps it in; on error the
+// old one stays.
+func (h *Holder) Refresh(ctx context.Context, src trust.RecordStore, payer trust.Payer) error {
+	s, err := Build(ctx, src, time.Now(), payer)
 	if err != nil {
 		return err
 	}

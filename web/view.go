@@ -13,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 // HomeLimit is how many methods the home page lists, best first; the category pages
@@ -79,9 +80,12 @@ type TrustView struct {
 	Score                   string
 	Probed                  bool
 	Outcome, OutcomeMeaning string
-	ProbedAt, Age           string
-	Network, Asset, Price   string
-	Override                *OverrideView
+	// Reason says, for an invalid offer, why no x402 client could pay it; the
+	// outcome's meaning ends with it.
+	Reason                string
+	ProbedAt, Age         string
+	Network, Asset, Price string
+	Override              *OverrideView
 	// RuleSteps and RuleNotes are the scoring rule: its numbered steps, then the rest.
 	RuleSteps, RuleNotes []string
 }
@@ -265,6 +269,9 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 		if s := priceText(p.Price, nil); s != "" {
 			row.Price = s
 		}
+		if p.Reason != nil {
+			row.Outcome += " (" + outcomeLabel(*p.Reason) + ")"
+		}
 		v.Probes = append(v.Probes, row)
 	}
 	return v, true
@@ -383,7 +390,7 @@ var verdictMeanings = map[string]string{
 
 var outcomeMeanings = map[string]string{
 	trust.OutcomePaymentRequired:   "The endpoint asked for payment with a valid x402 offer, as a pay-per-call seller should.",
-	trust.OutcomeInvalidOffer:      "The endpoint asked for payment, but its offer could not be read.",
+	trust.OutcomeInvalidOffer:      "The endpoint asked for payment, but with no offer an x402 client could pay: the offer breaks the x402 v1 or v2 rules, or there is none.",
 	trust.OutcomeNoPaymentRequired: "The endpoint answered without asking for payment.",
 	trust.OutcomeHTTPError:         "The endpoint answered with an HTTP error.",
 	trust.OutcomeTimeout:           "The endpoint did not answer in time.",
@@ -391,6 +398,27 @@ var outcomeMeanings = map[string]string{
 	trust.OutcomeDNSError:          "The endpoint's hostname did not resolve.",
 	trust.OutcomeConnectionRefused: "The endpoint refused the connection.",
 	trust.OutcomeBlockedAddress:    "The endpoint resolves to an address the prober does not call (a private or reserved one).",
+	trust.OutcomeRedirect:          "The endpoint redirected to another host, which the prober never follows.",
+	trust.OutcomeError:             "The probe could not get an answer from the endpoint.",
+}
+
+// reasonMeanings say what each x402.Reasons code found wrong with an offer.
+var reasonMeanings = map[string]string{
+	x402.ReasonNoDocument:     "The answer holds no x402 payment document, neither in the PAYMENT-REQUIRED header nor in the body.",
+	x402.ReasonBadHeader:      "The PAYMENT-REQUIRED header is not standard base64.",
+	x402.ReasonBadJSON:        "The payment document is not a JSON object.",
+	x402.ReasonBadVersion:     "The payment document names no x402 version, or one other than 1 and 2.",
+	x402.ReasonWrongTransport: "The payment document is in the wrong place: x402 v2 sends it in the PAYMENT-REQUIRED header, v1 in the body.",
+	x402.ReasonBadDocument:    "The payment document's error or extensions member has the wrong type.",
+	x402.ReasonNoAccepts:      "The payment document lists no way to pay.",
+	x402.ReasonNoResource:     "The offer does not name the resource it is for.",
+	x402.ReasonIncompleteTerm: "The offer lacks a field x402 requires (scheme, network, asset, payee, amount, time limit), or has one of the wrong type.",
+	x402.ReasonBadAmount:      "The offer's amount is not a string holding a whole number of the asset's smallest units.",
+	x402.ReasonMixedVersions:  "The offer mixes x402 v1 and v2: a field or network name of one version in a document of the other.",
+	x402.ReasonBadNetwork:     "The offer's network is not a CAIP-2 identifier (v2) or a network name of x402 v1.",
+	x402.ReasonUnknownScheme:  "The offer's payment scheme is not one x402 defines on its network.",
+	x402.ReasonBadExtra:       "The offer's extra lacks what its scheme needs on its network, such as the token's EIP-712 name and version, or the Solana fee payer.",
+	x402.ReasonBadAddress:     "The offer's asset or payee is not an address of its network.",
 }
 
 func outcomeLabel(o string) string { return strings.ReplaceAll(o, "_", " ") }
@@ -408,6 +436,13 @@ func trustView(t directory.Trust, kind string) TrustView {
 		if kind != "" && kind != "x402" && p.Outcome == trust.OutcomeNoPaymentRequired {
 			v.OutcomeMeaning = "The endpoint answered; a " + kind + " seller is not expected to ask for payment up front."
 		}
+		if p.Reason != nil {
+			v.Reason = outcomeLabel(*p.Reason)
+			if m, ok := reasonMeanings[*p.Reason]; ok {
+				v.Reason += ": " + m
+			}
+			v.OutcomeMeaning += " Why: " + v.Reason
+		}
 		v.ProbedAt = formatTime(p.ProbedAt)
 		v.Age = formatAge(p.AgeSeconds)
 		v.Network, v.Asset = "not advertised", "not advertised"
@@ -421,7 +456,11 @@ func trustView(t directory.Trust, kind string) TrustView {
 			}
 		}
 		v.Price = priceText(p.Price, p.AssetSymbol)
-		if v.Price == "" {
+		switch {
+		case v.Price != "":
+		case p.Outcome == trust.OutcomePaymentRequired:
+			v.Price = "no fixed price: the offer names only the most a call may cost (scheme upto)"
+		default:
 			v.Price = "not advertised"
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 type fixed struct{ s *directory.Snapshot }
@@ -33,7 +34,7 @@ func testSnapshot(t *testing.T) *directory.Snapshot {
 	methods := []directory.Method{
 		{
 			Slug: "tide-block-number", Name: "Latest block number", Provider: "Tide", Hostname: "api.tide.example",
-			Description: "Block height of a chain.", Category: "blockchain", Kind: "x402", Payable: true,
+			Description: "Block height of a chain.", Category: "blockchain", Kind: "x402",
 			Endpoint: directory.Endpoint{Method: "GET", URL: "https://api.tide.example/v1/block"},
 			Trust: directory.Trust{Verdict: "proceed", Score: &score, Advisory: true, Probe: &directory.Probe{
 				Outcome: "payment_required", ProbedAt: at.Add(-2 * time.Hour), AgeSeconds: 7200,
@@ -59,7 +60,7 @@ func testSnapshot(t *testing.T) *directory.Snapshot {
 	status, latency := 402, 95
 	merchants := []directory.Merchant{
 		{Hostname: "api.tide.example", Providers: []string{"Tide"}, Trust: methods[0].Trust, Stats: methods[0].Stats,
-			Methods: []directory.MerchantEntry{{Slug: "tide-block-number", Name: "Latest block number", Category: "blockchain", Payable: true}},
+			Methods: []directory.MerchantEntry{{Slug: "tide-block-number", Name: "Latest block number", Category: "blockchain"}},
 			Probes:  []directory.ProbeRecord{{Outcome: "payment_required", ProbedAt: at.Add(-2 * time.Hour), HTTPStatus: &status, LatencyMS: &latency, Network: &net, Asset: &asset, Price: &directory.Price{Amount: &amount, Decimals: &dec, Value: &val}}}},
 		{Hostname: "rain.example", Providers: []string{"Rain"}, Trust: methods[1].Trust, Methods: []directory.MerchantEntry{{Slug: "rain-forecast", Name: "Rain <forecast>", Category: "weather"}}, Probes: []directory.ProbeRecord{}},
 		{Hostname: "quiet.example", Providers: []string{"Quiet"}, Trust: methods[2].Trust, Methods: []directory.MerchantEntry{{Slug: "quiet-thing", Name: "Quiet thing", Category: "data"}}, Probes: []directory.ProbeRecord{}},
@@ -160,6 +161,28 @@ func TestMethodPageExplainsTheTrustBlockInPlainWords(t *testing.T) {
 		if !strings.Contains(b, want) {
 			t.Errorf("merchant page lacks %q", want)
 		}
+	}
+}
+
+func TestTrustBlockNamesWhyAnOfferWasRefused(t *testing.T) {
+	reason := "bad_extra"
+	v := trustView(directory.Trust{Verdict: "avoid", Advisory: true, Probe: &directory.Probe{
+		Outcome: "invalid_offer", ProbedAt: time.Now(), Reason: &reason}}, "x402")
+	if !strings.Contains(v.OutcomeMeaning, "no offer an x402 client could pay") ||
+		!strings.HasPrefix(v.Reason, "bad extra: ") || !strings.Contains(v.Reason, "EIP-712") {
+		t.Fatalf("%+v", v)
+	}
+	for _, r := range x402.Reasons {
+		if reasonMeanings[r] == "" {
+			t.Errorf("no words for the reason %s", r)
+		}
+	}
+	// An upto offer is a ceiling: the page says there is no fixed price.
+	net := "eip155:8453"
+	v = trustView(directory.Trust{Verdict: "proceed", Advisory: true, Probe: &directory.Probe{
+		Outcome: "payment_required", ProbedAt: time.Now(), Network: &net}}, "x402")
+	if v.Reason != "" || !strings.HasPrefix(v.Price, "no fixed price") {
+		t.Fatalf("%+v", v)
 	}
 }
 

@@ -85,17 +85,21 @@ type Merchant struct {
 }
 
 // Probe is one recorded probe of a method's endpoint. Age is how long before loading
-// it happened, so a freshly loaded demo catalog has fresh probes.
+// it happened, so a freshly loaded demo catalog has fresh probes. A payment_required
+// probe names the offer it saw (Scheme to Amount); an invalid_offer probe names the
+// Reason no x402 client could pay it.
 type Probe struct {
 	Slug       string   `json:"slug"`
 	Age        Duration `json:"age"`
 	Outcome    string   `json:"outcome"`
 	HTTPStatus int      `json:"http_status,omitempty"`
 	LatencyMS  int      `json:"latency_ms,omitempty"`
+	Scheme     string   `json:"scheme,omitempty"`
 	Network    string   `json:"network,omitempty"`
 	Asset      string   `json:"asset,omitempty"`
 	PayTo      string   `json:"pay_to,omitempty"`
 	Amount     *string  `json:"amount,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
 }
 
 // Payments summarises settled payments to a hostname: how many settled, how many of

@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/net/idna"
+
+	"github.com/waystation/waystation/internal/x402"
 )
 
 func demo(t *testing.T) Catalog {
@@ -207,10 +211,36 @@ func checkDemoOffers(t *testing.T, m Method) {
 		if o.Scheme != "exact" || o.Network == "" || o.Asset == "" || o.PayTo == "" || o.MaxTimeoutSeconds <= 0 {
 			t.Errorf("%s: incomplete offer %+v", m.Slug, o)
 		}
-		if o.Amount != nil && (*o.Amount == "" || strings.Trim(*o.Amount, "0123456789") != "") {
+		if o.Amount == nil {
+			continue // a seller whose amount cannot be read, on purpose
+		}
+		if *o.Amount == "" || strings.Trim(*o.Amount, "0123456789") != "" {
 			t.Errorf("%s: amount %q is not an atomic integer", m.Slug, *o.Amount)
 		}
+		if _, err := x402.ParseOffer(demoAnswer(m, o)); err != nil {
+			t.Errorf("%s: the listed offer is not one an x402 client could pay: %v", m.Slug, err)
+		}
 	}
+}
+
+// demoAnswer is the 402 answer that would carry a listed offer: a v1 body for a v1
+// network name, else a v2 header.
+func demoAnswer(m Method, o Offer) (http.Header, []byte) {
+	e := map[string]any{"scheme": o.Scheme, "network": o.Network, "asset": o.Asset, "payTo": o.PayTo,
+		"maxTimeoutSeconds": o.MaxTimeoutSeconds, "mimeType": o.MimeType}
+	if len(o.Extra) > 0 {
+		e["extra"] = o.Extra
+	}
+	if !strings.Contains(o.Network, ":") {
+		e["maxAmountRequired"], e["resource"], e["description"] = *o.Amount, m.Endpoint.URL, m.Description
+		b, _ := json.Marshal(map[string]any{"x402Version": 1, "accepts": []any{e}})
+		return http.Header{}, b
+	}
+	e["amount"] = *o.Amount
+	b, _ := json.Marshal(map[string]any{"x402Version": 2, "resource": map[string]any{"url": m.Endpoint.URL}, "accepts": []any{e}})
+	h := http.Header{}
+	h.Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString(b))
+	return h, nil
 }
 
 func TestDemoHasAnInternationalisedHostname(t *testing.T) {
@@ -293,10 +323,17 @@ func TestDemoMerchants(t *testing.T) {
 			if !slices.Contains(demoOutcomes, p.Outcome) {
 				t.Errorf("%s: probe of %s with outcome %q", h, p.Slug, p.Outcome)
 			}
+			if (p.Outcome == "invalid_offer") != slices.Contains(x402.Reasons, p.Reason) {
+				t.Errorf("%s: %s probe of %s with reason %q", h, p.Outcome, p.Slug, p.Reason)
+			}
 			if p.Outcome == "payment_required" {
-				if p.HTTPStatus != 402 || p.Network == "" || p.Asset == "" || p.PayTo == "" || p.Amount == nil {
+				if p.HTTPStatus != 402 || p.Scheme != x402.SchemeExact || p.Network == "" || p.Asset == "" || p.PayTo == "" || p.Amount == nil {
 					t.Errorf("%s: payment_required probe of %s without the offer seen: %+v", h, p.Slug, p)
 				}
+			} else if p.Scheme != "" || p.Network != "" || p.Amount != nil {
+				t.Errorf("%s: %s probe of %s with an offer: %+v", h, p.Outcome, p.Slug, p)
+			}
+			if p.Outcome == "payment_required" {
 				if q, ok := newestOffer[p.Slug]; !ok || p.Age < q.Age {
 					newestOffer[p.Slug] = p
 				}

@@ -65,6 +65,8 @@ type Probe struct {
 	Asset       *string   `json:"asset"`
 	AssetSymbol *string   `json:"asset_symbol"`
 	Price       *Price    `json:"price"`
+	// Reason says why an invalid_offer answer could not be paid; nil otherwise.
+	Reason *string `json:"reason"`
 }
 
 // Price is an advertised amount: atomic units as given, and the decimal value when the
@@ -127,4 +129,5 @@ type ProbeRecord struct {
 	Network    *string   `json:"network"`
 	Asset      *string   `json:"asset"`
 	Price      *Price    `json:"price"`
+	Reason     *string   `json:"reason"`
 }

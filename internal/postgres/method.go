@@ -200,11 +200,11 @@ func loadMerchantFacts(ctx context.Context, tx pgx.Tx, mc catalog.Merchant, now 
 	for _, p := range mc.Probes {
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO probes (method_id, hostname, probed_at, outcome, http_status, latency_ms,
-				network, asset, pay_to, amount)
-			SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10
+				scheme, network, asset, pay_to, amount, reason)
+			SELECT id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
 			FROM provider_methods WHERE slug = $1 AND hostname = $2`,
 			p.Slug, host, now.Add(-time.Duration(p.Age)), p.Outcome, nullInt(p.HTTPStatus),
-			nullInt(p.LatencyMS), p.Network, p.Asset, p.PayTo, p.Amount)
+			nullInt(p.LatencyMS), p.Scheme, p.Network, p.Asset, p.PayTo, p.Amount, p.Reason)
 		if err != nil {
 			return fmt.Errorf("postgres: load probe of %q: %w", p.Slug, err)
 		}
@@ -289,11 +289,11 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 		var p probeRow
 		o := &p.Observation
 		err := row.Scan(&p.key, &p.methodID, &o.ProbedAt, &o.Outcome, &o.HTTPStatus, &o.LatencyMS,
-			&o.Network, &o.Asset, &o.PayTo, &o.Amount)
+			&o.Scheme, &o.Network, &o.Asset, &o.PayTo, &o.Amount, &o.Reason)
 		return p, err
 	}
 	rows, _ = tx.Query(ctx, `
-		SELECT '', method_id, probed_at, outcome, http_status, latency_ms, network, asset, pay_to, amount
+		SELECT '', method_id, probed_at, outcome, http_status, latency_ms, scheme, network, asset, pay_to, amount, reason
 		FROM (SELECT *, row_number() OVER (PARTITION BY method_id ORDER BY probed_at DESC, id DESC) AS n
 			FROM probes) p
 		WHERE n = 1 OR probed_at > $1
@@ -306,7 +306,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 		rec.Probes[p.methodID] = append(rec.Probes[p.methodID], p.Observation)
 	}
 	rows, _ = tx.Query(ctx, `
-		SELECT hostname, method_id, probed_at, outcome, http_status, latency_ms, network, asset, pay_to, amount
+		SELECT hostname, method_id, probed_at, outcome, http_status, latency_ms, scheme, network, asset, pay_to, amount, reason
 		FROM (SELECT *, row_number() OVER (PARTITION BY hostname ORDER BY probed_at DESC, id DESC) AS n
 			FROM probes) p
 		WHERE n <= $1

@@ -39,8 +39,8 @@ func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Tar
 func (s *Store) RecordProbe(ctx context.Context, r trust.Result) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO probes (method_id, hostname, probed_at, outcome, http_status, latency_ms,
-			network, asset, pay_to, amount, detail, x402_version, scheme)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, probeValues(r)...)
+			network, asset, pay_to, amount, detail, x402_version, scheme, reason)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, probeValues(r)...)
 	if err != nil {
 		return fmt.Errorf("postgres: record probe of method %d: %w", r.Target.MethodID, err)
 	}
@@ -51,7 +51,7 @@ func (s *Store) RecordProbe(ctx context.Context, r trust.Result) error {
 func (s *Store) RecordProbes(ctx context.Context, rs []trust.Result) error {
 	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"probes"},
 		[]string{"method_id", "hostname", "probed_at", "outcome", "http_status", "latency_ms",
-			"network", "asset", "pay_to", "amount", "detail", "x402_version", "scheme"},
+			"network", "asset", "pay_to", "amount", "detail", "x402_version", "scheme", "reason"},
 		pgx.CopyFromSlice(len(rs), func(i int) ([]any, error) { return probeValues(rs[i]), nil }))
 	if err != nil {
 		return fail("record probes", err)
@@ -73,11 +73,15 @@ func probeValues(r trust.Result) []any {
 	var version *int16
 	if o := r.Offer; o != nil {
 		network, asset, payTo, scheme = o.Network, o.Asset, o.PayTo, o.Scheme
-		a, v := o.Amount, int16(o.Version)
-		amount, version = &a, &v
+		v := int16(o.Version)
+		version = &v
+		if o.Amount != "" { // an upto offer names a ceiling, not a price
+			a := o.Amount
+			amount = &a
+		}
 	}
 	return []any{r.Target.MethodID, r.Target.Hostname, r.ProbedAt, r.Outcome, status, latency,
-		network, asset, payTo, amount, r.Detail, version, scheme}
+		network, asset, payTo, amount, r.Detail, version, scheme, r.Reason}
 }
 
 // probeLockKey is the advisory lock a probe round holds, so that replicas do not

@@ -59,7 +59,7 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 		b.Logf("built the HNSW index in %v", time.Since(start).Round(time.Millisecond))
 	}
 	holder := generator.NewHolder()
-	if err := holder.Refresh(ctx, store); err != nil {
+	if err := holder.Refresh(ctx, store, nil); err != nil {
 		b.Fatal(err)
 	}
 	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: embedding.WithCache(embedding.Lexhash{}, 100_000), Record: model}, nil)

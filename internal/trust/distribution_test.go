@@ -91,7 +91,7 @@ func TestVerdictDistributionOnTheRealCatalog(t *testing.T) {
 			if err := store.RecordProbes(ctx, results); err != nil {
 				t.Fatal(err)
 			}
-			snap, err := generator.Build(ctx, store, now)
+			snap, err := generator.Build(ctx, store, now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,6 +40,9 @@ type Result struct {
 	Latency    time.Duration
 	// Offer is set when Outcome is payment_required.
 	Offer *x402.Offer
+	// Reason is set when Outcome is invalid_offer: why no x402 client could pay the
+	// answer, one of x402.Reasons. The trust block shows it.
+	Reason string
 	// Detail says more, for operators: an error text or the offer problem.
 	Detail string
 }
@@ -313,7 +316,11 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 		}
 		offer, err := x402.ParseOffer(resp.Header, b)
 		if err != nil {
-			res.Outcome, res.Detail = OutcomeInvalidOffer, err.Error()
+			res.Outcome, res.Detail = OutcomeInvalidOffer, x402.Clean(err.Error(), 500)
+			var oe *x402.OfferError
+			if errors.As(err, &oe) {
+				res.Reason = oe.Reason
+			}
 			if truncated {
 				res.Detail += fmt.Sprintf(" (body over %d bytes)", p.cfg.MaxBody)
 			}

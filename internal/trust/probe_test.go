@@ -28,14 +28,24 @@ const (
 	usdcBase = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 	payee    = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 	v1Offer  = `{"x402Version":1,"error":"X-PAYMENT header is required","accepts":[{"scheme":"exact","network":"base",
-		"maxAmountRequired":"1000","resource":"https://seller/x","mimeType":"application/json","payTo":"` + payee + `",
+		"maxAmountRequired":"1000","resource":"https://seller/x","description":"a thing","mimeType":"application/json","payTo":"` + payee + `",
 		"maxTimeoutSeconds":60,"asset":"` + usdcBase + `","extra":{"name":"USD Coin","version":"2"}}]}`
 	v2Offer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"exact",
-		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60}]}`
+		"network":"eip155:8453","amount":"2500","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":60,
+		"extra":{"name":"USD Coin","version":"2"}}]}`
+	// uptoOffer names a ceiling, not a price (scheme_upto_evm.md).
+	uptoOffer = `{"x402Version":2,"resource":{"url":"https://seller/x"},"accepts":[{"scheme":"upto",
+		"network":"eip155:8453","amount":"5000000","asset":"` + usdcBase + `","payTo":"` + payee + `","maxTimeoutSeconds":300,
+		"extra":{"name":"USD Coin","version":"2","facilitatorAddress":"0x1234567890abcdef1234567890abcdef12345678"}}]}`
 	// probeTimeout is short enough to keep the suite quick and long enough for a TLS
 	// handshake under the race detector on a busy machine.
 	probeTimeout = time.Second
 )
+
+// usdcOnBase is a payer holding USDC on Base and nothing else.
+var usdcOnBase = trust.PayerFunc(func(network, asset string) bool {
+	return network == "eip155:8453" && strings.EqualFold(asset, usdcBase)
+})
 
 // seller is one fake seller: a handler, whether it speaks TLS, what the catalog
 // lists, and what a probe must find.
@@ -48,8 +58,18 @@ type seller struct {
 	// expected
 	outcome string
 	status  int
-	amount  string
+	scheme  string
+	amount  string // the exact price; empty for an upto offer
+	reason  string // why an invalid offer is refused
 	verdict string
+}
+
+// headerOffer answers 402 with doc in the PAYMENT-REQUIRED header, as x402 v2 does.
+func headerOffer(doc string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(doc)))
+		pay402("{}")(w, r)
+	}
 }
 
 func pay402(body string) http.HandlerFunc {
@@ -63,7 +83,7 @@ func pay402(body string) http.HandlerFunc {
 func sellers() []*seller {
 	return []*seller{
 		{host: "v1.seller.test", handler: pay402(v1Offer),
-			outcome: trust.OutcomePaymentRequired, status: 402, amount: "1000", verdict: directory.VerdictProceed},
+			outcome: trust.OutcomePaymentRequired, status: 402, scheme: "exact", amount: "1000", verdict: directory.VerdictProceed},
 		{host: "v2.seller.test", handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("X-Payment") != "" || r.Header.Get("Payment-Signature") != "" {
 				http.Error(w, "a probe never pays", http.StatusBadRequest)
@@ -71,16 +91,27 @@ func sellers() []*seller {
 			}
 			w.Header().Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(v2Offer)))
 			pay402("{}")(w, r)
-		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "2500", verdict: directory.VerdictProceed},
+		}, outcome: trust.OutcomePaymentRequired, status: 402, scheme: "exact", amount: "2500", verdict: directory.VerdictProceed},
 		{host: "post.seller.test", method: "POST", handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost {
 				http.Error(w, "use POST", http.StatusMethodNotAllowed)
 				return
 			}
 			pay402(v1Offer)(w, r)
-		}, outcome: trust.OutcomePaymentRequired, status: 402, amount: "1000", verdict: directory.VerdictProceed},
+		}, outcome: trust.OutcomePaymentRequired, status: 402, scheme: "exact", amount: "1000", verdict: directory.VerdictProceed},
+		{host: "upto.seller.test", handler: headerOffer(uptoOffer),
+			outcome: trust.OutcomePaymentRequired, status: 402, scheme: "upto", verdict: directory.VerdictProceed},
 		{host: "garbage.seller.test", handler: pay402("<html>pay us somehow</html>"),
-			outcome: trust.OutcomeInvalidOffer, status: 402, verdict: directory.VerdictAvoid},
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonNoDocument, verdict: directory.VerdictAvoid},
+		// Offers no x402 client could pay: never payment_required, whatever their asset.
+		{host: "nodomain.seller.test", handler: headerOffer(strings.Replace(v2Offer, `"extra":{"name":"USD Coin","version":"2"}`, `"extra":{}`, 1)),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonBadExtra, verdict: directory.VerdictAvoid},
+		{host: "mixed.seller.test", handler: headerOffer(strings.Replace(v2Offer, `"network":"eip155:8453","amount"`, `"network":"base","amount"`, 1)),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonMixedVersions, verdict: directory.VerdictAvoid},
+		{host: "deferred.seller.test", handler: headerOffer(strings.Replace(v2Offer, `"scheme":"exact"`, `"scheme":"deferred"`, 1)),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonUnknownScheme, verdict: directory.VerdictAvoid},
+		{host: "v2body.seller.test", handler: pay402(v2Offer),
+			outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonWrongTransport, verdict: directory.VerdictAvoid},
 		{host: "free.seller.test", handler: func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"ok":true}`) },
 			outcome: trust.OutcomeNoPaymentRequired, status: 200, verdict: directory.VerdictAvoid},
 		{host: "shop.seller.test", kind: "checkout", handler: func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>shop</html>") },
@@ -106,7 +137,7 @@ func sellers() []*seller {
 					return
 				}
 			}
-		}, outcome: trust.OutcomeInvalidOffer, status: 402, verdict: directory.VerdictAvoid},
+		}, outcome: trust.OutcomeInvalidOffer, status: 402, reason: x402.ReasonNoDocument, verdict: directory.VerdictAvoid},
 	}
 }
 
@@ -205,31 +236,34 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 
 	// Every probe is stored with what was seen and advertised.
 	rows, err := store.Pool().Query(ctx, `
-		SELECT hostname, outcome, coalesce(http_status, 0), latency_ms IS NOT NULL, network, asset, pay_to,
-			coalesce(amount, ''), coalesce(x402_version, 0)
+		SELECT hostname, outcome, coalesce(http_status, 0), latency_ms IS NOT NULL, scheme, network, asset, pay_to,
+			coalesce(amount, ''), coalesce(x402_version, 0), reason, detail
 		FROM probes`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
 	for rows.Next() {
-		var host, outcome, network, asset, payTo, amount string
+		var host, outcome, scheme, network, asset, payTo, amount, reason, detail string
 		var status, version int
 		var hasLatency bool
-		if err := rows.Scan(&host, &outcome, &status, &hasLatency, &network, &asset, &payTo, &amount, &version); err != nil {
+		if err := rows.Scan(&host, &outcome, &status, &hasLatency, &scheme, &network, &asset, &payTo, &amount, &version, &reason, &detail); err != nil {
 			t.Fatal(err)
 		}
 		seen++
 		s := byHost[host]
-		if outcome != s.outcome || status != s.status {
-			t.Errorf("%s: outcome %s (HTTP %d), want %s (HTTP %d)", host, outcome, status, s.outcome, s.status)
+		if outcome != s.outcome || status != s.status || reason != s.reason {
+			t.Errorf("%s: outcome %s (HTTP %d, reason %q: %s), want %s (HTTP %d, reason %q)", host, outcome, status, reason, detail, s.outcome, s.status, s.reason)
 		}
 		if s.outcome == trust.OutcomePaymentRequired {
-			if network != "eip155:8453" || asset != usdcBase || payTo != payee || amount != s.amount || version == 0 {
-				t.Errorf("%s: stored offer %s %s %s %s v%d", host, network, asset, payTo, amount, version)
+			if scheme != s.scheme || network != "eip155:8453" || asset != usdcBase || payTo != payee || amount != s.amount || version == 0 {
+				t.Errorf("%s: stored offer %s %s %s %s %s v%d", host, scheme, network, asset, payTo, amount, version)
 			}
-		} else if network != "" || amount != "" {
+		} else if network != "" || amount != "" || scheme != "" {
 			t.Errorf("%s: an offer stored for outcome %s", host, outcome)
+		}
+		if s.reason != "" && !strings.HasPrefix(detail, "x402 offer: "+s.reason) {
+			t.Errorf("%s: detail %q does not name the reason", host, detail)
 		}
 		if !hasLatency && s.outcome != trust.OutcomeDNSError {
 			t.Errorf("%s: no latency stored", host)
@@ -240,7 +274,7 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 	}
 
 	// The snapshot built next carries the scores and verdicts.
-	snap, err := generator.Build(ctx, store, time.Now())
+	snap, err := generator.Build(ctx, store, time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,13 +288,41 @@ func TestProberAgainstSellersInEveryOutcome(t *testing.T) {
 		if s.verdict == directory.VerdictProceed && *tr.Score < trust.ProceedFrom {
 			t.Errorf("%s: score %d", m.Hostname, *tr.Score)
 		}
-		if s.outcome == trust.OutcomePaymentRequired {
-			if !m.Payable || *tr.Probe.Network != "eip155:8453" || *tr.Probe.AssetSymbol != "USDC" || *tr.Probe.Price.Amount != s.amount {
-				t.Errorf("%s: payable %v, probe %+v", m.Hostname, m.Payable, tr.Probe)
-			}
-		} else if m.Payable {
-			t.Errorf("%s: payable without a valid offer", m.Hostname)
+		// The trust block names why an offer was refused, and shows a price only for
+		// an exact offer.
+		if got := deref(tr.Probe.Reason); got != s.reason {
+			t.Errorf("%s: trust block reason %q, want %q", m.Hostname, got, s.reason)
 		}
+		if s.outcome == trust.OutcomePaymentRequired {
+			if *tr.Probe.Network != "eip155:8453" || *tr.Probe.AssetSymbol != "USDC" || (tr.Probe.Price == nil) != (s.amount == "") ||
+				(s.amount != "" && *tr.Probe.Price.Amount != s.amount) {
+				t.Errorf("%s: probe %+v", m.Hostname, tr.Probe)
+			}
+		} else if tr.Probe.Network != nil || tr.Probe.Price != nil {
+			t.Errorf("%s: offer facts for outcome %s: %+v", m.Hostname, s.outcome, tr.Probe)
+		}
+		if m.Payable {
+			t.Errorf("%s: payable with no payer configured", m.Hostname)
+		}
+	}
+
+	// With a payer for USDC on Base, exactly the valid exact offers are payable: not
+	// the ceiling, not the offers no client could pay.
+	paying, err := generator.Build(ctx, store, time.Now(), usdcOnBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range paying.Methods() {
+		s := byHost[m.Hostname]
+		if want := s.outcome == trust.OutcomePaymentRequired && s.scheme == "exact"; m.Payable != want {
+			t.Errorf("%s: payable %v with a payer for USDC on Base, want %v", m.Hostname, m.Payable, want)
+		}
+	}
+
+	// A merchant's probe history names the reason too.
+	res, ok := snap.Merchant("nodomain.seller.test")
+	if !ok || !strings.Contains(string(res.Body), `"outcome":"invalid_offer"`) || !strings.Contains(string(res.Body), `"reason":"bad_extra"`) {
+		t.Errorf("merchant record %s", res.Body)
 	}
 
 	// Probed just now, nothing is due again.
@@ -345,9 +407,71 @@ func TestProbeable(t *testing.T) {
 	}
 }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func portOf(addr string) string {
 	_, port, _ := net.SplitHostPort(addr)
 	return port
+}
+
+// TestDemoIsPayableOnlyWithAPayer checks that no demo method is payable while no
+// payer is configured, and that a payer for USDC on Base makes payable exactly the
+// x402 methods whose newest answer was a valid exact offer in USDC on Base.
+func TestDemoIsPayableOnlyWithAPayer(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	cat, err := catalog.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := generator.Build(ctx, store, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap.Methods() {
+		if m.Payable {
+			t.Errorf("%s: payable with no payer", m.Slug)
+		}
+	}
+	if snap, err = generator.Build(ctx, store, now, usdcOnBase); err != nil {
+		t.Fatal(err)
+	}
+	// The newest probe of each method that got an answer about payment.
+	newest := map[string]catalog.Probe{}
+	for _, mc := range cat.Merchants {
+		for _, p := range mc.Probes {
+			switch p.Outcome {
+			case trust.OutcomePaymentRequired, trust.OutcomeInvalidOffer, trust.OutcomeNoPaymentRequired:
+				if q, ok := newest[p.Slug]; !ok || p.Age < q.Age {
+					newest[p.Slug] = p
+				}
+			}
+		}
+	}
+	payable := 0
+	for _, m := range snap.Methods() {
+		p := newest[m.Slug]
+		want := m.Kind == "x402" && p.Outcome == trust.OutcomePaymentRequired && p.Scheme == "exact" &&
+			x402.NormalizeNetwork(p.Network) == "eip155:8453" && strings.EqualFold(p.Asset, usdcBase)
+		if m.Payable != want {
+			t.Errorf("%s: payable %v, want %v (newest answer %+v)", m.Slug, m.Payable, want, p)
+		}
+		if m.Payable {
+			payable++
+		}
+	}
+	if payable == 0 {
+		t.Error("a payer for USDC on Base pays no demo method")
+	}
 }
 
 // TestDemoVerdictsComeFromProbeRecords checks that the demo catalog's verdicts are
@@ -365,7 +489,7 @@ func TestDemoVerdictsComeFromProbeRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	verdicts := func() map[string]int {
-		snap, err := generator.Build(ctx, store, now)
+		snap, err := generator.Build(ctx, store, now, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

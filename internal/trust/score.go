@@ -24,8 +24,12 @@ import (
 //     redirects on the same host).
 //   - no_payment_required: a 2xx answer: the endpoint gives its service away, or is
 //     a checkout or account seller that does not ask for payment up front.
-//   - invalid_offer: a 402 whose header and body hold no usable x402 offer.
-//   - payment_required: a 402 with a valid x402 offer (v2 header or v1 body).
+//   - invalid_offer: a 402 whose header and body hold no offer an x402 client could
+//     pay: no x402 document at all, or one whose every accepts entry breaks the x402
+//     v1 or v2 rules. The probe keeps the reason (one of x402.Reasons), and the
+//     trust block shows it.
+//   - payment_required: a 402 with an offer that follows x402 v1 (in the body) or v2
+//     (in the PAYMENT-REQUIRED header) to the letter.
 //   - error: anything else that kept the probe from an answer (an endpoint URL that
 //     cannot be called, oversized headers, ...).
 const (
@@ -53,8 +57,8 @@ const (
 
 	ProceedFrom = 70
 	CautionFrom = 40
-	// CautionCap is the highest score of an x402 seller whose offer the service
-	// cannot pay (a testnet or unknown asset) or whose payee changed.
+	// CautionCap is the highest score of an x402 seller whose offer is not in a known
+	// mainnet asset (a testnet or unknown token) or whose payee changed.
 	CautionCap = 60
 )
 
@@ -64,10 +68,16 @@ type Observation struct {
 	Outcome    string
 	HTTPStatus *int
 	LatencyMS  *int
-	Network    string
-	Asset      string
-	PayTo      string
-	Amount     *string
+	// Scheme, Network, Asset, PayTo and Amount are the offer of a payment_required
+	// probe. Amount is the exact price; nil for an upto offer, whose amount is only a
+	// ceiling.
+	Scheme  string
+	Network string
+	Asset   string
+	PayTo   string
+	Amount  *string
+	// Reason is why an invalid_offer probe's answer could not be paid.
+	Reason string
 }
 
 // Input is everything the scorer looks at for one seller.
@@ -86,7 +96,7 @@ type Input struct {
 // numbered steps, then the verdicts. The method pages show it beside every trust
 // block, and a test keeps it equal to the rule written on Score.
 const Rule = `1. Only probes of the last seven days count, each weighted by half for every day of its age. A probe succeeds when it got a valid x402 offer (for x402 sellers) or a plain answer (for checkout, subscription and account sellers, which are not expected to ask for payment up front and may redirect to a sign-in page elsewhere); an invalid offer counts a fifth; errors, timeouts, refusals, blocked addresses and redirects of x402 sellers to another host count nothing. Reliability is the weighted success share, worth up to 60 points.
-2. Offer quality, up to 20 points: the newest valid offer is priced in a known asset on a supported mainnet (20), a known testnet asset (5), or anything else (0). An x402 seller whose newest valid offer is not in a known mainnet asset cannot be paid by the service, and its score is capped at 60: caution at best.
+2. Offer quality, up to 20 points: the newest valid offer is priced in a known asset on a supported mainnet (20), a known testnet asset (5), or anything else (0). An x402 seller whose newest valid offer is not in a known mainnet asset (a testnet or unknown token) has its score capped at 60: caution at best.
 3. Consistency, up to 10 points: every valid offer in the window names the same payee, network and price (10); one change (5); more (0). A payee that changed within the window caps the score at 60 as well: a seller that moves where the money goes deserves a look first. Sellers of other kinds advertise no offer: they get the 30 points of offer quality and consistency when their newest probe succeeded.
 4. Freshness, up to 10 points: the newest probe succeeded and is under a day old (10), or under three days old (5).
 5. Delivery: from five settled payments on, what buyers got weighs as much as what probes saw: the score becomes half the above plus 50 points times the delivery rate.
@@ -107,7 +117,7 @@ The verdict is proceed from 70, caution from 40, avoid below; unknown when there
 //  2. Offer quality, up to 20 points: the newest valid offer is priced in a known
 //     asset on a supported mainnet (20), a known testnet asset (5), or anything else
 //     (0). An x402 seller whose newest valid offer is not in a known mainnet asset
-//     cannot be paid by the service, and its score is capped at 60: caution at best.
+//     (a testnet or unknown token) has its score capped at 60: caution at best.
 //  3. Consistency, up to 10 points: every valid offer in the window names the same
 //     payee, network and price (10); one change (5); more (0). A payee that changed
 //     within the window caps the score at 60 as well: a seller that moves where the
@@ -252,11 +262,32 @@ func Describe(o Observation, now time.Time) *directory.Probe {
 		AgeSeconds: int64(math.Max(0, now.Sub(o.ProbedAt).Seconds())),
 	}
 	p.Network, p.Asset, p.AssetSymbol, p.Price = Advertised(o.Network, o.Asset, o.Amount)
+	p.Reason = reason(o)
 	return p
 }
 
+// reason is the refusal reason an invalid_offer probe carries, for the trust block.
+func reason(o Observation) *string {
+	if o.Outcome != OutcomeInvalidOffer || o.Reason == "" {
+		return nil
+	}
+	r := o.Reason
+	return &r
+}
+
+// ProbeRecord turns a stored probe into an entry of a merchant's probe history.
+func ProbeRecord(o Observation) directory.ProbeRecord {
+	r := directory.ProbeRecord{
+		Outcome: o.Outcome, ProbedAt: o.ProbedAt.UTC(), HTTPStatus: o.HTTPStatus, LatencyMS: o.LatencyMS,
+		Reason: reason(o),
+	}
+	r.Network, r.Asset, _, r.Price = Advertised(o.Network, o.Asset, o.Amount)
+	return r
+}
+
 // Advertised normalises what a seller advertised: network, asset, the asset's symbol
-// and the price. Empty inputs give nils.
+// and the price. Empty inputs give nils; so does a missing amount, which is what an
+// offer with no exact price (upto, whose amount is only a ceiling) leaves.
 func Advertised(network, asset string, amount *string) (net, addr, symbol *string, price *directory.Price) {
 	if network != "" {
 		n := x402.NormalizeNetwork(network)
@@ -269,33 +300,59 @@ func Advertised(network, asset string, amount *string) (net, addr, symbol *strin
 	if known {
 		symbol = &a.Symbol
 	}
-	if amount != nil || known {
+	if amount != nil {
 		price = &directory.Price{Amount: amount}
 		if known {
 			d := a.Decimals
 			price.Decimals = &d
-			if amount != nil {
-				if v, ok := x402.DecimalValue(*amount, d); ok {
-					price.Value = &v
-				}
+			if v, ok := x402.DecimalValue(*amount, d); ok {
+				price.Value = &v
 			}
 		}
 	}
 	return net, addr, symbol, price
 }
 
-// Payable reports whether the service can pay a method itself now: an x402 method
-// whose newest valid offer is priced in a known mainnet asset with a readable amount.
-func Payable(kind string, network, asset string, amount *string) bool {
-	if kind != "x402" || amount == nil {
+// Payer is what the service can pay with: the networks and assets for which it holds
+// a key and funds. The payer a deployment configures implements it; until one is
+// configured there is none (a nil Payer), and no method is payable.
+type Payer interface {
+	// Pays reports whether the payer can pay in asset (as advertised) on network
+	// (CAIP-2).
+	Pays(network, asset string) bool
+}
+
+// PayerFunc adapts a function to Payer.
+type PayerFunc func(network, asset string) bool
+
+// Pays calls f.
+func (f PayerFunc) Pays(network, asset string) bool { return f(network, asset) }
+
+// Payable reports whether the service can pay a method itself now. It can when the
+// method is an x402 one, the newest probe that got an answer about payment (probes
+// are newest first) found a valid offer, that offer is an exact price (upto names only
+// a ceiling), and the payer pays in its asset on its network. A refused offer, a free
+// answer or no payer at all make it unpayable; probes that reached no answer (a
+// timeout, say) leave the newest answer in force.
+func Payable(kind string, probes []Observation, payer Payer) bool {
+	if payer == nil || kind != "x402" {
 		return false
 	}
-	a, ok := x402.LookupAsset(network, asset)
-	if !ok || a.Testnet {
-		return false
+	for _, p := range probes {
+		switch p.Outcome {
+		case OutcomePaymentRequired:
+			if p.Scheme != x402.SchemeExact || p.Amount == nil {
+				return false
+			}
+			if _, ok := x402.DecimalValue(*p.Amount, 0); !ok {
+				return false
+			}
+			return payer.Pays(x402.NormalizeNetwork(p.Network), p.Asset)
+		case OutcomeInvalidOffer, OutcomeNoPaymentRequired:
+			return false
+		}
 	}
-	_, ok = x402.DecimalValue(*amount, a.Decimals)
-	return ok
+	return false
 }
 
 func deref(s *string) string {

@@ -81,16 +81,65 @@ func TestDescribeNormalisesWhatWasAdvertised(t *testing.T) {
 	if p.AssetSymbol != nil || p.Price == nil || *p.Price.Amount != "5" || p.Price.Value != nil || p.Price.Decimals != nil {
 		t.Fatalf("unknown asset: %+v", p.Price)
 	}
+	// An upto offer names a ceiling, which is no price.
+	upto := offer(time.Hour, "0xa", "")
+	upto.Scheme, upto.Amount = "upto", nil
+	if p = Describe(upto, now); p.Price != nil || *p.AssetSymbol != "USDC" || p.Reason != nil {
+		t.Fatalf("upto: %+v", p)
+	}
 }
 
-func TestPayable(t *testing.T) {
-	usdc := "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
-	if !Payable("x402", "base", usdc, ptrS("1000")) {
-		t.Error("USDC on Base must be payable")
+func TestDescribeNamesWhyAnOfferWasRefused(t *testing.T) {
+	refused := Observation{ProbedAt: now, Outcome: OutcomeInvalidOffer, Reason: "bad_extra"}
+	if p := Describe(refused, now); p.Reason == nil || *p.Reason != "bad_extra" || p.Network != nil || p.Price != nil {
+		t.Fatalf("%+v", p)
 	}
-	if Payable("x402", "base", usdc, nil) || Payable("checkout", "base", usdc, ptrS("1")) ||
-		Payable("x402", "eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", ptrS("1")) {
-		t.Error("unreadable price, other kinds and testnets are not payable")
+	if r := ProbeRecord(refused); r.Reason == nil || *r.Reason != "bad_extra" {
+		t.Fatalf("%+v", r)
+	}
+	// Only an invalid offer carries a reason.
+	if p := Describe(Observation{ProbedAt: now, Outcome: OutcomeTimeout, Reason: "bad_extra"}, now); p.Reason != nil {
+		t.Fatalf("%+v", p)
+	}
+}
+
+func TestPayableNeedsAValidExactOfferAndAPayerForIt(t *testing.T) {
+	const usdc = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+	usdcOnBase := PayerFunc(func(network, asset string) bool {
+		return network == "eip155:8453" && strings.EqualFold(asset, usdc)
+	})
+	exact := offer(time.Hour, "0xa", "1000")
+	exact.Scheme = "exact"
+	upto := exact
+	upto.Scheme, upto.Amount = "upto", nil
+	sepolia := exact
+	sepolia.Network, sepolia.Asset = "eip155:84532", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+	legacy := exact // stored before probes kept the scheme
+	legacy.Scheme = ""
+	refused := Observation{ProbedAt: now, Outcome: OutcomeInvalidOffer, Reason: "bad_extra"}
+	free := Observation{ProbedAt: now, Outcome: OutcomeNoPaymentRequired}
+	cases := []struct {
+		name   string
+		kind   string
+		probes []Observation
+		payer  Payer
+		want   bool
+	}{
+		{"an exact USDC price on Base with a payer for it", "x402", []Observation{exact}, usdcOnBase, true},
+		{"a timeout since leaves the offer in force", "x402", []Observation{failed(0, OutcomeTimeout), exact}, usdcOnBase, true},
+		{"no payer at all", "x402", []Observation{exact}, nil, false},
+		{"a payer for other assets", "x402", []Observation{sepolia}, usdcOnBase, false},
+		{"a ceiling is no price", "x402", []Observation{upto}, usdcOnBase, false},
+		{"a scheme never recorded", "x402", []Observation{legacy}, usdcOnBase, false},
+		{"the newest offer refused", "x402", []Observation{refused, exact}, usdcOnBase, false},
+		{"the endpoint now gives it away", "x402", []Observation{free, exact}, usdcOnBase, false},
+		{"never probed", "x402", nil, usdcOnBase, false},
+		{"another kind", "checkout", []Observation{exact}, usdcOnBase, false},
+	}
+	for _, c := range cases {
+		if got := Payable(c.kind, c.probes, c.payer); got != c.want {
+			t.Errorf("%s: payable %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

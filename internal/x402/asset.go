@@ -5,48 +5,6 @@ import (
 	"strings"
 )
 
-// legacyNetworks maps the network names of x402 v1 to CAIP-2 identifiers.
-var legacyNetworks = map[string]string{
-	"base":           "eip155:8453",
-	"base-sepolia":   "eip155:84532",
-	"ethereum":       "eip155:1",
-	"polygon":        "eip155:137",
-	"polygon-amoy":   "eip155:80002",
-	"arbitrum":       "eip155:42161",
-	"optimism":       "eip155:10",
-	"avalanche":      "eip155:43114",
-	"avalanche-fuji": "eip155:43113",
-	"x-layer":        "eip155:196",
-	"sei":            "eip155:1329",
-	"iotex":          "eip155:4689",
-	"solana":         "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
-	"solana-devnet":  "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1",
-
-	"ethereum-sepolia": "eip155:11155111",
-	"sepolia":          "eip155:11155111",
-	"arbitrum-sepolia": "eip155:421614",
-	"optimism-sepolia": "eip155:11155420",
-	"sei-testnet":      "eip155:1328",
-	"celo":             "eip155:42220",
-	"unichain":         "eip155:130",
-	"linea":            "eip155:59144",
-	"world-chain":      "eip155:480",
-	"zksync":           "eip155:324",
-}
-
-// NormalizeNetwork returns the CAIP-2 form of a network name: legacy v1 names are
-// mapped, CAIP-2 identifiers pass through (EVM chain references lower-cased).
-func NormalizeNetwork(n string) string {
-	n = strings.TrimSpace(n)
-	if c, ok := legacyNetworks[strings.ToLower(n)]; ok {
-		return c
-	}
-	if strings.HasPrefix(strings.ToLower(n), "eip155:") {
-		return strings.ToLower(n)
-	}
-	return n
-}
-
 // Asset is a token the service knows: its symbol and decimals on one network.
 type Asset struct {
 	Symbol   string

@@ -25,7 +25,7 @@ func TestKnownAssets(t *testing.T) {
 		{"base", "0x833589FCD6EDB6E08F4C7C32D4F71B54BDA02913", false},
 		{"ethereum", "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", false},
 		{"polygon", "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", false},
-		{"arbitrum", "0xaf88d065e77c8cC2239327C5EDb3A432268e5831", false},
+		{"eip155:42161", "0xaf88d065e77c8cC2239327C5EDb3A432268e5831", false},
 		{"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", false},
 		{"base-sepolia", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", true},
 		{"polygon-amoy", "0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582", true},

@@ -1,8 +1,10 @@
-// Package x402 reads the x402 payment protocol as sellers really send it: the
-// PaymentRequired document of a 402 answer (v1 in the body, v2 in the PAYMENT-REQUIRED
-// header) and its accepts entries, the same entries the Bazaar discovery API lists,
-// with their amounts, networks and assets. The catalog importer, the prober and the
-// payer all read offers here, so they agree on what an offer says.
+// Package x402 reads the x402 payment protocol: the PaymentRequired document of a 402
+// answer (v1 in the body, v2 in the PAYMENT-REQUIRED header) and its accepts entries,
+// the same entries the Bazaar discovery API lists, with their amounts, networks and
+// assets. ParseOffer holds an offer to the x402 v1 and v2 specifications, so that an
+// offer it accepts is one an x402 client could pay; Requirement reads entries
+// leniently, for listing what a discovery service says. The catalog importer, the
+// prober and the payer all read offers here, so they agree on what an offer says.
 package x402
 
 import (
@@ -25,15 +27,19 @@ func (s *String) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PaymentRequired is the part of a PaymentRequired document (v1 or v2) that is read.
+// PaymentRequired is a PaymentRequired document, v1 or v2, with every member kept raw
+// so that ParseOffer can tell a missing member from one of the wrong type.
 type PaymentRequired struct {
-	Version  json.RawMessage `json:"x402Version"`
-	Accepts  json.RawMessage `json:"accepts"`
-	Resource json.RawMessage `json:"resource"` // v2: an object with url; v1 puts it in each entry
+	Version    json.RawMessage `json:"x402Version"`
+	Error      json.RawMessage `json:"error"`
+	Accepts    json.RawMessage `json:"accepts"`
+	Resource   json.RawMessage `json:"resource"`   // v2: an object with url; v1 puts it in each entry
+	Extensions json.RawMessage `json:"extensions"` // v2
 }
 
-// Requirement is one accepts entry: the terms of one way to pay, in the field names
-// of v1 or of v2.
+// Requirement is one accepts entry read leniently, in the field names of v1 or of v2:
+// the catalog importer lists what a discovery service says with it. ParseOffer judges
+// an entry strictly instead.
 type Requirement struct {
 	Scheme            String          `json:"scheme"`
 	Network           String          `json:"network"`

@@ -106,7 +106,7 @@ func setup(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	holder := generator.NewHolder()
-	if err := holder.Refresh(ctx, store); err != nil {
+	if err := holder.Refresh(ctx, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: embedding.Lexhash{}, Record: model}, nil)
