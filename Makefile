@@ -30,7 +30,7 @@ help:
 	@echo "make test     the whole suite against the real local database"
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
-	@echo "make db | migrate | import CATALOG=file.jsonl | fuzz | build | generate | lint | lint-openapi | clean"
+	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | clean"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 
@@ -55,9 +55,11 @@ migrate: db build
 demo: migrate
 	DATABASE_URL='$(DB_URL)' $(SERVER) demo
 
+# An x402 Bazaar catalog: the file CATALOG names, or with BAZAAR_URL set, the listing
+# of that discovery endpoint, synced page by page.
 .PHONY: import
 import: migrate
-	DATABASE_URL='$(DB_URL)' $(SERVER) import '$(CATALOG)'
+	DATABASE_URL='$(DB_URL)' BAZAAR_URL='$(BAZAAR_URL)' $(SERVER) import $(if $(BAZAAR_URL),,'$(CATALOG)')
 
 # Trust: one probe round now, and operator overrides. The values are read from the
 # environment make passes on, so a REASON may hold any character.

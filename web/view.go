@@ -114,6 +114,12 @@ type StatsView struct {
 	Settled, Delivered, Rate string
 }
 
+// ListingView is what the listing a method was imported from reports about it, in
+// words; "not given" stands for a figure it does not give.
+type ListingView struct {
+	Source, Calls, Payers, LastCalled, Updated string
+}
+
 // MethodView is one method's page.
 type MethodView struct {
 	Page
@@ -121,6 +127,7 @@ type MethodView struct {
 	Endpoint directory.Endpoint
 	Trust    TrustView
 	Stats    *StatsView
+	Listing  *ListingView
 	Guidance GuidanceView
 }
 
@@ -225,6 +232,7 @@ func (vs Views) MethodPage(snap *directory.Snapshot, slug string) (MethodView, b
 		Endpoint: m.Endpoint,
 		Trust:    trustView(m.Trust, m.Kind),
 		Stats:    statsView(m.Stats),
+		Listing:  listingView(m.SourceListing),
 		Guidance: guidanceView(m.Guidance),
 	}
 	return v, true
@@ -514,6 +522,32 @@ func statsView(s *directory.Stats) *StatsView {
 		Delivered: strconv.Itoa(s.Delivered),
 		Rate:      strconv.FormatFloat(s.DeliveryRate*100, 'f', 1, 64) + "%",
 	}
+}
+
+// listingSources names the listings methods are imported from.
+var listingSources = map[string]string{"x402-bazaar": "x402 Bazaar"}
+
+func listingView(l *directory.Listing) *ListingView {
+	if l == nil {
+		return nil
+	}
+	v := &ListingView{Source: l.Source, Calls: "not given", Payers: "not given", LastCalled: "not given", Updated: "not given"}
+	if name, ok := listingSources[l.Source]; ok {
+		v.Source = name
+	}
+	if l.Calls30d != nil {
+		v.Calls = strconv.FormatInt(*l.Calls30d, 10)
+	}
+	if l.Payers30d != nil {
+		v.Payers = strconv.FormatInt(*l.Payers30d, 10)
+	}
+	if l.LastCalledAt != nil {
+		v.LastCalled = formatTime(*l.LastCalledAt)
+	}
+	if l.UpdatedAt != nil {
+		v.Updated = formatTime(*l.UpdatedAt)
+	}
+	return v
 }
 
 func guidanceView(raw json.RawMessage) GuidanceView {

@@ -366,3 +366,43 @@ func TestPageURLsWithATrailingSlashRedirectToThePage(t *testing.T) {
 		t.Errorf("the page itself: %d", r.StatusCode)
 	}
 }
+
+func TestMethodPageShowsTheListingsFiguresApartFromPayments(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	calls, updated := int64(1200), at.Add(-48*time.Hour)
+	methods := []directory.Method{
+		{
+			Slug: "tally-count", Name: "Count things", Provider: "Tally", Hostname: "tally.example", Category: "data", Kind: "x402",
+			Endpoint:      directory.Endpoint{Method: "GET", URL: "https://tally.example/count"},
+			Trust:         directory.Trust{Verdict: "unknown", Advisory: true},
+			SourceListing: &directory.Listing{Source: "x402-bazaar", Calls30d: &calls, UpdatedAt: &updated},
+		},
+		{
+			Slug: "plain-thing", Name: "Plain thing", Provider: "Plain", Hostname: "plain.example", Category: "data", Kind: "x402",
+			Endpoint: directory.Endpoint{Method: "GET", URL: "https://plain.example/x"},
+			Trust:    directory.Trust{Verdict: "unknown", Advisory: true},
+		},
+	}
+	merchants := []directory.Merchant{
+		{Hostname: "tally.example", Providers: []string{"Tally"}, Trust: methods[0].Trust, Methods: []directory.MerchantEntry{{Slug: "tally-count", Name: "Count things", Category: "data"}}, Probes: []directory.ProbeRecord{}},
+		{Hostname: "plain.example", Providers: []string{"Plain"}, Trust: methods[1].Trust, Methods: []directory.MerchantEntry{{Slug: "plain-thing", Name: "Plain thing", Category: "data"}}, Probes: []directory.ProbeRecord{}},
+	}
+	snap, err := directory.NewSnapshot(at, methods, merchants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, nil)
+	b := body(t, get(t, srv, "/methods/tally-count"))
+	for _, want := range []string{
+		`<h2 id="listing">As listed</h2>`, "What the x402 Bazaar listing reports", "not payments Waystation saw",
+		"<dd>1200</dd>", "<dd>not given</dd>", "19 Nov 2026 10:00 UTC",
+		"Fewer than five payments settled through Waystation",
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("method page lacks %q", want)
+		}
+	}
+	if b := body(t, get(t, srv, "/methods/plain-thing")); strings.Contains(b, "As listed") {
+		t.Error("a method of no listing shows a listing section")
+	}
+}

@@ -39,7 +39,9 @@ commands:
   serve            migrate, then serve the API (the default)
   migrate          apply database migrations
   demo             load the demo catalog into an empty catalog
-  import FILE      import an x402 Bazaar discovery file (JSON lines)
+  import [FILE]    import an x402 Bazaar discovery file (items or list responses, as
+                   JSON lines or one document); without FILE, sync the listing of
+                   the discovery endpoint BAZAAR_URL names
   probe            probe every enabled method once, now (never pays)
   override [-by NAME] [-expires 72h|7d|RFC3339] HOSTNAME VERDICT REASON
                    set an operator override on a hostname's verdict
@@ -69,6 +71,8 @@ type Config struct {
 	Probe ProbeConfig
 	// Search is how search embeds and limits queries (see search.go).
 	Search SearchConfig
+	// Bazaar is where import syncs the catalog from (see bazaar.go).
+	Bazaar BazaarConfig
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -109,6 +113,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.Probe = probe
 	if c.Search, err = loadSearchConfig(getenv); err != nil {
+		return c, err
+	}
+	if c.Bazaar, err = loadBazaarConfig(getenv); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -157,10 +164,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return embedCatalog(ctx, cfg.Search, store, stdout)
 	case "import":
-		if len(rest) != 1 {
-			return errors.New("import takes one file")
-		}
-		if err := importFile(ctx, store, rest[0], stdout); err != nil {
+		if err := importCatalog(ctx, cfg.Bazaar, store, rest, stdout); err != nil {
 			return err
 		}
 		return embedCatalog(ctx, cfg.Search, store, stdout)
@@ -195,28 +199,6 @@ func loadDemo(ctx context.Context, store *postgres.Store, stdout io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "demo catalog loaded: %d providers, %d methods\n", res.Providers, res.Inserted)
-	return nil
-}
-
-func importFile(ctx context.Context, store *postgres.Store, path string, stdout io.Writer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	cat, skipped, err := catalog.ParseBazaar(f)
-	if err != nil {
-		return err
-	}
-	for _, s := range skipped {
-		fmt.Fprintf(stdout, "%s: skipped %s\n", path, s.Error())
-	}
-	res, err := store.LoadCatalog(ctx, cat, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: %d providers; %d methods inserted, %d updated, %d unchanged; %d lines skipped\n",
-		path, res.Providers, res.Inserted, res.Updated, res.Unchanged, len(skipped))
 	return nil
 }
 

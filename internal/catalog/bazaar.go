@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -19,77 +21,211 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// maxBazaarLine is the longest line ParseBazaar reads; a longer line is skipped.
-const maxBazaarLine = 4 << 20
+const (
+	// maxBazaarFile is the largest file ParseBazaar reads.
+	maxBazaarFile = 256 << 20
+	// maxBazaarLine is the longest line ParseBazaar reads; a longer line is skipped.
+	maxBazaarLine = 16 << 20
+)
 
-// LineError reports a line of a Bazaar file that could not be read.
+// LineError reports an item of a Bazaar file, or of a page of a discovery endpoint,
+// that could not be read.
 type LineError struct {
-	Line int // 1-based
+	Line int // 1-based line of a file where the item (or its list) starts; 0 on a page
+	Page int // 1-based page of a sync; 0 in a file
+	Item int // 1-based place among a list response's items; 0 for an item on its own
 	Err  error
 }
 
-func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e LineError) Error() string {
+	var b strings.Builder
+	if e.Page > 0 {
+		fmt.Fprintf(&b, "page %d", e.Page)
+	} else {
+		fmt.Fprintf(&b, "line %d", e.Line)
+	}
+	if e.Item > 0 {
+		fmt.Fprintf(&b, ", item %d", e.Item)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
 
-// Unwrap returns the reason the line was skipped.
+// Unwrap returns the reason the item was skipped.
 func (e LineError) Unwrap() error { return e.Err }
 
-// ParseBazaar reads Bazaar discovery items, one JSON object per line, and returns the
-// catalog of what it could read plus one LineError per line it skipped. Only an I/O
-// error of r is returned as err.
+// ParseBazaar reads a Bazaar discovery file and returns the catalog of what it could
+// read plus one LineError per item it skipped. Only an error reading r, or a file
+// over 256 MiB, is returned as err.
 //
-// Each item becomes one x402 Method; methods are grouped into providers by the
-// registrable domain of their hostname (providers in order of first appearance,
-// methods in file order). A resource listed twice keeps the later item, in the place
-// of the first. Slugs depend only on the file: derived from the resource URL, with a
-// short hash of the URL appended when an earlier item already took the slug.
+// The file holds what the discovery API serves, in any of its forms: one item per
+// line (as listing snapshots are kept), one list response per line
+// ({x402Version, items, pagination}: pages as fetched), or one list response spread
+// over many lines. A line that is not JSON is skipped alone.
+//
+// Each item becomes one x402 Method; an MCP server lists each tool as an item of its
+// own, and (resource, tool) tells them apart. Methods are grouped into providers by
+// the item's serviceName, else by the registrable domain of their hostname
+// (providers in order of first appearance, methods in file order). A method listed
+// twice keeps the later item, in the place of the first. Slugs depend only on the
+// file: derived from the resource URL (and tool), with a short hash of the key
+// appended when an earlier item already took the slug.
 func ParseBazaar(r io.Reader) (cat Catalog, skipped []LineError, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var (
-		items   []parsedItem
-		byKey   = map[string]int{}
-		lineNo  int
-		scratch []byte
-	)
-	for {
-		var line []byte
-		var tooLong bool
-		line, scratch, tooLong, err = readLine(br, scratch)
-		if line == nil && err != nil {
-			break
+	data, err := io.ReadAll(io.LimitReader(r, maxBazaarFile+1))
+	if err != nil {
+		return Catalog{}, nil, err
+	}
+	if len(data) > maxBazaarFile {
+		return Catalog{}, nil, fmt.Errorf("catalog: a Bazaar file holds at most %d bytes", maxBazaarFile)
+	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	lines := newBazaarBuilder()
+	if !spansLines(data) {
+		lines.addLines(data)
+		return lines.catalog(), lines.skipped, nil
+	}
+	// The first value does not end on its line: one document over many lines, or a
+	// broken first line. Whichever reading recovers more wins.
+	doc := newBazaarBuilder()
+	doc.addDocument(data)
+	if len(doc.skipped) > 0 {
+		lines.addLines(data)
+		if len(lines.items) > len(doc.items) || len(lines.items) == len(doc.items) && len(lines.skipped) < len(doc.skipped) {
+			return lines.catalog(), lines.skipped, nil
 		}
-		lineNo++
-		if tooLong {
-			skipped = append(skipped, LineError{lineNo, fmt.Errorf("line longer than %d bytes", maxBazaarLine)})
-		} else if len(bytes.TrimSpace(line)) > 0 {
-			if lineNo == 1 {
-				line = bytes.TrimPrefix(line, []byte("\ufeff"))
-			}
-			it, perr := parseBazaarItem(line)
-			if perr != nil {
-				skipped = append(skipped, LineError{lineNo, perr})
-			} else if i, ok := byKey[it.method.SourceKey]; ok {
-				items[i] = it
-			} else {
-				byKey[it.method.SourceKey] = len(items)
-				items = append(items, it)
-			}
+	}
+	return doc.catalog(), doc.skipped, nil
+}
+
+// spansLines reports whether the first value of data is an object that does not
+// end on its own line.
+func spansLines(data []byte) bool {
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
+		if v := bytes.TrimSpace(line); len(v) > 0 {
+			return v[0] == '{' && len(line) <= maxBazaarLine && !json.Valid(v)
+		}
+	}
+	return false
+}
+
+// addLines reads one value per line: an item or a list response.
+func (b *bazaarBuilder) addLines(data []byte) {
+	for lineNo := 1; len(data) > 0; lineNo++ {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte("\n"))
+		if len(line) > maxBazaarLine {
+			b.skip(LineError{Line: lineNo}, fmt.Errorf("line longer than %d bytes", maxBazaarLine))
+			continue
+		}
+		if v := bytes.TrimSpace(line); len(v) > 0 {
+			b.addValue(v, LineError{Line: lineNo})
+		}
+	}
+}
+
+// addDocument reads JSON values spread over lines. A syntax error ends the reading:
+// what follows it cannot be told apart.
+func (b *bazaarBuilder) addDocument(data []byte) {
+	lineAt := func(off int64) int { return 1 + bytes.Count(data[:off], []byte("\n")) }
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		start := dec.InputOffset()
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			return
 		}
 		if err != nil {
-			break
+			off := start
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				off = min(syn.Offset, int64(len(data)))
+			}
+			b.skip(LineError{Line: lineAt(off)}, fmt.Errorf("invalid JSON: %w", err))
+			return
 		}
+		// The value starts after the white space before it.
+		rest := data[start:]
+		start += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
+		b.addValue(v, LineError{Line: lineAt(start)})
 	}
-	if err == io.EOF {
-		err = nil
-	}
-	if err != nil {
-		return Catalog{}, skipped, err
-	}
+}
 
-	taken := make(map[string]bool, len(items))
+// bazaarBuilder gathers the items of a listing as they are read, from a file or page
+// by page, and makes the catalog once all are in.
+type bazaarBuilder struct {
+	items   []parsedItem
+	byKey   map[string]int
+	skipped []LineError
+}
+
+func newBazaarBuilder() *bazaarBuilder { return &bazaarBuilder{byKey: map[string]int{}} }
+
+func (b *bazaarBuilder) skip(at LineError, err error) {
+	at.Err = err
+	b.skipped = append(b.skipped, at)
+}
+
+// addValue reads one JSON value: an item, or a list response and its items.
+func (b *bazaarBuilder) addValue(raw []byte, at LineError) {
+	it, err := decodeItem(raw)
+	if err != nil {
+		b.skip(at, err)
+		return
+	}
+	if it.isList() {
+		page, err := it.listPage()
+		if err != nil {
+			b.skip(at, err)
+			return
+		}
+		for i, e := range page.Items {
+			at.Item = i + 1
+			b.addItem(e, at)
+		}
+		return
+	}
+	p, err := it.parse()
+	if err != nil {
+		b.skip(at, err)
+		return
+	}
+	b.put(p)
+}
+
+// addItem reads one item of a list response and reports the key of the method it
+// made, if any.
+func (b *bazaarBuilder) addItem(raw []byte, at LineError) (key string, ok bool) {
+	p, err := parseBazaarItem(raw)
+	if err != nil {
+		b.skip(at, err)
+		return "", false
+	}
+	b.put(p)
+	return p.key(), true
+}
+
+// put keeps an item; a later item with the same key replaces the earlier one in its
+// place.
+func (b *bazaarBuilder) put(p parsedItem) {
+	if i, ok := b.byKey[p.key()]; ok {
+		b.items[i] = p
+		return
+	}
+	b.byKey[p.key()] = len(b.items)
+	b.items = append(b.items, p)
+}
+
+// catalog groups the items into providers and gives each method a unique slug.
+func (b *bazaarBuilder) catalog() Catalog {
+	var cat Catalog
+	taken := make(map[string]bool, len(b.items))
 	provIndex := map[string]int{}
-	for _, it := range items {
+	for _, it := range b.items {
 		m := it.method
-		m.Slug = uniqueSlug(it.slug, m.SourceKey, taken)
+		m.Slug = uniqueSlug(it.slug, it.key(), taken)
 		taken[m.Slug] = true
 		pi, ok := provIndex[it.provider]
 		if !ok {
@@ -99,101 +235,321 @@ func ParseBazaar(r io.Reader) (cat Catalog, skipped []LineError, err error) {
 		}
 		cat.Providers[pi].Methods = append(cat.Providers[pi].Methods, m)
 	}
-	return cat, skipped, nil
+	return cat
 }
 
-// readLine returns the next line without its line ending. The returned slice is
-// valid until the next call. tooLong reports a line over maxBazaarLine, which is
-// consumed and not returned. At the end of input it returns a nil line and io.EOF (or
-// the last line together with io.EOF when the input does not end in a newline).
-func readLine(br *bufio.Reader, scratch []byte) (line, buf []byte, tooLong bool, err error) {
-	buf = scratch[:0]
-	for {
-		chunk, rerr := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > maxBazaarLine+2 {
-				tooLong = true
-				buf = buf[:0]
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		if rerr == bufio.ErrBufferFull {
-			continue
-		}
-		if rerr != nil && len(buf) == 0 && !tooLong {
-			return nil, buf, false, rerr
-		}
-		buf = bytes.TrimSuffix(buf, []byte("\n"))
-		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		if len(buf) > maxBazaarLine {
-			tooLong = true
-		}
-		if tooLong {
-			return []byte{}, buf[:0], true, rerr
-		}
-		return buf, buf, false, rerr
-	}
-}
-
-// parsedItem is one item read from a line, before slugs are made unique.
+// parsedItem is one item as read, before slugs are made unique.
 type parsedItem struct {
 	method   Method
 	provider string
 	slug     string
 }
 
-// bazaarItem is the part of a Bazaar discovery item the importer reads. Fields other
-// than resource are read leniently: a value of the wrong type is ignored. Its
-// accepts entries are x402 payment requirements, v1 or v2.
-type bazaarItem struct {
-	Resource     json.RawMessage `json:"resource"`
-	Description  x402.String     `json:"description"`
-	Method       x402.String     `json:"method"`
-	Accepts      json.RawMessage `json:"accepts"`
-	OutputSchema json.RawMessage `json:"outputSchema"`
-	Extensions   json.RawMessage `json:"extensions"`
+// key identifies the method within its source: the resource URL, and the tool for
+// an MCP server's tool.
+func (p *parsedItem) key() string {
+	if p.method.Tool == "" {
+		return p.method.SourceKey
+	}
+	return p.method.SourceKey + "\n" + p.method.Tool
 }
 
-func parseBazaarItem(line []byte) (parsedItem, error) {
+// bazaarItem is the part of a Bazaar discovery item the importer reads, and of a
+// list response, which the same decoding recognises by its items. Fields other than
+// resource are read leniently: a value of the wrong type is ignored. Its accepts
+// entries are x402 payment requirements, v1 or v2.
+type bazaarItem struct {
+	Resource      json.RawMessage `json:"resource"`
+	URL           json.RawMessage `json:"url"`
+	Type          x402.String     `json:"type"`
+	Description   x402.String     `json:"description"`
+	MimeType      x402.String     `json:"mimeType"`
+	Method        x402.String     `json:"method"`
+	ServiceName   x402.String     `json:"serviceName"`
+	Tags          json.RawMessage `json:"tags"`
+	Quality       json.RawMessage `json:"quality"`
+	LastUpdated   json.RawMessage `json:"lastUpdated"`
+	Accepts       json.RawMessage `json:"accepts"`
+	OutputSchema  json.RawMessage `json:"outputSchema"`
+	Extensions    json.RawMessage `json:"extensions"`
+	DiscoveryInfo json.RawMessage `json:"discoveryInfo"`
+
+	// A list response: {x402Version, items, pagination}; some facilitators answer
+	// {resources, total, limit, offset} instead.
+	Items      json.RawMessage `json:"items"`
+	Resources  json.RawMessage `json:"resources"`
+	Pagination json.RawMessage `json:"pagination"`
+	Total      json.RawMessage `json:"total"`
+	Limit      json.RawMessage `json:"limit"`
+	Offset     json.RawMessage `json:"offset"`
+}
+
+func decodeItem(raw []byte) (*bazaarItem, error) {
 	var it bazaarItem
-	if err := json.Unmarshal(line, &it); err != nil {
-		return parsedItem{}, fmt.Errorf("invalid JSON: %w", err)
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if len(it.Resource) == 0 || bytes.Equal(it.Resource, []byte("null")) {
-		return parsedItem{}, errors.New("no resource URL")
+	return &it, nil
+}
+
+// present reports whether a member was given a value other than null.
+func present(raw json.RawMessage) bool {
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// isList reports whether the value is a list response rather than an item.
+func (it *bazaarItem) isList() bool {
+	return !present(it.Resource) && !present(it.URL) && (present(it.Items) || present(it.Resources))
+}
+
+// listPage is a discovery list response: its items and what it says of paging.
+type listPage struct {
+	Items []json.RawMessage
+	// Limit, Offset and Total are as the response gives them, -1 when it does not.
+	Limit, Offset, Total int
+}
+
+func (it *bazaarItem) listPage() (listPage, error) {
+	items := it.Items
+	if !present(items) {
+		items = it.Resources
 	}
-	var resource string
-	if json.Unmarshal(it.Resource, &resource) != nil {
-		return parsedItem{}, errors.New("resource is not a string")
+	p := listPage{Limit: -1, Offset: -1, Total: -1}
+	if json.Unmarshal(items, &p.Items) != nil {
+		return p, errors.New("items is not a list")
 	}
-	resource = strings.TrimSpace(resource)
+	var pg struct{ Limit, Offset, Total json.RawMessage }
+	if json.Unmarshal(it.Pagination, &pg) != nil || !present(it.Pagination) {
+		pg.Limit, pg.Offset, pg.Total = it.Limit, it.Offset, it.Total
+	}
+	p.Limit, p.Offset, p.Total = readCount(pg.Limit), readCount(pg.Offset), readCount(pg.Total)
+	return p, nil
+}
+
+// readCount reads a non-negative integer that fits an int; anything else is -1.
+func readCount(raw json.RawMessage) int {
+	s, ok := x402.ReadAmount(raw)
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int(n)
+}
+
+func parseBazaarItem(raw []byte) (parsedItem, error) {
+	it, err := decodeItem(raw)
+	if err != nil {
+		return parsedItem{}, err
+	}
+	return it.parse()
+}
+
+// maxProviderName is the longest a provider's name from serviceName gets, in
+// characters; maxToolName the longest MCP tool name kept.
+const (
+	maxProviderName = 100
+	maxToolName     = 200
+)
+
+// parse makes a method of the item. An x402 v1 item may leave resource, description,
+// mimeType and outputSchema to its first accepts entry, where v1 put them.
+func (it *bazaarItem) parse() (parsedItem, error) {
+	accepts := x402.ReadRequirements(it.Accepts)
+	var first x402.Requirement
+	if len(accepts) > 0 {
+		first = accepts[0]
+	}
+	resource, err := it.resourceURL(&first)
+	if err != nil {
+		return parsedItem{}, err
+	}
 	u, host, err := parseResource(resource)
 	if err != nil {
 		return parsedItem{}, err
 	}
-	provider, err := publicsuffix.EffectiveTLDPlusOne(host)
-	if err != nil {
-		if !strings.Contains(host, ".") {
-			return parsedItem{}, fmt.Errorf("resource URL: hostname %q has no registrable domain", host)
+	provider := collapseSpace(truncateWords(collapseSpace(string(it.ServiceName)), maxProviderName))
+	if provider == "" {
+		if provider, err = publicsuffix.EffectiveTLDPlusOne(host); err != nil {
+			if !strings.Contains(host, ".") {
+				return parsedItem{}, fmt.Errorf("resource URL: hostname %q has no registrable domain", host)
+			}
+			provider = host // the hostname is itself a public suffix
 		}
-		provider = host // the hostname is itself a public suffix
 	}
 
-	accepts := x402.ReadRequirements(it.Accepts)
+	info := readDiscovery(it, &first)
 	desc := collapseSpace(string(it.Description))
-	m := Method{
-		Name:        deriveName(desc, u.Path),
-		Description: desc,
-		Kind:        KindX402,
-		Endpoint:    Endpoint{Method: httpMethod(&it, accepts), URL: resource},
-		SourceKey:   resource,
+	if desc == "" {
+		desc = collapseSpace(string(first.Description))
 	}
-	m.Category = inferCategory(desc, m.Name, host, u.Path)
+	m := Method{
+		Kind:      KindX402,
+		SourceKey: resource,
+		Source:    SourceBazaar,
+		Listing:   it.listing(),
+	}
+	var name string
+	if info.mcp() || strings.EqualFold(string(it.Type), "mcp") {
+		// An MCP server's tools are each called with a JSON-RPC POST to its one URL.
+		m.Endpoint = Endpoint{Method: "POST", URL: resource}
+		m.Tool = collapseSpace(truncateWords(collapseSpace(info.input.Tool), maxToolName))
+		if toolDesc := collapseSpace(info.input.Description); m.Tool != "" && toolDesc != "" {
+			desc = toolDesc
+			name = deriveName(desc, "")
+		} else if m.Tool != "" {
+			name = truncateWords(strings.Join(strings.FieldsFunc(m.Tool, func(r rune) bool {
+				return r == '_' || r == '-' || r == '.' || r == ' '
+			}), " "), maxNameLen)
+		}
+	} else {
+		m.Endpoint = Endpoint{Method: httpMethod(it, accepts), URL: resource}
+	}
+	if name == "" {
+		name = deriveName(desc, u.Path)
+	}
+	m.Name, m.Description = name, desc
 	for _, a := range accepts {
 		m.Offers = append(m.Offers, offerOf(&a))
 	}
-	return parsedItem{method: m, provider: provider, slug: baseSlug(host, u.Path)}, nil
+	category, fromTags := tagCategory(readTags(it.Tags))
+	if !fromTags {
+		if m.Tool != "" {
+			// "mcp" in an MCP server's URL says how it is called, not what about;
+			// the tool's name says more.
+			category = inferCategory(desc+" "+m.Tool, m.Name, dropLabel(host, "mcp"), dropLabel(u.Path, "mcp"))
+		} else {
+			category = inferCategory(desc, m.Name, host, u.Path)
+		}
+	}
+	m.Category = category
+
+	mime := collapseSpace(string(it.MimeType))
+	if mime == "" {
+		mime = collapseSpace(string(first.MimeType))
+	}
+	m.Guidance = buildGuidance(&m, info, mime)
+
+	slug := baseSlug(host, u.Path)
+	if m.Tool != "" {
+		if t := Slugify(m.Tool); t != "" {
+			slug = truncateSlug(truncateSlug(slug, maxSlugLen/2)+"-"+t, maxSlugLen)
+		}
+	}
+	return parsedItem{method: m, provider: provider, slug: slug}, nil
+}
+
+// resourceURL is the item's resource: a URL string (or, leniently, an object with a
+// url, as x402 v2 documents carry it, or a url member), else the first accepts
+// entry's resource, where x402 v1 put it.
+func (it *bazaarItem) resourceURL(first *x402.Requirement) (string, error) {
+	var resource string
+	switch {
+	case present(it.Resource):
+		if json.Unmarshal(it.Resource, &resource) != nil {
+			var obj struct {
+				URL *string `json:"url"`
+			}
+			if json.Unmarshal(it.Resource, &obj) != nil || obj.URL == nil {
+				return "", errors.New("resource is not a string")
+			}
+			resource = *obj.URL
+		}
+	case present(it.URL):
+		if json.Unmarshal(it.URL, &resource) != nil {
+			return "", errors.New("url is not a string")
+		}
+	default:
+		resource = string(first.Resource)
+		if resource == "" {
+			return "", errors.New("no resource URL")
+		}
+	}
+	resource = strings.TrimSpace(resource)
+	if resource == "" && first.Resource != "" {
+		resource = string(first.Resource)
+	}
+	return resource, nil
+}
+
+// listing reads the listing's own facts: quality counts and the last update.
+func (it *bazaarItem) listing() *Listing {
+	var q struct {
+		Calls        json.RawMessage `json:"l30DaysTotalCalls"`
+		Payers       json.RawMessage `json:"l30DaysUniquePayers"`
+		LastCalledAt json.RawMessage `json:"lastCalledAt"`
+	}
+	_ = json.Unmarshal(it.Quality, &q) // a quality of the wrong shape counts as none
+	return &Listing{
+		Calls30d:     readCounter(q.Calls),
+		Payers30d:    readCounter(q.Payers),
+		LastCalledAt: readTime(q.LastCalledAt),
+		UpdatedAt:    readTime(it.LastUpdated),
+	}
+}
+
+// readCounter reads a count a listing reports: a non-negative integer, nil otherwise.
+func readCounter(raw json.RawMessage) *int64 {
+	s, ok := x402.ReadAmount(raw)
+	if !ok {
+		return nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
+}
+
+// readTime reads an RFC 3339 date-time (or whole Unix seconds, as some facilitators
+// write lastUpdated) between 1970 and 9999, in UTC to the microsecond as PostgreSQL
+// keeps it; anything else is nil.
+func readTime(raw json.RawMessage) *time.Time {
+	var t time.Time
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		v, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+		if err != nil {
+			return nil
+		}
+		t = v
+	} else if secs, ok := x402.ReadAmount(raw); ok {
+		n, err := strconv.ParseInt(secs, 10, 64)
+		if err != nil {
+			return nil
+		}
+		t = time.Unix(n, 0)
+	} else {
+		return nil
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+	if t.Year() < 1970 || t.Year() > 9999 {
+		return nil
+	}
+	return &t
+}
+
+// maxTags bounds how many of an item's tags are read.
+const maxTags = 32
+
+// readTags reads a list of tag strings; other values are ignored.
+func readTags(raw json.RawMessage) []string {
+	var elems []json.RawMessage
+	if json.Unmarshal(raw, &elems) != nil {
+		return nil
+	}
+	var tags []string
+	for _, e := range elems {
+		var s string
+		if json.Unmarshal(e, &s) == nil {
+			if s = collapseSpace(s); s != "" && len(tags) < maxTags {
+				tags = append(tags, s)
+			}
+		}
+	}
+	return tags
 }
 
 // parseResource checks a resource URL and returns it parsed with its normalised
@@ -222,7 +578,6 @@ func parseResource(resource string) (*url.URL, string, error) {
 	return u, host, nil
 }
 
-// offerOf is an accepts entry as the catalog stores it.
 func offerOf(a *x402.Requirement) Offer {
 	o := Offer{
 		Scheme:            collapseSpace(string(a.Scheme)),
@@ -248,14 +603,16 @@ func offerOf(a *x402.Requirement) Offer {
 }
 
 // httpMethod finds the HTTP method an item declares: the item's own "method", the
-// Bazaar extension's or the output schema's input method (item or accepts level), or
-// a "method" in an accepts entry's extra. The default is GET.
+// Bazaar extension's (or the listed discovery info's) or the output schema's input
+// method (item or accepts level), or a "method" in an accepts entry's extra. The
+// default is GET.
 func httpMethod(it *bazaarItem, accepts []x402.Requirement) string {
 	if m, ok := validHTTPMethod(string(it.Method)); ok {
 		return m
 	}
 	cands := []json.RawMessage{
 		jsonPath(it.Extensions, "bazaar", "info", "input", "method"),
+		jsonPath(it.DiscoveryInfo, "input", "method"),
 		jsonPath(it.OutputSchema, "input", "method"),
 	}
 	for _, a := range accepts {
@@ -321,6 +678,7 @@ func collapseSpace(s string) string {
 }
 
 // maxNameLen is the longest a derived method name gets, in characters.
+
 const maxNameLen = 60
 
 // nameSeparators end the first clause of a description, which becomes the name.
@@ -693,6 +1051,60 @@ func inferCategory(desc, name, host, path string) string {
 		}
 	}
 	return best
+}
+
+// tagCategory maps a listing's own tags to a category. A tag that names a category
+// ("weather", "AI") weighs most; otherwise the keywords of categoryRules found in a
+// tag add their rule's weight, counting only rules of weight 2 and more (the weak
+// ones hold boilerplate such as "api"). Tags that name a protocol rather than a
+// subject ("mcp", "x402") are passed over. The highest score wins, a tie goes to the
+// category tagged first, and ok is false when no tag maps to a category.
+func tagCategory(tags []string) (category string, ok bool) {
+	scores := map[string]int{}
+	var order []string
+	add := func(c string, n int) {
+		if _, seen := scores[c]; !seen {
+			order = append(order, c)
+		}
+		scores[c] += n
+	}
+	for _, t := range tags {
+		switch s := Slugify(t); {
+		case s == "" || s == "mcp" || s == "x402" || s == "other":
+		case slices.Contains(Categories, s):
+			add(s, 10)
+		default:
+			ws := words(t)
+			counted := map[int]bool{}
+			for i, w := range ws {
+				ids := append(slices.Clone(ruleIndex.exact[w]), ruleIndex.prefix[w[0]]...)
+				for _, id := range ids {
+					kw := ruleIndex.keywords[id]
+					r := categoryRules[kw.rule]
+					if r.weight >= 2 && !counted[id] && matchesAt(ws, i, kw.parts) {
+						counted[id] = true
+						add(r.category, r.weight)
+					}
+				}
+			}
+		}
+	}
+	for _, c := range order {
+		if scores[c] > scores[category] {
+			category = c
+		}
+	}
+	return category, category != ""
+}
+
+// dropLabel removes the dot- or slash-separated parts of s equal to label.
+func dropLabel(s, label string) string {
+	sep := "."
+	if strings.HasPrefix(s, "/") || !strings.Contains(s, ".") {
+		sep = "/"
+	}
+	parts := strings.Split(s, sep)
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return strings.EqualFold(p, label) }), sep)
 }
 
 // hostWords returns the hostname without its public suffix and without "api",

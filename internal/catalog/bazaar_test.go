@@ -79,8 +79,14 @@ func checkMethod(t *testing.T, m Method) {
 	if m.Description != strings.Join(strings.Fields(m.Description), " ") || !utf8.ValidString(m.Description) {
 		t.Errorf("%s: description not trimmed and collapsed: %q", m.SourceKey, m.Description)
 	}
-	if strings.ContainsRune(m.Name+m.Description, 0) {
-		t.Errorf("%s: NUL in name or description", m.SourceKey)
+	if strings.ContainsRune(m.Name+m.Description+m.Tool, 0) || !utf8.ValidString(m.Tool) {
+		t.Errorf("%s: NUL or invalid UTF-8 in name, description or tool", m.SourceKey)
+	}
+	if _, ok := storableJSON(m.Guidance, len(m.Guidance)); len(m.Guidance) > 0 && !ok {
+		t.Errorf("%s: guidance PostgreSQL cannot keep: %q", m.SourceKey, m.Guidance)
+	}
+	if m.Source == SourceBazaar && len(m.Guidance) == 0 {
+		t.Errorf("%s: no guidance", m.SourceKey)
 	}
 	for _, o := range m.Offers {
 		if o.Amount != nil && (*o.Amount == "" || strings.Trim(*o.Amount, "0123456789") != "") {
@@ -145,6 +151,23 @@ func TestParseBazaarRealFile(t *testing.T) {
 	}
 	if noOffers != 33 || nullAmounts != 16 {
 		t.Errorf("%d methods without offers (want 33), %d offers with a nil amount (want 16)", noOffers, nullAmounts)
+	}
+
+	// Every method carries the listing's word and guidance; 606 items report quality.
+	var withQuality int
+	for _, m := range methods {
+		if m.Source != SourceBazaar || m.Tool != "" || m.Listing == nil || m.Listing.UpdatedAt == nil {
+			t.Errorf("%s: source %q, tool %q, listing %+v", m.SourceKey, m.Source, m.Tool, m.Listing)
+		}
+		if m.Listing != nil && m.Listing.Calls30d != nil && m.Listing.Payers30d != nil {
+			withQuality++
+		}
+		if g := decodeGuidance(t, m); g.Request.URL != m.Endpoint.URL || g.Payment == "" || g.Summary == "" {
+			t.Errorf("%s: guidance %+v", m.SourceKey, g)
+		}
+	}
+	if withQuality != 606 {
+		t.Errorf("%d methods with the listing's call counts, want 606", withQuality)
 	}
 
 	// Providers are registrable domains, in order of first appearance; methods keep
@@ -711,6 +734,11 @@ func FuzzParseBazaar(f *testing.F) {
 		`{"resource":"https://a.example/{id}/[x]/<y>/*","extensions":{"bazaar":{"info":{"input":{"method":"post"}}}}}`,
 		`{"resource":"https://a.example:8443/x?q=1#f","description":"\u0000 \t"}`,
 		`{"resource":"https://a.example/x","accepts":[{"amount":1e3},{"amount":"99999999999999999999999999999999999999999999999999999999999999999999999999999"}]}`,
+		`{"x402Version":2,"items":[{"resource":"https://a.example/1","serviceName":"A Co","tags":["weather",3]},{"resource":7},{}],"pagination":{"limit":2,"offset":0,"total":9}}`,
+		"{\n \"items\": [\n  {\"resource\": \"https://a.example/2\"}\n ]\n}",
+		`{"resource":"https://m.example/mcp","type":"mcp","extensions":{"bazaar":{"info":{"input":{"type":"mcp","toolName":"t_1","inputSchema":{"type":"object"},"example":{"a":1}},"output":{"type":"json","example":[1]}},"schema":{"properties":{"output":{"properties":{"example":{"type":"array"}}}}}}}}`,
+		`{"resource":"https://q.example/:id","quality":{"l30DaysTotalCalls":"12","l30DaysUniquePayers":-1,"lastCalledAt":"2026-01-01T00:00:00Z"},"lastUpdated":1766458335,"extensions":{"bazaar":{"info":{"input":{"type":"http","method":"GET","queryParams":{"a":"b"},"pathParams":{"id":"x y"},"headers":{"H":"v"}}}}}}`,
+		`{"x402Version":1,"accepts":[{"resource":"https://v1.example/a","description":"v1","mimeType":"text/plain","outputSchema":{"input":{"type":"http","method":"POST","bodyFields":{"a":{"type":"string"}}},"output":{"type":"object","properties":{}}}}]}`,
 		`not json`, ``, `{}`, `[]`, `null`,
 	} {
 		f.Add(s)
@@ -720,8 +748,10 @@ func FuzzParseBazaar(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseBazaar returned %v for an in-memory reader", err)
 		}
+		// Each method comes of an object; each skip is a line, or an element of a
+		// list response's items.
 		methods := allMethods(cat)
-		if len(methods)+len(skipped) > strings.Count(line, "\n")+1 {
+		if len(methods) > strings.Count(line, "{") || len(skipped) > strings.Count(line, "\n")+strings.Count(line, ",")+1 {
 			t.Fatalf("%d methods and %d skipped from %q", len(methods), len(skipped), line)
 		}
 		for _, e := range skipped {

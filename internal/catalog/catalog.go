@@ -52,8 +52,32 @@ type Method struct {
 	Guidance    json.RawMessage `json:"guidance,omitempty"`
 	Offers      []Offer         `json:"offers,omitempty"`
 	// SourceKey identifies the method across imports of the same source (the Bazaar
-	// resource URL); re-importing updates the row with the same key in place.
+	// resource URL); re-importing updates the row with the same key in place. An MCP
+	// server multiplexes its tools over one URL, so Tool joins the key: (SourceKey,
+	// Tool) is unique, and Tool is empty for a plain HTTP endpoint.
 	SourceKey string `json:"source_key,omitempty"`
+	Tool      string `json:"tool,omitempty"`
+	// Source names the listing the method was imported from (SourceBazaar), so that
+	// a complete sync of that listing can disable what it no longer lists without
+	// touching methods that came from anywhere else. Empty for hand-written catalogs.
+	Source string `json:"source,omitempty"`
+	// Listing is what that listing says about the method beyond how to call it.
+	Listing *Listing `json:"listing,omitempty"`
+}
+
+// SourceBazaar is the Source of methods imported from an x402 Bazaar discovery
+// listing, from a file or from a discovery endpoint.
+const SourceBazaar = "x402-bazaar"
+
+// Listing holds the facts a discovery listing reports about a method: its own counts
+// of paid calls and payers over the last 30 days and its dates. They are the
+// listing's word, kept apart from the payments Waystation settles itself. A nil
+// field is one the listing did not give.
+type Listing struct {
+	Calls30d     *int64     `json:"calls_30d,omitempty"`
+	Payers30d    *int64     `json:"unique_payers_30d,omitempty"`
+	LastCalledAt *time.Time `json:"last_called_at,omitempty"`
+	UpdatedAt    *time.Time `json:"updated_at,omitempty"`
 }
 
 // Endpoint is the HTTP method and URL an agent calls.

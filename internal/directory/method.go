@@ -37,8 +37,25 @@ type Method struct {
 	Endpoint    Endpoint `json:"endpoint"`
 	Trust       Trust    `json:"trust"`
 	Stats       *Stats   `json:"stats"`
+	// SourceListing is what the discovery listing the method was imported from
+	// reports about it; absent for a method of no listing.
+	SourceListing *Listing `json:"source_listing,omitempty"`
 
 	Guidance json.RawMessage `json:"-"`
+}
+
+// Listing is what a discovery listing (the x402 Bazaar) reports about a method: its
+// own counts of paid calls and of payers over the last 30 days, when it saw the
+// last call and when it last updated the entry. It is the listing's word, not
+// something the service observed: it never feeds the trust block or Stats, which
+// count the payments the service settled itself. A figure the listing does not give
+// is null.
+type Listing struct {
+	Source       string     `json:"source"`
+	Calls30d     *int64     `json:"calls_30d"`
+	Payers30d    *int64     `json:"unique_payers_30d"`
+	LastCalledAt *time.Time `json:"last_called_at"`
+	UpdatedAt    *time.Time `json:"updated_at"`
 }
 
 // Endpoint is the HTTP method and URL an agent calls.

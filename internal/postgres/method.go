@@ -19,12 +19,14 @@ import (
 
 var _ trust.RecordStore = (*Store)(nil)
 
-// LoadResult counts what a catalog load changed.
+// LoadResult counts what a catalog load changed. Disabled counts the methods a sync
+// found its listing no longer holds.
 type LoadResult struct {
 	Providers int
 	Inserted  int
 	Updated   int
 	Unchanged int
+	Disabled  int
 }
 
 // Empty reports whether the catalog has no method at all.
@@ -47,23 +49,85 @@ type methodRow struct {
 }
 
 // LoadCatalog upserts a catalog in one transaction. A method with a source key is
-// matched by it and keeps the slug it was first given; one without is matched by slug.
-// A method whose fields did not change is left untouched. Merchant facts (probes,
-// payments, an override) are history and are appended.
+// matched by it (and its MCP tool) and keeps the slug it was first given; one without
+// is matched by slug. A method whose fields did not change is left untouched.
+// Merchant facts (probes, payments, an override) are history and are appended.
 func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.Time) (LoadResult, error) {
-	var res LoadResult
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return res, fail("load catalog", err)
+		return LoadResult{}, fail("load catalog", err)
 	}
 	defer tx.Rollback(ctx)
+	res, err := loadCatalog(ctx, tx, cat, now)
+	if err != nil {
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fail("load catalog: commit", err)
+	}
+	return res, nil
+}
 
-	// Slugs already taken, and by which source key, so that a new method whose
+// SyncCatalog loads the complete listing of a source, as LoadCatalog does, and in the
+// same transaction disables the enabled methods of that source the listing no longer
+// holds. Methods of other sources, and those of none (the demo catalog's), are never
+// disabled. A listing without a single method of the source is refused: an empty
+// answer is likelier a broken listing than an empty market.
+func (s *Store) SyncCatalog(ctx context.Context, cat catalog.Catalog, source string, now time.Time) (LoadResult, error) {
+	var keys, tools []string
+	for _, p := range cat.Providers {
+		for _, m := range p.Methods {
+			if m.Source == source && m.SourceKey != "" {
+				keys = append(keys, m.SourceKey)
+				tools = append(tools, m.Tool)
+			}
+		}
+	}
+	if source == "" || len(keys) == 0 {
+		return LoadResult{}, fail("sync catalog", fmt.Errorf("the listing holds no method of source %q: nothing loaded or disabled", source))
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return LoadResult{}, fail("sync catalog", err)
+	}
+	defer tx.Rollback(ctx)
+	res, err := loadCatalog(ctx, tx, cat, now)
+	if err != nil {
+		return res, err
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE provider_methods AS pm SET enabled = false, updated_at = now()
+		WHERE pm.source = $1 AND pm.enabled
+			AND NOT EXISTS (SELECT 1 FROM unnest($2::text[], $3::text[]) AS l (key, tool)
+				WHERE l.key = pm.source_key AND l.tool = pm.tool_name)`,
+		source, keys, tools)
+	if err != nil {
+		return res, fail("sync catalog: disable", err)
+	}
+	res.Disabled = int(tag.RowsAffected())
+	if err := tx.Commit(ctx); err != nil {
+		return res, fail("sync catalog: commit", err)
+	}
+	return res, nil
+}
+
+// methodKey is how a method is known within its source: the source key, and the MCP
+// tool when there is one.
+func methodKey(sourceKey, tool string) string {
+	if tool == "" {
+		return sourceKey
+	}
+	return sourceKey + "\n" + tool
+}
+
+func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.Time) (LoadResult, error) {
+	var res LoadResult
+	// Slugs already taken, and by which method key, so that a new method whose
 	// derived slug collides with another's gets a distinct one.
 	taken := map[string]string{}
-	rows, _ := tx.Query(ctx, `SELECT slug, coalesce(source_key, '') FROM provider_methods`)
-	var slug, key string
-	if _, err := pgx.ForEachRow(rows, []any{&slug, &key}, func() error { taken[slug] = key; return nil }); err != nil {
+	rows, _ := tx.Query(ctx, `SELECT slug, coalesce(source_key, ''), tool_name FROM provider_methods`)
+	var slug, key, tool string
+	if _, err := pgx.ForEachRow(rows, []any{&slug, &key, &tool}, func() error { taken[slug] = methodKey(key, tool); return nil }); err != nil {
 		return res, fail("load catalog: slugs", err)
 	}
 
@@ -85,12 +149,12 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 			if err != nil {
 				return res, fmt.Errorf("postgres: load method %q: %w", m.Slug, err)
 			}
-			slug := m.Slug
-			if owner, ok := taken[slug]; ok && m.SourceKey != "" && owner != m.SourceKey {
-				sum := sha256.Sum256([]byte(m.SourceKey))
+			slug, key := m.Slug, methodKey(m.SourceKey, m.Tool)
+			if owner, ok := taken[slug]; ok && m.SourceKey != "" && owner != key {
+				sum := sha256.Sum256([]byte(key))
 				slug += "-" + hex.EncodeToString(sum[:3])
 			}
-			taken[slug] = m.SourceKey
+			taken[slug] = key
 			offers, err := json.Marshal(nonNil(m.Offers))
 			if err != nil {
 				return res, fmt.Errorf("postgres: load method %q: %w", slug, err)
@@ -110,32 +174,48 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 	}
 	for _, r := range methods {
 		conflict := "(slug)"
+		var sourceKey, source *string
 		if r.m.SourceKey != "" {
-			conflict = "(source_key)"
-		}
-		var sourceKey *string
-		if r.m.SourceKey != "" {
+			conflict = "(source_key, tool_name)"
 			sourceKey = &r.m.SourceKey
+		}
+		if r.m.Source != "" {
+			source = &r.m.Source
+		}
+		var l catalog.Listing
+		if r.m.Listing != nil {
+			l = *r.m.Listing
 		}
 		batch.Queue(`
 			INSERT INTO provider_methods AS pm (provider_id, slug, name, description, category,
-				kind, hostname, endpoint_method, endpoint_url, enabled, guidance, offers, source_key)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+				kind, hostname, endpoint_method, endpoint_url, enabled, guidance, offers, source_key,
+				tool_name, source, listed_calls_30d, listed_payers_30d, listed_last_called_at,
+				listed_updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 			ON CONFLICT `+conflict+` DO UPDATE SET
 				provider_id = EXCLUDED.provider_id, name = EXCLUDED.name,
 				description = EXCLUDED.description, category = EXCLUDED.category,
 				kind = EXCLUDED.kind, hostname = EXCLUDED.hostname,
 				endpoint_method = EXCLUDED.endpoint_method, endpoint_url = EXCLUDED.endpoint_url,
 				enabled = EXCLUDED.enabled, guidance = EXCLUDED.guidance,
-				offers = EXCLUDED.offers, updated_at = now()
+				offers = EXCLUDED.offers, source = EXCLUDED.source,
+				listed_calls_30d = EXCLUDED.listed_calls_30d,
+				listed_payers_30d = EXCLUDED.listed_payers_30d,
+				listed_last_called_at = EXCLUDED.listed_last_called_at,
+				listed_updated_at = EXCLUDED.listed_updated_at, updated_at = now()
 			WHERE (pm.provider_id, pm.name, pm.description, pm.category, pm.kind, pm.hostname,
-				pm.endpoint_method, pm.endpoint_url, pm.enabled, pm.guidance, pm.offers)
+				pm.endpoint_method, pm.endpoint_url, pm.enabled, pm.guidance, pm.offers, pm.source,
+				pm.listed_calls_30d, pm.listed_payers_30d, pm.listed_last_called_at,
+				pm.listed_updated_at)
 			IS DISTINCT FROM (EXCLUDED.provider_id, EXCLUDED.name, EXCLUDED.description,
 				EXCLUDED.category, EXCLUDED.kind, EXCLUDED.hostname, EXCLUDED.endpoint_method,
-				EXCLUDED.endpoint_url, EXCLUDED.enabled, EXCLUDED.guidance, EXCLUDED.offers)
+				EXCLUDED.endpoint_url, EXCLUDED.enabled, EXCLUDED.guidance, EXCLUDED.offers,
+				EXCLUDED.source, EXCLUDED.listed_calls_30d, EXCLUDED.listed_payers_30d,
+				EXCLUDED.listed_last_called_at, EXCLUDED.listed_updated_at)
 			RETURNING (xmax = 0)`,
 			r.providerID, r.slug, r.m.Name, r.m.Description, r.m.Category, r.m.Kind, r.hostname,
-			strings.ToUpper(r.m.Endpoint.Method), r.m.Endpoint.URL, !r.m.Disabled, r.guidance, r.offers, sourceKey)
+			strings.ToUpper(r.m.Endpoint.Method), r.m.Endpoint.URL, !r.m.Disabled, r.guidance, r.offers,
+			sourceKey, r.m.Tool, source, l.Calls30d, l.Payers30d, l.LastCalledAt, l.UpdatedAt)
 	}
 	br := tx.SendBatch(ctx, batch)
 	for range hosts {
@@ -166,9 +246,6 @@ func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.T
 		if err := loadMerchantFacts(ctx, tx, mc, now); err != nil {
 			return res, err
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return res, fail("load catalog: commit", err)
 	}
 	return res, nil
 }
@@ -238,6 +315,15 @@ func loadMerchantFacts(ctx context.Context, tx pgx.Tx, mc catalog.Merchant, now 
 	return nil
 }
 
+// utc is t in UTC, so that a time encodes the same whatever the session's zone.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 func nullInt(v int) *int {
 	if v == 0 {
 		return nil
@@ -265,20 +351,31 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 
 	rows, _ := tx.Query(ctx, `
 		SELECT m.id, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
-			m.endpoint_method, m.endpoint_url, m.guidance, m.offers
+			m.endpoint_method, m.endpoint_url, m.guidance, m.offers, m.source, m.listed_calls_30d,
+			m.listed_payers_30d, m.listed_last_called_at, m.listed_updated_at
 		FROM provider_methods m JOIN providers p ON p.id = m.provider_id
 		WHERE m.enabled
 		ORDER BY m.id`)
 	rec.Methods, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
 		var r trust.MethodRecord
 		var guidance, offers []byte
+		var source *string
+		var l directory.Listing
 		m := &r.Method
 		err := row.Scan(&r.ID, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
-			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers)
+			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers,
+			&source, &l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt)
 		if err != nil {
 			return r, err
 		}
 		m.Guidance = guidance
+		if source != nil {
+			// What the listing says of the method, shown apart from the service's own
+			// stats.
+			l.Source = *source
+			l.LastCalledAt, l.UpdatedAt = utc(l.LastCalledAt), utc(l.UpdatedAt)
+			m.SourceListing = &l
+		}
 		return r, json.Unmarshal(offers, &r.Offers)
 	})
 	if err != nil {

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 )
 
@@ -82,5 +85,179 @@ func TestDemoLoadsWithMerchantFacts(t *testing.T) {
 	}
 	if empty, _ := store.Empty(ctx); empty {
 		t.Fatal("loaded catalog reads as empty")
+	}
+}
+
+// listed parses Bazaar items, one a line, into the catalog the importer makes.
+func listed(t *testing.T, lines ...string) catalog.Catalog {
+	t.Helper()
+	cat, skipped, err := catalog.ParseBazaar(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("parse: %v, skipped %v", err, skipped)
+	}
+	return cat
+}
+
+func enabledKeys(t *testing.T, store *postgres.Store) map[string]bool {
+	t.Helper()
+	rows, _ := store.Pool().Query(context.Background(), `
+		SELECT coalesce(source_key, slug) || CASE WHEN tool_name <> '' THEN '#' || tool_name ELSE '' END, enabled
+		FROM provider_methods`)
+	out := map[string]bool{}
+	var key string
+	var enabled bool
+	_, err := pgx.ForEachRow(rows, []any{&key, &enabled}, func() error { out[key] = enabled; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSyncDisablesOnlyWhatTheListingDropped(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	demo, err := catalog.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, demo, now); err != nil {
+		t.Fatal(err)
+	}
+	a := `{"resource":"https://a.example/one","description":"One"}`
+	b := `{"resource":"https://b.example/two","description":"Two"}`
+	c := `{"resource":"https://mcp.c.example/mcp","type":"mcp","extensions":{"bazaar":{"info":{"input":{"type":"mcp","toolName":"three","inputSchema":{"type":"object"}}}}}}`
+	d := `{"resource":"https://mcp.c.example/mcp","type":"mcp","extensions":{"bazaar":{"info":{"input":{"type":"mcp","toolName":"four","inputSchema":{"type":"object"}}}}}}`
+	res, err := store.SyncCatalog(ctx, listed(t, a, b, c, d), catalog.SourceBazaar, now)
+	if err != nil || res.Inserted != 4 || res.Disabled != 0 {
+		t.Fatalf("first sync: %+v, %v", res, err)
+	}
+	before := enabledKeys(t, store)
+
+	// b and the tool four vanished; a file import of one item disables nothing.
+	if res, err := store.LoadCatalog(ctx, listed(t, a), now); err != nil || res.Unchanged != 1 {
+		t.Fatalf("file import: %+v, %v", res, err)
+	}
+	res, err = store.SyncCatalog(ctx, listed(t, a, c), catalog.SourceBazaar, now)
+	if err != nil || res.Unchanged != 2 || res.Disabled != 2 {
+		t.Fatalf("second sync: %+v, %v", res, err)
+	}
+	after := enabledKeys(t, store)
+	for key, was := range before {
+		want := was && key != "https://b.example/two" && key != "https://mcp.c.example/mcp#four"
+		if after[key] != want {
+			t.Errorf("%s: enabled %v, want %v", key, after[key], want)
+		}
+	}
+	if !after["https://mcp.c.example/mcp#three"] || len(after) != len(before) {
+		t.Errorf("after %v", after)
+	}
+
+	// An empty listing is refused and changes nothing; a vanished method that comes
+	// back is enabled again.
+	if _, err := store.SyncCatalog(ctx, catalog.Catalog{}, catalog.SourceBazaar, now); err == nil {
+		t.Error("an empty listing was synced")
+	}
+	if _, err := store.SyncCatalog(ctx, demo, catalog.SourceBazaar, now); err == nil {
+		t.Error("a catalog without a method of the source was synced")
+	}
+	res, err = store.SyncCatalog(ctx, listed(t, a, b, c), catalog.SourceBazaar, now)
+	if err != nil || res.Updated != 1 || res.Disabled != 0 {
+		t.Fatalf("third sync: %+v, %v", res, err)
+	}
+	if got := enabledKeys(t, store); !got["https://b.example/two"] || got["https://mcp.c.example/mcp#four"] {
+		t.Errorf("after the third sync %v", got)
+	}
+	// The demo catalog's methods are as the demo left them, its own disabled ones
+	// included.
+	got := enabledKeys(t, store)
+	demoSeen := 0
+	for _, p := range demo.Providers {
+		for _, m := range p.Methods {
+			demoSeen++
+			if got[m.Slug] != !m.Disabled {
+				t.Errorf("demo method %s: enabled %v", m.Slug, got[m.Slug])
+			}
+		}
+	}
+	if demoSeen < 50 {
+		t.Errorf("%d demo methods", demoSeen)
+	}
+}
+
+func TestMCPToolsAtOneURLLoadAsMethodsOfTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	tool := func(name string) string {
+		return `{"resource":"https://mcp.tools.example/mcp","type":"mcp","extensions":{"bazaar":{"info":{"input":{"type":"mcp","toolName":"` + name + `","inputSchema":{"type":"object"}}}}}}`
+	}
+	cat := listed(t, tool("alpha"), tool("beta"))
+	now := time.Now()
+	if res, err := store.LoadCatalog(ctx, cat, now); err != nil || res.Inserted != 2 {
+		t.Fatalf("load: %+v, %v", res, err)
+	}
+	if res, err := store.LoadCatalog(ctx, cat, now); err != nil || res.Unchanged != 2 {
+		t.Fatalf("reload: %+v, %v", res, err)
+	}
+	rows, _ := store.Pool().Query(ctx, `SELECT slug, tool_name, endpoint_method FROM provider_methods ORDER BY tool_name`)
+	var got []string
+	var slug, tname, method string
+	pgx.ForEachRow(rows, []any{&slug, &tname, &method}, func() error {
+		got = append(got, slug+" "+tname+" "+method)
+		return nil
+	})
+	if strings.Join(got, ", ") != "mcp-tools-mcp-alpha alpha POST, mcp-tools-mcp-beta beta POST" {
+		t.Errorf("rows %q", got)
+	}
+}
+
+func TestDirectoryRecordsCarryTheListingApartFromStats(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	demo, _ := catalog.Demo()
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, demo, now); err != nil {
+		t.Fatal(err)
+	}
+	cat := listed(t,
+		`{"resource":"https://q.example/a","quality":{"l30DaysTotalCalls":1200,"l30DaysUniquePayers":40,"lastCalledAt":"2026-08-01T10:00:00.5Z"},"lastUpdated":"2026-08-02T00:00:00Z"}`,
+		`{"resource":"https://q.example/b"}`)
+	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.DirectoryRecords(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range rec.Methods {
+		m := r.Method
+		switch m.Endpoint.URL {
+		case "https://q.example/a":
+			seen++
+			l := m.SourceListing
+			if l == nil || l.Source != catalog.SourceBazaar || *l.Calls30d != 1200 || *l.Payers30d != 40 ||
+				l.LastCalledAt.Format(time.RFC3339Nano) != "2026-08-01T10:00:00.5Z" || l.UpdatedAt.Format(time.RFC3339) != "2026-08-02T00:00:00Z" {
+				t.Errorf("listing %+v", l)
+			}
+			if rec.Payments[m.Hostname].Settled != 0 {
+				t.Error("the listing's calls became settled payments")
+			}
+			if len(m.Guidance) == 0 || string(m.Guidance) == "{}" {
+				t.Error("no guidance")
+			}
+		case "https://q.example/b":
+			seen++
+			if l := m.SourceListing; l == nil || l.Calls30d != nil || l.Payers30d != nil || l.LastCalledAt != nil || l.UpdatedAt != nil {
+				t.Errorf("empty listing %+v", l)
+			}
+		default:
+			if m.SourceListing != nil {
+				t.Errorf("%s: a demo method has a listing", m.Slug)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d imported methods in the records", seen)
 	}
 }
