@@ -429,7 +429,7 @@ func TestDocument(t *testing.T) {
 		listing = append(listing, k)
 	}
 	if want := []string{"slug", "name", "provider", "hostname", "description", "category", "kind", "payable",
-		"endpoint", "trust", "stats"}; !slices.Equal(listing, want) {
+		"endpoint", "trust", "stats", "source_listing"}; !slices.Equal(listing, want) {
 		t.Errorf("ListingItem properties %v", listing)
 	}
 }
@@ -669,18 +669,20 @@ func TestBadResponses(t *testing.T) {
 func TestSchemas(t *testing.T) {
 	d := Load(t, docPath)
 	good := map[string][]string{
-		"Slug":           {`"onesource-block-number"`, `"a1"`},
-		"Hostname":       {`"api.onesource.io"`, `"xn--mnchen-3ya.example"`, `"localhost"`},
-		"Category":       {`"ai"`, `"other"`},
-		"Kind":           {`"x402"`, `"account"`},
-		"Verdict":        {`"proceed"`, `"unknown"`},
-		"Endpoint":       {member(listingItem, "endpoint")},
-		"Price":          {`{"amount": "1000", "decimals": 6, "value": "0.001"}`, `{"amount": null, "decimals": null, "value": null}`},
-		"ProbeOutcome":   {`"payment_required"`, `"blocked_address"`, `"a_new_outcome"`},
-		"Probe":          {member(member(listingItem, "trust"), "probe")},
-		"Override":       {`{"verdict": "avoid", "reason": "r", "set_at": "2026-11-20T08:00:00Z", "expires_at": "2026-12-20T08:00:00Z"}`},
-		"Trust":          {member(listingItem, "trust"), member(neverProbed, "trust")},
-		"Stats":          {member(listingItem, "stats")},
+		"Slug":         {`"onesource-block-number"`, `"a1"`},
+		"Hostname":     {`"api.onesource.io"`, `"xn--mnchen-3ya.example"`, `"localhost"`},
+		"Category":     {`"ai"`, `"other"`},
+		"Kind":         {`"x402"`, `"account"`},
+		"Verdict":      {`"proceed"`, `"unknown"`},
+		"Endpoint":     {member(listingItem, "endpoint")},
+		"Price":        {`{"amount": "1000", "decimals": 6, "value": "0.001"}`, `{"amount": null, "decimals": null, "value": null}`},
+		"ProbeOutcome": {`"payment_required"`, `"blocked_address"`, `"a_new_outcome"`},
+		"Probe":        {member(member(listingItem, "trust"), "probe")},
+		"Override":     {`{"verdict": "avoid", "reason": "r", "set_at": "2026-11-20T08:00:00Z", "expires_at": "2026-12-20T08:00:00Z"}`},
+		"Trust":        {member(listingItem, "trust"), member(neverProbed, "trust")},
+		"Stats":        {member(listingItem, "stats")},
+		"SourceListing": {`{"source": "x402-bazaar", "calls_30d": 1018, "unique_payers_30d": 641, "last_called_at": null, "updated_at": "2026-08-07T00:00:00Z"}`,
+			`{"source": "x402-bazaar", "calls_30d": null, "unique_payers_30d": null, "last_called_at": null, "updated_at": null}`},
 		"ListingItem":    {listingItem, neverProbed},
 		"Guidance":       {guidance, `{}`},
 		"MethodDetail":   {detailBody},
@@ -749,10 +751,12 @@ func TestSchemas(t *testing.T) {
 		"Category":           {`"Weather"`},
 		"Price":              {`{"amount": 1000, "decimals": 6, "value": "0.001"}`, `{"amount": "1", "decimals": 6, "value": "0,1"}`},
 		"Stats":              {`null`, `{"settled_payments": 42, "delivered": 41, "delivery_rate": 1.5}`},
-		"ListingItem":        {withMember(listingItem, "guidance", map[string]any{})},
-		"MethodDetail":       {withMember(detailBody, "similarity", 1)},
-		"Problem":            {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
-		"Health":             {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+		"SourceListing": {`null`, `{"source": "x402-bazaar", "calls_30d": -1, "unique_payers_30d": 0, "last_called_at": null, "updated_at": null}`,
+			`{"source": "x402-bazaar"}`},
+		"ListingItem":  {withMember(listingItem, "guidance", map[string]any{})},
+		"MethodDetail": {withMember(detailBody, "similarity", 1)},
+		"Problem":      {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
+		"Health":       {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
 	}
 	names := d.SchemaNames()
 	for _, name := range names {
