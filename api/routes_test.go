@@ -3,31 +3,24 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/waystation/waystation/api/openapitest"
 )
 
 // TestEveryRouteIsInTheOpenAPIDocument walks the router and finds each route, with
 // its method, in the document, so that a new route cannot ship undocumented.
 func TestEveryRouteIsInTheOpenAPIDocument(t *testing.T) {
-	raw, err := os.ReadFile("openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
+	doc := struct {
 		Paths map[string]map[string]json.RawMessage
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	}{openapitest.Paths(t, "openapi.json")}
 	s := NewServer(Config{}, nil, nil, nil)
 	methods := map[string][]string{}
-	err = chi.Walk(s.routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(s.routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		methods[route] = append(methods[route], method)
 		return nil
 	})
@@ -58,16 +51,9 @@ func TestEveryRouteIsInTheOpenAPIDocument(t *testing.T) {
 // method of the document, so that the document describes nothing the API does not
 // answer: the human pages, outside the base path, are not in it.
 func TestEveryOperationOfTheOpenAPIDocumentIsARoute(t *testing.T) {
-	raw, err := os.ReadFile("openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
+	doc := struct {
 		Paths map[string]map[string]json.RawMessage
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	}{openapitest.Paths(t, "openapi.json")}
 	router := NewServer(Config{}, nil, nil, nil).routes()
 	param := regexp.MustCompile(`\{[^}]+\}`)
 	for path, item := range doc.Paths {

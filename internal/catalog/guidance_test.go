@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/waystation/waystation/api/openapitest"
 )
 
 // testGuidance is the guidance of an imported method as tests read it back.
@@ -218,24 +219,12 @@ func containsText(notes []string, s string) bool {
 	return false
 }
 
-// routeMention is a route of Waystation's API named in guidance prose.
-var routeMention = regexp.MustCompile(`\b(GET|HEAD|POST|PUT|PATCH|DELETE) (/[^\s"'),;]*)`)
-
 // TestImportedGuidanceNamesOnlyRoutesTheAPIHas reads the guidance made for every
 // method of the real snapshot and of a few hand-written items, and fails on a route
 // of ours that the OpenAPI document lacks: guidance must never send an agent to a
 // 404, and Waystation cannot pay sellers yet.
 func TestImportedGuidanceNamesOnlyRoutesTheAPIHas(t *testing.T) {
-	raw, err := os.ReadFile("../../api/openapi.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths map[string]map[string]json.RawMessage
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	paths := openapitest.Paths(t, "../../api/openapi.json")
 	in := `{"resource":"https://a.example/x"}` + "\n" +
 		`{"resource":"https://b.example/y","accepts":[{"scheme":"exact","network":"base","amount":"1","asset":"0x833589fcd6edb6e08f4c7c32d4f71b54bda02913","payTo":"0x1"}]}`
 	if data, err := os.ReadFile(bazaarFile); err == nil {
@@ -248,11 +237,10 @@ func TestImportedGuidanceNamesOnlyRoutesTheAPIHas(t *testing.T) {
 		if !strings.Contains(g.Payment, "Waystation cannot pay sellers yet") {
 			t.Errorf("%s: payment %q", m.Slug, g.Payment)
 		}
-		for _, hit := range routeMention.FindAllStringSubmatch(g.Payment+" "+strings.Join(g.Notes, " "), -1) {
-			mentions++
-			if _, ok := doc.Paths[strings.TrimSuffix(hit[2], ".")][strings.ToLower(hit[1])]; !ok {
-				t.Errorf("%s: guidance names %s %s, which the API does not have", m.Slug, hit[1], hit[2])
-			}
+		n, missing := openapitest.UndocumentedRoutes(paths, "/functions/v1/api", g.Payment+" "+strings.Join(g.Notes, " "))
+		mentions += n
+		for _, r := range missing {
+			t.Errorf("%s: guidance names %s, which the API does not have", m.Slug, r)
 		}
 	}
 	if mentions == 0 {
