@@ -137,11 +137,17 @@ func init() {
 	}
 	df := map[string]int{}
 	n := 0
+	var lengths [fieldCount]int
 	for _, p := range cat.Providers {
 		for _, m := range p.Methods {
 			n++
 			seen := map[string]bool{}
-			for _, w := range Words(MethodText(m.Name, p.Name, m.Description, m.Category, m.Endpoint.URL)) {
+			text := MethodText(m.Name, p.Name, m.Description, m.Category, m.Endpoint.URL)
+			fields, _ := MethodFields(text)
+			for f, t := range fields {
+				lengths[f] += len(Words(t))
+			}
+			for _, w := range Words(text) {
 				s := stem(w)
 				if !seen[s] {
 					seen[s] = true
@@ -152,6 +158,9 @@ func init() {
 	}
 	for w := range genericWords {
 		df[stem(w)] = max(df[stem(w)], n)
+	}
+	for f, l := range lengths {
+		fieldLength[f] = float64(l) / float64(max(n, 1))
 	}
 	idf := func(d int) float64 { return math.Log(float64(n+1)/float64(d+1)) + 1 }
 	idfTable = make(map[string]float64, len(df))

@@ -162,7 +162,7 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 	defer tx.Rollback(ctx)
 	vt := vectorType(m)
 	dist := `(e.embedding::` + vt + `) <=> $1::` + vt
-	q := `SELECT m.slug, 1 - (` + dist + `)::float8
+	q := `SELECT m.slug, 1 - (` + dist + `)::float8, e.embedding
 		FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
 		WHERE e.model_id = ` + modelLiteral(m) + ` AND m.enabled`
 	args := []any{pgvector.NewVector(v), k}
@@ -191,7 +191,10 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 	rows, _ := tx.Query(ctx, q, args...)
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (search.Neighbour, error) {
 		var n search.Neighbour
-		return n, r.Scan(&n.Slug, &n.Similarity)
+		var v pgvector.Vector
+		err := r.Scan(&n.Slug, &n.Similarity, &v)
+		n.Vector = v.Slice()
+		return n, err
 	})
 	if err != nil {
 		return nil, fail("nearest", err)

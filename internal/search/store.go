@@ -20,6 +20,9 @@ type ModelRecord struct {
 type Neighbour struct {
 	Slug       string
 	Similarity float64
+	// Vector is the method's vector, as Nearest returns it; the engine reads what it
+	// needs from it and drops it before caching the neighbours.
+	Vector []float32
 }
 
 // Store is the vector store and the shared allowance counter.

