@@ -155,8 +155,10 @@ bench: go db
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... | tee var/bench/go-bench.txt
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' CATALOG='$(CATALOG)' GO='$(GO)' .ci/bench.sh
 
-# Search relevance on the real catalog: recall@3, MRR@3 and false matches of the
-# builtin model against PostgreSQL full-text search, on a labelled query set.
+# Search relevance on the real catalog: a table per labelled query set (the own one in
+# internal/search/eval/testdata, and the development set in ../shared/eval when it is
+# there), a row per search system (the builtin model, PostgreSQL full-text search):
+# recall@3 overall and per kind, MRR@3 and the false-match rate.
 .PHONY: eval
 eval: go db
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' ./internal/search/eval/
