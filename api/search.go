@@ -66,6 +66,23 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 	dst = appendJSONString(dst, res.Model)
 	dst = append(dst, `,"degraded":`...)
 	dst = strconv.AppendBool(dst, res.Degraded)
+	if b := res.Band; b != nil {
+		dst = append(dst, `,"band":{"confidence":`...)
+		dst = appendRounded(dst, b.Confidence)
+		dst = append(dst, `,"least":`...)
+		dst = appendRounded(dst, b.Least)
+		dst = append(dst, `,"margin":`...)
+		dst = appendRounded(dst, b.Margin)
+		if b.Parts {
+			dst = append(dst, `,"semantic":`...)
+			dst = appendRounded(dst, b.Semantic)
+			dst = append(dst, `,"lexical":`...)
+			dst = appendRounded(dst, b.Lexical)
+			dst = append(dst, `,"gap":`...)
+			dst = appendRounded(dst, b.Gap)
+		}
+		dst = append(dst, '}')
+	}
 	dst = append(dst, `,"items":[`...)
 	for i, h := range res.Hits {
 		if i > 0 {
@@ -74,12 +91,17 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 		item := snap.Item(h.Pos)
 		dst = append(dst, item[:len(item)-1]...)
 		dst = append(dst, `,"similarity":`...)
-		dst = strconv.AppendFloat(dst, math.Round(h.Similarity*1e4)/1e4, 'f', -1, 64)
+		dst = appendRounded(dst, h.Similarity)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"count":`...)
 	dst = strconv.AppendInt(dst, int64(len(res.Hits)), 10)
 	return append(dst, '}')
+}
+
+// appendRounded appends x rounded to four decimals.
+func appendRounded(dst []byte, x float64) []byte {
+	return strconv.AppendFloat(dst, math.Round(x*1e4)/1e4, 'f', -1, 64)
 }
 
 // appendJSONString appends s as a JSON string, encoded by encoding/json: control

@@ -11,12 +11,17 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/embedding/sentence"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
 )
 
-// SearchConfig is how search runs: the optional embeddings provider and the limits.
+// SearchConfig is how search runs: the builtin model's files, the optional embeddings
+// provider and the limits.
 type SearchConfig struct {
+	// ModelDir holds the sentence encoder's files (make model); empty: the builtin
+	// model is the lexical one alone.
+	ModelDir       string
 	Provider       *embedding.ClientConfig // nil: the builtin model alone
 	RatePerMin     float64
 	Burst          int
@@ -37,7 +42,7 @@ const (
 )
 
 func loadSearchConfig(getenv func(string) string) (SearchConfig, error) {
-	c := SearchConfig{RatePerMin: 60, Burst: 20, DailyAllowance: 10000}
+	c := SearchConfig{RatePerMin: 60, Burst: 20, DailyAllowance: 10000, ModelDir: getenv("SEARCH_MODEL_DIR")}
 	if u := getenv("EMBEDDINGS_URL"); u != "" {
 		p := &embedding.ClientConfig{URL: u, APIKey: getenv("EMBEDDINGS_API_KEY"), Model: getenv("EMBEDDINGS_MODEL")}
 		if p.Model == "" {
@@ -89,9 +94,17 @@ func loadSearchConfig(getenv func(string) string) (SearchConfig, error) {
 }
 
 // embedders returns the models search uses: the provider's, if configured, and the
-// builtin one, each wrapped the same way as in serve.
+// builtin one (the hybrid with the encoder's files, else the lexical model), each
+// wrapped the same way as in serve.
 func embedders(cfg SearchConfig) (provider, builtin embedding.Embedder, err error) {
 	builtin = embedding.WithCache(embedding.Lexhash{}, queryCacheSize)
+	if cfg.ModelDir != "" {
+		enc, err := sentence.Load(cfg.ModelDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("SEARCH_MODEL_DIR: %w (make model fetches the files)", err)
+		}
+		builtin = embedding.WithCache(embedding.NewHybrid(enc), queryCacheSize)
+	}
 	if cfg.Provider != nil {
 		client, err := embedding.NewClient(*cfg.Provider)
 		if err != nil {
@@ -110,7 +123,11 @@ func registerModels(ctx context.Context, cfg SearchConfig, store search.ModelSto
 		return nil, nil, err
 	}
 	fallback = &search.Model{Embedder: builtin}
-	fallback.Record, err = store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: builtinFloor, Margin: builtinMargin})
+	floor, margin := builtinFloor, builtinMargin
+	if builtin.Model() == embedding.HybridModel {
+		floor, margin = search.HybridFloor, search.HybridMargin
+	}
+	fallback.Record, err = store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: floor, Margin: margin})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,12 +149,20 @@ func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log
 	if err != nil {
 		return nil, err
 	}
+	if fallback.Record.ID != embedding.HybridModel {
+		log.Warn("search runs on the builtin lexical model alone: SEARCH_MODEL_DIR is not set (make model)")
+	}
 	syncer := &search.Syncer{Store: store, Every: every, Log: log, Models: []embedding.Embedder{fallback.Embedder}}
 	if primary != nil {
 		syncer.Models = append(syncer.Models, primary.Embedder)
 	}
-	syncer.Once(ctx)
-	go syncer.Run(ctx)
+	// The first sync may embed the whole catalog (a new model, or an upgrade): search
+	// answers from the vectors already there meanwhile, the directory from its
+	// snapshot.
+	go func() {
+		syncer.Once(ctx)
+		syncer.Run(ctx)
+	}()
 	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance}, store, primary, fallback)
 }
 

@@ -1,6 +1,7 @@
 package embedding
 
 import (
+	"crypto/sha256"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -45,18 +46,84 @@ const bm25K1 = 1.2
 // set with the IDF table.
 var fieldLength [fieldCount]float64
 
-// lexicalQuery is a query's lexical vector: the same features as Lexhash, each word
-// weighted by its IDF and (log) count.
-func lexicalQuery(text string) []float32 { return Lexhash{}.Vector(text) }
+// Frequencies are a catalog's document frequencies of stems: the lexical part weighs
+// a query's words by them (BM25's IDF), so that a word few methods have counts most.
+// Only queries carry the IDF: a method's vector is the same whatever the catalog.
+type Frequencies struct {
+	df  map[string]int
+	n   int
+	sum [sha256.Size]byte // of the texts counted, to tell a change
+}
 
-// lexicalMethod is a method's lexical vector: BM25F weights, where a word's count is
-// summed over the fields with their weights and length normalisation, saturated, and
-// multiplied by its IDF. With the query's IDF weights, the cosine of the two vectors
-// is a BM25-like score normalised to [0, 1].
+// NewFrequencies counts the stems of method texts (MethodText).
+func NewFrequencies(texts []string) *Frequencies {
+	f := &Frequencies{df: map[string]int{}, n: len(texts)}
+	h := sha256.New()
+	for _, t := range texts {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+		seen := map[string]bool{}
+		for _, w := range Words(t) {
+			s := stem(w)
+			if !seen[s] {
+				seen[s] = true
+				f.df[s]++
+			}
+		}
+	}
+	h.Sum(f.sum[:0])
+	return f
+}
+
+// idf is BM25's inverse document frequency of a stem; without frequencies, the
+// frozen table's.
+func (f *Frequencies) idf(s string) float64 {
+	if f == nil || f.n == 0 {
+		return idfOf(s)
+	}
+	df := float64(f.df[s])
+	return math.Log(1 + (float64(f.n)-df+0.5)/(df+0.5))
+}
+
+// lexicalQuery is a query's lexical vector: each distinct stem weighted by its IDF,
+// with the same synonym and n-gram features as a method's.
+func lexicalQuery(text string, f *Frequencies) []float32 {
+	acc := make([]float64, BuiltinDimensions)
+	seen := map[string]bool{}
+	for _, w := range Words(text) {
+		s := stem(w)
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		features(acc, s, w, f.idf(s))
+	}
+	return normalise(acc)
+}
+
+// features adds a stem's features with weight wt: the stem, its synonym group and the
+// character n-grams of one of its words.
+func features(acc []float64, s, w string, wt float64) {
+	add(acc, "s:"+s, weightStem*wt)
+	if g, ok := synonymGroup[s]; ok {
+		add(acc, "g:"+g, weightSynonym*wt)
+	}
+	if len(w) >= minGramWord && utf8.RuneCountInString(w) == len(w) {
+		gs := ngrams("<" + w + ">")
+		per := weightGrams * wt / float64(len(gs))
+		for _, g := range gs {
+			add(acc, "c:"+g, per)
+		}
+	}
+}
+
+// lexicalMethod is a method's lexical vector: BM25F term weights, where a word's
+// count is summed over the fields with their weights and length normalisation, then
+// saturated. Its cosine with a query's vector is a BM25-like score in [0, 1].
 func lexicalMethod(fields [fieldCount]string) []float32 {
 	tf := map[string]float64{}
 	var order []string
-	grams := map[string]string{} // stem -> one of its words, for the n-grams
+	word := map[string]string{} // stem -> one of its words, for the n-grams
 	for f, text := range fields {
 		words := Words(text)
 		if len(words) == 0 {
@@ -67,26 +134,14 @@ func lexicalMethod(fields [fieldCount]string) []float32 {
 			s := stem(w)
 			if _, ok := tf[s]; !ok {
 				order = append(order, s)
-				grams[s] = w
+				word[s] = w
 			}
 			tf[s] += fieldWeight[f] / norm
 		}
 	}
 	acc := make([]float64, BuiltinDimensions)
 	for _, s := range order {
-		sat := tf[s] * (bm25K1 + 1) / (tf[s] + bm25K1)
-		wt := sat * idfOf(s)
-		add(acc, "s:"+s, weightStem*wt)
-		if g, ok := synonymGroup[s]; ok {
-			add(acc, "g:"+g, weightSynonym*wt)
-		}
-		if w := grams[s]; len(w) >= minGramWord && utf8.RuneCountInString(w) == len(w) {
-			gs := ngrams("<" + w + ">")
-			per := weightGrams * idfOf(s) / float64(len(gs))
-			for _, g := range gs {
-				add(acc, "c:"+g, per)
-			}
-		}
+		features(acc, s, word[s], tf[s]*(bm25K1+1)/(tf[s]+bm25K1))
 	}
 	return normalise(acc)
 }
@@ -139,3 +194,22 @@ func Coverage(query, text string) float64 {
 	}
 	return found / total
 }
+
+// QueryTerms returns the distinct stems of a query's meaning words with their IDF
+// weights and one word of each.
+func QueryTerms(text string) (words []string, weights []float64) {
+	seen := map[string]bool{}
+	for _, w := range Words(text) {
+		s := stem(w)
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		words = append(words, w)
+		weights = append(weights, idfOf(s))
+	}
+	return words, weights
+}
+
+// Stem is the key a word is matched by.
+func Stem(w string) string { return stem(w) }

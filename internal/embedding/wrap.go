@@ -122,6 +122,9 @@ func (c *Cache) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	return out, nil
 }
 
+// Purge drops every cached vector.
+func (c *Cache) Purge() { c.cache.Purge() }
+
 // Unwrap returns the wrapped model.
 func (c *Cache) Unwrap() Embedder { return c.next }
 

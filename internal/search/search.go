@@ -117,6 +117,23 @@ type Result struct {
 	Model    string
 	Degraded bool
 	Hits     []Hit
+	// Band tells why a query that was embedded got the methods it got, or none; nil
+	// for an exact match.
+	Band *BandReport
+}
+
+// BandReport explains the band's decision: the confidence that the nearest method
+// answers the query, against the least the model accepts, and the margin that kept
+// the others.
+type BandReport struct {
+	Confidence float64
+	Least      float64
+	Margin     float64
+	// Parts tells that Semantic and Lexical hold the nearest method's similarity
+	// parts; Gap is how far it leads the next.
+	Parts             bool
+	Semantic, Lexical float64
+	Gap               float64
 }
 
 // Status is "ok", or "degraded" when the primary model's breaker is open and queries
@@ -186,6 +203,7 @@ func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string,
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	SplitParts(m.Embedder, vec, near)
 	key.model = m.Record.ID // the fallback's, if the provider failed just now
 	e.neighbours.Add(key, near)
 	return e.answer(res, snap, f, m, near), nil
@@ -198,6 +216,8 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
 	}
+	band := Report(near, m.Record)
+	res.Band = &band
 	for _, n := range Band(near, m.Record.Floor, m.Record.Margin, want) {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
 			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity})
@@ -209,17 +229,94 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	return res
 }
 
-// Band keeps the neighbours (most similar first) whose similarity is at least floor
-// and at least the best one's minus margin, at most max of them.
+// Band keeps the neighbours (most similar first) that answer the query: none when
+// the confidence in the nearest (Confidence) is under floor, else those whose
+// similarity is at least the best one's minus margin, at most max of them. Under a
+// model of one part, each kept similarity is at least floor too.
 func Band(near []Neighbour, floor, margin float64, max int) []Neighbour {
+	if len(near) == 0 || Confidence(near) < floor {
+		return nil
+	}
 	var out []Neighbour
 	for _, n := range near {
-		if len(out) == max || n.Similarity < floor || (len(near) > 0 && n.Similarity < near[0].Similarity-margin) {
+		if len(out) == max || n.Similarity < near[0].Similarity-margin || (!n.Parts && n.Similarity < floor) {
 			break
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// Weights of the confidence under the hybrid model, calibrated on the development
+// query set (make eval): off-topic queries that come near a method ("weather on
+// Mars") score about as high as paraphrases on either part alone, so the confidence
+// reads both parts and how far the nearest method leads the next.
+const (
+	confidenceSemantic = 0.5
+	confidenceLexical  = 0.45
+	confidenceGap      = 0.25
+)
+
+// Confidence is how sure the band is that the nearest neighbour answers the query:
+// under a model of one part, its similarity; under the hybrid, a weighted sum of its
+// encoder similarity, its lexical similarity and its lead over the next neighbour.
+func Confidence(near []Neighbour) float64 {
+	if len(near) == 0 {
+		return 0
+	}
+	best := near[0]
+	if !best.Parts {
+		return best.Similarity
+	}
+	return confidenceSemantic*best.Semantic + confidenceLexical*best.Lexical + confidenceGap*gap(near)
+}
+
+// gap is how far the nearest neighbour leads the next; 0 with one alone.
+func gap(near []Neighbour) float64 {
+	if len(near) < 2 {
+		return 0
+	}
+	return near[0].Similarity - near[1].Similarity
+}
+
+// Report explains the band's decision over near under model m.
+func Report(near []Neighbour, m ModelRecord) BandReport {
+	r := BandReport{Confidence: Confidence(near), Least: m.Floor, Margin: m.Margin}
+	if len(near) > 0 && near[0].Parts {
+		r.Parts, r.Semantic, r.Lexical, r.Gap = true, near[0].Semantic, near[0].Lexical, gap(near)
+	}
+	return r
+}
+
+// SplitParts fills the similarity parts of the neighbours of q under a model of two
+// parts, and drops their vectors, which are not kept.
+func SplitParts(e embedding.Embedder, q []float32, near []Neighbour) {
+	p, _ := find[interface {
+		Parts(q, d []float32) (semantic, lexical float64)
+	}](e)
+	for i := range near {
+		if p != nil && len(near[i].Vector) == len(q) {
+			near[i].Semantic, near[i].Lexical = p.Parts(q, near[i].Vector)
+			near[i].Parts = true
+		}
+		near[i].Vector = nil
+	}
+}
+
+// find returns the first embedder in e's chain of wrappers that is a T.
+func find[T any](e embedding.Embedder) (T, bool) {
+	for e != nil {
+		if t, ok := e.(T); ok {
+			return t, true
+		}
+		u, ok := e.(unwrapper)
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	var zero T
+	return zero, false
 }
 
 // embed returns the query's vector under m: from the cache, or, if the day's
@@ -303,9 +400,17 @@ func lookup(e embedding.Embedder, norm string) ([]float32, bool) {
 	return nil, false
 }
 
-// The builtin model's default similarity band, tuned on the labelled query set
-// (make eval). A registered model's band lives in its embedding_models row.
+// The builtin lexical model's default similarity band, tuned on the project's own
+// query set (make eval). A registered model's band lives in its embedding_models row.
 const (
 	BuiltinFloor  = 0.27
 	BuiltinMargin = 0.20
+)
+
+// The hybrid model's default band: the least confidence (Confidence) and the margin,
+// calibrated on the development query set (make eval) to keep false matches under
+// one off-topic query in five.
+const (
+	HybridFloor  = 0.41
+	HybridMargin = 0.10
 )

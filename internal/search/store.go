@@ -23,6 +23,10 @@ type Neighbour struct {
 	// Vector is the method's vector, as Nearest returns it; the engine reads what it
 	// needs from it and drops it before caching the neighbours.
 	Vector []float32
+	// Parts tells that Semantic and Lexical hold the similarity's two parts, under a
+	// model made of two (the builtin hybrid).
+	Parts             bool
+	Semantic, Lexical float64
 }
 
 // Store is the vector store and the shared allowance counter.

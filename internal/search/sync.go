@@ -28,13 +28,16 @@ func Sync(ctx context.Context, store EmbeddingStore, e embedding.Embedder) (int,
 		hash []byte
 	}
 	var todo []stale
-	for _, t := range texts {
+	all := make([]string, len(texts))
+	for i, t := range texts {
 		text := embedding.MethodText(t.Name, t.Provider, t.Description, t.Category, t.Endpoint)
+		all[i] = text
 		sum := sha256.Sum256([]byte(text))
 		if !bytes.Equal(sum[:], t.VectorHash) {
 			todo = append(todo, stale{t.MethodID, text, sum[:]})
 		}
 	}
+	setFrequencies(e, all)
 	done := 0
 	for start := 0; start < len(todo); start += syncBatch {
 		part := todo[start:min(start+syncBatch, len(todo))]
@@ -56,6 +59,21 @@ func Sync(ctx context.Context, store EmbeddingStore, e embedding.Embedder) (int,
 		done += len(part)
 	}
 	return done, nil
+}
+
+// setFrequencies gives a model that weighs query words by the catalog's frequencies
+// (the hybrid) those of texts; when they changed, the query vectors cached under it
+// are dropped, since they were weighed by the old ones.
+func setFrequencies(e embedding.Embedder, texts []string) {
+	h, ok := find[interface {
+		SetFrequencies(*embedding.Frequencies) bool
+	}](e)
+	if !ok || !h.SetFrequencies(embedding.NewFrequencies(texts)) {
+		return
+	}
+	if c, ok := find[interface{ Purge() }](e); ok {
+		c.Purge()
+	}
 }
 
 // Syncer keeps the methods' vectors in step with the catalog under every model.
