@@ -13,16 +13,18 @@ import (
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/embedding/sentence"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/search"
 )
 
 type benchEnv struct {
-	store  *postgres.Store
-	model  search.ModelRecord
-	snap   *directory.Snapshot
-	engine *search.Engine
+	store    *postgres.Store
+	model    search.ModelRecord
+	snap     *directory.Snapshot
+	engine   *search.Engine
+	embedder embedding.Embedder
 }
 
 // realCatalogEnv imports the real catalog into a fresh database and embeds it, and
@@ -36,7 +38,8 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 			b.Fatal(err)
 		}
 	}
-	model, err := store.RegisterModel(ctx, search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	builtin, rec := benchModel(b)
+	model, err := store.RegisterModel(ctx, rec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 		store.Pool().Exec(ctx, `DROP INDEX IF EXISTS `+indexName(b, store))
 	}
 	start := time.Now()
-	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
+	if _, err := search.Sync(ctx, store, builtin); err != nil {
 		b.Fatal(err)
 	}
 	if total > 0 {
@@ -62,11 +65,26 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 	if err := holder.Refresh(ctx, store, nil); err != nil {
 		b.Fatal(err)
 	}
-	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: embedding.WithCache(embedding.Lexhash{}, 100_000), Record: model}, nil)
+	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: embedding.WithCache(builtin, 100_000), Record: model}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return benchEnv{store: store, model: model, snap: holder.Current(), engine: engine}
+	return benchEnv{store: store, model: model, snap: holder.Current(), engine: engine, embedder: builtin}
+}
+
+// benchModel is the builtin model the server runs: the hybrid when its encoder's
+// files are there (WAYSTATION_SENTENCE_MODEL, set by make bench), else the lexical one.
+func benchModel(b *testing.B) (embedding.Embedder, search.ModelRecord) {
+	dir := os.Getenv("WAYSTATION_SENTENCE_MODEL")
+	if dir == "" {
+		b.Log("WAYSTATION_SENTENCE_MODEL is not set: the lexical builtin model")
+		return embedding.Lexhash{}, search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: search.BuiltinFloor, Margin: search.BuiltinMargin}
+	}
+	enc, err := sentence.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return embedding.NewHybrid(enc), search.ModelRecord{ID: embedding.HybridModel, Dimensions: embedding.HybridDimensions, Floor: search.HybridFloor, Margin: search.HybridMargin}
 }
 
 func indexName(b *testing.B, store *postgres.Store) string {
@@ -134,33 +152,83 @@ func BenchmarkSearch100k(b *testing.B) {
 	}
 	env := realCatalogEnv(b, 100_000)
 	ctx := context.Background()
-	// Recall is measured once, over 200 queries, whatever b.N.
-	var found, total int
+	// Recall is measured once, over 200 queries, whatever b.N: through Nearest (the
+	// index at the service's search breadth), and at other breadths to show the
+	// trade-off.
+	var vecs [][]float32
+	var exact [][]string
+	var kth []float64
 	for i := range 200 {
 		q := benchQueries[i%len(benchQueries)]
 		if i >= len(benchQueries) {
 			q = env.snap.Methods()[(i*4241)%env.snap.Len()].Name
 		}
-		v := embedding.Lexhash{}.Vector(q)
-		approx, err := env.store.Nearest(ctx, env.model, v, 3, nil)
+		vs, err := env.embedder.Embed(ctx, []string{embedding.NormalizeQuery(q)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		exact, kth := exactNearest(b, env, v)
-		for _, n := range approx {
-			// A neighbour as near as the exact k-th (a tie) counts too.
-			if slices.Contains(exact, n.Slug) || n.Similarity >= kth-1e-6 {
-				found++
-			}
-		}
-		total += len(exact)
+		e, k := exactNearest(b, env, vs[0])
+		vecs, exact, kth = append(vecs, vs[0]), append(exact, e), append(kth, k)
 	}
+	recall := func(nearest func(v []float32) []search.Neighbour) float64 {
+		var found, total int
+		for i, v := range vecs {
+			for _, n := range nearest(v) {
+				// A neighbour as near as the exact k-th (a tie) counts too.
+				if slices.Contains(exact[i], n.Slug) || n.Similarity >= kth[i]-1e-6 {
+					found++
+				}
+			}
+			total += len(exact[i])
+		}
+		return float64(found) / float64(max(1, total))
+	}
+	service := recall(func(v []float32) []search.Neighbour {
+		near, err := env.store.Nearest(ctx, env.model, v, 3, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return near
+	})
 	b.Run("hnsw-recall@3", func(b *testing.B) {
 		for b.Loop() {
 		}
-		b.ReportMetric(float64(found)/float64(max(1, total)), "recall@3")
+		b.ReportMetric(service, "recall@3")
 	})
+	for _, ef := range []int{40, 100, 200, 400} {
+		r := recall(func(v []float32) []search.Neighbour { return approxNearest(b, env, v, ef) })
+		b.Run("hnsw-recall@3/ef_search="+strconv.Itoa(ef), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(r, "recall@3")
+		})
+	}
 	benchSearch(b, env)
+}
+
+// approxNearest is Nearest through the index at search breadth ef.
+func approxNearest(b *testing.B, env benchEnv, v []float32, ef int) []search.Neighbour {
+	ctx := context.Background()
+	tx, err := env.store.Pool().Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	tx.Exec(ctx, `SET LOCAL hnsw.ef_search = `+strconv.Itoa(ef))
+	vt := "vector(" + strconv.Itoa(env.model.Dimensions) + ")"
+	rows, err := tx.Query(ctx, `SELECT m.slug, 1 - ((e.embedding::`+vt+`) <=> $1::`+vt+`) FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
+		WHERE e.model_id = '`+env.model.ID+`' AND m.enabled ORDER BY (e.embedding::`+vt+`) <=> $1::`+vt+` LIMIT 3`, pgvector.NewVector(v))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var out []search.Neighbour
+	for rows.Next() {
+		var n search.Neighbour
+		rows.Scan(&n.Slug, &n.Similarity)
+		out = append(out, n)
+	}
+	return out
 }
 
 func exactNearest(b *testing.B, env benchEnv, v []float32) (slugs []string, kth float64) {

@@ -1,6 +1,6 @@
 // Command growcatalog grows the catalog of a database to a number of methods with
 // pgtest.GrowCatalog's synthetic variants of the methods already there, and embeds
-// them with the builtin model, for `make bench` (.ci/bench.sh) to load test the
+// them with the builtin model (the hybrid when SEARCH_MODEL_DIR names its files), for `make bench` (.ci/bench.sh) to load test the
 // service at a scale no real catalog has yet. The catalog must be imported and its
 // builtin model registered first (`server import`). Run twice, it does nothing the
 // second time.
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/embedding/sentence"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/search"
@@ -65,8 +66,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer store.Close()
 	pool := store.Pool()
 
-	// The model as the import registered it, band included.
-	model := search.ModelRecord{ID: embedding.Lexhash{}.Model()}
+	// The builtin model the server runs (the hybrid with SEARCH_MODEL_DIR), as the
+	// import registered it, band included.
+	var builtin embedding.Embedder = embedding.Lexhash{}
+	if dir := getenv("SEARCH_MODEL_DIR"); dir != "" {
+		enc, err := sentence.Load(dir)
+		if err != nil {
+			return fmt.Errorf("SEARCH_MODEL_DIR: %w", err)
+		}
+		builtin = embedding.NewHybrid(enc)
+	}
+	model := search.ModelRecord{ID: builtin.Model()}
 	err = pool.QueryRow(ctx, `SELECT dimensions, similarity_floor::float8, similarity_margin::float8 FROM embedding_models WHERE id = $1`,
 		model.ID).Scan(&model.Dimensions, &model.Floor, &model.Margin)
 	if err != nil {
@@ -93,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("drop the vector index: %w", err)
 		}
 	}
-	n, err := search.Sync(ctx, store, embedding.Lexhash{})
+	n, err := search.Sync(ctx, store, builtin)
 	if err != nil {
 		return err
 	}
