@@ -22,7 +22,8 @@ FUZZ_TARGETS := \
 	./api:FuzzEveryAnswerIsJSON \
 	./internal/catalog:FuzzNormalizeHostname \
 	./internal/catalog:FuzzParseBazaar \
-	./internal/x402:FuzzParseOffer
+	./internal/x402:FuzzParseOffer \
+	./internal/embedding/sentence:FuzzTokenizer
 
 .PHONY: help
 help:
@@ -158,8 +159,8 @@ test: go db tools lint model
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz
-fuzz: go
-	@for t in $(FUZZ_TARGETS); do \
+fuzz: go model
+	@export WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))'; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
 		log=$$(mktemp); \

@@ -90,3 +90,30 @@ func BenchmarkVector(b *testing.B) {
 		})
 	}
 }
+
+// FuzzTokenizer holds any text to ids of the vocabulary, with no two unknown pieces in
+// a row, and the encoder to a unit vector.
+func FuzzTokenizer(f *testing.F) {
+	e := encoder(f)
+	for _, s := range []string{"hello world", "naïve café", "🚀🚀 x", "", " ", "\u2581", "a\u0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ids := e.Tokens(s)
+		for i, id := range ids {
+			if id < 0 || id >= len(e.tok.pieces) || (id == 0 && i > 0 && ids[i-1] == 0) {
+				t.Fatalf("%q: ids %v", s, ids)
+			}
+		}
+		if len(ids) == 0 {
+			return
+		}
+		var n float64
+		for _, x := range e.Vector(s) {
+			n += float64(x) * float64(x)
+		}
+		if math.Abs(n-1) > 1e-3 {
+			t.Fatalf("%q: norm² %f", s, n)
+		}
+	})
+}
