@@ -151,28 +151,50 @@ func buildLayer(w *weights, l, in int) (layer, error) {
 // Tokens returns the ids text is encoded from.
 func (e *Encoder) Tokens(text string) []int { return e.tok.Encode(text) }
 
-// Embed returns the L2-normalised vector of every text, computed in parallel on up
-// to GOMAXPROCS goroutines.
+// batchRows is about how many pieces of several texts go through the layers together:
+// the weights, far larger than the cache, are then read once for all of them.
+const batchRows = 256
+
+// Embed returns the L2-normalised vector of every text, in batches of texts computed
+// in parallel on up to GOMAXPROCS goroutines.
 func (e *Encoder) Embed(texts []string) [][]float32 {
 	out := make([][]float32, len(texts))
-	workers := min(runtime.GOMAXPROCS(0), len(texts))
+	ids := make([][]int, len(texts))
+	var batches [][2]int
+	start, rows := 0, 0
+	for i, t := range texts {
+		ids[i] = e.tok.Encode(t)
+		if len(ids[i]) > e.maxLen {
+			ids[i] = ids[i][:e.maxLen]
+		}
+		if rows > 0 && rows+len(ids[i]) > batchRows {
+			batches = append(batches, [2]int{start, i})
+			start, rows = i, 0
+		}
+		rows += len(ids[i])
+	}
+	if start < len(texts) {
+		batches = append(batches, [2]int{start, len(texts)})
+	}
+	run := func(b [2]int) { copy(out[b[0]:b[1]], e.vectors(ids[b[0]:b[1]])) }
+	workers := min(runtime.GOMAXPROCS(0), len(batches))
 	if workers <= 1 {
-		for i, t := range texts {
-			out[i] = e.Vector(t)
+		for _, b := range batches {
+			run(b)
 		}
 		return out
 	}
 	var wg sync.WaitGroup
-	next := make(chan int)
+	next := make(chan [2]int)
 	for range workers {
 		wg.Go(func() {
-			for i := range next {
-				out[i] = e.Vector(texts[i])
+			for b := range next {
+				run(b)
 			}
 		})
 	}
-	for i := range texts {
-		next <- i
+	for _, b := range batches {
+		next <- b
 	}
 	close(next)
 	wg.Wait()
@@ -185,88 +207,125 @@ func (e *Encoder) Vector(text string) []float32 {
 	if len(ids) > e.maxLen {
 		ids = ids[:e.maxLen]
 	}
-	n := len(ids)
+	return e.vectors([][]int{ids})[0]
+}
+
+// vectors embeds texts given as piece ids, their pieces stacked in one matrix; only
+// attention and pooling look at one text at a time.
+func (e *Encoder) vectors(ids [][]int) [][]float32 {
+	lens := make([]int, len(ids))
+	n := 0
+	for i, t := range ids {
+		lens[i] = len(t)
+		n += len(t)
+	}
 	x := make([]float32, n*e.width0)
 	half := e.width0 / 2
-	for p, id := range ids {
-		// The graph adds the timing signal to the embeddings and then adds the
-		// embeddings once more: twice the embedding plus the signal.
-		row := x[p*e.width0 : (p+1)*e.width0]
-		for j, v := range e.embed[id*e.width0 : (id+1)*e.width0] {
-			row[j] = v + v
-		}
-		for j, inv := range e.timing {
-			arg := float64(float32(p) * inv)
-			row[j] += float32(math.Sin(arg))
-			row[half+j] += float32(math.Cos(arg))
+	r := 0
+	for _, t := range ids {
+		for p, id := range t {
+			// The graph adds the timing signal to the embeddings and then adds the
+			// embeddings once more: twice the embedding plus the signal.
+			row := x[r*e.width0 : (r+1)*e.width0]
+			for j, v := range e.embed[id*e.width0 : (id+1)*e.width0] {
+				row[j] = v + v
+			}
+			for j, inv := range e.timing {
+				arg := float64(float32(p) * inv)
+				row[j] += float32(math.Sin(arg))
+				row[half+j] += float32(math.Cos(arg))
+			}
+			r++
 		}
 	}
 	for i := range e.layers {
-		x = e.layers[i].forward(x, n)
+		x = e.layers[i].forward(x, lens)
 	}
-	pooled := make([]float32, Dimensions)
-	for p := range n {
-		for j, v := range x[p*Dimensions : (p+1)*Dimensions] {
-			pooled[j] += v
+	pooled := make([]float32, len(ids)*Dimensions)
+	r = 0
+	for i, l := range lens {
+		pi := pooled[i*Dimensions : (i+1)*Dimensions]
+		for range l {
+			for j, v := range x[r*Dimensions : (r+1)*Dimensions] {
+				pi[j] += v
+			}
+			r++
+		}
+		count := float32(max(l, 1))
+		for j := range pi {
+			pi[j] /= count
 		}
 	}
-	count := float32(max(n, 1))
-	for j := range pooled {
-		pooled[j] /= count
-	}
-	out := make([]float32, Dimensions)
-	copy(out, e.tanhB)
-	matmulAdd(out, pooled, e.tanhW, 1, Dimensions, Dimensions)
-	var sum float32
-	for j, v := range out {
-		v = float32(math.Tanh(float64(v)))
-		out[j] = v
-		sum += v * v
-	}
-	scale := float32(1 / math.Sqrt(float64(max(sum, 1e-12))))
-	for j := range out {
-		out[j] *= scale
+	hidden := withBias(len(ids), e.tanhB)
+	matmulAdd(hidden, pooled, e.tanhW, len(ids), Dimensions, Dimensions)
+	out := make([][]float32, len(ids))
+	for i := range ids {
+		v := hidden[i*Dimensions : (i+1)*Dimensions : (i+1)*Dimensions]
+		var sum float32
+		for j, h := range v {
+			h = float32(math.Tanh(float64(h)))
+			v[j] = h
+			sum += h * h
+		}
+		scale := float32(1 / math.Sqrt(float64(max(sum, 1e-12))))
+		for j := range v {
+			v[j] *= scale
+		}
+		out[i] = v
 	}
 	return out
 }
 
-// forward runs one Transformer layer over n positions of width ly.in and returns
-// the n positions of width ly.out.
-func (ly *layer) forward(x []float32, n int) []float32 {
+// forward runs one Transformer layer over the positions of texts of lens pieces,
+// stacked, of width ly.in, and returns them at width ly.out. Attention stays within
+// each text.
+func (ly *layer) forward(x []float32, lens []int) []float32 {
+	n := 0
+	for _, l := range lens {
+		n += l
+	}
 	d := ly.in
 	h := layerNorm(x, n, d, ly.ln1s, ly.ln1b)
 	qkv := withBias(n, ly.qkvB)
 	matmulAdd(qkv, h, ly.qkv, n, d, 3*d)
 	dh := d / ly.heads
 	ctx := make([]float32, n*d)
-	scores := make([]float32, n)
-	for hd := range ly.heads {
-		for i := range n {
-			q := qkv[i*3*d+hd*dh : i*3*d+hd*dh+dh]
-			best := float32(math.Inf(-1))
-			for j := range n {
-				k := qkv[j*3*d+d+hd*dh : j*3*d+d+hd*dh+dh]
-				var s float32
-				for t := range dh {
-					s += (q[t] * ly.scale) * k[t]
+	scores := make([]float32, 0, 64)
+	first := 0
+	for _, l := range lens {
+		scores = scores[:0]
+		for range l {
+			scores = append(scores, 0)
+		}
+		for hd := range ly.heads {
+			for i := first; i < first+l; i++ {
+				q := qkv[i*3*d+hd*dh : i*3*d+hd*dh+dh]
+				best := float32(math.Inf(-1))
+				for j := range l {
+					k := qkv[(first+j)*3*d+d+hd*dh : (first+j)*3*d+d+hd*dh+dh]
+					var s float32
+					for t := range dh {
+						s += (q[t] * ly.scale) * k[t]
+					}
+					scores[j] = s
+					best = max(best, s)
 				}
-				scores[j] = s
-				best = max(best, s)
-			}
-			var sum float32
-			for j := range n {
-				scores[j] = float32(math.Exp(float64(scores[j] - best)))
-				sum += scores[j]
-			}
-			c := ctx[i*d+hd*dh : i*d+hd*dh+dh]
-			for j := range n {
-				p := scores[j] / sum
-				v := qkv[j*3*d+2*d+hd*dh : j*3*d+2*d+hd*dh+dh]
-				for t := range dh {
-					c[t] += p * v[t]
+				var sum float32
+				for j := range l {
+					scores[j] = float32(math.Exp(float64(scores[j] - best)))
+					sum += scores[j]
+				}
+				c := ctx[i*d+hd*dh : i*d+hd*dh+dh]
+				for j := range l {
+					p := scores[j] / sum
+					v := qkv[(first+j)*3*d+2*d+hd*dh : (first+j)*3*d+2*d+hd*dh+dh]
+					for t := range dh {
+						c[t] += p * v[t]
+					}
 				}
 			}
 		}
+		first += l
 	}
 	x1 := withBias(n, ly.projB)
 	matmulAdd(x1, ctx, ly.proj, n, d, ly.out)
@@ -329,10 +388,10 @@ func withBias(n int, bias []float32) []float32 {
 	return out
 }
 
-// matmulAdd adds a (n x k) times b (k x m) to c (n x m), all row-major. Each row of b
-// is read once and added into every row of c while it is in cache: the weights are
-// far larger than the cache, the n rows of a query far smaller.
-func matmulAdd(c, a, b []float32, n, k, m int) {
+// matmulAddRows adds a (n x k) times b (k x m) to c (n x m), all row-major. Each row
+// of b is read once and added into every row of c while it is in cache: the weights
+// are far larger than the cache, the n rows of a query far smaller.
+func matmulAddRows(c, a, b []float32, n, k, m int) {
 	for l := range k {
 		bl := b[l*m : (l+1)*m]
 		for i := range n {

@@ -117,3 +117,87 @@ func FuzzTokenizer(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMatmul compares the tiled kernel with the row by row product on a
+// feed-forward layer's shapes (12 pieces, 512 to 1536).
+func BenchmarkMatmul(b *testing.B) {
+	n, k, m := 12, 512, 1536
+	a, w, c := make([]float32, n*k), make([]float32, k*m), make([]float32, n*m)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range w {
+		w[i] = float32(i%5) - 2
+	}
+	b.Run("tiled", func(b *testing.B) {
+		for b.Loop() {
+			matmulAdd(c, a, w, n, k, m)
+		}
+	})
+	b.Run("rows", func(b *testing.B) {
+		for b.Loop() {
+			matmulAddRows(c, a, w, n, k, m)
+		}
+	})
+}
+
+func TestTiledProductIsTheRowByRowOne(t *testing.T) {
+	for _, n := range []int{1, 5, 6, 7, 13} {
+		k, m := 37, 48
+		a, w := make([]float32, n*k), make([]float32, k*m)
+		for i := range a {
+			a[i] = float32(i%11)/7 - 0.5
+		}
+		for i := range w {
+			w[i] = float32(i%13)/5 - 1
+		}
+		c1, c2 := make([]float32, n*m), make([]float32, n*m)
+		for i := range c1 {
+			c1[i], c2[i] = float32(i), float32(i)
+		}
+		matmulAdd(c1, a, w, n, k, m)
+		matmulAddRows(c2, a, w, n, k, m)
+		for i := range c1 {
+			// The sums run in another order: equal to float32 rounding.
+			if d := math.Abs(float64(c1[i] - c2[i])); d > 1e-5*max(1, math.Abs(float64(c2[i]))) {
+				t.Fatalf("n=%d: element %d differs by %g", n, i, d)
+			}
+		}
+	}
+}
+
+// TestBatchesEqualSingleTexts holds texts embedded together to their vectors alone:
+// attention and pooling must not reach across texts.
+func TestBatchesEqualSingleTexts(t *testing.T) {
+	e := encoder(t)
+	g := readGolden(t)
+	var texts []string
+	for range 30 { // more pieces than one batch holds
+		for _, c := range g.Single {
+			texts = append(texts, c.Text)
+		}
+	}
+	vs := e.Embed(texts)
+	for i, text := range texts {
+		want := g.Single[i%len(g.Single)].Vector
+		for j := range want {
+			if d := math.Abs(float64(vs[i][j]) - want[j]); d > 1e-4 {
+				t.Fatalf("%q in a batch differs from the reference by %g", text, d)
+			}
+		}
+	}
+}
+
+// BenchmarkEmbedMethods embeds method-sized texts in batches, as a sync does.
+func BenchmarkEmbedMethods(b *testing.B) {
+	e := encoder(b)
+	text := "Weather forecast. Hourly and daily forecasts for any city: temperature, rain, wind and humidity for the next ten days, with alerts."
+	texts := make([]string, 64)
+	for i := range texts {
+		texts[i] = text
+	}
+	for b.Loop() {
+		e.Embed(texts)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(texts)), "µs/text")
+}
