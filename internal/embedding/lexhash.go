@@ -82,19 +82,7 @@ func (Lexhash) Vector(text string) []float32 {
 			add(acc, "g:"+g, weightSynonym*wt)
 		}
 	}
-	var norm float64
-	for _, v := range acc {
-		norm += v * v
-	}
-	vec := make([]float32, BuiltinDimensions)
-	if norm == 0 {
-		return vec
-	}
-	norm = math.Sqrt(norm)
-	for i, v := range acc {
-		vec[i] = float32(v / norm)
-	}
-	return vec
+	return normalise(acc)
 }
 
 // add hashes a feature into hashSlots signed slots, each with an equal share of its

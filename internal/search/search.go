@@ -385,19 +385,13 @@ func open(e embedding.Embedder) bool {
 
 // lookup finds a cached vector in e's chain of wrappers without embedding.
 func lookup(e embedding.Embedder, norm string) ([]float32, bool) {
-	for e != nil {
-		if c, ok := e.(interface {
-			Lookup(string) ([]float32, bool)
-		}); ok {
-			return c.Lookup(norm)
-		}
-		u, ok := e.(unwrapper)
-		if !ok {
-			return nil, false
-		}
-		e = u.Unwrap()
+	c, ok := find[interface {
+		Lookup(string) ([]float32, bool)
+	}](e)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return c.Lookup(norm)
 }
 
 // The builtin lexical model's default similarity band, tuned on the project's own
