@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +83,37 @@ func TestAllowanceIsSharedAndAtomic(t *testing.T) {
 	}
 	if ok, _ := store.UseAllowance(ctx, now.Add(2*time.Minute), 7); !ok {
 		t.Fatal("a new UTC day must start a new allowance")
+	}
+}
+
+// TestRegisteringReplacesAnIndexOfAnOlderRecipe: a model's index of an older recipe
+// (vector, default parameters) gives way to the current one at registration.
+func TestRegisteringReplacesAnIndexOfAnOlderRecipe(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	m := search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
+	if _, err := store.Pool().Exec(ctx, `INSERT INTO embedding_models (id, dimensions, similarity_floor, similarity_margin) VALUES ($1, $2, 0.2, 0.1)`, m.ID, m.Dimensions); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Pool().Exec(ctx, `CREATE INDEX method_embeddings_hnsw_0123456789ab ON method_embeddings
+		USING hnsw ((embedding::vector(1024)) vector_cosine_ops) WHERE model_id = '`+m.ID+`'`); err != nil {
+		t.Fatal(err)
+	}
+	other := search.ModelRecord{ID: "test:other", Dimensions: 8}
+	if _, err := store.RegisterModel(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.RegisterModel(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := store.Pool().Query(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'method_embeddings_hnsw_%' ORDER BY indexdef`)
+	var defs []string
+	for rows.Next() {
+		var d string
+		rows.Scan(&d)
+		defs = append(defs, d)
+	}
+	if len(defs) != 2 || !strings.Contains(defs[0], "halfvec(1024)") || !strings.Contains(defs[0], "m='24'") || !strings.Contains(defs[1], "test:other") {
+		t.Fatalf("indexes: %q", defs)
 	}
 }

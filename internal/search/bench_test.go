@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -55,11 +56,25 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 	if total > 0 {
 		b.Logf("embedded %d methods in %v", total, time.Since(start).Round(time.Millisecond))
 		start = time.Now()
-		store.Pool().Exec(ctx, `SET maintenance_work_mem = '512MB'`)
-		if _, err := store.RegisterModel(ctx, model); err != nil {
+		// Building the index over every vector wants the graph in memory: a store
+		// of its own whose sessions may use a gigabyte for it.
+		cfg := store.Pool().Config().ConnConfig
+		u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Path: "/" + cfg.Database,
+			RawQuery: url.Values{"host": {cfg.Host}, "port": {strconv.Itoa(int(cfg.Port))}, "sslmode": {"disable"}, "maintenance_work_mem": {"1GB"}}.Encode()}
+		builder, err := postgres.Open(ctx, u.String())
+		if err != nil {
 			b.Fatal(err)
 		}
+		if _, err := builder.RegisterModel(ctx, model); err != nil {
+			b.Fatal(err)
+		}
+		builder.Close()
 		b.Logf("built the HNSW index in %v", time.Since(start).Round(time.Millisecond))
+	}
+	// Fresh statistics, as autovacuum would make them, or the planner may not see
+	// that the index is worth it.
+	if _, err := store.Pool().Exec(ctx, `ANALYZE method_embeddings; ANALYZE provider_methods`); err != nil {
+		b.Fatal(err)
 	}
 	holder := generator.NewHolder()
 	if err := holder.Refresh(ctx, store, nil); err != nil {
@@ -174,8 +189,9 @@ func BenchmarkSearch100k(b *testing.B) {
 		var found, total int
 		for i, v := range vecs {
 			for _, n := range nearest(v) {
-				// A neighbour as near as the exact k-th (a tie) counts too.
-				if slices.Contains(exact[i], n.Slug) || n.Similarity >= kth[i]-1e-6 {
+				// A neighbour as near as the exact k-th (a tie, to the index's half
+				// precision) counts too.
+				if slices.Contains(exact[i], n.Slug) || n.Similarity >= kth[i]-1e-3 {
 					found++
 				}
 			}
@@ -195,7 +211,7 @@ func BenchmarkSearch100k(b *testing.B) {
 		}
 		b.ReportMetric(service, "recall@3")
 	})
-	for _, ef := range []int{40, 100, 200, 400} {
+	for _, ef := range []int{40, 100, 200, 400, 800} {
 		r := recall(func(v []float32) []search.Neighbour { return approxNearest(b, env, v, ef) })
 		b.Run("hnsw-recall@3/ef_search="+strconv.Itoa(ef), func(b *testing.B) {
 			for b.Loop() {
@@ -215,7 +231,7 @@ func approxNearest(b *testing.B, env benchEnv, v []float32, ef int) []search.Nei
 	}
 	defer tx.Rollback(ctx)
 	tx.Exec(ctx, `SET LOCAL hnsw.ef_search = `+strconv.Itoa(ef))
-	vt := "vector(" + strconv.Itoa(env.model.Dimensions) + ")"
+	vt := "halfvec(" + strconv.Itoa(env.model.Dimensions) + ")"
 	rows, err := tx.Query(ctx, `SELECT m.slug, 1 - ((e.embedding::`+vt+`) <=> $1::`+vt+`) FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
 		WHERE e.model_id = '`+env.model.ID+`' AND m.enabled ORDER BY (e.embedding::`+vt+`) <=> $1::`+vt+` LIMIT 3`, pgvector.NewVector(v))
 	if err != nil {

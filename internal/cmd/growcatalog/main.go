@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	q := u.Query()
-	q.Set("maintenance_work_mem", "512MB")
+	q.Set("maintenance_work_mem", "1GB")
 	u.RawQuery = q.Encode()
 	store, err := postgres.Open(ctx, u.String())
 	if err != nil {
@@ -107,9 +107,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	// The index again, unless it is there.
+	// The index again, unless it is there, and fresh statistics for the planner.
 	if _, err := store.RegisterModel(ctx, model); err != nil {
 		return err
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE method_embeddings; ANALYZE provider_methods`); err != nil {
+		return fmt.Errorf("analyze: %w", err)
 	}
 	var total int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM provider_methods WHERE enabled`).Scan(&total); err != nil {
