@@ -248,13 +248,14 @@ func Band(near []Neighbour, floor, margin float64, max int) []Neighbour {
 }
 
 // Weights of the confidence under the hybrid model, calibrated on the development
-// query set (make eval): off-topic queries that come near a method ("weather on
-// Mars") score about as high as paraphrases on either part alone, so the confidence
-// reads both parts and how far the nearest method leads the next.
+// query set over the catalog make run serves (the demo and the real one) and over the
+// real one alone: off-topic queries that come near a method ("weather on Mars")
+// score about as high as paraphrases on either part alone, so the confidence reads
+// both parts and, most of all, how far the nearest method leads the next.
 const (
-	confidenceSemantic = 0.5
-	confidenceLexical  = 0.45
-	confidenceGap      = 0.25
+	confidenceSemantic = 0.55
+	confidenceLexical  = 0.25
+	confidenceGap      = 1.0
 )
 
 // Confidence is how sure the band is that the nearest neighbour answers the query:

@@ -56,20 +56,20 @@ func TestConfidenceOfTheHybridReadsBothPartsAndTheLead(t *testing.T) {
 		{Slug: "b", Similarity: 0.42, Parts: true, Semantic: 0.5, Lexical: 0.3},
 		{Slug: "c", Similarity: 0.30, Parts: true, Semantic: 0.4, Lexical: 0.1},
 	}
-	want := 0.5*0.6 + 0.45*0.3 + 0.25*(0.50-0.42)
+	want := 0.55*0.6 + 0.25*0.3 + 1.0*(0.50-0.42)
 	if got := search.Confidence(near); got < want-1e-9 || got > want+1e-9 {
 		t.Fatalf("confidence %.4f, want %.4f", got, want)
 	}
 	// The floor is on the confidence, not on each similarity: b stays though its
 	// similarity is under the floor, c is beyond the margin.
-	if got := search.Band(near, 0.41, 0.10, 3); len(got) != 2 {
+	if got := search.Band(near, 0.40, 0.10, 3); len(got) != 2 {
 		t.Fatalf("band kept %d, want 2", len(got))
 	}
 	if got := search.Band(near, want+0.01, 1, 3); len(got) != 0 {
 		t.Fatalf("band under the least confidence kept %d", len(got))
 	}
 	// One neighbour alone has no lead.
-	if got := search.Confidence(near[:1]); got > 0.5*0.6+0.45*0.3+1e-9 {
+	if got := search.Confidence(near[:1]); got > 0.55*0.6+0.25*0.3+1e-9 {
 		t.Fatalf("a lone neighbour's confidence %.4f counts a lead", got)
 	}
 	r := search.Report(near, search.ModelRecord{Floor: 0.41, Margin: 0.1})

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/embedding/sentence"
@@ -253,7 +254,16 @@ var builtinRecord = search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: e
 
 func setup(t *testing.T) fixture {
 	ctx := context.Background()
+	// The catalog make run serves once the real one is imported: the demo's and the
+	// real methods, as ../shared/eval/relevance.py measures a running service.
 	store, _ := pgtest.LoadRealCatalog(t)
+	demo, err := catalog.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.LoadCatalog(ctx, demo, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	model, err := store.RegisterModel(ctx, builtinRecord)
 	if err != nil {
 		t.Fatal(err)
