@@ -18,7 +18,8 @@
 #
 # Environment: WAYSTATION_TEST_DATABASE_URL (the server the databases are made on;
 # default the local cluster), CATALOG (the real catalog), BENCH_SIZES ("real 100000"),
-# BENCH_DURATION (8s a run), BENCH_THREADS (2), BENCH_CONNECTIONS (64).
+# BENCH_DURATION (8s a run), BENCH_THREADS (2), BENCH_CONNECTIONS (64), SEARCH_MODEL_DIR
+# (the sentence encoder's files, as make bench passes them: the hybrid builtin model).
 set -euo pipefail
 
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -88,7 +89,9 @@ psql_admin() { "$PSQL" "$ADMIN_URL" -X -q -A -t -v ON_ERROR_STOP=1 "$@" </dev/nu
 load_db() {
 	local name=$1 size=$2 url key have
 	url=$(db_url "$name")
-	key="$(sha256sum <"$CATALOG" | cut -c1-16) $size $(sha256sum <internal/postgres/pgtest/synthetic.go | cut -c1-16)"
+	# The builtin model the databases were embedded with counts too: the server must not
+	# spend the load run embedding the catalog again.
+	key="$(sha256sum <"$CATALOG" | cut -c1-16) $size $(sha256sum <internal/postgres/pgtest/synthetic.go | cut -c1-16) ${SEARCH_MODEL_DIR:+$(basename "$SEARCH_MODEL_DIR")}"
 	have=$(psql_admin -c "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = '$name'")
 	if [[ $have == "$key" ]]; then
 		note "database $name holds the $size catalog already"
@@ -116,7 +119,7 @@ start_service() {
 	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
 		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=0 PROBE_INTERVAL=0 LOG_LEVEL=WARN \
 		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
-		"$SERVER" serve >"$log" 2>&1 &
+		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" "$SERVER" serve >"$log" 2>&1 &
 	SERVICE_PID=$!
 	PIDS+=("$SERVICE_PID")
 	SERVICE=''
