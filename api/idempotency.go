@@ -3,11 +3,12 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
+	"crypto/hmac"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/problem"
 )
 
@@ -38,15 +39,15 @@ func (rec *recorded) WriteHeader(status int) {
 // key for good.
 func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string, body []byte, ttl time.Duration, serve func(w http.ResponseWriter)) {
 	p := principal(r)
-	sum := sha256.Sum256(body)
-	prev, err := s.auth.Idempotency.ClaimIdempotency(r.Context(), p.KID, route, key, sum[:], ttl)
+	sum := idempotency.Fingerprint(s.auth.Pepper, route, body)
+	prev, err := s.auth.Idempotency.ClaimIdempotency(r.Context(), p.KID, route, key, sum, ttl)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	if prev != nil {
 		switch {
-		case !bytes.Equal(prev.BodySHA256, sum[:]):
+		case !hmac.Equal(prev.Fingerprint, sum):
 			s.error(w, r, problem.New(problem.IdempotencyConflict, "This idempotency key was used with another body."))
 		case prev.Status == 0:
 			p := problem.New(problem.IdempotencyInProgress, "The first request with this idempotency key is still being answered.")

@@ -1,13 +1,17 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waystation/waystation/internal/idempotency"
 )
 
 // raise creates a request of the given JSON body (without clientRequestId) in
@@ -573,5 +577,48 @@ func TestARequestRetriedAfterALostAnswerIsTheSameRequest(t *testing.T) {
 	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r1",`+choiceBody[1:]).want(t, 409, "idempotency_conflict")
 	if got := e.statusEvents(sid, rid, agentKey); len(got) != 1 {
 		t.Errorf("transitions %v", got)
+	}
+}
+
+// TestIdempotencyKeepsNoValueRecoverable: a short value sent in a decision with an
+// Idempotency-Key cannot be found again from the idempotency record by hashing the
+// thousand candidates; the record holds a keyed fingerprint, which the retry still
+// matches.
+func TestIdempotencyKeepsNoValueRecoverable(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	sid := e.openSession(agentKey, "s1")
+	rid := e.raise(agentKey, sid, "r1", `{"kind":"provide_missing","context":{"reason":"checkout"},"fields":[{"key":"cvc","label":"CVC","secret":true}]}`)["id"].(string)
+	path := "/sessions/" + sid + "/requests/" + rid + "/decision"
+	body := func(cvc string) string { return `{"decision":"approve","values":{"cvc":"` + cvc + `"}}` }
+	e.call("POST", path, userKey, body("731"), "Idempotency-Key", "d1").want(t, 200)
+	e.call("POST", path, userKey, body("731"), "Idempotency-Key", "d1").want(t, 200)
+	e.call("POST", path, userKey, body("732"), "Idempotency-Key", "d1").want(t, 409)
+
+	rows, err := e.store.Pool().Query(context.Background(), `SELECT route, body_mac FROM idempotency_keys`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for rows.Next() {
+		var route string
+		var mac []byte
+		if err := rows.Scan(&route, &mac); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			candidate := []byte(body(fmt.Sprintf("%03d", i)))
+			plain := sha256.Sum256(candidate)
+			if bytes.Equal(mac, plain[:]) {
+				t.Fatalf("the record of %s gives the value away", route)
+			}
+			if bytes.Equal(mac, idempotency.Fingerprint(e.pepper, route, candidate)) {
+				found++
+			}
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d records match the body's keyed fingerprint, want 1", found)
 	}
 }

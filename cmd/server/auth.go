@@ -13,6 +13,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/vault"
@@ -76,6 +77,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	listener := store.NewListener(log)
 	go listener.Run(ctx)
 	go request.Expirer{Store: store, Every: requestExpiryEvery, Log: log}.Run(ctx)
+	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
 		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
@@ -89,6 +91,10 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 // requestExpiryEvery is how often requests whose time ran out are expired, so that
 // agents waiting on them hear of it; reads expire a due request on the spot anyway.
 const requestExpiryEvery = 5 * time.Second
+
+// idempotencySweepEvery is how often expired idempotency records are deleted; any
+// replica may, each deletion is one statement.
+const idempotencySweepEvery = time.Minute
 
 // issueKey is the key command: it creates the user (and the agent) if missing and
 // prints a new key, the only time its secret is shown.

@@ -10,16 +10,19 @@ import (
 	"github.com/waystation/waystation/internal/idempotency"
 )
 
-var _ idempotency.Store = (*Store)(nil)
+var (
+	_ idempotency.Store   = (*Store)(nil)
+	_ idempotency.Expired = (*Store)(nil)
+)
 
 // staleIdempotency is true of a record that expired, or whose request was abandoned
 // in progress (the server stopped before answering): both are forgotten when claimed.
 const staleIdempotency = `(coalesce(expires_at < now(), false) OR (status IS NULL AND created_at < now() - interval '2 minutes'))`
 
-// ClaimIdempotency records that the request (kid, route, key) with body hash sha is
-// being answered, and returns nil; if one is already recorded (and not expired) it
-// returns that one instead. ttl 0 keeps the record for good.
-func (s *Store) ClaimIdempotency(ctx context.Context, kid, route, key string, sha []byte, ttl time.Duration) (*idempotency.Record, error) {
+// ClaimIdempotency records that the request (kid, route, key) with this body
+// fingerprint is being answered, and returns nil; if one is already recorded (and not
+// expired) it returns that one instead. ttl 0 keeps the record for good.
+func (s *Store) ClaimIdempotency(ctx context.Context, kid, route, key string, fingerprint []byte, ttl time.Duration) (*idempotency.Record, error) {
 	var expires *time.Time
 	if ttl > 0 {
 		t := time.Now().Add(ttl)
@@ -27,8 +30,8 @@ func (s *Store) ClaimIdempotency(ctx context.Context, kid, route, key string, sh
 	}
 	for range 3 {
 		tag, err := s.pool.Exec(ctx, `
-			INSERT INTO idempotency_keys (kid, route, key, body_sha256, expires_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (kid, route, key) DO NOTHING`, kid, route, key, sha, expires)
+			INSERT INTO idempotency_keys (kid, route, key, body_mac, expires_at) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (kid, route, key) DO NOTHING`, kid, route, key, fingerprint, expires)
 		if err != nil {
 			return nil, fail("claim idempotency key", err)
 		}
@@ -40,9 +43,9 @@ func (s *Store) ClaimIdempotency(ctx context.Context, kid, route, key string, sh
 		var ct *string
 		var stale bool
 		err = s.pool.QueryRow(ctx, `
-			SELECT body_sha256, status, content_type, response, `+staleIdempotency+`
+			SELECT body_mac, status, content_type, response, `+staleIdempotency+`
 			FROM idempotency_keys WHERE kid = $1 AND route = $2 AND key = $3`, kid, route, key).
-			Scan(&got.BodySHA256, &status, &ct, &got.Response, &stale)
+			Scan(&got.Fingerprint, &status, &ct, &got.Response, &stale)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // released meanwhile
 		}
@@ -82,4 +85,14 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, kid, route, key string) 
 		return fail("release idempotency key", err)
 	}
 	return nil
+}
+
+// DeleteExpiredIdempotency deletes the records that expired or were abandoned in
+// progress, and returns how many.
+func (s *Store) DeleteExpiredIdempotency(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE `+staleIdempotency)
+	if err != nil {
+		return 0, fail("delete expired idempotency keys", err)
+	}
+	return tag.RowsAffected(), nil
 }
