@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -164,8 +165,9 @@ func NewProber(cfg ProberConfig, log *slog.Logger) *Prober {
 		Transport: transport,
 		Timeout:   cfg.Timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if !strings.EqualFold(req.URL.Hostname(), via[0].URL.Hostname()) {
-				return errRedirectElsewhere{req.URL.Hostname()}
+			// Only to the very origin probed: same scheme, host and port.
+			if !sameOrigin(req.URL, via[0].URL) {
+				return errRedirectElsewhere{req.URL.Host}
 			}
 			if len(via) >= 3 {
 				return errTooManyRedirects
@@ -178,9 +180,24 @@ func NewProber(cfg ProberConfig, log *slog.Logger) *Prober {
 
 var errTooManyRedirects = errors.New("too many redirects on the same host")
 
+// sameOrigin reports whether a and b have one scheme, host and port (the scheme's
+// default when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
 type errRedirectElsewhere struct{ host string }
 
-func (e errRedirectElsewhere) Error() string { return "redirect to another host " + e.host }
+func (e errRedirectElsewhere) Error() string { return "redirect to another origin " + e.host }
 
 // dial resolves the host itself (so tests can map names) and connects to the
 // addresses in turn; the dialer's control hook refuses non-public ones.
@@ -227,6 +244,12 @@ func publicAddr(ip netip.Addr, allowLoopback bool) bool {
 	if ip.IsLoopback() {
 		return allowLoopback
 	}
+	// IPv6 only from the global unicast block: the rest holds forms that embed or
+	// reach other addresses (::127.0.0.1, ::ffff:0:127.0.0.1), site-local fec0::/10
+	// and the discard prefix 100::/64.
+	if ip.Is6() && !globalUnicast6.Contains(ip) {
+		return false
+	}
 	if !ip.IsValid() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
 		return false
@@ -252,14 +275,19 @@ var reservedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 	netip.MustParsePrefix("2001:db8::/32"),
 	netip.MustParsePrefix("2002::/16"), // 6to4 embeds any IPv4
+	netip.MustParsePrefix("2001::/32"), // Teredo embeds any IPv4
+	netip.MustParsePrefix("2001:10::/28"),
 }
 
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
 // Probe calls one endpoint: GET first, then the listed method when GET does not get
-// a 402 and the listed method is another one. It never pays.
+// a 402 and the listed method is HEAD or POST. A listed DELETE, PUT, PATCH or anything
+// else is never sent: the catalog is third parties' data. It never pays.
 func (p *Prober) Probe(ctx context.Context, t Target) Result {
 	res := p.request(ctx, t, http.MethodGet)
 	m := strings.ToUpper(strings.TrimSpace(t.Method))
-	if m != "" && m != http.MethodGet && res.HTTPStatus != 0 && res.HTTPStatus != http.StatusPaymentRequired {
+	if (m == http.MethodHead || m == http.MethodPost) && res.HTTPStatus != 0 && res.HTTPStatus != http.StatusPaymentRequired {
 		p.space(ctx, t.Hostname)
 		res = p.request(ctx, t, m)
 	}
@@ -269,7 +297,7 @@ func (p *Prober) Probe(ctx context.Context, t Target) Result {
 func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 	res := Result{Target: t, ProbedAt: p.cfg.Now().UTC()}
 	var body io.Reader
-	if method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch {
+	if method == http.MethodPost {
 		body = strings.NewReader("{}")
 	}
 	req, err := http.NewRequestWithContext(ctx, method, t.URL, body)

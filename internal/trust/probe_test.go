@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,7 +340,9 @@ func TestProberRefusesPrivateAddresses(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
 	defer srv.Close()
 	port := portOf(srv.Listener.Addr().String())
-	for _, addr := range []string{"127.0.0.1", "10.0.0.7", "192.168.1.1", "169.254.169.254", "::1", "fd00::1", "100.64.0.1", "0.0.0.0"} {
+	for _, addr := range []string{"127.0.0.1", "10.0.0.7", "192.168.1.1", "169.254.169.254", "::1", "fd00::1", "100.64.0.1", "0.0.0.0",
+		// IPv6 forms outside global unicast, or that embed an IPv4 address.
+		"::127.0.0.1", "::ffff:0:127.0.0.1", "fec0::1", "100::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2"} {
 		p := trust.NewProber(trust.ProberConfig{
 			Timeout:     probeTimeout,
 			HostSpacing: -1,
@@ -513,5 +516,56 @@ func TestDemoVerdictsComeFromProbeRecords(t *testing.T) {
 	without := verdicts()
 	if len(without) != 1 || without[directory.VerdictUnknown] == 0 {
 		t.Fatalf("verdicts without probe rows: %v", without)
+	}
+}
+
+// TestProberSendsNoDestructiveMethodAndStaysOnItsOrigin: a listed DELETE, PUT or PATCH
+// is never sent (GET alone is), a listed POST is; a redirect to another port of the
+// same host is not followed.
+func TestProberSendsNoDestructiveMethodAndStaysOnItsOrigin(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, "other "+r.Method)
+		mu.Unlock()
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "http://api.seller.test:"+portOf(other.Listener.Addr().String())+"/x", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}))
+	defer srv.Close()
+	p := testProber(map[string]netip.Addr{"api.seller.test": netip.MustParseAddr("127.0.0.1")})
+	base := "http://api.seller.test:" + portOf(srv.Listener.Addr().String())
+	for _, c := range []struct{ method, want string }{
+		{"DELETE", "GET /x"}, {"PUT", "GET /x"}, {"PATCH", "GET /x"}, {"PROPFIND", "GET /x"},
+		{"POST", "GET /x,POST /x"}, {"head", "GET /x,HEAD /x"},
+	} {
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		p.Probe(context.Background(), trust.Target{Hostname: "api.seller.test", URL: base + "/x", Method: c.method})
+		mu.Lock()
+		got := strings.Join(seen, ",")
+		mu.Unlock()
+		if got != c.want {
+			t.Errorf("listed %s: sent %q, want %q", c.method, got, c.want)
+		}
+	}
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	r := p.Probe(context.Background(), trust.Target{Hostname: "api.seller.test", URL: base + "/moved"})
+	mu.Lock()
+	defer mu.Unlock()
+	if r.Outcome != trust.OutcomeRedirect || strings.Contains(strings.Join(seen, ","), "other") {
+		t.Fatalf("redirect to another port: outcome %s, requests %v", r.Outcome, seen)
 	}
 }
