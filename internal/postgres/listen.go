@@ -51,15 +51,20 @@ func (l *Listener) Subscribe(sessionID string) (<-chan struct{}, func()) {
 func (l *Listener) wake(sessionID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for id, set := range l.waiters {
-		if sessionID != "" && id != sessionID {
-			continue
-		}
-		for ch := range set {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
+	if sessionID != "" {
+		signal(l.waiters[sessionID]) // one session's waiters, found by key
+		return
+	}
+	for _, set := range l.waiters {
+		signal(set)
+	}
+}
+
+func signal(set map[chan struct{}]struct{}) {
+	for ch := range set {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }
