@@ -44,6 +44,11 @@ type Authenticated struct {
 	Heartbeat      time.Duration
 	MaxBody        int64
 	IdempotencyTTL time.Duration
+	// StreamLife ends an event stream after this long (default 15m); the client
+	// resumes with Last-Event-ID. MaxWaitsPerKey caps the event streams and long
+	// polls one key holds open at once on a replica (default 4).
+	StreamLife     time.Duration
+	MaxWaitsPerKey int
 }
 
 // Option adds to what NewServer wires.
@@ -64,7 +69,14 @@ func WithAuthenticated(a Authenticated) Option {
 		if a.IdempotencyTTL <= 0 {
 			a.IdempotencyTTL = 24 * time.Hour
 		}
+		if a.StreamLife <= 0 {
+			a.StreamLife = 15 * time.Minute
+		}
+		if a.MaxWaitsPerKey <= 0 {
+			a.MaxWaitsPerKey = 4
+		}
 		s.auth = a
+		s.waits = &waits{open: map[string]int{}}
 	}
 }
 

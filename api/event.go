@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 )
@@ -95,6 +97,16 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
+		if acceptsEventStream(r) || wait > 0 {
+			release, ok := s.waits.enter(principal(r).KID, s.auth.MaxWaitsPerKey)
+			if !ok {
+				p := problem.New(problem.RateLimited, "This key holds as many event streams and long polls open as it may; close one first.")
+				p.RetryAfter = 1
+				s.error(w, r, p)
+				return
+			}
+			defer release()
+		}
 		if acceptsEventStream(r) {
 			if v := r.Header.Get("Last-Event-ID"); v != "" {
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -129,6 +141,10 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			}
 			select {
 			case <-wake:
+				if !s.keyValid(r.Context(), p) {
+					s.error(w, r, problem.New(problem.KeyRevoked, "The API key was revoked while waiting."))
+					return
+				}
 			case <-deadline.C:
 				wait = 0 // one last read, then answer
 			case <-s.draining:
@@ -178,6 +194,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}
 	heartbeat := time.NewTicker(s.auth.Heartbeat)
 	defer heartbeat.Stop()
+	life := time.NewTimer(s.auth.StreamLife)
+	defer life.Stop()
 	var buf bytes.Buffer
 	for {
 		buf.Reset()
@@ -189,6 +207,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			after = ev.Seq
 		}
 		if buf.Len() > 0 {
+			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return
 			}
@@ -198,7 +217,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			// More are waiting: read on without sleeping.
 		} else if sess.Status != session.StatusOpen && after >= sess.LastEventSeq {
 			return
-		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat) {
+		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat, life.C, p) {
 			return
 		}
 		items, sess, err = s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
@@ -212,17 +231,25 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 }
 
 // waitForEvents blocks until an event may have been appended, sending heartbeats
-// meanwhile; false when the client is gone.
-func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, wake <-chan struct{}, heartbeat *time.Ticker) bool {
+// meanwhile; false when the stream must end: the client is gone or too slow to take a
+// write, the stream's life is over, the server drains, or the key was revoked (it is
+// checked again on every wake and heartbeat).
+func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, wake <-chan struct{}, heartbeat *time.Ticker, end <-chan time.Time, p auth.Principal) bool {
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-s.draining:
 			return false
+		case <-end:
+			return false
 		case <-wake:
-			return true
+			return s.keyValid(ctx, p)
 		case <-heartbeat.C:
+			if !s.keyValid(ctx, p) {
+				return false
+			}
+			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
 				return false
 			}
@@ -234,4 +261,38 @@ func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *h
 			}
 		}
 	}
+}
+
+// streamWriteTimeout is the most one write to an event stream may take: a client that
+// stops reading loses its stream rather than holding the server's goroutine.
+const streamWriteTimeout = 10 * time.Second
+
+// keyValid reports whether the key behind p is still there and not revoked (nor its
+// agent paused).
+func (s *Server) keyValid(ctx context.Context, p auth.Principal) bool {
+	k, err := s.auth.Keys.StoredKey(ctx, p.KID)
+	return err == nil && !k.Revoked
+}
+
+// waits counts the event streams and long polls each key holds open on this replica.
+type waits struct {
+	mu   sync.Mutex
+	open map[string]int
+}
+
+// enter takes one of kid's max places, or reports that none is free.
+func (wt *waits) enter(kid string, max int) (release func(), ok bool) {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.open[kid] >= max {
+		return nil, false
+	}
+	wt.open[kid]++
+	return func() {
+		wt.mu.Lock()
+		defer wt.mu.Unlock()
+		if wt.open[kid]--; wt.open[kid] <= 0 {
+			delete(wt.open, kid)
+		}
+	}, true
 }

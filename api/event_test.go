@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waystation/waystation/api"
 )
 
 // Invariant 10: concurrent appends get gap-free, increasing seqs, and the database
@@ -176,5 +178,84 @@ func TestEventStreamResumesFromLastEventIDAndSendsHeartbeats(t *testing.T) {
 		if strings.HasPrefix(lines.Text(), "id: ") {
 			t.Fatalf("event after the close: %q", lines.Text())
 		}
+	}
+}
+
+// openStream opens sid's event stream with key on srv and returns its lines.
+func openStream(t *testing.T, ctx context.Context, srv *httptest.Server, sid, key string) (*bufio.Scanner, *http.Response) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+base+"/sessions/"+sid+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 {
+		t.Fatalf("stream: %d", res.StatusCode)
+	}
+	return bufio.NewScanner(res.Body), res
+}
+
+// endsByItself reads a stream to its end and fails if ctx ran out first.
+func endsByItself(t *testing.T, ctx context.Context, lines *bufio.Scanner) {
+	t.Helper()
+	for lines.Scan() {
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the stream did not end")
+	}
+}
+
+func TestEventStreamEndsWhenItsKeyIsRevokedOrItsLifeIsOver(t *testing.T) {
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.StreamLife = 300 * time.Millisecond })
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	sid := e.openSession(agentKey, "s1")
+	srv := httptest.NewServer(e.srv)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lines, res := openStream(t, ctx, srv, sid, userKey)
+	defer res.Body.Close()
+	endsByItself(t, ctx, lines) // its life is 300 ms here
+
+	e2 := newAuthEnv(t)
+	uid, _ = e2.user("bea")
+	_, agentKey = e2.agent(uid, "scout")
+	sid = e2.openSession(agentKey, "s1")
+	srv2 := httptest.NewServer(e2.srv)
+	defer srv2.Close()
+	lines, res = openStream(t, ctx, srv2, sid, agentKey)
+	defer res.Body.Close()
+	e2.call("POST", "/agent/keys/current/revoke", agentKey, "").want(t, 200)
+	endsByItself(t, ctx, lines) // at the next heartbeat (50 ms here)
+}
+
+func TestEventStreamsAndLongPollsAreCappedPerKey(t *testing.T) {
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.MaxWaitsPerKey = 1 })
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	sid := e.openSession(agentKey, "s1")
+	srv := httptest.NewServer(e.srv)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, res := openStream(t, ctx, srv, sid, userKey)
+	r := e.call("GET", "/sessions/"+sid+"/events?wait=5", userKey, "").want(t, 429, "rate_limited")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After past the cap")
+	}
+	// Another key has its own places.
+	e.call("GET", "/sessions/"+sid+"/events", agentKey, "").want(t, 200)
+	res.Body.Close()
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for e.call("GET", "/sessions/"+sid+"/events?wait=1", userKey, "").StatusCode == 429 {
+		if time.Now().After(deadline) {
+			t.Fatal("the place was not given back when the stream ended")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -54,6 +54,7 @@ type Server struct {
 	lists     *lru.Cache[string, *resource.Resource]
 	router    chi.Router
 	auth      Authenticated
+	waits     *waits // event streams and long polls open per key
 	search    *search.Service
 
 	idPrefix string
