@@ -88,7 +88,7 @@ func (s *Server) handleCreateAgent() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		a, err := s.auth.Agents.CreateAgent(r.Context(), principal(r).UserID, req.Name)
+		a, err := s.auth.Agents.CreateAgent(r.Context(), principal(r).UserID, req.Name, s.auth.MaxAgentsPerUser)
 		if err != nil {
 			s.error(w, r, err)
 			return

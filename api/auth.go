@@ -49,6 +49,11 @@ type Authenticated struct {
 	// polls one key holds open at once on a replica (default 4).
 	StreamLife     time.Duration
 	MaxWaitsPerKey int
+	// MaxKeysPerUser caps the unrevoked keys of a user and its agents, and
+	// MaxAgentsPerUser its agents (default 20 each): past them creating one is
+	// quota_exceeded, so minting keys buys no more of what callers share.
+	MaxKeysPerUser   int
+	MaxAgentsPerUser int
 }
 
 // Option adds to what NewServer wires.
@@ -74,6 +79,12 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.MaxWaitsPerKey <= 0 {
 			a.MaxWaitsPerKey = 4
+		}
+		if a.MaxKeysPerUser <= 0 {
+			a.MaxKeysPerUser = 20
+		}
+		if a.MaxAgentsPerUser <= 0 {
+			a.MaxAgentsPerUser = 20
 		}
 		s.auth = a
 		s.waits = &waits{open: map[string]int{}}

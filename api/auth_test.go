@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/postgres"
@@ -85,7 +86,7 @@ func (e *authEnv) key(scope auth.Scope, userID, agentID string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.InsertKey(context.Background(), k, userID, agentID); err != nil {
+	if _, err := e.store.InsertKey(context.Background(), k, userID, agentID, 0); err != nil {
 		e.t.Fatal(err)
 	}
 	return k.Token
@@ -517,5 +518,32 @@ func TestUserStopsASessionAndTheLogRecordsIt(t *testing.T) {
 	got := fmt.Sprint(page.Items)
 	if want := "[{1 session.opened agent} {2 runtime.step agent} {3 session.stopped user}]"; got != want {
 		t.Errorf("events %s, want %s", got, want)
+	}
+}
+
+// TestKeysAndAgentsPerUserAreCapped: past the caps, creating a key or an agent is
+// 409 quota_exceeded, as the OpenAPI document says, and a revoked key frees a place.
+func TestKeysAndAgentsPerUserAreCapped(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.MaxKeysPerUser, a.MaxAgentsPerUser = 2, 1 })
+	uid, userKey := e.user("ada")       // one key
+	agentID, _ := e.agent(uid, "scout") // two keys, one agent
+	check := func(r response, method, path string) {
+		t.Helper()
+		doc.CheckResponse(t, e.request(method, path, userKey, ""), r.Response, r.body)
+	}
+	r := e.call("POST", "/keys", userKey, `{"scope":"user"}`).want(t, 409, "quota_exceeded")
+	check(r, "POST", "/keys")
+	r = e.call("POST", "/keys", userKey, `{"scope":"agent","agentId":"`+agentID+`"}`).want(t, 409, "quota_exceeded")
+	r = e.call("POST", "/agents", userKey, `{"name":"runner"}`, "Idempotency-Key", "a1").want(t, 409, "quota_exceeded")
+	check(r, "POST", "/agents")
+	var keys struct{ Items []auth.Key }
+	if err := json.Unmarshal(e.call("GET", "/keys", userKey, "").want(t, 200).body, &keys); err != nil || len(keys.Items) != 2 {
+		t.Fatalf("keys after refusals: %d (%v)", len(keys.Items), err)
+	}
+	e.call("DELETE", "/keys/"+keys.Items[1].KID, userKey, "").want(t, 204)
+	e.call("POST", "/keys", userKey, `{"scope":"user"}`).want(t, 201)
+	if strings.Contains(e.logs.String(), "level=ERROR") {
+		t.Errorf("a refusal was logged as an internal error: %s", e.logs)
 	}
 }

@@ -81,7 +81,7 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		k, err := s.auth.Keys.InsertKey(r.Context(), nk, p.UserID, req.AgentID)
+		k, err := s.auth.Keys.InsertKey(r.Context(), nk, p.UserID, req.AgentID, s.auth.MaxKeysPerUser)
 		if err != nil {
 			s.error(w, r, err)
 			return

@@ -482,7 +482,7 @@ func TestKeyedSearchesAreTheCallersOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.InsertKey(ctx, k, u.ID, ""); err != nil {
+	if _, err := e.store.InsertKey(ctx, k, u.ID, "", 0); err != nil {
 		t.Fatal(err)
 	}
 	doc := openapitest.Load(t, "openapi.json")

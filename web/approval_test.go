@@ -73,7 +73,7 @@ func (e *appEnv) user(name string) (auth.Principal, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.InsertKey(ctx, k, u.ID, ""); err != nil {
+	if _, err := e.store.InsertKey(ctx, k, u.ID, "", 0); err != nil {
 		e.t.Fatal(err)
 	}
 	return auth.Principal{KID: k.KID, Scope: auth.ScopeUser, UserID: u.ID}, k.Token
@@ -91,7 +91,7 @@ func (e *appEnv) agent(user auth.Principal, name string) (auth.Principal, string
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.InsertKey(ctx, k, user.UserID, a.ID); err != nil {
+	if _, err := e.store.InsertKey(ctx, k, user.UserID, a.ID, 0); err != nil {
 		e.t.Fatal(err)
 	}
 	return auth.Principal{KID: k.KID, Scope: auth.ScopeAgent, UserID: user.UserID, AgentID: a.ID}, k.Token

@@ -405,7 +405,7 @@ func TestDocument(t *testing.T) {
 		"method_not_allowed", "rate_limited", "search_allowance_exhausted", "search_unavailable", "database_unavailable",
 		"unauthenticated", "invalid_api_key", "key_revoked", "wrong_key_scope", "validation_failed",
 		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large",
-		"invalid_state_transition", "request_expired", "artifact_already_claimed"}
+		"invalid_state_transition", "request_expired", "artifact_already_claimed", "quota_exceeded"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,6 +67,26 @@ func loadPublicURL(getenv func(string) string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
+// loadCaps reads MAX_KEYS_PER_USER and MAX_AGENTS_PER_USER, the most unrevoked keys
+// and the most agents one user may hold (20 each by default), so that minting keys
+// or agents buys no more of what is shared.
+func loadCaps(getenv func(string) string) (keys, agents int, err error) {
+	keys, agents = 20, 20
+	for _, c := range []struct {
+		name string
+		dst  *int
+	}{{"MAX_KEYS_PER_USER", &keys}, {"MAX_AGENTS_PER_USER", &agents}} {
+		if v := getenv(c.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return 0, 0, fmt.Errorf("%s %q: want a whole number of at least 1", c.name, v)
+			}
+			*c.dst = n
+		}
+	}
+	return keys, agents, nil
+}
+
 // withAuthenticated starts the event listener and the expiry of requests, and
 // returns the option serving the authenticated API. Without a pepper the API fails
 // closed: it refuses every key.
@@ -81,6 +102,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	a := api.Authenticated{
 		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
+		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
 	}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
@@ -135,7 +157,8 @@ func issueKey(ctx context.Context, store *postgres.Store, args []string, getenv 
 	if err != nil {
 		return err
 	}
-	if _, err := store.InsertKey(ctx, k, u.ID, agentID); err != nil {
+	// The operator's command is held to no cap.
+	if _, err := store.InsertKey(ctx, k, u.ID, agentID, 0); err != nil {
 		return err
 	}
 	who := "user " + u.Name

@@ -94,3 +94,19 @@ func TestPublicURLIsAnOrigin(t *testing.T) {
 		}
 	}
 }
+
+func TestCapsAreReadFromTheEnvironment(t *testing.T) {
+	keys, agents, err := loadCaps(func(string) string { return "" })
+	if keys != 20 || agents != 20 || err != nil {
+		t.Errorf("defaults: %d keys, %d agents, %v", keys, agents, err)
+	}
+	env := map[string]string{"MAX_KEYS_PER_USER": "5", "MAX_AGENTS_PER_USER": "3"}
+	if keys, agents, err = loadCaps(func(k string) string { return env[k] }); keys != 5 || agents != 3 || err != nil {
+		t.Errorf("set: %d keys, %d agents, %v", keys, agents, err)
+	}
+	for _, v := range []string{"0", "-1", "x"} {
+		if _, _, err := loadCaps(func(k string) string { return map[string]string{"MAX_AGENTS_PER_USER": v}[k] }); err == nil || !strings.Contains(err.Error(), "MAX_AGENTS_PER_USER") {
+			t.Errorf("MAX_AGENTS_PER_USER=%q: %v", v, err)
+		}
+	}
+}

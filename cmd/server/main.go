@@ -63,6 +63,8 @@ type Config struct {
 	AuthPepper []byte
 	Secrets    *vault.Vault
 	PublicURL  string
+	// MaxKeysPerUser and MaxAgentsPerUser cap what one user holds (serve only).
+	MaxKeysPerUser, MaxAgentsPerUser int
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
 	// the catalog is checked for changes.
 	SiteDir       string
@@ -153,6 +155,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if cfg.PublicURL, err = loadPublicURL(getenv); err != nil {
+			return err
+		}
+		if cfg.MaxKeysPerUser, cfg.MaxAgentsPerUser, err = loadCaps(getenv); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, log, store, stdout)

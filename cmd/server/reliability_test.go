@@ -130,7 +130,7 @@ func apiKeys(t *testing.T, dbURL string) (userKey, agentKey string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.InsertKey(ctx, k, u.ID, agentID); err != nil {
+		if _, err := store.InsertKey(ctx, k, u.ID, agentID, 0); err != nil {
 			t.Fatal(err)
 		}
 		return k.Token

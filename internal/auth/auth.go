@@ -42,6 +42,10 @@ var (
 	ErrKeyNotFound = problem.New(problem.NotFound, "No key with this kid is visible to this key.")
 	// ErrAgentExists is an agent name the user already gave another agent.
 	ErrAgentExists = problem.Invalid("An agent of this name exists.")
+	// ErrTooManyKeys is a key past the cap on a user's unrevoked keys.
+	ErrTooManyKeys = problem.New(problem.QuotaExceeded, "This user holds as many unrevoked API keys as one user may; revoke one to create another.")
+	// ErrTooManyAgents is an agent past the cap on a user's agents.
+	ErrTooManyAgents = problem.New(problem.QuotaExceeded, "This user has as many agents as one user may.")
 	// ErrNoWebSession is a sign-in token the store does not know, or whose time ran
 	// out.
 	ErrNoWebSession = problem.New(problem.Unauthenticated, "Not signed in.")

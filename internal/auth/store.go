@@ -15,7 +15,9 @@ type KeyStore interface {
 	StoredKey(ctx context.Context, kid string) (StoredKey, error)
 	// TouchKey records that kid was used.
 	TouchKey(ctx context.Context, kid string) error
-	InsertKey(ctx context.Context, k NewKey, userID, agentID string) (Key, error)
+	// InsertKey is ErrTooManyKeys when userID already holds max unrevoked keys (its
+	// agents' included); max 0 is no cap. Concurrent inserts never pass the cap.
+	InsertKey(ctx context.Context, k NewKey, userID, agentID string, max int) (Key, error)
 	Keys(ctx context.Context, userID string) ([]Key, error)
 	// RevokeKey revokes kid of userID (and of agentID when given); ErrKeyNotFound
 	// when there is no such key.
@@ -27,8 +29,10 @@ type AgentStore interface {
 	// Agent is ErrAgentNotFound for an agent that is not userID's.
 	Agent(ctx context.Context, userID, id string) (Agent, error)
 	Agents(ctx context.Context, userID string) ([]Agent, error)
-	// CreateAgent is ErrAgentExists when userID has an agent of that name.
-	CreateAgent(ctx context.Context, userID, name string) (Agent, error)
+	// CreateAgent is ErrAgentExists when userID has an agent of that name, and
+	// ErrTooManyAgents when it has max agents already; max 0 is no cap. Concurrent
+	// creations never pass the cap.
+	CreateAgent(ctx context.Context, userID, name string, max int) (Agent, error)
 }
 
 // WebSessionStore keeps people's sign-ins to the approval pages.

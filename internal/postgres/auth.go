@@ -52,11 +52,17 @@ func scanAgent(row pgx.Row) (auth.Agent, error) {
 	return a, err
 }
 
-// CreateAgent adds an agent to userID; auth.ErrAgentExists if the user has one of that name.
-func (s *Store) CreateAgent(ctx context.Context, userID, name string) (auth.Agent, error) {
-	a, err := scanAgent(s.pool.QueryRow(ctx, `
-		INSERT INTO agents (user_id, name) VALUES ($1, $2)
-		RETURNING `+agentColumns, userID, name))
+// CreateAgent adds an agent to userID; auth.ErrAgentExists if the user has one of
+// that name, auth.ErrTooManyAgents if it has max agents (max 0: no cap).
+func (s *Store) CreateAgent(ctx context.Context, userID, name string, max int) (auth.Agent, error) {
+	var a auth.Agent
+	err := s.capped(ctx, userID, `SELECT count(*) FROM agents WHERE user_id = $1`, max, auth.ErrTooManyAgents, func(tx pgx.Tx) error {
+		var err error
+		a, err = scanAgent(tx.QueryRow(ctx, `
+			INSERT INTO agents (user_id, name) VALUES ($1, $2)
+			RETURNING `+agentColumns, userID, name))
+		return err
+	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return a, auth.ErrAgentExists
@@ -65,6 +71,29 @@ func (s *Store) CreateAgent(ctx context.Context, userID, name string) (auth.Agen
 		return a, fail("create agent", err)
 	}
 	return a, nil
+}
+
+// capped runs insert in a transaction unless userID already has max of what count
+// counts (one $1, the user), which is then refused with full. The user's row is
+// locked first, so that concurrent creations for one user count one after another
+// and together never pass max; max 0 is no cap.
+func (s *Store) capped(ctx context.Context, userID, count string, max int, full error, insert func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if max > 0 {
+			// The lock does not block inserts that merely reference the user.
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, userID); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, count, userID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= max {
+				return full
+			}
+		}
+		return insert(tx)
+	})
 }
 
 // Agent returns the agent id of userID.
@@ -112,16 +141,23 @@ func (s *Store) AgentStats(ctx context.Context, agentID string) (session.Stats, 
 	return st, nil
 }
 
-// InsertKey stores a new key of userID (and agentID for an agent key).
-func (s *Store) InsertKey(ctx context.Context, k auth.NewKey, userID, agentID string) (auth.Key, error) {
+// InsertKey stores a new key of userID (and agentID for an agent key);
+// auth.ErrTooManyKeys if the user holds max unrevoked keys, its agents' included
+// (max 0: no cap).
+func (s *Store) InsertKey(ctx context.Context, k auth.NewKey, userID, agentID string, max int) (auth.Key, error) {
 	var agent *string
 	if agentID != "" {
 		agent = &agentID
 	}
-	key, err := scanKey(s.pool.QueryRow(ctx, `
-		INSERT INTO api_keys (kid, scope, user_id, agent_id, prefix, secret_hash)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING `+keyColumns, k.KID, string(k.Scope), userID, agent, k.Prefix, k.Hash))
+	var key auth.Key
+	err := s.capped(ctx, userID, `SELECT count(*) FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL`, max, auth.ErrTooManyKeys, func(tx pgx.Tx) error {
+		var err error
+		key, err = scanKey(tx.QueryRow(ctx, `
+			INSERT INTO api_keys (kid, scope, user_id, agent_id, prefix, secret_hash)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			RETURNING `+keyColumns, k.KID, string(k.Scope), userID, agent, k.Prefix, k.Hash))
+		return err
+	})
 	if err != nil {
 		return key, fail("insert key", err)
 	}

@@ -96,6 +96,7 @@ const (
 	InvalidStateTransition = "invalid_state_transition"
 	RequestExpired         = "request_expired"
 	ArtifactAlreadyClaimed = "artifact_already_claimed"
+	QuotaExceeded          = "quota_exceeded"
 )
 
 // Kind is what the table says of a code.
@@ -178,6 +179,9 @@ var kinds = map[string]Kind{
 	ArtifactAlreadyClaimed: {http.StatusConflict, "Artifact already claimed",
 		"The artifact of this request was claimed once already; it is handed out only once.",
 		"Use the artifact from the first claim."},
+	QuotaExceeded: {http.StatusConflict, "Quota exceeded",
+		"The user already holds as many unrevoked API keys (its agents' keys included), or as many agents, as the server allows one user; the detail says which. Nothing was created. The request itself is valid: it conflicts with what the user holds now, so the same request succeeds once a place is free.",
+		"Revoke a key no longer used (DELETE /keys/{kid}) and create the new one, or reuse an agent; the server's operator sets the caps."},
 }
 
 // Lookup returns what the table says of code.
