@@ -30,7 +30,9 @@ func (n nearStore) Nearest(_ context.Context, _ search.ModelRecord, _ []float32,
 	return out, nil
 }
 
-func (nearStore) UseAllowance(context.Context, time.Time, int) (bool, error) { return true, nil }
+func (nearStore) UseAllowance(context.Context, time.Time, int, string, int) (bool, error) {
+	return true, nil
+}
 
 // FuzzEveryAnswerIsJSON sends arbitrary text as the query of the search, as a filter
 // of the list and as a path segment, and requires every answer, success or problem,

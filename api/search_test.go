@@ -81,6 +81,7 @@ func (p *provider) set(mode string) {
 type searchOptions struct {
 	provider  *provider
 	allowance int
+	share     float64
 	perMin    float64
 	burst     int
 	trusted   []netip.Prefix
@@ -128,7 +129,7 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		o.provider.calls.Store(0)
 		primary = &search.Model{Embedder: embedding.WithCache(embedding.WithBreaker(client, embedding.BreakerConfig{Failures: 2, OpenFor: 300 * time.Millisecond}), 100), Record: prec}
 	}
-	engine, err := search.NewEngine(search.Config{DailyAllowance: o.allowance}, e.store, primary, fallback)
+	engine, err := search.NewEngine(search.Config{DailyAllowance: o.allowance, CallerShare: o.share}, e.store, primary, fallback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,5 +500,54 @@ func TestKeyedSearchesAreTheCallersOwn(t *testing.T) {
 	r = e.get(services + "?q=weather")
 	if r.StatusCode != 200 || r.Header.Get("Cache-Control") != "public, max-age=300" || r.Header.Get("RateLimit") != "" {
 		t.Errorf("anonymous search after a keyed one: %d, %q, %q", r.StatusCode, r.Header.Get("Cache-Control"), r.Header.Get("RateLimit"))
+	}
+}
+
+// TestKeysOfOneUserShareItsSearchQuota: a second key, or an agent's, of a user whose
+// bucket is empty is refused too, and past the user's share of the daily allowance
+// every key of it is refused as when the allowance is spent, while an address still
+// searches.
+func TestKeysOfOneUserShareItsSearchQuota(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{perMin: 60, burst: 3, allowance: 10, share: 0.2})
+	ctx := context.Background()
+	u, err := e.store.EnsureUser(ctx, "minter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.store.EnsureAgent(ctx, u.ID, "scout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, agentID := range []string{"", "", a.ID} {
+		scope := auth.ScopeUser
+		if agentID != "" {
+			scope = auth.ScopeAgent
+		}
+		k, err := auth.Generate(scope, searchPepper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.store.InsertKey(ctx, k, u.ID, agentID, 0); err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, "Bearer "+k.Token)
+	}
+	if r := e.get(services+"?q="+url.QueryEscape("weather forecast"), "Authorization", tokens[0]); r.StatusCode != 200 {
+		t.Fatalf("first novel query: %d %s", r.StatusCode, r.body)
+	}
+	if r := e.get(services+"?q="+url.QueryEscape("token price"), "Authorization", tokens[1]); r.StatusCode != 200 {
+		t.Fatalf("second novel query, another key: %d %s", r.StatusCode, r.body)
+	}
+	r := e.get(services+"?q="+url.QueryEscape("airline tickets between cities"), "Authorization", tokens[2])
+	r.problem(t, 503, "search_allowance_exhausted")
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 86400 {
+		t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	// The three keys took the user's three tokens: a fourth key is no new bucket.
+	r = e.get(services+"?q=weather", "Authorization", tokens[0])
+	r.problem(t, 429, "rate_limited")
+	if r := e.get(services + "?q=" + url.QueryEscape("airline tickets between cities")); r.StatusCode != 200 {
+		t.Errorf("an address after the user's share was spent: %d %s", r.StatusCode, r.body)
 	}
 }

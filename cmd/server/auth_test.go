@@ -110,3 +110,18 @@ func TestCapsAreReadFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+func TestCallerShareIsReadFromTheEnvironment(t *testing.T) {
+	c, err := loadSearchConfig(func(string) string { return "" })
+	if c.CallerShare != 0.1 || err != nil {
+		t.Errorf("default caller share %v %v", c.CallerShare, err)
+	}
+	if c, err := loadSearchConfig(func(k string) string { return map[string]string{"SEARCH_CALLER_SHARE": "0.25"}[k] }); c.CallerShare != 0.25 || err != nil {
+		t.Errorf("caller share 0.25: %v %v", c.CallerShare, err)
+	}
+	for _, v := range []string{"0", "1.5", "-0.1", "ten", "NaN"} {
+		if _, err := loadSearchConfig(func(k string) string { return map[string]string{"SEARCH_CALLER_SHARE": v}[k] }); err == nil {
+			t.Errorf("SEARCH_CALLER_SHARE=%q was taken", v)
+		}
+	}
+}

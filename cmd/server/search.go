@@ -26,6 +26,8 @@ type SearchConfig struct {
 	RatePerMin     float64
 	Burst          int
 	DailyAllowance int
+	// CallerShare is the fraction of DailyAllowance one caller may spend a day.
+	CallerShare    float64
 	TrustedProxies []netip.Prefix
 }
 
@@ -42,7 +44,7 @@ const (
 )
 
 func loadSearchConfig(getenv func(string) string) (SearchConfig, error) {
-	c := SearchConfig{RatePerMin: 60, Burst: 20, DailyAllowance: 10000, ModelDir: getenv("SEARCH_MODEL_DIR")}
+	c := SearchConfig{RatePerMin: 60, Burst: 20, DailyAllowance: 10000, CallerShare: 0.1, ModelDir: getenv("SEARCH_MODEL_DIR")}
 	if u := getenv("EMBEDDINGS_URL"); u != "" {
 		p := &embedding.ClientConfig{URL: u, APIKey: getenv("EMBEDDINGS_API_KEY"), Model: getenv("EMBEDDINGS_MODEL")}
 		if p.Model == "" {
@@ -78,6 +80,13 @@ func loadSearchConfig(getenv func(string) string) (SearchConfig, error) {
 	}
 	if err := num("SEARCH_DAILY_ALLOWANCE", &c.DailyAllowance, 0); err != nil {
 		return c, err
+	}
+	if v := getenv("SEARCH_CALLER_SHARE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return c, fmt.Errorf("SEARCH_CALLER_SHARE %q: want a fraction over 0, at most 1", v)
+		}
+		c.CallerShare = f
 	}
 	for _, s := range strings.FieldsFunc(getenv("TRUSTED_PROXIES"), func(r rune) bool { return r == ',' || r == ' ' }) {
 		p, err := netip.ParsePrefix(s)
@@ -163,7 +172,7 @@ func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log
 		syncer.Once(ctx)
 		syncer.Run(ctx)
 	}()
-	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance}, store, primary, fallback)
+	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance, CallerShare: cfg.CallerShare}, store, primary, fallback)
 }
 
 // embedCatalog embeds the methods an import changed, under every configured model.

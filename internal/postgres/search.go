@@ -242,21 +242,50 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 const exactRankLimit = 250
 
 // UseAllowance takes one novel embedding from the day's allowance (the UTC day of
-// now) and reports whether there was one to take. Every replica shares the count: the
-// increment is one atomic statement that does nothing once the limit is reached.
-func (s *Store) UseAllowance(ctx context.Context, now time.Time, limit int) (bool, error) {
+// now) and, when caller and share are given, from caller's share of it, and reports
+// whether there was one to take in both. Every replica shares the counts: each
+// increment is one statement that does nothing once its limit is reached, and both
+// are made in one transaction, so a refusal by either takes from neither. The first
+// use of a day forgets the callers of the days before.
+func (s *Store) UseAllowance(ctx context.Context, now time.Time, limit int, caller string, share int) (bool, error) {
 	if limit <= 0 {
 		return false, nil
 	}
+	day := now.UTC().Format(time.DateOnly)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, fail("use search allowance", err)
+	}
+	defer tx.Rollback(ctx)
 	var used int
-	err := s.pool.QueryRow(ctx, `
+	if caller != "" && share > 0 {
+		err = tx.QueryRow(ctx, `
+			INSERT INTO search_caller_allowance AS a (day, caller, used) VALUES ($1, $2, 1)
+			ON CONFLICT (day, caller) DO UPDATE SET used = a.used + 1 WHERE a.used < $3
+			RETURNING used`, day, caller, share).Scan(&used)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fail("use search allowance", err)
+		}
+	}
+	err = tx.QueryRow(ctx, `
 		INSERT INTO search_allowance AS a (day, used) VALUES ($1, 1)
 		ON CONFLICT (day) DO UPDATE SET used = a.used + 1 WHERE a.used < $2
-		RETURNING used`, now.UTC().Format(time.DateOnly), limit).Scan(&used)
+		RETURNING used`, day, limit).Scan(&used)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
+		return false, fail("use search allowance", err)
+	}
+	if used == 1 {
+		if _, err := tx.Exec(ctx, `DELETE FROM search_caller_allowance WHERE day < $1`, day); err != nil {
+			return false, fail("use search allowance", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return false, fail("use search allowance", err)
 	}
 	return true, nil

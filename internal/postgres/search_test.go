@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +67,7 @@ func TestAllowanceIsSharedAndAtomic(t *testing.T) {
 	granted := 0
 	for range 20 {
 		wg.Go(func() {
-			ok, err := store.UseAllowance(ctx, now, 7)
+			ok, err := store.UseAllowance(ctx, now, 7, "", 0)
 			if err != nil {
 				t.Error(err)
 			}
@@ -81,8 +82,56 @@ func TestAllowanceIsSharedAndAtomic(t *testing.T) {
 	if granted != 7 {
 		t.Fatalf("%d of 20 concurrent uses granted, want 7", granted)
 	}
-	if ok, _ := store.UseAllowance(ctx, now.Add(2*time.Minute), 7); !ok {
+	if ok, _ := store.UseAllowance(ctx, now.Add(2*time.Minute), 7, "", 0); !ok {
 		t.Fatal("a new UTC day must start a new allowance")
+	}
+}
+
+// TestCallerShareOfTheAllowanceIsAtomic: concurrent uses by one caller take at most
+// its share, a refused caller takes nothing from the allowance that others still
+// spend, and a new day forgets the callers of the last.
+func TestCallerShareOfTheAllowanceIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for range 20 {
+		wg.Go(func() {
+			ok, err := store.UseAllowance(ctx, now, 10, "user:greedy", 3)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if granted != 3 {
+		t.Fatalf("%d of 20 concurrent uses by one caller granted, want its share of 3", granted)
+	}
+	for i := range 7 {
+		if ok, err := store.UseAllowance(ctx, now, 10, "198.51.100."+strconv.Itoa(i), 3); !ok || err != nil {
+			t.Fatalf("another caller's use %d: %v %v", i, ok, err)
+		}
+	}
+	if ok, _ := store.UseAllowance(ctx, now, 10, "198.51.100.99", 3); ok {
+		t.Fatal("the allowance is spent, yet a use was granted")
+	}
+	var used int
+	if err := store.Pool().QueryRow(ctx, `SELECT used FROM search_caller_allowance WHERE caller = '198.51.100.99'`).Scan(&used); err == nil && used != 0 {
+		t.Errorf("a use refused by the allowance was counted against its caller (%d)", used)
+	}
+	if ok, _ := store.UseAllowance(ctx, now.Add(24*time.Hour), 10, "user:greedy", 3); !ok {
+		t.Fatal("a new UTC day must start a new share")
+	}
+	var old int
+	if err := store.Pool().QueryRow(ctx, `SELECT count(*) FROM search_caller_allowance WHERE day < $1`, now.Add(24*time.Hour).Format(time.DateOnly)).Scan(&old); err != nil || old != 0 {
+		t.Errorf("%d rows of past days kept (%v)", old, err)
 	}
 }
 

@@ -131,7 +131,7 @@ var kinds = map[string]Kind{
 		"This caller sent more searches than its share allows. The plain list, every method and every merchant still answer.",
 		"Wait the number of seconds in Retry-After, or use the list with filters, which is not limited."},
 	AllowanceExhausted: {http.StatusServiceUnavailable, "Search allowance exhausted",
-		"Today's allowance of new search queries is spent; queries already seen and exact names still answer. It renews at midnight UTC.",
+		"Today's allowance of new search queries is spent, or this caller's share of it (each caller, an API key's user or an address, may spend only a part of what all share); queries already seen and exact names still answer. It renews at midnight UTC.",
 		"Wait the number of seconds in Retry-After, search for an exact method or provider name, or use the list with filters."},
 	SearchUnavailable: {http.StatusServiceUnavailable, "Search unavailable",
 		"No search model can answer right now. The plain list, every method and every merchant still answer.",

@@ -134,7 +134,7 @@ func latency(b *testing.B, fn func(i int)) {
 func benchSearch(b *testing.B, env benchEnv) {
 	ctx := context.Background()
 	run := func(q string) {
-		if _, err := env.engine.Search(ctx, env.snap, q, directory.Filter{}); err != nil {
+		if _, err := env.engine.Search(ctx, "", env.snap, q, directory.Filter{}); err != nil {
 			b.Fatal(err)
 		}
 	}

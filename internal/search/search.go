@@ -51,6 +51,10 @@ type Config struct {
 	// DailyAllowance is how many novel query embeddings every replica together may
 	// make per UTC day; 0 means no limit.
 	DailyAllowance int
+	// CallerShare is the fraction of DailyAllowance (over 0, under 1) one caller may
+	// spend in a day, so that no caller spends what all share; 0 (or 1) lets a caller
+	// spend it all.
+	CallerShare float64
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -151,9 +155,10 @@ func (e *Engine) Status() string {
 	return "unavailable"
 }
 
-// Search answers q over the methods of snap that pass f's filters; f.Limit may narrow
-// the results.
-func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string, f directory.Filter) (Result, error) {
+// Search answers q for caller over the methods of snap that pass f's filters; f.Limit
+// may narrow the results. A novel query is charged to caller's share of the daily
+// allowance; an empty caller is charged to the allowance alone.
+func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snapshot, q string, f directory.Filter) (Result, error) {
 	norm := embedding.NormalizeQuery(q)
 	if match, pos := e.exactIndex(snap).lookup(norm); match != "" {
 		var hits []Hit
@@ -175,7 +180,7 @@ func (e *Engine) Search(ctx context.Context, snap *directory.Snapshot, q string,
 	if near, ok := e.neighbours.Get(key); ok {
 		return e.answer(Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}, snap, f, m, near), nil
 	}
-	vec, err := e.embed(ctx, m, norm)
+	vec, err := e.embed(ctx, caller, m, norm)
 	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
 		// The provider failed this once (its breaker counts it): answer degraded.
 		m, degraded = e.fallback, true
@@ -321,13 +326,13 @@ func find[T any](e embedding.Embedder) (T, bool) {
 }
 
 // embed returns the query's vector under m: from the cache, or, if the day's
-// allowance has one left, freshly embedded.
-func (e *Engine) embed(ctx context.Context, m *Model, norm string) ([]float32, error) {
+// allowance and caller's share of it have one left, freshly embedded.
+func (e *Engine) embed(ctx context.Context, caller string, m *Model, norm string) ([]float32, error) {
 	if v, ok := lookup(m.Embedder, norm); ok {
 		return v, nil
 	}
 	if e.cfg.DailyAllowance > 0 {
-		ok, err := e.store.UseAllowance(ctx, e.cfg.Now(), e.cfg.DailyAllowance)
+		ok, err := e.store.UseAllowance(ctx, e.cfg.Now(), e.cfg.DailyAllowance, caller, e.callerShare())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
@@ -336,6 +341,15 @@ func (e *Engine) embed(ctx context.Context, m *Model, norm string) ([]float32, e
 		}
 	}
 	return e.embedNoAllowance(ctx, m, norm)
+}
+
+// callerShare is how many novel embeddings one caller may make in a day: CallerShare
+// of the allowance, at least one; 0 when a caller may spend it all.
+func (e *Engine) callerShare() int {
+	if e.cfg.CallerShare <= 0 || e.cfg.CallerShare >= 1 {
+		return 0
+	}
+	return max(1, int(e.cfg.CallerShare*float64(e.cfg.DailyAllowance)))
 }
 
 func (e *Engine) embedNoAllowance(ctx context.Context, m *Model, norm string) ([]float32, error) {

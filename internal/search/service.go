@@ -25,7 +25,9 @@ type Service struct {
 	// Limiter holds each caller to its rate; nil means no per-caller limit.
 	Limiter *Limiter
 	// Keys and Pepper verify API keys, so that a caller with a valid key is charged
-	// by key rather than by address; without them every caller is an address.
+	// as the key's user rather than by address (all the keys of a user and of its
+	// agents share one bucket and one share of the allowance); without them every
+	// caller is an address.
 	Keys   auth.KeyStore
 	Pepper []byte
 	// TrustedProxies are the networks whose X-Forwarded-For names the caller.
@@ -51,14 +53,14 @@ type Answer struct {
 	// per-caller limit applies.
 	Rate Decision
 	// Keyed is true when the caller was named by a valid API key rather than by its
-	// address: the answer is then that caller's alone.
+	// address: the answer is then that caller's (the key's user's) alone.
 	Keyed bool
 }
 
 // Search answers q over the methods of snap that pass f for caller c. Refusals are
 // problems: rate_limited (the caller's bucket is empty), search_allowance_exhausted
-// (today's novel embeddings are spent) and search_unavailable (no model can answer),
-// each with its Retry-After. The Answer's Rate is set even on a refusal.
+// (today's novel embeddings, or the caller's share of them, are spent) and
+// search_unavailable (no model can answer), each with its Retry-After. The Answer's Rate is set even on a refusal.
 func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot, q string, f directory.Filter) (Answer, error) {
 	if s == nil || s.Engine == nil {
 		p := problem.New(problem.SearchUnavailable, "Search is not configured on this server; the list works without q.")
@@ -67,17 +69,17 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	}
 	var a Answer
 	caller := s.caller(ctx, c)
-	a.Keyed = strings.HasPrefix(caller, "key:")
+	a.Keyed = strings.HasPrefix(caller, "user:")
 	a.Rate = s.Limiter.Allow(caller)
 	if !a.Rate.OK {
 		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")
 		p.RetryAfter = max(1, ceilSeconds(a.Rate.RetryAfter))
 		return a, p
 	}
-	res, err := s.Engine.Search(ctx, snap, q, f)
+	res, err := s.Engine.Search(ctx, caller, snap, q, f)
 	switch {
 	case errors.Is(err, ErrAllowanceExhausted):
-		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings is spent; repeated and exact queries still answer, and the list works without q.")
+		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings, or this caller's share of it, is spent; repeated and exact queries still answer, and the list works without q.")
 		p.RetryAfter = max(1, ceilSeconds(s.Engine.RetryAfter()))
 		return a, p
 	case err != nil && ctx.Err() == nil:
@@ -111,13 +113,13 @@ func (s *Service) retryAfter() int {
 
 func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
-// caller names who a search is charged to: the API key when a valid one is sent, else
-// the client address, or, when the request came through a trusted proxy, the address
-// that proxy saw (the rightmost untrusted hop of X-Forwarded-For, so a client cannot
-// pick its own name). An invalid key is not refused here: the directory needs none.
+// caller names who a search is charged to: the user of the API key when a valid one
+// is sent (so that minting keys buys no more searches), else the client address, or,
+// when the request came through a trusted proxy, the address that proxy saw (the
+// rightmost untrusted hop of X-Forwarded-For, so a client cannot pick its own name). An invalid key is not refused here: the directory needs none.
 func (s *Service) caller(ctx context.Context, c Caller) string {
-	if kid, ok := s.validKey(ctx, c.Authorization); ok {
-		return "key:" + kid
+	if user, ok := s.keyUser(ctx, c.Authorization); ok {
+		return "user:" + user
 	}
 	host, _, err := net.SplitHostPort(c.RemoteAddr)
 	if err != nil {
@@ -165,8 +167,9 @@ func (s *Service) trusted(a netip.Addr) bool {
 	return false
 }
 
-// validKey returns the id of the valid, unrevoked API key in Authorization, if any.
-func (s *Service) validKey(ctx context.Context, authorization []string) (string, bool) {
+// keyUser returns the user of the valid, unrevoked API key in Authorization, if any:
+// the key's own user, or its agent's.
+func (s *Service) keyUser(ctx context.Context, authorization []string) (string, bool) {
 	if len(authorization) != 1 || s.Keys == nil {
 		return "", false
 	}
@@ -178,5 +181,5 @@ func (s *Service) validKey(ctx context.Context, authorization []string) (string,
 	if err != nil {
 		return "", false
 	}
-	return k.KID, true
+	return k.UserID, true
 }

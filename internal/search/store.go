@@ -35,8 +35,10 @@ type Store interface {
 	// first; with only set, among those slugs alone.
 	Nearest(ctx context.Context, m ModelRecord, v []float32, k int, only []string) ([]Neighbour, error)
 	// UseAllowance takes one novel embedding from the allowance of now's UTC day,
-	// shared by every replica, and reports whether there was one to take.
-	UseAllowance(ctx context.Context, now time.Time, limit int) (bool, error)
+	// shared by every replica, and, when caller is named and share positive, from the
+	// at most share of it that caller may spend that day; it reports whether both had
+	// one to take (and takes from neither when one has not).
+	UseAllowance(ctx context.Context, now time.Time, limit int, caller string, share int) (bool, error)
 }
 
 // ModelStore registers models.

@@ -345,7 +345,7 @@ func (fx fixture) builtin() string {
 // engineSearch answers with a search engine, as the directory's search does.
 func (fx fixture) engineSearch(e *search.Engine) func(context.Context, string) ([]string, error) {
 	return func(ctx context.Context, q string) ([]string, error) {
-		res, err := e.Search(ctx, fx.snap, q, directory.Filter{})
+		res, err := e.Search(ctx, "", fx.snap, q, directory.Filter{})
 		var urls []string
 		for _, h := range res.Hits {
 			urls = append(urls, fx.snap.Methods()[h.Pos].Endpoint.URL)

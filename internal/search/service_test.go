@@ -1,0 +1,148 @@
+package search_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/search"
+)
+
+var testPepper = []byte("test-pepper-of-at-least-32-bytes!!")
+
+// keys is a key store holding keys by kid.
+type keys map[string]auth.StoredKey
+
+func (k keys) StoredKey(_ context.Context, kid string) (auth.StoredKey, error) {
+	if s, ok := k[kid]; ok {
+		return s, nil
+	}
+	return auth.StoredKey{}, auth.ErrKeyNotFound
+}
+func (keys) TouchKey(context.Context, string) error { return nil }
+func (keys) InsertKey(context.Context, auth.NewKey, string, string, int) (auth.Key, error) {
+	return auth.Key{}, nil
+}
+func (keys) Keys(context.Context, string) ([]auth.Key, error)        { return nil, nil }
+func (keys) RevokeKey(context.Context, string, string, string) error { return nil }
+
+// add issues a key of userID (an agent key when agentID is set) and returns its token.
+func (k keys) add(t *testing.T, userID, agentID string) string {
+	t.Helper()
+	scope := auth.ScopeUser
+	if agentID != "" {
+		scope = auth.ScopeAgent
+	}
+	nk, err := auth.Generate(scope, testPepper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k[nk.KID] = auth.StoredKey{Principal: auth.Principal{KID: nk.KID, Scope: scope, UserID: userID, AgentID: agentID}, SecretHash: nk.Hash}
+	return nk.Token
+}
+
+// counter is a store that answers no neighbours and counts the allowance and each
+// caller's share as the database does.
+type counter struct {
+	mu      sync.Mutex
+	used    int
+	callers map[string]int
+}
+
+func (*counter) Nearest(context.Context, search.ModelRecord, []float32, int, []string) ([]search.Neighbour, error) {
+	return nil, nil
+}
+
+func (c *counter) UseAllowance(_ context.Context, _ time.Time, limit int, caller string, share int) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.used >= limit || (caller != "" && share > 0 && c.callers[caller] >= share) {
+		return false, nil
+	}
+	c.used++
+	c.callers[caller]++
+	return true, nil
+}
+
+func newService(t *testing.T, cfg search.Config, lim *search.Limiter, ks keys) (*search.Service, *directory.Snapshot) {
+	t.Helper()
+	snap, err := directory.NewSnapshot(time.Now(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions}}
+	eng, err := search.NewEngine(cfg, &counter{callers: map[string]int{}}, nil, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &search.Service{Engine: eng, Limiter: lim, Keys: ks, Pepper: testPepper}, snap
+}
+
+func bearer(token string) search.Caller {
+	return search.Caller{Authorization: []string{"Bearer " + token}, RemoteAddr: "192.0.2.1:1234"}
+}
+
+// TestKeysOfOneUserShareOneSearchBucket: minting keys, of the user or of its agents,
+// buys no more searches; another user and an address keep their own buckets.
+func TestKeysOfOneUserShareOneSearchBucket(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	ks := keys{}
+	first, second, agent := ks.add(t, "u1", ""), ks.add(t, "u1", ""), ks.add(t, "u1", "a1")
+	other := ks.add(t, "u2", "")
+	s, snap := newService(t, search.Config{}, search.NewLimiter(60, 2, 100, func() time.Time { return now }), ks)
+	ctx := context.Background()
+	for i, tok := range []string{first, second} {
+		a, err := s.Search(ctx, bearer(tok), snap, "weather", directory.Filter{})
+		if err != nil || !a.Keyed {
+			t.Fatalf("search %d of the user: %v (keyed %v)", i, err, a.Keyed)
+		}
+	}
+	for _, tok := range []string{first, second, agent, ks.add(t, "u1", "")} {
+		if _, err := s.Search(ctx, bearer(tok), snap, "weather", directory.Filter{}); problem.CodeOf(err) != problem.RateLimited {
+			t.Fatalf("a key of a user whose bucket is empty: %v, want rate_limited", err)
+		}
+	}
+	if _, err := s.Search(ctx, bearer(other), snap, "weather", directory.Filter{}); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+	if a, err := s.Search(ctx, search.Caller{RemoteAddr: "192.0.2.1:1234"}, snap, "weather", directory.Filter{}); err != nil || a.Keyed {
+		t.Fatalf("an address: %v (keyed %v)", err, a.Keyed)
+	}
+}
+
+// TestCallerSpendsOnlyItsShareOfTheAllowance: past its share of the daily allowance
+// a caller (all its keys together) is refused as when the allowance is spent, with
+// Retry-After, while another caller still searches.
+func TestCallerSpendsOnlyItsShareOfTheAllowance(t *testing.T) {
+	ks := keys{}
+	first, agent, other := ks.add(t, "u1", ""), ks.add(t, "u1", "a1"), ks.add(t, "u2", "")
+	s, snap := newService(t, search.Config{DailyAllowance: 10, CallerShare: 0.2}, nil, ks)
+	ctx := context.Background()
+	for i, tok := range []string{first, agent} {
+		if _, err := s.Search(ctx, bearer(tok), snap, "novel query "+strconv.Itoa(i), directory.Filter{}); err != nil {
+			t.Fatalf("novel query %d within the share: %v", i, err)
+		}
+	}
+	_, err := s.Search(ctx, bearer(first), snap, "novel query 2", directory.Filter{})
+	p, ok := problem.As(err)
+	if !ok || p.Code != problem.AllowanceExhausted || p.RetryAfter < 1 || p.RetryAfter > 86400 {
+		t.Fatalf("past the share: %v, want search_allowance_exhausted with Retry-After", err)
+	}
+	if _, err := s.Search(ctx, bearer(first), snap, "novel query 0", directory.Filter{}); err != nil {
+		t.Fatalf("a repeated query past the share: %v", err)
+	}
+	for i := range 2 {
+		if _, err := s.Search(ctx, bearer(other), snap, "other query "+strconv.Itoa(i), directory.Filter{}); err != nil {
+			t.Fatalf("another caller's novel query %d: %v", i, err)
+		}
+	}
+	if _, err := s.Search(ctx, search.Caller{RemoteAddr: "192.0.2.1:1234"}, snap, "anonymous query", directory.Filter{}); err != nil {
+		t.Fatalf("an address's novel query: %v", err)
+	}
+}
