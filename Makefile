@@ -117,7 +117,7 @@ key: migrate
 
 .PHONY: run
 run: demo
-	@$(PEPPER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) $(SERVER) serve
+	@$(PEPPER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} $(SERVER) serve
 
 .PHONY: generate
 # The templ components, generated from the repository root so that the file names

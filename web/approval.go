@@ -7,7 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -36,6 +38,14 @@ type Approvals struct {
 	Sealer request.Sealer
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
+	// PublicURL, when set, is the origin the pages are published under: forms posted
+	// from it are accepted even where a proxy rewrote the Host header.
+	PublicURL string
+	// LoopbackHTTP is for development on plain HTTP: clients on a loopback address
+	// reaching the pages without TLS get cookies without Secure and without the
+	// __Host- prefix, which a browser would refuse there. Everyone else, and every
+	// client when it is false, gets __Host- cookies marked Secure.
+	LoopbackHTTP bool
 }
 
 // Option adds to what NewServer wires.
@@ -65,11 +75,16 @@ const (
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// appHeaders marks every approval page as private and unframeable: a page that
-// approves with one click must never sit under another site's frame (clickjacking),
-// leak its URL as a referrer, or stay in a cache.
+// appHeaders marks every answer under /app, errors and redirects included, as
+// private and unframeable: a page that approves with one click must never sit under
+// another site's frame (clickjacking), leak its URL as a referrer, or stay in a
+// cache.
 func appHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isApp(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Frame-Options", "DENY")
@@ -78,6 +93,31 @@ func appHeaders(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isApp tells whether path is one of the approval pages' (or would be).
+func isApp(path string) bool {
+	return path == appPath || strings.HasPrefix(path, appPath+"/")
+}
+
+// sameOrigin refuses a form posted from another site before it is read, by the
+// browser's Fetch Metadata (Sec-Fetch-Site) or, without it, by Origin against the
+// request's host and PublicURL. It adds to the forms' CSRF tokens and SameSite
+// cookies; a client that sends neither header (not a browser) passes to them.
+func (s *Server) sameOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	if s.approvals.PublicURL != "" {
+		if err := cop.AddTrustedOrigin(s.approvals.PublicURL); err != nil {
+			s.log.Warn("approval pages: public URL is not an origin", "url", s.approvals.PublicURL, "err", err)
+		}
+	}
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := MessageView{Page: s.appPage("Refused"), Heading: "Nothing was changed",
+			Message: "This form was sent from another site, so it was refused. Open the page here and send it again.",
+			Back:    requestURL("")}
+		s.renderApp(w, r, MessagePage(v), http.StatusForbidden)
+	}))
+	return cop.Handler(next)
 }
 
 // requestURL is the page of request id; "" is the index.
@@ -110,15 +150,38 @@ func sameToken(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-// secure tells whether the browser reached us over TLS, directly or through a proxy,
-// so that the cookies then never travel in the clear.
-func secure(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+// plainHTTP tells whether r's cookies go without Secure: only when the server was
+// told it runs on plain HTTP for loopback clients, and r is one, without TLS. No
+// request header decides it, so a client cannot talk the server out of Secure.
+func (s *Server) plainHTTP(r *http.Request) bool {
+	if !s.approvals.LoopbackHTTP || r.TLS != nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
-func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: appPath, MaxAge: maxAge,
-		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+// cookieName is the name a cookie has for r: with the __Host- prefix, which makes a
+// browser keep it only if it is Secure, for this host alone and for every path, so
+// that neither a sibling subdomain nor a plain-HTTP page can plant or shadow it.
+func (s *Server) cookieName(r *http.Request, name string) string {
+	if s.plainHTTP(r) {
+		return name
+	}
+	return "__Host-" + name
+}
+
+func (s *Server) cookie(r *http.Request, name string) (*http.Cookie, error) {
+	return r.Cookie(s.cookieName(r, name))
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(r, name), Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: !s.plainHTTP(r), SameSite: http.SameSiteStrictMode})
 }
 
 // errSignedOut is a browser without a live sign-in; errKeyRevoked one whose key was
@@ -131,7 +194,7 @@ var (
 // webSession is the sign-in of r's browser, checked against its key on every call.
 // A sign-in whose key was revoked is ended on the spot.
 func (s *Server) webSession(r *http.Request) (auth.WebSession, error) {
-	c, err := r.Cookie(sessionCookie)
+	c, err := s.cookie(r, sessionCookie)
 	if err != nil {
 		return auth.WebSession{}, errSignedOut
 	}
@@ -163,7 +226,7 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, requestID stri
 	case err == nil:
 		return ws, true
 	case errors.Is(err, errKeyRevoked):
-		setCookie(w, r, sessionCookie, "", -1)
+		s.setCookie(w, r, sessionCookie, "", -1)
 		s.signInForm(w, r, requestID, "The key you signed in with was revoked, so you were signed out. Sign in with a valid user key.", status)
 	case errors.Is(err, errSignedOut):
 		msg := ""
@@ -181,12 +244,12 @@ func (s *Server) signedIn(w http.ResponseWriter, r *http.Request, requestID stri
 // form must match (a cross-site form cannot read it, nor send it: SameSite=Strict).
 func (s *Server) signInForm(w http.ResponseWriter, r *http.Request, requestID, message string, status int) {
 	token := newToken()
-	if c, err := r.Cookie(signInCookie); err == nil {
+	if c, err := s.cookie(r, signInCookie); err == nil {
 		if _, ok := tokenHash(c.Value); ok {
 			token = c.Value // keep it, so that a second open form still works
 		}
 	}
-	setCookie(w, r, signInCookie, token, int(time.Hour/time.Second))
+	s.setCookie(w, r, signInCookie, token, int(time.Hour/time.Second))
 	v := SignInView{Page: s.appPage("Sign in"), RequestID: requestID, CSRF: token, Message: message}
 	s.renderApp(w, r, SignInPage(v), status)
 }
@@ -237,7 +300,7 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			back = ""
 		}
 		refuse := func(msg string) { s.signInForm(w, r, back, msg, http.StatusForbidden) }
-		c, err := r.Cookie(signInCookie)
+		c, err := s.cookie(r, signInCookie)
 		if err != nil || !sameToken(c.Value, r.PostForm.Get("csrf")) {
 			refuse("The sign-in form was out of date or sent from another site. Sign in again.")
 			return
@@ -273,7 +336,7 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		if old, err := r.Cookie(sessionCookie); err == nil {
+		if old, err := s.cookie(r, sessionCookie); err == nil {
 			if hash, ok := tokenHash(old.Value); ok {
 				if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
 					s.fail(w, r, err)
@@ -287,8 +350,8 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		setCookie(w, r, sessionCookie, token, int(s.approvals.SessionTTL/time.Second))
-		setCookie(w, r, signInCookie, "", -1)
+		s.setCookie(w, r, sessionCookie, token, int(s.approvals.SessionTTL/time.Second))
+		s.setCookie(w, r, signInCookie, "", -1)
 		http.Redirect(w, r, requestURL(back), http.StatusSeeOther)
 	}
 }
@@ -307,13 +370,13 @@ func (s *Server) handleSignOut() http.HandlerFunc {
 			s.forbidden(w, r)
 			return
 		}
-		c, _ := r.Cookie(sessionCookie)
+		c, _ := s.cookie(r, sessionCookie)
 		hash, _ := tokenHash(c.Value)
 		if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		setCookie(w, r, sessionCookie, "", -1)
+		s.setCookie(w, r, sessionCookie, "", -1)
 		http.Redirect(w, r, requestURL(""), http.StatusSeeOther)
 	}
 }

@@ -243,12 +243,27 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	serve(w, r, res, cachePublic, http.StatusNotFound)
+	cache := cachePublic
+	if isApp(r.URL.Path) {
+		cache = cacheNone // an approval page that is not there now may be soon
+	}
+	serve(w, r, res, cache, http.StatusNotFound)
 }
 
-func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Allow", "GET, HEAD")
-	http.Error(w, "Method not allowed: the pages are read-only.", http.StatusMethodNotAllowed)
+// handleMethodNotAllowed answers 405 with the Allow header listing the methods the
+// path does take, found by asking the router.
+func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var allowed []string
+		for _, m := range methods {
+			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		http.Error(w, r.Method+" is not allowed here.", http.StatusMethodNotAllowed)
+	}
 }
 
 // fail answers a page that could not be made: 503 while the approval pages' database

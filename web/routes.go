@@ -10,9 +10,9 @@ import (
 // routes is the whole surface of the human pages.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withoutTrailingSlash)
+	r.Use(appHeaders, withoutTrailingSlash)
 	r.NotFound(s.handleNotFound)
-	r.MethodNotAllowed(s.handleMethodNotAllowed)
+	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
 
 	get := func(pattern string, h http.HandlerFunc) {
 		r.Get(pattern, h)
@@ -29,7 +29,7 @@ func (s *Server) routes() http.Handler {
 	// The approval pages: private, unframeable, and only for a signed-in user.
 	if s.approvals != nil {
 		r.Route(appPath, func(r chi.Router) {
-			r.Use(appHeaders)
+			r.Use(s.sameOrigin)
 			get := func(pattern string, h http.HandlerFunc) {
 				r.Get(pattern, h)
 				r.Head(pattern, h)

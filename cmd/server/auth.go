@@ -67,6 +67,20 @@ func loadPublicURL(getenv func(string) string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
+// loadLoopbackHTTP reads LOOPBACK_HTTP: "true" when the server is reached over
+// plain HTTP on loopback during development, so that the approval pages' cookies go
+// there without Secure (browsers drop Secure cookies sent over plain HTTP).
+func loadLoopbackHTTP(getenv func(string) string) (bool, error) {
+	switch v := getenv("LOOPBACK_HTTP"); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("LOOPBACK_HTTP %q: want true or false", v)
+	}
+}
+
 // loadCaps reads MAX_KEYS_PER_USER and MAX_AGENTS_PER_USER, the most unrevoked keys
 // and the most agents one user may hold (20 each by default), so that minting keys
 // or agents buys no more of what is shared.

@@ -125,3 +125,16 @@ func TestCallerShareIsReadFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopbackHTTPIsExplicit(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "false": false, "true": true} {
+		if got, err := loadLoopbackHTTP(func(string) string { return v }); err != nil || got != want {
+			t.Errorf("%q: %v %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"1", "yes", "TRUE", "loopback"} {
+		if _, err := loadLoopbackHTTP(func(string) string { return v }); err == nil {
+			t.Errorf("%q accepted", v)
+		}
+	}
+}

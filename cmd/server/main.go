@@ -63,6 +63,9 @@ type Config struct {
 	AuthPepper []byte
 	Secrets    *vault.Vault
 	PublicURL  string
+	// LoopbackHTTP lets the approval pages' cookies go without Secure to loopback
+	// clients on plain HTTP, for development (serve only).
+	LoopbackHTTP bool
 	// MaxKeysPerUser and MaxAgentsPerUser cap what one user holds (serve only).
 	MaxKeysPerUser, MaxAgentsPerUser int
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
@@ -155,6 +158,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if cfg.PublicURL, err = loadPublicURL(getenv); err != nil {
+			return err
+		}
+		if cfg.LoopbackHTTP, err = loadLoopbackHTTP(getenv); err != nil {
 			return err
 		}
 		if cfg.MaxKeysPerUser, cfg.MaxAgentsPerUser, err = loadCaps(getenv); err != nil {

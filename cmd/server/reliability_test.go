@@ -440,7 +440,7 @@ func TestDatabaseOutageKeepsTheDirectoryUpAndTheAPIRecoversWithoutRestart(t *tes
 	form := url.Values{"csrf": {"tok"}, "key": {userKey}}
 	req, _ := http.NewRequest("POST", srv.base+"/app/sign-in", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: "waystation_signin", Value: "tok"})
+	req.AddCookie(&http.Cookie{Name: "__Host-waystation_signin", Value: "tok"})
 	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Errorf("sign-in while the database is down: %v %v", res, err)
 	} else {

@@ -40,6 +40,9 @@ func startServer(t *testing.T, env map[string]string) served {
 		env["DATABASE_URL"] = demoDatabase(t)
 	}
 	env["HOST"], env["PORT"] = "127.0.0.1", "0"
+	if _, ok := env["LOOPBACK_HTTP"]; !ok {
+		env["LOOPBACK_HTTP"] = "true" // the tests' browsers reach it over plain HTTP
+	}
 	if env["AUTH_PEPPER"] == "" {
 		env["AUTH_PEPPER"] = testPepper
 	}
