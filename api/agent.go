@@ -24,11 +24,15 @@ type limits struct {
 	MaxWaitSeconds    int   `json:"maxWaitSeconds"`
 	MaxPageSize       int   `json:"maxPageSize"`
 	MaxEventDataBytes int   `json:"maxEventDataBytes"`
+	// MaxOpenSessions and MaxSessionEvents are 0 when there is no cap.
+	MaxOpenSessions  int `json:"maxOpenSessions"`
+	MaxSessionEvents int `json:"maxSessionEvents"`
 }
 
 func (s *Server) limits() limits {
 	return limits{MaxBodyBytes: s.auth.MaxBody, MaxWaitSeconds: int(s.auth.MaxWait / time.Second),
-		MaxPageSize: maxPageSize, MaxEventDataBytes: maxEventData}
+		MaxPageSize: maxPageSize, MaxEventDataBytes: maxEventData,
+		MaxOpenSessions: s.auth.Limits.OpenSessions, MaxSessionEvents: s.auth.Limits.Events}
 }
 
 func (s *Server) handleAgentMe() http.HandlerFunc {

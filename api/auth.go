@@ -54,6 +54,23 @@ type Authenticated struct {
 	// quota_exceeded, so minting keys buys no more of what callers share.
 	MaxKeysPerUser   int
 	MaxAgentsPerUser int
+	// Limits cap an agent's open sessions and a session's events (zero fields: no
+	// cap); past them a write is quota_exceeded.
+	Limits session.Limits
+	// SessionRetention is how long a closed session is kept before it is deleted
+	// (0: for good). A client id (clientSessionId, clientEventId, clientRequestId)
+	// is remembered as long, at least IdempotencyTTL; past that a retry is still
+	// recognised by the session's own records, but answered afresh.
+	SessionRetention time.Duration
+}
+
+// clientIDTTL is how long a client id's answer is remembered: 0 (for good) while
+// sessions are kept for good.
+func (a Authenticated) clientIDTTL() time.Duration {
+	if a.SessionRetention <= 0 {
+		return 0
+	}
+	return max(a.SessionRetention, a.IdempotencyTTL)
 }
 
 // Option adds to what NewServer wires.

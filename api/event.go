@@ -50,9 +50,9 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 			data = json.RawMessage(`{}`)
 		}
 		route := "POST /sessions/" + id + "/events"
-		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, 0, func(w http.ResponseWriter) {
+		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
 			ev, err := s.auth.Sessions.AppendEvent(r.Context(), principal(r), id, session.Append{
-				Type: req.Type, Actor: session.ActorAgent, ClientEventID: &req.ClientEventID, Data: data})
+				Type: req.Type, Actor: session.ActorAgent, ClientEventID: &req.ClientEventID, Data: data}, s.auth.Limits.Events)
 			if err != nil {
 				s.error(w, r, err)
 				return

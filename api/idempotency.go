@@ -17,6 +17,8 @@ type recorded struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	// code is the problem's code when the response is one.
+	code string
 }
 
 func (rec *recorded) Header() http.Header { return rec.header }
@@ -33,7 +35,8 @@ func (rec *recorded) WriteHeader(status int) {
 }
 
 // once answers a request at most once per (key, route, idempotency key): the first
-// time it runs serve and keeps its response (unless it failed with a 5xx); a retry
+// time it runs serve and keeps its response (unless it failed with a 5xx, or was
+// refused for a reason that may pass: a rate limit or a quota); a retry
 // with the same body replays that response byte for byte with Idempotent-Replayed,
 // as 200 if it was a 201; a retry with another body gets 409. ttl 0 remembers the
 // key for good.
@@ -69,7 +72,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string,
 		rec.status = http.StatusOK
 	}
 	ctx := context.WithoutCancel(r.Context())
-	if rec.status >= 500 {
+	if rec.status >= 500 || rec.code == problem.RateLimited || rec.code == problem.QuotaExceeded {
 		if err := s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key); err != nil {
 			s.log.Error("release idempotency key", "err", err)
 		}

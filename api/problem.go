@@ -48,6 +48,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id str
 		Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
 		Detail: p.Detail, Instance: r.URL.EscapedPath(), Parameter: p.Parameter, RequestID: id,
 	})
+	if rec, ok := w.(*recorded); ok {
+		rec.code = p.Code // so that once knows a refusal that may pass
+	}
 	h := w.Header()
 	h.Set("X-Request-Id", id)
 	h.Set("Content-Type", "application/problem+json")

@@ -59,8 +59,8 @@ func (s *Server) handleCreateRequest() http.HandlerFunc {
 			return
 		}
 		route := "POST /sessions/" + id + "/requests"
-		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, 0, func(w http.ResponseWriter) {
-			out, err := s.auth.Requests.CreateRequest(r.Context(), principal(r), id, req.New)
+		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+			out, err := s.auth.Requests.CreateRequest(r.Context(), principal(r), id, req.New, s.auth.Limits.Events)
 			if err != nil {
 				s.error(w, r, err)
 				return

@@ -86,10 +86,10 @@ func (s *Server) handleCreateSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, 0, func(w http.ResponseWriter) {
+		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
 			sess, err := s.auth.Sessions.CreateSession(r.Context(), principal(r), session.New{
 				Type: req.Type, Description: req.Description, MerchantName: req.MerchantName,
-				TargetURL: req.TargetURL, ClientSessionID: req.ClientSessionID})
+				TargetURL: req.TargetURL, ClientSessionID: req.ClientSessionID}, s.auth.Limits.OpenSessions)
 			if err != nil {
 				s.error(w, r, err)
 				return

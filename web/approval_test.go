@@ -106,14 +106,14 @@ func (e *appEnv) agent(user auth.Principal, name string) (auth.Principal, string
 func (e *appEnv) raise(agent auth.Principal, n request.New) request.Request {
 	e.t.Helper()
 	ctx := context.Background()
-	s, err := e.store.CreateSession(ctx, agent, session.New{Type: "checkout", Description: "Buy a rain forecast", ClientSessionID: n.ClientRequestID})
+	s, err := e.store.CreateSession(ctx, agent, session.New{Type: "checkout", Description: "Buy a rain forecast", ClientSessionID: n.ClientRequestID}, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if err := n.Validate(); err != nil {
 		e.t.Fatal(err)
 	}
-	r, err := e.store.CreateRequest(ctx, agent, s.ID, n)
+	r, err := e.store.CreateRequest(ctx, agent, s.ID, n, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

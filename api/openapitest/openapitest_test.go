@@ -788,7 +788,7 @@ func TestSchemas(t *testing.T) {
 const (
 	uuid1       = "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
 	uuid2       = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
-	limitsBody  = `{"maxBodyBytes": 1048576, "maxWaitSeconds": 30, "maxPageSize": 200, "maxEventDataBytes": 16384}`
+	limitsBody  = `{"maxBodyBytes": 1048576, "maxWaitSeconds": 30, "maxPageSize": 200, "maxEventDataBytes": 16384, "maxOpenSessions": 100, "maxSessionEvents": 10000}`
 	agentBody   = `{"id": "` + uuid1 + `", "userId": "` + uuid2 + `", "name": "scout", "status": "active", "createdAt": "2026-11-21T10:00:00Z"}`
 	keyBody     = `{"kid": "0123456789abcdef", "scope": "agent", "userId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "prefix": "sk_agent_0123456789abcdef", "createdAt": "2026-11-21T10:00:00Z", "lastUsedAt": null, "revokedAt": null}`
 	sessionBody = `{"id": "` + uuid1 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "type": "checkout", "description": "buy a map", "merchantName": null, "targetUrl": null, "status": "open", "summary": null, "stopReason": null, "lastEventSeq": 1, "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:00:00Z", "closedAt": null}`

@@ -17,6 +17,7 @@ import (
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -101,6 +102,34 @@ func loadCaps(getenv func(string) string) (keys, agents int, err error) {
 	return keys, agents, nil
 }
 
+// loadSessionLimits reads MAX_OPEN_SESSIONS_PER_AGENT (100), MAX_EVENTS_PER_SESSION
+// (10000) and SESSION_RETENTION (90 days; 0 keeps closed sessions for good), so that
+// what agents leave behind does not grow without bound.
+func loadSessionLimits(getenv func(string) string) (session.Limits, time.Duration, error) {
+	l := session.Limits{OpenSessions: 100, Events: 10000}
+	for _, c := range []struct {
+		name string
+		dst  *int
+	}{{"MAX_OPEN_SESSIONS_PER_AGENT", &l.OpenSessions}, {"MAX_EVENTS_PER_SESSION", &l.Events}} {
+		if v := getenv(c.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return l, 0, fmt.Errorf("%s %q: want a whole number of at least 1", c.name, v)
+			}
+			*c.dst = n
+		}
+	}
+	keep := 90 * 24 * time.Hour
+	if v := getenv("SESSION_RETENTION"); v != "" {
+		d, err := parseDays(v)
+		if err != nil || (d != 0 && d < session.MinRetention) {
+			return l, 0, fmt.Errorf("SESSION_RETENTION %q: want 0 (keep for good) or a duration of at least 24h, such as 2160h or 90d", v)
+		}
+		keep = d
+	}
+	return l, keep, nil
+}
+
 // withAuthenticated starts the event listener and the expiry of requests, and
 // returns the option serving the authenticated API. Without a pepper the API fails
 // closed: it refuses every key.
@@ -113,10 +142,12 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go listener.Run(ctx)
 	go request.Expirer{Store: store, Every: requestExpiryEvery, Log: log}.Run(ctx)
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
+	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
 		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
 		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
+		Limits: cfg.SessionLimits, SessionRetention: cfg.SessionRetention,
 	}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
@@ -131,6 +162,9 @@ const requestExpiryEvery = 5 * time.Second
 // idempotencySweepEvery is how often expired idempotency records are deleted; any
 // replica may, each deletion is one statement.
 const idempotencySweepEvery = time.Minute
+
+// retentionSweepEvery is how often closed sessions past SESSION_RETENTION are deleted.
+const retentionSweepEvery = time.Hour
 
 // issueKey is the key command: it creates the user (and the agent) if missing and
 // prints a new key, the only time its secret is shown.

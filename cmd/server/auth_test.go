@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/postgres"
@@ -135,6 +136,29 @@ func TestLoopbackHTTPIsExplicit(t *testing.T) {
 	for _, v := range []string{"1", "yes", "TRUE", "loopback"} {
 		if _, err := loadLoopbackHTTP(func(string) string { return v }); err == nil {
 			t.Errorf("%q accepted", v)
+		}
+	}
+}
+
+func TestSessionLimitsAreReadFromTheEnvironment(t *testing.T) {
+	l, keep, err := loadSessionLimits(func(string) string { return "" })
+	if err != nil || l.OpenSessions != 100 || l.Events != 10000 || keep != 90*24*time.Hour {
+		t.Fatalf("defaults: %+v %s %v", l, keep, err)
+	}
+	env := map[string]string{"MAX_OPEN_SESSIONS_PER_AGENT": "3", "MAX_EVENTS_PER_SESSION": "50", "SESSION_RETENTION": "30d"}
+	l, keep, err = loadSessionLimits(func(k string) string { return env[k] })
+	if err != nil || l.OpenSessions != 3 || l.Events != 50 || keep != 30*24*time.Hour {
+		t.Fatalf("set: %+v %s %v", l, keep, err)
+	}
+	if _, keep, err := loadSessionLimits(func(k string) string { return map[string]string{"SESSION_RETENTION": "0"}[k] }); err != nil || keep != 0 {
+		t.Errorf("0: %s %v", keep, err)
+	}
+	for _, bad := range []map[string]string{
+		{"MAX_OPEN_SESSIONS_PER_AGENT": "0"}, {"MAX_EVENTS_PER_SESSION": "many"},
+		{"SESSION_RETENTION": "1h"}, {"SESSION_RETENTION": "-5d"}, {"SESSION_RETENTION": "soon"},
+	} {
+		if _, _, err := loadSessionLimits(func(k string) string { return bad[k] }); err == nil {
+			t.Errorf("%v accepted", bad)
 		}
 	}
 }

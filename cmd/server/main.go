@@ -21,6 +21,7 @@ import (
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -66,8 +67,12 @@ type Config struct {
 	// LoopbackHTTP lets the approval pages' cookies go without Secure to loopback
 	// clients on plain HTTP, for development (serve only).
 	LoopbackHTTP bool
-	// MaxKeysPerUser and MaxAgentsPerUser cap what one user holds (serve only).
+	// MaxKeysPerUser and MaxAgentsPerUser cap what one user holds, SessionLimits what
+	// one agent holds open, SessionRetention how long closed sessions are kept
+	// (serve only).
 	MaxKeysPerUser, MaxAgentsPerUser int
+	SessionLimits                    session.Limits
+	SessionRetention                 time.Duration
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
 	// the catalog is checked for changes.
 	SiteDir       string
@@ -164,6 +169,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if cfg.MaxKeysPerUser, cfg.MaxAgentsPerUser, err = loadCaps(getenv); err != nil {
+			return err
+		}
+		if cfg.SessionLimits, cfg.SessionRetention, err = loadSessionLimits(getenv); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, log, store, stdout)

@@ -144,9 +144,21 @@ func parseExpiry(v string, now time.Time) (time.Time, error) {
 			return now.AddDate(0, 0, n), nil
 		}
 	}
-	d, err := time.ParseDuration(v)
+	d, err := parseDays(v)
 	if err != nil || d <= 0 {
 		return time.Time{}, fmt.Errorf("expires %q: want a duration such as 72h or 7d, or an RFC 3339 time", v)
 	}
 	return now.Add(d), nil
+}
+
+// parseDays reads a duration in Go syntax, or whole days as "90d" (of 24 hours).
+func parseDays(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("%q is not a number of days", v)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
 }

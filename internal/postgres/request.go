@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,8 +65,10 @@ func refusal(err error) bool {
 
 // CreateRequest raises a request in session sessionID for the agent p acts as,
 // waiting for its user, with the event of that first transition.
-// session.ErrClientIDTaken if the session already has n.ClientRequestID.
-func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n request.New) (request.Request, error) {
+// session.ErrClientIDTaken if the session already has n.ClientRequestID;
+// session.ErrTooManyEvents if it holds maxEvents events (0: no cap) and this is not
+// a retry.
+func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n request.New, maxEvents int) (request.Request, error) {
 	var out request.Request
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		sess, err := lockSession(ctx, tx, p, sessionID)
@@ -74,6 +77,10 @@ func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID s
 		}
 		if sess.Status != session.StatusOpen {
 			return session.ErrClosed
+		}
+		if full, err := eventsFull(ctx, tx, sess, maxEvents, `SELECT EXISTS (SELECT 1 FROM requests
+			WHERE session_id = $1 AND client_request_id = $2)`, &n.ClientRequestID); err != nil || full {
+			return cmp.Or[error](err, session.ErrTooManyEvents)
 		}
 		ctxJSON, _ := json.Marshal(n.Context)
 		fields, _ := json.Marshal(nonNil(n.Fields))

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +17,10 @@ import (
 	"github.com/waystation/waystation/internal/session"
 )
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store  = (*Store)(nil)
+	_ session.Purger = (*Store)(nil)
+)
 
 // EventChannel is the NOTIFY channel on which every appended event is announced, with
 // the payload "<session id>:<seq>".
@@ -45,10 +50,29 @@ func visible(p auth.Principal, arg int) (string, any) {
 }
 
 // CreateSession opens a session for the agent p acts as, with its first event.
-// ErrClientIDTaken if the agent already used n.ClientSessionID.
-func (s *Store) CreateSession(ctx context.Context, p auth.Principal, n session.New) (session.Session, error) {
+// ErrClientIDTaken if the agent already used n.ClientSessionID; ErrTooManyOpen if
+// the agent has maxOpen sessions open (0: no cap) and this is not a retry.
+func (s *Store) CreateSession(ctx context.Context, p auth.Principal, n session.New, maxOpen int) (session.Session, error) {
 	var out session.Session
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if maxOpen > 0 {
+			// The agent's row lock orders its creations, so the count holds until
+			// commit; it does not block writes that merely reference the agent.
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR NO KEY UPDATE`, p.AgentID); err != nil {
+				return err
+			}
+			var open int
+			var retry bool
+			if err := tx.QueryRow(ctx, `
+				SELECT (SELECT count(*) FROM sessions WHERE agent_id = $1 AND status = 'open'),
+				       EXISTS (SELECT 1 FROM sessions WHERE agent_id = $1 AND client_session_id = $2)`,
+				p.AgentID, n.ClientSessionID).Scan(&open, &retry); err != nil {
+				return err
+			}
+			if open >= maxOpen && !retry {
+				return session.ErrTooManyOpen
+			}
+		}
 		var id string
 		err := tx.QueryRow(ctx, `
 			INSERT INTO sessions (user_id, agent_id, type, description, merchant_name, target_url, client_session_id)
@@ -77,7 +101,7 @@ func (s *Store) CreateSession(ctx context.Context, p auth.Principal, n session.N
 		out, err = scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`, id))
 		return err
 	})
-	if err != nil && !errors.Is(err, session.ErrClientIDTaken) {
+	if err != nil && !errors.Is(err, session.ErrClientIDTaken) && !errors.Is(err, session.ErrTooManyOpen) {
 		return out, fail("create session", err)
 	}
 	return out, err
@@ -205,8 +229,9 @@ func (s *Store) StopSession(ctx context.Context, p auth.Principal, id, reason st
 	return out, err
 }
 
-// AppendEvent adds an event to session id, which p must see and which must be open.
-func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a session.Append) (session.Event, error) {
+// AppendEvent adds an event to session id, which p must see and which must be open;
+// ErrTooManyEvents if it holds maxEvents already (0: no cap) and this is not a retry.
+func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a session.Append, maxEvents int) (session.Event, error) {
 	var ev session.Event
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		cur, err := lockSession(ctx, tx, p, id)
@@ -215,6 +240,10 @@ func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a 
 		}
 		if cur.Status != session.StatusOpen {
 			return session.ErrClosed
+		}
+		if full, err := eventsFull(ctx, tx, cur, maxEvents, `SELECT EXISTS (SELECT 1 FROM session_events
+			WHERE session_id = $1 AND client_event_id = $2)`, a.ClientEventID); err != nil || full {
+			return cmp.Or[error](err, session.ErrTooManyEvents)
 		}
 		ev, err = appendEvent(ctx, tx, id, a)
 		return err
@@ -241,6 +270,65 @@ func (s *Store) AppendEvent(ctx context.Context, p auth.Principal, id string, a 
 	}
 	err = fail("append event", err)
 	return ev, err
+}
+
+// eventsFull tells whether the agent's write to sess is refused by its cap of
+// maxEvents events (0: no cap): the session holds that many and the write is not a
+// retry of one under the client id retry finds (it is called with sess's id and
+// clientID).
+func eventsFull(ctx context.Context, tx pgx.Tx, sess session.Session, maxEvents int, retry string, clientID *string) (bool, error) {
+	if maxEvents <= 0 || sess.LastEventSeq < int64(maxEvents) {
+		return false, nil
+	}
+	if clientID == nil {
+		return true, nil
+	}
+	var seen bool
+	if err := tx.QueryRow(ctx, retry, sess.ID, *clientID).Scan(&seen); err != nil {
+		return false, err
+	}
+	return !seen, nil
+}
+
+// DeleteClosedSessions deletes up to limit sessions closed longer ago than keep,
+// oldest first, with their sealed values, artifacts, requests and events, and says
+// how many it deleted. The event log's trigger lets the events go only because the
+// transaction declares the same retention, and only for sessions closed that long.
+func (s *Store) DeleteClosedSessions(ctx context.Context, keep time.Duration, limit int) (int, error) {
+	if keep < session.MinRetention {
+		return 0, fmt.Errorf("retention %s is under the least of %s", keep, session.MinRetention)
+	}
+	secs := int64(keep / time.Second)
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('waystation.session_retention', $1, true)`, strconv.FormatInt(secs, 10)+" seconds"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT id FROM sessions WHERE closed_at < now() - make_interval(secs => $1)
+			ORDER BY closed_at LIMIT $2 FOR UPDATE SKIP LOCKED`, secs, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		for _, q := range []string{
+			`DELETE FROM session_values WHERE session_id = ANY($1)`,
+			`DELETE FROM request_artifacts WHERE session_id = ANY($1)`,
+			`DELETE FROM requests WHERE session_id = ANY($1)`,
+			`DELETE FROM session_events WHERE session_id = ANY($1)`,
+			`DELETE FROM sessions WHERE id = ANY($1)`,
+		} {
+			if _, err := tx.Exec(ctx, q, ids); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, fail("delete closed sessions", err)
 }
 
 // appendEvent takes the session's next seq and writes the event in tx, and announces

@@ -39,11 +39,11 @@ func TestSessionsAreVisibleToTheirAgentAndUserOnly(t *testing.T) {
 	ada, scout, runner := principals(t, s, "ada")
 	bob, bobAgent, _ := principals(t, s, "bob")
 
-	sess, err := s.CreateSession(ctx, scout, session.New{Type: "checkout", Description: "d", ClientSessionID: "c1"})
+	sess, err := s.CreateSession(ctx, scout, session.New{Type: "checkout", Description: "d", ClientSessionID: "c1"}, 0)
 	if err != nil || sess.Status != session.StatusOpen || sess.LastEventSeq != 1 {
 		t.Fatalf("create: %+v %v", sess, err)
 	}
-	if _, err := s.CreateSession(ctx, scout, session.New{Type: "checkout", Description: "other", ClientSessionID: "c1"}); !errors.Is(err, session.ErrClientIDTaken) {
+	if _, err := s.CreateSession(ctx, scout, session.New{Type: "checkout", Description: "other", ClientSessionID: "c1"}, 0); !errors.Is(err, session.ErrClientIDTaken) {
 		t.Errorf("reused client id: %v", err)
 	}
 	for _, p := range []auth.Principal{ada, scout} {
@@ -55,7 +55,7 @@ func TestSessionsAreVisibleToTheirAgentAndUserOnly(t *testing.T) {
 		if _, err := s.Session(ctx, p, sess.ID); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("%+v sees another's session: %v", p, err)
 		}
-		if _, err := s.AppendEvent(ctx, p, sess.ID, session.Append{Type: "runtime.x", Actor: session.ActorAgent}); !errors.Is(err, session.ErrNotFound) {
+		if _, err := s.AppendEvent(ctx, p, sess.ID, session.Append{Type: "runtime.x", Actor: session.ActorAgent}, 0); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("%+v appends to another's session: %v", p, err)
 		}
 		if _, _, err := s.Events(ctx, p, sess.ID, 0, 10); !errors.Is(err, session.ErrNotFound) {
@@ -71,7 +71,7 @@ func TestCompletionIsFinalAndRepeatable(t *testing.T) {
 	s := pgtest.New(t)
 	ctx := context.Background()
 	ada, scout, _ := principals(t, s, "ada")
-	sess, _ := s.CreateSession(ctx, scout, session.New{Type: "checkout", Description: "d", ClientSessionID: "c1"})
+	sess, _ := s.CreateSession(ctx, scout, session.New{Type: "checkout", Description: "d", ClientSessionID: "c1"}, 0)
 	c := session.Completion{ClientCompletionID: "k1", Status: session.StatusCompleted, Summary: "ok"}
 	done, dup, err := s.CompleteSession(ctx, scout, sess.ID, c)
 	if err != nil || dup || done.Status != session.StatusCompleted || done.LastEventSeq != 2 || done.ClosedAt == nil {
@@ -91,7 +91,7 @@ func TestCompletionIsFinalAndRepeatable(t *testing.T) {
 	if _, err := s.StopSession(ctx, ada, sess.ID, "user_request"); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("stop after completion: %v", err)
 	}
-	if _, err := s.AppendEvent(ctx, scout, sess.ID, session.Append{Type: "runtime.x", Actor: session.ActorAgent, Data: json.RawMessage(`{}`)}); !errors.Is(err, session.ErrClosed) {
+	if _, err := s.AppendEvent(ctx, scout, sess.ID, session.Append{Type: "runtime.x", Actor: session.ActorAgent, Data: json.RawMessage(`{}`)}, 0); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("append after completion: %v", err)
 	}
 }

@@ -14,7 +14,9 @@ import (
 // transaction; requests p may not see are ErrNotFound. A sessionID of "" finds a
 // request in any of p's sessions.
 type Store interface {
-	CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n New) (Request, error)
+	// CreateRequest raises a request, refusing it with session.ErrTooManyEvents
+	// when the session holds maxEvents events already (0: no cap).
+	CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n New, maxEvents int) (Request, error)
 	Request(ctx context.Context, p auth.Principal, sessionID, id string) (Request, error)
 	Requests(ctx context.Context, p auth.Principal, sessionID string, after *session.Cursor, limit int) ([]Request, *session.Cursor, error)
 	WaitingRequests(ctx context.Context, userID string, limit int) ([]Request, error)

@@ -41,7 +41,21 @@ var (
 	ErrClosed = problem.New(problem.SessionClosed, "The session is closed.")
 	// ErrClientIDTaken is a client id already used with another request.
 	ErrClientIDTaken = problem.New(problem.IdempotencyConflict, "This client id was already used with another body.")
+	// ErrTooManyOpen is a new session past the agent's cap of open sessions.
+	ErrTooManyOpen = problem.New(problem.QuotaExceeded, "This agent has as many open sessions as one agent may; complete or stop one to open another.")
+	// ErrTooManyEvents is an agent's write past the session's cap of events.
+	ErrTooManyEvents = problem.New(problem.QuotaExceeded, "This session holds as many events as one session may; complete it and open another.")
 )
+
+// Limits bound what one agent keeps open; zero fields set no bound.
+type Limits struct {
+	// OpenSessions is the most sessions one agent may have open at once.
+	OpenSessions int
+	// Events is the most events one session may hold before the agent's own writes
+	// (its events and new requests) are refused; what the service appends itself,
+	// such as a request's transitions or the session's completion, always goes in.
+	Events int
+}
 
 // Session is one workflow of one agent.
 type Session struct {
@@ -119,12 +133,16 @@ type Stats struct {
 // an agent its own sessions, a user those of all its agents; anything else is
 // ErrNotFound.
 type Store interface {
-	CreateSession(ctx context.Context, p auth.Principal, n New) (Session, error)
+	// CreateSession opens a session, refusing it with ErrTooManyOpen when the agent
+	// has maxOpen open already (0: no cap); a retry of one created is never refused.
+	CreateSession(ctx context.Context, p auth.Principal, n New, maxOpen int) (Session, error)
 	Session(ctx context.Context, p auth.Principal, id string) (Session, error)
 	Sessions(ctx context.Context, p auth.Principal, after *Cursor, limit int) ([]Session, *Cursor, error)
 	CompleteSession(ctx context.Context, p auth.Principal, id string, c Completion) (Session, bool, error)
 	StopSession(ctx context.Context, p auth.Principal, id, reason string) (Session, error)
-	AppendEvent(ctx context.Context, p auth.Principal, id string, a Append) (Event, error)
+	// AppendEvent appends an agent's event, refusing it with ErrTooManyEvents when
+	// the session holds maxEvents already (0: no cap); a retry is never refused.
+	AppendEvent(ctx context.Context, p auth.Principal, id string, a Append, maxEvents int) (Event, error)
 	Events(ctx context.Context, p auth.Principal, id string, after int64, limit int) ([]Event, Session, error)
 	AgentStats(ctx context.Context, agentID string) (Stats, error)
 }
