@@ -18,7 +18,9 @@ func TestOpenSessionsAndSessionEventsAreCappedPerAgent(t *testing.T) {
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 
-	var me struct{ Limits struct{ MaxOpenSessions, MaxSessionEvents int } }
+	var me struct {
+		Limits struct{ MaxOpenSessions, MaxSessionEvents int }
+	}
 	e.call("GET", "/agent/me", agentKey, "").want(t, 200).into(t, &me)
 	if me.Limits.MaxOpenSessions != 2 || me.Limits.MaxSessionEvents != 4 {
 		t.Errorf("limits %+v", me.Limits)
