@@ -103,33 +103,37 @@ const (
 	servicesPath   = DirectoryPath + "/services"
 	methodPrefix   = servicesPath + "/"
 	merchantPrefix = DirectoryPath + "/merchants/"
+	// methodRoute and merchantRoute are the router's patterns of those routes, which
+	// name them in the metrics.
+	methodRoute   = servicesPath + "/{slug}"
+	merchantRoute = DirectoryPath + "/merchants/{hostname}"
 )
 
 // snapshotResource returns the stored answer to a GET or HEAD without a query of the
 // unfiltered list, an enabled method or a merchant, the same the router's handlers
-// find; nil for anything else, which the router answers (a miss, an invalid hostname,
+// find, and the route's pattern; nil for anything else, which the router answers (a miss, an invalid hostname,
 // another method, a query, an escaped path the router matches on its raw form).
-func (s *Server) snapshotResource(r *http.Request) *resource.Resource {
+func (s *Server) snapshotResource(r *http.Request) (res *resource.Resource, route string) {
 	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.URL.RawQuery != "" || r.URL.RawPath != "" {
-		return nil
+		return nil, ""
 	}
 	p := r.URL.Path
 	if p == servicesPath {
-		return s.snapshots.Current().List()
+		return s.snapshots.Current().List(), servicesPath
 	}
 	if slug, ok := strings.CutPrefix(p, methodPrefix); ok && slug != "" && !strings.Contains(slug, "/") {
 		res, _ := s.snapshots.Current().Method(slug)
-		return res
+		return res, methodRoute
 	}
 	if raw, ok := strings.CutPrefix(p, merchantPrefix); ok && raw != "" && !strings.Contains(raw, "/") {
 		host, err := catalog.HostnameFromPath(raw)
 		if err != nil {
-			return nil
+			return nil, ""
 		}
 		res, _ := s.snapshots.Current().Merchant(host)
-		return res
+		return res, merchantRoute
 	}
-	return nil
+	return nil, ""
 }
 
 // noParameters refuses any query parameter on a route that takes none; `verified`

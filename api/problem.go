@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // problemBody is a problem as RFC 9457 problem+json. Code is stable: clients branch
@@ -28,20 +29,27 @@ type problemBody struct {
 // caused by a failure underneath (a database that cannot be reached) is logged too.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id string, err error) {
 	p, ok := problem.As(err)
+	ctx := r.Context()
+	// The log lines of a request carry its ids through the context (telemetry's
+	// logger adds them); served without it, the id is named here.
+	where := []any{"method", r.Method, "path", r.URL.Path}
+	if telemetry.From(ctx) == nil {
+		where = append(where, "request_id", id)
+	}
 	switch {
-	case r.Context().Err() != nil && (!ok || problem.Status(p.Code) >= 500):
+	case ctx.Err() != nil && (!ok || problem.Status(p.Code) >= 500):
 		// The client left: nothing failed here, and nobody reads the answer.
-		log.Debug("request ended by the client", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", id)
+		log.DebugContext(ctx, "request ended by the client", append(where, "err", err)...)
 		p = problem.New(problem.Internal, "")
 	case !ok:
-		log.Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", id)
+		log.ErrorContext(ctx, "internal error", append(where, "err", err)...)
 		p = problem.New(problem.Internal, "")
 	case p.Err != nil && problem.Status(p.Code) >= 500:
-		log.Warn(p.Code, "err", p.Err, "method", r.Method, "path", r.URL.Path, "request_id", id)
+		log.WarnContext(ctx, p.Code, append(where, "err", p.Err)...)
 	}
 	kind, known := problem.Lookup(p.Code)
 	if !known {
-		log.Error("unknown problem code", "code", p.Code, "request_id", id)
+		log.ErrorContext(ctx, "unknown problem code", append(where, "code", p.Code)...)
 		p, kind = problem.New(problem.Internal, ""), mustKind(problem.Internal)
 	}
 	body, _ := json.Marshal(problemBody{

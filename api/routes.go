@@ -8,12 +8,13 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // routes is the whole HTTP surface of the API.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.recoverer)
+	r.Use(telemetry.ChiRoute, s.recoverer)
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
 

@@ -5,14 +5,10 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-chi/chi/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -20,6 +16,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // Version is the API contract's version.
@@ -57,9 +54,6 @@ type Server struct {
 	waits     *waits // event streams and long polls open per key
 	search    *search.Service
 
-	idPrefix string
-	idSeq    atomic.Uint64
-
 	// draining is closed by Drain: long polls and event streams end early.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -71,9 +65,7 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 		cfg.ListCacheEntries = 2048
 	}
 	lists, _ := lru.New[string, *resource.Resource](cfg.ListCacheEntries)
-	var b [4]byte
-	rand.Read(b[:])
-	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, idPrefix: hex.EncodeToString(b[:]) + "-", draining: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, draining: make(chan struct{})}
 	WithAuthenticated(Authenticated{})(s)
 	for _, o := range opts {
 		o(s)
@@ -89,8 +81,9 @@ func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opt
 // router's byte for byte; everything else, misses and errors included, goes to the
 // router.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if res := s.snapshotResource(r); res != nil {
+	if res, route := s.snapshotResource(r); res != nil {
 		defer s.recoverPanic(w, r) // as the router's recoverer would
+		telemetry.SetRoute(r.Context(), route)
 		publicHeaders(w.Header())
 		resource.Serve(w, r, res, http.StatusOK)
 		return
@@ -104,11 +97,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // another replica. Every other request runs to its end.
 func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
-// requestID names a request in a problem body, its X-Request-Id header and the log
-// line of an internal error, so that one can be found from the other. Only requests
-// that fail are named: the directory's hot path stays free of the work.
-func (s *Server) requestID() string {
-	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 36)
+// requestID names a request in a problem body and the log line of an internal
+// error: the id the telemetry middleware gave it (and put in X-Request-Id), or,
+// served without it, a random one.
+func requestID(r *http.Request) string {
+	if id := telemetry.RequestID(r.Context()); id != "" {
+		return id
+	}
+	return telemetry.NewID()
 }
 
 // recoverer turns a panic into a logged 500 problem instead of a dropped connection.
@@ -131,5 +127,5 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	writeError(w, r, s.log, s.requestID(), err)
+	writeError(w, r, s.log, requestID(r), err)
 }

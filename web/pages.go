@@ -271,11 +271,11 @@ func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
 	if problem.CodeOf(err) == problem.DatabaseUnavailable {
-		s.log.Warn("page: database unavailable", "err", err, "path", r.URL.Path)
+		s.log.WarnContext(r.Context(), "page: database unavailable", "err", err, "path", r.URL.Path)
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The service cannot reach its database just now; try again in a minute.", http.StatusServiceUnavailable)
 		return
 	}
-	s.log.Error("page failed", "err", err, "path", r.URL.Path)
+	s.log.ErrorContext(r.Context(), "page failed", "err", err, "path", r.URL.Path)
 	http.Error(w, "Internal error.", http.StatusInternalServerError)
 }

@@ -5,12 +5,14 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // routes is the whole surface of the human pages.
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(appHeaders, withoutTrailingSlash)
+	r.Use(telemetry.ChiRoute, appHeaders, withoutTrailingSlash)
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
 

@@ -22,6 +22,7 @@ import (
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/telemetry"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -83,6 +84,8 @@ type Config struct {
 	Search SearchConfig
 	// Bazaar is where import syncs the catalog from (see bazaar.go).
 	Bazaar BazaarConfig
+	// Telemetry is how the server reports on itself (see telemetry.go).
+	Telemetry TelemetryConfig
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -128,6 +131,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.Bazaar, err = loadBazaarConfig(getenv); err != nil {
 		return c, err
 	}
+	if c.Telemetry, err = loadTelemetryConfig(getenv); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -146,7 +152,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log, err := telemetry.NewLogger(stderr, cfg.Telemetry.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
 
 	store, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -226,15 +235,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	if err != nil {
 		return err
 	}
+	metrics := telemetry.NewMetrics()
 	if cfg.Probe.Interval > 0 {
 		// New probes reach the directory through the snapshot generator's watch.
-		go probeRounds(cfg.Probe, log, store).Run(ctx)
+		go probeRounds(cfg.Probe, log, probeCounter{store, metrics}).Run(ctx)
 	}
 	searcher := &search.Service{
 		Limiter: search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
 		Keys:    store, Pepper: cfg.AuthPepper, TrustedProxies: cfg.Search.TrustedProxies, Log: log,
 	}
-	if searcher.Engine, err = startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store); err != nil {
+	if searcher.Engine, err = startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store, metrics); err != nil {
 		if store.Ping(ctx) == nil {
 			return err
 		}
@@ -242,10 +252,19 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		log.Warn("database unavailable; serving without search", "err", err)
 	}
 
+	if err := registerMetrics(metrics, snapshots, searcher, cfg.Search, store); err != nil {
+		return err
+	}
+	observed := telemetry.HTTP{Metrics: metrics}
+	if cfg.Telemetry.AccessLog {
+		observed.AccessLog = log
+	}
+
 	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store), api.WithSearch(searcher))
 	srv := &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           newHandler(apiServer, log, snapshots, searcher, withApprovals(cfg, store)),
+		Addr: cfg.Addr,
+		Handler: observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
+			log, snapshots, searcher, withApprovals(cfg, store))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -153,7 +153,7 @@ func registerModels(ctx context.Context, cfg SearchConfig, store search.ModelSto
 // startSearch registers the models, embeds what is missing and keeps the vectors in
 // step with the catalog every interval. Search answers with the builtin model alone
 // when no provider is configured.
-func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log *slog.Logger, store *postgres.Store) (*search.Engine, error) {
+func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log *slog.Logger, store *postgres.Store, observer search.Observer) (*search.Engine, error) {
 	primary, fallback, err := registerModels(ctx, cfg, store)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log
 		syncer.Once(ctx)
 		syncer.Run(ctx)
 	}()
-	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance, CallerShare: cfg.CallerShare}, store, primary, fallback)
+	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance, CallerShare: cfg.CallerShare, Observer: observer}, store, primary, fallback)
 }
 
 // embedCatalog embeds the methods an import changed, under every configured model.

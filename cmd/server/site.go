@@ -66,19 +66,26 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 	return holder, nil
 }
 
-// newHandler serves the API's paths with the API and everything else with the human
-// pages, whose search goes through the same search service as the API's; opts add
-// the approval pages.
-func newHandler(apiHandler http.Handler, log *slog.Logger, snapshots web.Snapshots, search web.Searcher, opts ...web.Option) http.Handler {
+// newHandler serves the API's paths with the API, /metrics with metrics and
+// everything else with the human pages, whose search goes through the same search
+// service as the API's; opts add the approval pages.
+func newHandler(apiHandler, metrics http.Handler, log *slog.Logger, snapshots web.Snapshots, search web.Searcher, opts ...web.Option) http.Handler {
 	pages := web.NewServer(log, snapshots, views, search, opts...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/") {
+		switch p := r.URL.Path; {
+		case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):
 			apiHandler.ServeHTTP(w, r)
-			return
+		case p == metricsPath:
+			metrics.ServeHTTP(w, r)
+		default:
+			pages.ServeHTTP(w, r)
 		}
-		pages.ServeHTTP(w, r)
 	})
 }
+
+// metricsPath is where Prometheus scrapes, outside the API's base path so that a CDN
+// in front of the API never caches or exposes it by the API's rules.
+const metricsPath = "/metrics"
 
 // views builds the human pages, live and published alike, linking the API's JSON.
 var views = web.Views{DirectoryAPI: api.DirectoryPath}

@@ -51,7 +51,7 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 }
 
 // probeRounds runs the prober over the store's catalog.
-func probeRounds(cfg ProbeConfig, log *slog.Logger, store *postgres.Store) *trust.Rounds {
+func probeRounds(cfg ProbeConfig, log *slog.Logger, store trust.ProbeStore) *trust.Rounds {
 	prober := trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout}, log)
 	return &trust.Rounds{Store: store, Prober: prober, Interval: cfg.Interval, Log: log}
 }

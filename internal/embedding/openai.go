@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // ClientConfig configures an OpenAI-compatible embeddings provider.
@@ -80,6 +82,10 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	req.Header.Set("Content-Type", "application/json")
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	// A query's embedding joins the trace of the search that asked for it.
+	if tp := telemetry.Traceparent(ctx); tp != "" {
+		req.Header.Set("Traceparent", tp)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

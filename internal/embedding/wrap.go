@@ -66,6 +66,9 @@ func (b *Breaker) Embed(ctx context.Context, texts []string) ([][]float32, error
 // Open reports whether the breaker refuses calls now.
 func (b *Breaker) Open() bool { return b.cb.State() == gobreaker.StateOpen }
 
+// State is the breaker's state: "closed", "half-open" or "open".
+func (b *Breaker) State() string { return b.cb.State().String() }
+
 // Cache is an Embedder that remembers the vectors of recent texts, keyed by model and
 // normalised text, so a repeated query costs no embedding.
 type Cache struct {
@@ -130,3 +133,20 @@ func (c *Cache) Unwrap() Embedder { return c.next }
 
 // Unwrap returns the wrapped model.
 func (b *Breaker) Unwrap() Embedder { return b.next }
+
+// Find returns the first embedder in e's chain of wrappers (those with an Unwrap
+// method) that is a T.
+func Find[T any](e Embedder) (T, bool) {
+	for e != nil {
+		if t, ok := e.(T); ok {
+			return t, true
+		}
+		u, ok := e.(interface{ Unwrap() Embedder })
+		if !ok {
+			break
+		}
+		e = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}

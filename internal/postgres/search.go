@@ -314,3 +314,14 @@ func (s *Store) FullTextSearch(ctx context.Context, query string, k int, anyWord
 	}
 	return out, nil
 }
+
+// AllowanceUsed is how many novel query embeddings every replica together made on
+// now's UTC day.
+func (s *Store) AllowanceUsed(ctx context.Context, now time.Time) (int, error) {
+	var used int
+	err := s.pool.QueryRow(ctx, `SELECT used FROM search_allowance WHERE day = $1`, now.UTC().Format(time.DateOnly)).Scan(&used)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return used, fail("search allowance used", err)
+}

@@ -57,7 +57,35 @@ type Config struct {
 	CallerShare float64
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Observer hears what search does; nil hears nothing.
+	Observer Observer
 }
+
+// Observer hears what search does, for metrics. Its methods must be cheap and safe
+// for concurrent use.
+type Observer interface {
+	// Searched is told each search's outcome (one of the Outcome constants) and the
+	// model that answered it, "" when none did.
+	Searched(outcome, model string)
+	// Embedded is told how long one query's embedding under model took, and whether
+	// it failed.
+	Embedded(model string, took time.Duration, err error)
+}
+
+// Outcomes of a search, as an Observer hears them.
+const (
+	OutcomeExact              = "exact"               // a slug, method or provider name
+	OutcomeMatched            = "matched"             // methods in the similarity band
+	OutcomeUnmatched          = "unmatched"           // no method close enough
+	OutcomeRateLimited        = "rate_limited"        // the caller's bucket was empty
+	OutcomeAllowanceExhausted = "allowance_exhausted" // no novel embedding left today
+	OutcomeUnavailable        = "unavailable"         // no model could answer
+	OutcomeCanceled           = "canceled"            // the caller left first
+)
+
+// Outcomes lists every outcome of a search.
+var Outcomes = []string{OutcomeExact, OutcomeMatched, OutcomeUnmatched, OutcomeRateLimited,
+	OutcomeAllowanceExhausted, OutcomeUnavailable, OutcomeCanceled}
 
 // Engine answers queries. It is safe for concurrent use.
 type Engine struct {
@@ -138,6 +166,14 @@ type BandReport struct {
 	Parts             bool
 	Semantic, Lexical float64
 	Gap               float64
+}
+
+// Models are the engine's models, the primary first.
+func (e *Engine) Models() []*Model {
+	if e.fallback == nil {
+		return []*Model{e.primary}
+	}
+	return []*Model{e.primary, e.fallback}
 }
 
 // Status is "ok", or "degraded" when the primary model's breaker is open and queries
@@ -297,7 +333,7 @@ func Report(near []Neighbour, m ModelRecord) BandReport {
 // SplitParts fills the similarity parts of the neighbours of q under a model of two
 // parts, and drops their vectors, which are not kept.
 func SplitParts(e embedding.Embedder, q []float32, near []Neighbour) {
-	p, _ := find[interface {
+	p, _ := embedding.Find[interface {
 		Parts(q, d []float32) (semantic, lexical float64)
 	}](e)
 	for i := range near {
@@ -307,22 +343,6 @@ func SplitParts(e embedding.Embedder, q []float32, near []Neighbour) {
 		}
 		near[i].Vector = nil
 	}
-}
-
-// find returns the first embedder in e's chain of wrappers that is a T.
-func find[T any](e embedding.Embedder) (T, bool) {
-	for e != nil {
-		if t, ok := e.(T); ok {
-			return t, true
-		}
-		u, ok := e.(unwrapper)
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	var zero T
-	return zero, false
 }
 
 // embed returns the query's vector under m: from the cache, or, if the day's
@@ -353,7 +373,11 @@ func (e *Engine) callerShare() int {
 }
 
 func (e *Engine) embedNoAllowance(ctx context.Context, m *Model, norm string) ([]float32, error) {
+	start := time.Now()
 	vs, err := m.Embedder.Embed(ctx, []string{norm})
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.Embedded(m.Record.ID, time.Since(start), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -381,26 +405,15 @@ func isZero(v []float32) bool {
 	return true
 }
 
-type unwrapper interface{ Unwrap() embedding.Embedder }
-
 // open reports whether some breaker in e's chain of wrappers is open.
 func open(e embedding.Embedder) bool {
-	for e != nil {
-		if b, ok := e.(interface{ Open() bool }); ok && b.Open() {
-			return true
-		}
-		u, ok := e.(unwrapper)
-		if !ok {
-			return false
-		}
-		e = u.Unwrap()
-	}
-	return false
+	b, ok := embedding.Find[interface{ Open() bool }](e)
+	return ok && b.Open()
 }
 
 // lookup finds a cached vector in e's chain of wrappers without embedding.
 func lookup(e embedding.Embedder, norm string) ([]float32, bool) {
-	c, ok := find[interface {
+	c, ok := embedding.Find[interface {
 		Lookup(string) ([]float32, bool)
 	}](e)
 	if !ok {

@@ -72,6 +72,7 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	a.Keyed = strings.HasPrefix(caller, "user:")
 	a.Rate = s.Limiter.Allow(caller)
 	if !a.Rate.OK {
+		s.observe(OutcomeRateLimited, "")
 		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")
 		p.RetryAfter = max(1, ceilSeconds(a.Rate.RetryAfter))
 		return a, p
@@ -79,21 +80,39 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	res, err := s.Engine.Search(ctx, caller, snap, q, f)
 	switch {
 	case errors.Is(err, ErrAllowanceExhausted):
+		s.observe(OutcomeAllowanceExhausted, "")
 		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings, or this caller's share of it, is spent; repeated and exact queries still answer, and the list works without q.")
 		p.RetryAfter = max(1, ceilSeconds(s.Engine.RetryAfter()))
 		return a, p
 	case err != nil && ctx.Err() == nil:
+		s.observe(OutcomeUnavailable, "")
 		if s.Log != nil {
-			s.Log.Warn("search unavailable", "err", err)
+			s.Log.WarnContext(ctx, "search unavailable", "err", err)
 		}
 		p := problem.Wrap(problem.SearchUnavailable, "No embedding model can answer now; the list works without q.", err)
 		p.RetryAfter = s.retryAfter()
 		return a, p
 	case err != nil:
+		s.observe(OutcomeCanceled, "")
 		return a, err // the caller left
+	}
+	switch {
+	case res.Match != MatchNone && res.Match != MatchSemantic:
+		s.observe(OutcomeExact, res.Model)
+	case len(res.Hits) > 0:
+		s.observe(OutcomeMatched, res.Model)
+	default:
+		s.observe(OutcomeUnmatched, res.Model)
 	}
 	a.Result = res
 	return a, nil
+}
+
+// observe tells the engine's observer, if any, a search's outcome.
+func (s *Service) observe(outcome, model string) {
+	if o := s.Engine.cfg.Observer; o != nil {
+		o.Searched(outcome, model)
+	}
 }
 
 // Status is the engine's: "ok", "degraded" or "unavailable".

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -144,5 +145,49 @@ func TestCallerSpendsOnlyItsShareOfTheAllowance(t *testing.T) {
 	}
 	if _, err := s.Search(ctx, search.Caller{RemoteAddr: "192.0.2.1:1234"}, snap, "anonymous query", directory.Filter{}); err != nil {
 		t.Fatalf("an address's novel query: %v", err)
+	}
+}
+
+// heard is an Observer that keeps what it hears.
+type heard struct {
+	mu       sync.Mutex
+	searches []string
+	embeds   []string
+}
+
+func (h *heard) Searched(outcome, model string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.searches = append(h.searches, outcome+"/"+model)
+}
+
+func (h *heard) Embedded(model string, took time.Duration, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := "ok"
+	if err != nil || took < 0 {
+		r = "error"
+	}
+	h.embeds = append(h.embeds, model+"/"+r)
+}
+
+// The observer hears every search's outcome and every novel embedding, and only
+// those: a repeated query embeds nothing.
+func TestObserverHearsOutcomesAndNovelEmbeddings(t *testing.T) {
+	h := &heard{}
+	now := time.Now()
+	s, snap := newService(t, search.Config{DailyAllowance: 2, Observer: h}, search.NewLimiter(60, 4, 100, func() time.Time { return now }), keys{})
+	ctx := context.Background()
+	caller := search.Caller{RemoteAddr: "192.0.2.9:1"}
+	for _, q := range []string{"first query", "first query", "second query", "third query", "fourth query"} {
+		s.Search(ctx, caller, snap, q, directory.Filter{})
+	}
+	m := embedding.BuiltinModel
+	want := []string{"unmatched/" + m, "unmatched/" + m, "unmatched/" + m, "allowance_exhausted/", "rate_limited/"}
+	if fmt.Sprint(h.searches) != fmt.Sprint(want) {
+		t.Errorf("searches heard %v, want %v", h.searches, want)
+	}
+	if fmt.Sprint(h.embeds) != fmt.Sprint([]string{m + "/ok", m + "/ok"}) {
+		t.Errorf("embeddings heard %v", h.embeds)
 	}
 }

@@ -65,13 +65,13 @@ func Sync(ctx context.Context, store EmbeddingStore, e embedding.Embedder) (int,
 // (the hybrid) those of texts; when they changed, the query vectors cached under it
 // are dropped, since they were weighed by the old ones.
 func setFrequencies(e embedding.Embedder, texts []string) {
-	h, ok := find[interface {
+	h, ok := embedding.Find[interface {
 		SetFrequencies(*embedding.Frequencies) bool
 	}](e)
 	if !ok || !h.SetFrequencies(embedding.NewFrequencies(texts)) {
 		return
 	}
-	if c, ok := find[interface{ Purge() }](e); ok {
+	if c, ok := embedding.Find[interface{ Purge() }](e); ok {
 		c.Purge()
 	}
 }

@@ -46,6 +46,11 @@ const (
 	OutcomeError             = "error"
 )
 
+// Outcomes lists every outcome a probe may have.
+var Outcomes = []string{OutcomePaymentRequired, OutcomeInvalidOffer, OutcomeNoPaymentRequired, OutcomeHTTPError,
+	OutcomeTimeout, OutcomeTLSError, OutcomeDNSError, OutcomeConnectionRefused, OutcomeBlockedAddress,
+	OutcomeRedirect, OutcomeError}
+
 // Scoring constants; the rule that uses them is written on Score.
 const (
 	// Window is how far back probes count.

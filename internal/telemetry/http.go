@@ -1,0 +1,138 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// HTTP wraps the service's handler: every request gets its id (in X-Request-Id on
+// every answer) and trace context, is counted and timed by route, and gets one
+// access log line.
+type HTTP struct {
+	// AccessLog gets one line per request; nil logs none.
+	AccessLog *slog.Logger
+	// Metrics counts and times requests; nil counts none.
+	Metrics *Metrics
+}
+
+// Wrap serves next with what h adds.
+func (h HTTP) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		req := newRequest(r.Header.Values("X-Request-Id"), r.Header.Values("Traceparent"))
+		w.Header()["X-Request-Id"] = []string{req.ID}
+		rec := &recorder{ResponseWriter: w}
+		if h.Metrics != nil {
+			h.Metrics.inFlight.Inc()
+			defer h.Metrics.inFlight.Dec()
+		}
+		next.ServeHTTP(rec, r.WithContext(With(r.Context(), req)))
+
+		took := time.Since(start)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK // nothing written: net/http answers 200
+		}
+		route := req.Route
+		if route == "" {
+			route = "unmatched"
+		}
+		if h.Metrics != nil {
+			h.Metrics.request(route, r.Method, status, took)
+		}
+		if h.AccessLog != nil && h.AccessLog.Enabled(r.Context(), slog.LevelInfo) {
+			attrs := []slog.Attr{
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+				slog.Int("status", status), slog.Int64("bytes", rec.bytes),
+				slog.Float64("ms", float64(took.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
+				slog.String("request_id", req.ID), slog.String("trace_id", req.TraceID), slog.String("span_id", req.SpanID),
+			}
+			if req.ParentID != "" {
+				attrs = append(attrs, slog.String("parent_id", req.ParentID))
+			}
+			if ua := r.UserAgent(); ua != "" {
+				attrs = append(attrs, slog.String("user_agent", ua))
+			}
+			h.AccessLog.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+		}
+	})
+}
+
+// ChiRoute is chi middleware that records, once the router matched, the pattern of
+// the route that answered (SetRoute).
+func ChiRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			SetRoute(r.Context(), rc.RoutePattern())
+		}
+	})
+}
+
+// recorder notes an answer's status and size on its way out. It flushes and
+// unwraps (http.ResponseController), so event streams keep their write deadlines.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *recorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if w.status == 0 {
+			w.status = http.StatusOK
+		}
+		f.Flush()
+	}
+}
+
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// methodLabel keeps the metrics' method label to the methods there are, so that a
+// client cannot add series by inventing methods.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+var statusLabels = func() map[int]string {
+	m := map[int]string{}
+	for code := 100; code < 600; code++ {
+		if http.StatusText(code) != "" {
+			m[code] = strconv.Itoa(code)
+		}
+	}
+	return m
+}()
+
+func statusLabel(code int) string {
+	if s, ok := statusLabels[code]; ok {
+		return s
+	}
+	return strconv.Itoa(code)
+}

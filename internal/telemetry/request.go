@@ -1,0 +1,153 @@
+// Package telemetry is how the service tells its operators what it does: a request
+// id and a W3C trace context on every request, an access log line each, logs that
+// carry both, and Prometheus metrics.
+package telemetry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// Request is what the service knows of one request while it is served.
+type Request struct {
+	// ID names the request in its X-Request-Id header, its problem body and its log
+	// lines: the caller's own when well formed, else random.
+	ID string
+	// TraceID is the W3C trace the request belongs to: the caller's traceparent's
+	// when it sent a valid one, else a new one. ParentID is the caller's span ("" when
+	// it sent none); SpanID is this service's span, the parent of what it calls.
+	TraceID, ParentID, SpanID string
+	// Sampled is the caller's sampled flag.
+	Sampled bool
+	// Route is the pattern of the route that answered, "" until one did.
+	Route string
+}
+
+type requestKey struct{}
+
+// With returns ctx carrying r.
+func With(ctx context.Context, r *Request) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// From returns the request ctx carries, or nil.
+func From(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
+}
+
+// RequestID is the id of the request ctx carries, "" when none.
+func RequestID(ctx context.Context) string {
+	if r := From(ctx); r != nil {
+		return r.ID
+	}
+	return ""
+}
+
+// SetRoute records the pattern of the route that answers the request ctx carries,
+// which names it in the metrics; routers call it once they matched.
+func SetRoute(ctx context.Context, pattern string) {
+	if r := From(ctx); r != nil {
+		r.Route = pattern
+	}
+}
+
+// Traceparent is the traceparent header for a call this request makes: the same
+// trace, with this service's span as the parent. "" when ctx carries no request.
+func Traceparent(ctx context.Context) string {
+	r := From(ctx)
+	if r == nil {
+		return ""
+	}
+	flags := "00"
+	if r.Sampled {
+		flags = "01"
+	}
+	return "00-" + r.TraceID + "-" + r.SpanID + "-" + flags
+}
+
+// NewID is a random request id: 128 bits in hex.
+func NewID() string { return randomHex(16) }
+
+// wellFormedID tells whether a caller's X-Request-Id is kept: 1 to 128 of letters,
+// digits and "-_.:", so that a log line holds nothing a caller smuggled in.
+func wellFormedID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTraceparent reads a W3C traceparent (Trace Context Level 1): version,
+// trace id, parent id and flags in lowercase hex. Version ff, all-zero ids, a wrong
+// length or a value sent twice make it invalid. A later version is read by its
+// first four fields, as the recommendation asks.
+func parseTraceparent(values []string) (traceID, parentID string, sampled, ok bool) {
+	if len(values) != 1 {
+		return "", "", false, false
+	}
+	v := values[0]
+	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return "", "", false, false
+	}
+	version, trace, parent, flags := v[0:2], v[3:35], v[36:52], v[53:55]
+	if !lowerHex(version) || version == "ff" || !lowerHex(trace) || !lowerHex(parent) || !lowerHex(flags) {
+		return "", "", false, false
+	}
+	if version == "00" && len(v) != 55 || version != "00" && len(v) > 55 && v[55] != '-' {
+		return "", "", false, false
+	}
+	if allZero(trace) || allZero(parent) {
+		return "", "", false, false
+	}
+	b, _ := hex.DecodeString(flags)
+	return trace, parent, b[0]&1 == 1, true
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func allZero(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '0' {
+			return false
+		}
+	}
+	return true
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newRequest makes what the service knows of a request from its headers. One read
+// of the random source serves the id, the trace and the span, whichever are new.
+func newRequest(ids, traceparents []string) *Request {
+	var b [40]byte
+	rand.Read(b[:])
+	random := hex.EncodeToString(b[:]) // id 0:32, trace 32:64, span 64:80
+	r := &Request{ID: random[0:32], SpanID: random[64:80]}
+	if len(ids) == 1 && wellFormedID(ids[0]) {
+		r.ID = ids[0]
+	}
+	var ok bool
+	if r.TraceID, r.ParentID, r.Sampled, ok = parseTraceparent(traceparents); !ok {
+		r.TraceID, r.ParentID, r.Sampled = random[32:64], "", false
+	}
+	return r
+}
