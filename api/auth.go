@@ -8,6 +8,7 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
@@ -27,6 +28,7 @@ type Authenticated struct {
 	Sessions    session.Store
 	Requests    request.Store
 	Idempotency idempotency.Store
+	Memory      MemoryStore
 	// Pepper is the secret API keys are hashed with.
 	Pepper []byte
 	// Sealer encrypts the values people provide through requests; without it such
@@ -54,6 +56,10 @@ type Authenticated struct {
 	// quota_exceeded, so minting keys buys no more of what callers share.
 	MaxKeysPerUser   int
 	MaxAgentsPerUser int
+	// Opener opens sealed values, for materialize; without it nothing is released.
+	Opener memory.Opener
+	// MaxMemoryItems caps the items one user keeps (default 500).
+	MaxMemoryItems int
 	// Limits cap an agent's open sessions and a session's events (zero fields: no
 	// cap); past them a write is quota_exceeded.
 	Limits session.Limits
@@ -71,6 +77,12 @@ func (a Authenticated) clientIDTTL() time.Duration {
 		return 0
 	}
 	return max(a.SessionRetention, a.IdempotencyTTL)
+}
+
+// MemoryStore keeps memory items and a session's handles for them.
+type MemoryStore interface {
+	memory.Store
+	memory.Sessions
 }
 
 // Option adds to what NewServer wires.
@@ -102,6 +114,9 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.MaxAgentsPerUser <= 0 {
 			a.MaxAgentsPerUser = 20
+		}
+		if a.MaxMemoryItems <= 0 {
+			a.MaxMemoryItems = 500
 		}
 		s.auth = a
 		s.waits = &waits{open: map[string]int{}}

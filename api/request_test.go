@@ -428,7 +428,7 @@ func TestProvidedValuesNeverLeaveTheVault(t *testing.T) {
 		`{"decision":"approve","values":{"email":"` + email + strings.Repeat("x", 5000) + `","card":"` + card + `"}}`,
 		`{"decision":"approve","values":["` + email + `"]}`,
 		`{"decision":"approve","values":{"email":` + card[:4] + `}}`,
-		`{"decision":"approve",` + values + `,"save":true}`,
+		`{"decision":"deny","save":true}`,
 		`{"decision":"deny",` + values + `}`,
 		`{"decision":"approve",` + values + `,"` + email + `":1}`,
 		`{"decision":"` + email + `"}`,

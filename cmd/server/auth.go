@@ -144,13 +144,13 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
-		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store,
+		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Memory: store,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
 		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
 		Limits: cfg.SessionLimits, SessionRetention: cfg.SessionRetention,
 	}
 	if cfg.Secrets != nil {
-		a.Sealer = cfg.Secrets
+		a.Sealer, a.Opener = cfg.Secrets, cfg.Secrets
 	}
 	return api.WithAuthenticated(a)
 }

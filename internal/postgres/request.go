@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
@@ -63,6 +64,38 @@ func refusal(err error) bool {
 	return ok && p.Err == nil
 }
 
+// handlesOf checks the handles an ask_before_use request names: each must be a
+// memory handle of the session, of a live item, and not card data (which only a
+// payment approval releases). auto is true when it names some and every one's item
+// was saved to be used without a question.
+func handlesOf(ctx context.Context, tx pgx.Tx, sessionID string, n request.New) (auto bool, err error) {
+	auto = n.Kind == request.KindAskBeforeUse
+	for _, f := range n.Fields {
+		if f.Handle == "" {
+			auto = false
+			continue
+		}
+		var ask bool
+		var valueType string
+		err := tx.QueryRow(ctx, `
+			SELECT i.ask_before_use, f.value_type FROM memory_handles h
+			JOIN memory_items i ON i.id = h.item_id AND i.archived_at IS NULL
+			JOIN memory_fields f ON f.item_id = h.item_id AND f.field_ref = h.field_ref
+			WHERE h.handle = $1 AND h.session_id = $2`, f.Handle, sessionID).Scan(&ask, &valueType)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, problem.Invalid("A field's handle is not one this session's memory catalog gave.")
+		}
+		if err != nil {
+			return false, err
+		}
+		if memory.CardLike(valueType) {
+			return false, problem.Invalid("Card data is released only by a payment approval, not by ask_before_use.")
+		}
+		auto = auto && !ask
+	}
+	return auto, nil
+}
+
 // CreateRequest raises a request in session sessionID for the agent p acts as,
 // waiting for its user, with the event of that first transition.
 // session.ErrClientIDTaken if the session already has n.ClientRequestID;
@@ -81,6 +114,10 @@ func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID s
 		if full, err := eventsFull(ctx, tx, sess, maxEvents, `SELECT EXISTS (SELECT 1 FROM requests
 			WHERE session_id = $1 AND client_request_id = $2)`, &n.ClientRequestID); err != nil || full {
 			return cmp.Or[error](err, session.ErrTooManyEvents)
+		}
+		auto, err := handlesOf(ctx, tx, sessionID, n)
+		if err != nil {
+			return err
 		}
 		ctxJSON, _ := json.Marshal(n.Context)
 		fields, _ := json.Marshal(nonNil(n.Fields))
@@ -110,6 +147,27 @@ func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID s
 			return err
 		}
 		if err := requestEvent(ctx, tx, sessionID, id, n.Kind, "", request.StatusWaitingUser, session.ActorAgent); err != nil {
+			return err
+		}
+		out, err = scanRequest(tx.QueryRow(ctx, `SELECT `+requestColumns+requestFrom+` WHERE r.id = $1`, id))
+		if err != nil || !auto {
+			return err
+		}
+		// Every value it names was saved to be used without a question: the system
+		// approves at once, and the handles are covered for materialize.
+		if _, err := tx.Exec(ctx, `UPDATE requests SET resolution_path = 'auto' WHERE id = $1`, id); err != nil {
+			return err
+		}
+		out.ResolutionPath = request.PathAuto
+		if err := move(ctx, tx, &out, request.StatusApproved, session.ActorSystem); err != nil {
+			return err
+		}
+		data, _ := json.Marshal(request.Artifact{Type: request.ArtifactReference, Reference: out.HandlesRef()})
+		if _, err := tx.Exec(ctx, `INSERT INTO request_artifacts (request_id, session_id, type, data) VALUES ($1, $2, $3, $4)`,
+			id, sessionID, request.ArtifactReference, data); err != nil {
+			return err
+		}
+		if err := move(ctx, tx, &out, request.StatusFulfilled, session.ActorSystem); err != nil {
 			return err
 		}
 		out, err = scanRequest(tx.QueryRow(ctx, `SELECT `+requestColumns+requestFrom+` WHERE r.id = $1`, id))
@@ -284,6 +342,11 @@ func (s *Store) Decide(ctx context.Context, p auth.Principal, id string, o reque
 				INSERT INTO session_values (handle, session_id, request_id, user_id, field_key, key_id, nonce, ciphertext)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 				v.Handle, r.SessionID, r.ID, r.UserID, v.FieldKey, v.KeyID, v.Nonce, v.Ciphertext); err != nil {
+				return err
+			}
+		}
+		if o.Save != nil {
+			if _, err := insertItem(ctx, tx, *o.Save); err != nil {
 				return err
 			}
 		}

@@ -291,7 +291,8 @@ func eventsFull(ctx context.Context, tx pgx.Tx, sess session.Session, maxEvents 
 }
 
 // DeleteClosedSessions deletes up to limit sessions closed longer ago than keep,
-// oldest first, with their sealed values, artifacts, requests and events, and says
+// oldest first, with their sealed values, memory handles, materialisation records,
+// artifacts, requests and events, and says
 // how many it deleted. The event log's trigger lets the events go only because the
 // transaction declares the same retention, and only for sessions closed that long.
 func (s *Store) DeleteClosedSessions(ctx context.Context, keep time.Duration, limit int) (int, error) {
@@ -316,6 +317,8 @@ func (s *Store) DeleteClosedSessions(ctx context.Context, keep time.Duration, li
 		}
 		for _, q := range []string{
 			`DELETE FROM session_values WHERE session_id = ANY($1)`,
+			`DELETE FROM memory_handles WHERE session_id = ANY($1)`,
+			`DELETE FROM materializations WHERE session_id = ANY($1)`,
 			`DELETE FROM request_artifacts WHERE session_id = ANY($1)`,
 			`DELETE FROM requests WHERE session_id = ANY($1)`,
 			`DELETE FROM session_events WHERE session_id = ANY($1)`,

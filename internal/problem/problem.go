@@ -97,6 +97,9 @@ const (
 	RequestExpired         = "request_expired"
 	ArtifactAlreadyClaimed = "artifact_already_claimed"
 	QuotaExceeded          = "quota_exceeded"
+	PreconditionFailed     = "precondition_failed"
+	PreconditionRequired   = "precondition_required"
+	ApprovalRequired       = "approval_required"
 )
 
 // Kind is what the table says of a code.
@@ -182,6 +185,15 @@ var kinds = map[string]Kind{
 	QuotaExceeded: {http.StatusConflict, "Quota exceeded",
 		"The user already holds as many unrevoked API keys (its agents' keys included), or as many agents, as the server allows one user; the detail says which. Nothing was created. The request itself is valid: it conflicts with what the user holds now, so the same request succeeds once a place is free.",
 		"Revoke a key no longer used (DELETE /keys/{kid}) and create the new one, or reuse an agent; the server's operator sets the caps."},
+	PreconditionFailed: {http.StatusPreconditionFailed, "Precondition failed",
+		"The memory item changed since the revision the request's If-Match names: another write came first. Nothing was changed.",
+		"Read the item again (GET /memory/items/{id}), apply the change to what it holds now, and send it with the new ETag in If-Match."},
+	PreconditionRequired: {http.StatusPreconditionRequired, "Precondition required",
+		"A change to a memory item must name the revision it was made against, in If-Match, so that two writers cannot overwrite each other unseen.",
+		"Read the item (GET /memory/items/{id}) and send its ETag in If-Match."},
+	ApprovalRequired: {http.StatusForbidden, "Approval required",
+		"None of the handles may be released: each needs a fulfilled approval in this session (ask_before_use for a saved value that asks before use, authorize_payment for card data), or does not belong to this session.",
+		"Raise an ask_before_use request naming the handles, wait until it is fulfilled, and materialise again."},
 }
 
 // Lookup returns what the table says of code.

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
 )
 
 // Sealer encrypts a value bound to additional data under the server's current key.
@@ -65,10 +66,63 @@ func (d Decider) Decide(ctx context.Context, p auth.Principal, sessionID, id str
 			ref.Handles = append(ref.Handles, Handle{FieldKey: f.Key, Handle: h})
 		}
 		o.Artifact = &Artifact{Type: ArtifactReference, Reference: ref}
-	default: // confirm, ask_before_use
+		if dec.Save {
+			item, err := r.saved(d.Sealer, dec)
+			if err != nil {
+				return r, err
+			}
+			o.Save = &item
+		}
+	case KindAskBeforeUse:
+		if ref := r.HandlesRef(); ref != nil {
+			o.Artifact = &Artifact{Type: ArtifactReference, Reference: ref}
+			break
+		}
+		fallthrough
+	default: // confirm, or ask_before_use without handles
 		o.Artifact = &Artifact{Type: ArtifactConfirmation, Confirmation: &Confirmation{Confirmed: true, ScopeHash: r.ScopeHash()}}
 	}
 	return d.Store.Decide(ctx, p, id, o)
+}
+
+// HandlesRef is the reference to the saved values an ask_before_use request names,
+// nil when it names none.
+func (r Request) HandlesRef() *Reference {
+	var ref *Reference
+	for _, f := range r.Fields {
+		if f.Handle != "" {
+			if ref == nil {
+				ref = &Reference{}
+			}
+			ref.Handles = append(ref.Handles, Handle{FieldKey: f.Key, Handle: f.Handle})
+		}
+	}
+	return ref
+}
+
+// saved is the memory item a provide_missing approval's values are kept as: for the
+// site of the request's URL (every site without one), named after the merchant.
+func (r Request) saved(s Sealer, dec Decision) (memory.Stored, error) {
+	n := memory.New{Label: r.Context.MerchantName, AskBeforeUse: dec.AskBeforeUse}
+	if r.Context.URL != "" {
+		if host, err := memory.HostOf(r.Context.URL); err == nil {
+			n.Hosts = []string{host}
+			if n.Label == "" {
+				n.Label = host
+			}
+		}
+	}
+	if n.Label == "" {
+		n.Label = "Saved from a request"
+	}
+	for _, f := range r.Fields {
+		v := dec.Values[f.Key]
+		n.Fields = append(n.Fields, memory.FieldInput{FieldRef: f.Key, Label: f.Label, ValueType: f.Type, Secret: f.Secret, Value: &v})
+	}
+	if err := n.Validate(); err != nil {
+		return memory.Stored{}, err
+	}
+	return memory.Build(s, r.UserID, memory.ByRequest, n)
 }
 
 var handleEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

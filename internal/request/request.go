@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
 )
 
@@ -109,16 +110,16 @@ type Field struct {
 	Label  string `json:"label"`
 	Type   string `json:"type"`
 	Secret bool   `json:"secret"`
+	// Handle, in an ask_before_use request, is the catalog handle of the saved value
+	// the agent asks to use; the approval covers it for materialize.
+	Handle string `json:"handle,omitempty"`
 }
 
 // FieldTypes are the value types a field may have; card fields and passwords are
 // always secret.
-var FieldTypes = []string{"text", "name", "email", "phone", "address", "date", "number", "url",
-	"password", "card_number", "card_expiry", "card_cvc"}
+var FieldTypes = memory.ValueTypes
 
-func alwaysSecret(t string) bool {
-	return t == "password" || strings.HasPrefix(t, "card_")
-}
+func alwaysSecret(t string) bool { return memory.AlwaysSecret(t) }
 
 // Option is one answer of a choice request.
 type Option struct {
@@ -307,6 +308,12 @@ func (n *New) Validate() error {
 			return problem.Invalid(at + ".type must be one of " + strings.Join(FieldTypes, ", ") + ".")
 		}
 		f.Secret = f.Secret || alwaysSecret(f.Type)
+		switch {
+		case f.Handle != "" && n.Kind != KindAskBeforeUse:
+			return problem.Invalid(at + ".handle belongs to ask_before_use requests.")
+		case f.Handle != "" && (len(f.Handle) < 24 || len(f.Handle) > 100 || !strings.HasPrefix(f.Handle, "wh_")):
+			return problem.Invalid(at + ".handle must be a handle of this session's memory catalog.")
+		}
 	}
 	clear(seen)
 	for i, o := range n.Options {
@@ -353,7 +360,11 @@ type Decision struct {
 	Decision         string            `json:"decision"`
 	Values           map[string]string `json:"values"`
 	SelectedChoiceID string            `json:"selectedChoiceId"`
-	Save             bool              `json:"save"`
+	// Save keeps a provide_missing approval's values as a memory item of the user,
+	// for the request's site (every site without a context URL); AskBeforeUse (true
+	// unless false) makes later uses wait for an ask_before_use approval.
+	Save         bool  `json:"save"`
+	AskBeforeUse *bool `json:"askBeforeUse"`
 }
 
 // MaxValueLen bounds one provided value, in bytes.
@@ -365,8 +376,8 @@ func (r Request) Check(d Decision) error {
 	if d.Decision != Approve && d.Decision != Deny {
 		return problem.Invalid("decision must be approve or deny.")
 	}
-	if d.Save {
-		return problem.Invalid("save is not available yet: values provided here are kept for this session only.")
+	if (d.Save || d.AskBeforeUse != nil) && (r.Kind != KindProvideMissing || d.Decision != Approve) {
+		return problem.Invalid("save and askBeforeUse go with the approval of a provide_missing request.")
 	}
 	if d.Decision == Deny {
 		if len(d.Values) > 0 || d.SelectedChoiceID != "" {
@@ -437,6 +448,8 @@ type Outcome struct {
 	Approved bool
 	Artifact *Artifact
 	Values   []Sealed
+	// Save is the memory item the values are kept as, when the user said so.
+	Save *memory.Stored
 }
 
 // ValueAAD is the additional data a provided value is sealed with: user|request|field,

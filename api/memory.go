@@ -1,0 +1,321 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/session"
+)
+
+// Memory items: a user's saved values, item by item. Lists and reads are value-free;
+// values go in sealed and come out only through a session's materialize.
+
+type newItemRequest struct{ memory.New }
+
+func (n *newItemRequest) validate() error { return n.New.Validate() }
+
+type patchItemRequest struct{ memory.Patch }
+
+func (*patchItemRequest) validate() error { return nil } // memory.Apply checks it against the item
+
+type itemPage struct {
+	Items      []memory.Item `json:"items"`
+	NextCursor *string       `json:"nextCursor"`
+}
+
+// etag is an item's revision as a strong ETag.
+func etag(revision int) string { return `"r` + strconv.Itoa(revision) + `"` }
+
+// ifMatch reads If-Match as an item revision; 0 when absent. A value that is no
+// revision of ours matches nothing: 412.
+func ifMatch(r *http.Request) (int, bool, error) {
+	v := strings.TrimSpace(r.Header.Get("If-Match"))
+	if v == "" {
+		return 0, false, nil
+	}
+	v = strings.TrimPrefix(v, "W/")
+	if rev, ok := strings.CutPrefix(strings.Trim(v, `"`), "r"); ok {
+		if n, err := strconv.Atoi(rev); err == nil && n > 0 {
+			return n, true, nil
+		}
+	}
+	return 0, true, memory.ErrStale
+}
+
+func itemID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !uuidPattern.MatchString(id) {
+		return "", memory.ErrNotFound
+	}
+	return strings.ToLower(id), nil
+}
+
+func writeItem(w http.ResponseWriter, status int, it memory.Stored) {
+	w.Header().Set("ETag", etag(it.Revision))
+	writeJSON(w, status, it.View())
+}
+
+// handleMemoryItems lists the user's items (an agent's: its user's), value-free:
+// with url, those for that site and those for every site; with allSites=true, only
+// those for every site.
+func (s *Server) handleMemoryItems() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := queryParams(r, "url", "allSites", "limit", "cursor")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var scope memory.Scope
+		if v, ok := q["url"]; ok {
+			if scope.Host, err = memory.HostOf(v); err != nil {
+				s.error(w, r, problem.Param(problem.InvalidParameter, "url", "url must be an http or https URL, or a hostname."))
+				return
+			}
+		}
+		switch q["allSites"] {
+		case "", "false":
+		case "true":
+			if scope.Host != "" {
+				s.error(w, r, problem.Param(problem.InvalidParameter, "allSites", "allSites=true and url do not go together."))
+				return
+			}
+			scope.AllSites = true
+		default:
+			s.error(w, r, problem.Param(problem.InvalidParameter, "allSites", "allSites must be true or false."))
+			return
+		}
+		var after *session.Cursor
+		if v, ok := q["cursor"]; ok {
+			if after, err = decodeCursor(v); err != nil {
+				s.error(w, r, err)
+				return
+			}
+		}
+		items, next, err := s.auth.Memory.Items(r.Context(), principal(r).UserID, scope, after, int(limit))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		out := itemPage{Items: make([]memory.Item, len(items)), NextCursor: encodeCursor(next)}
+		for i, it := range items {
+			out.Items[i] = it.View()
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// handleMemoryItem reads one item, value-free, with its revision as the ETag.
+func (s *Server) handleMemoryItem() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := itemID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		it, err := s.auth.Memory.StoredItem(r.Context(), principal(r).UserID, id)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeItem(w, http.StatusOK, it)
+	}
+}
+
+// handleCreateMemoryItem stores a new item for the user (an agent writes for its
+// user), its values sealed.
+func (s *Server) handleCreateMemoryItem() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req newItemRequest
+		if _, err := s.readJSON(w, r, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		p := principal(r)
+		by := memory.ByUser
+		if p.Scope == auth.ScopeAgent {
+			by = memory.ByAgent
+		}
+		st, err := memory.Build(s.auth.Sealer, p.UserID, by, req.New)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		it, err := s.auth.Memory.CreateItem(r.Context(), st, s.auth.MaxMemoryItems)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		w.Header().Set("Location", BasePath+"/memory/items/"+it.ID)
+		writeItem(w, http.StatusCreated, it)
+	}
+}
+
+// handleUpdateMemoryItem changes an item made against the revision If-Match names.
+func (s *Server) handleUpdateMemoryItem() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := itemID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		rev, given, err := ifMatch(r)
+		if err == nil && !given {
+			err = problem.New(problem.PreconditionRequired, "Send the item's ETag in If-Match.")
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var req patchItemRequest
+		if _, err := s.readJSON(w, r, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		userID := principal(r).UserID
+		cur, err := s.auth.Memory.StoredItem(r.Context(), userID, id)
+		if err == nil && cur.Revision != rev {
+			err = memory.ErrStale
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		next, err := memory.Apply(s.auth.Sealer, cur, req.Patch)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		it, err := s.auth.Memory.UpdateItem(r.Context(), next, rev)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeItem(w, http.StatusOK, it)
+	}
+}
+
+// handleArchiveMemoryItem archives an item and forgets its values; If-Match, when
+// sent, must name its revision.
+func (s *Server) handleArchiveMemoryItem() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := itemID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		rev, _, err := ifMatch(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if err := s.auth.Memory.ArchiveItem(r.Context(), principal(r).UserID, id, rev); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+type catalogBody struct {
+	Handles     []memory.Entry       `json:"handles"`
+	Unavailable []memory.Unavailable `json:"unavailable"`
+}
+
+// handleMemoryCatalog gives the session's agent handles for its user's saved values
+// (those for the site url names, and those for every site; all without url): value-
+// free, good in this session only. Card data is listed as unavailable.
+func (s *Server) handleMemoryCatalog() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		q, err := queryParams(r, "url")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var scope memory.Scope
+		if v, ok := q["url"]; ok {
+			if scope.Host, err = memory.HostOf(v); err != nil {
+				s.error(w, r, problem.Param(problem.InvalidParameter, "url", "url must be an http or https URL, or a hostname."))
+				return
+			}
+		}
+		entries, unavailable, err := s.auth.Memory.Catalog(r.Context(), principal(r), id, scope)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, catalogBody{Handles: entries, Unavailable: unavailable})
+	}
+}
+
+type materializeRequest struct {
+	Handles []string `json:"handles"`
+	Purpose string   `json:"purpose"`
+}
+
+func (m *materializeRequest) validate() error {
+	if len(m.Handles) == 0 || len(m.Handles) > memory.MaxMaterializeLen {
+		return problem.Invalid("")
+	}
+	seen := map[string]bool{}
+	for _, h := range m.Handles {
+		if len(h) < 24 || len(h) > 100 || seen[h] {
+			return problem.Invalid("")
+		}
+		seen[h] = true
+	}
+	if strings.TrimSpace(m.Purpose) == "" || len(m.Purpose) > 500 {
+		return problem.Invalid("")
+	}
+	return nil
+}
+
+type materializeBody struct {
+	Values []memory.Value `json:"values"`
+}
+
+// handleMaterialize is the one route that answers raw values: to the agent that
+// owns an open session, for handles of that session each covered by a fulfilled
+// approval in it. Never cached, never replayed, and its errors carry no detail.
+func (s *Server) handleMaterialize() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		fail := func(err error) {
+			if code := problem.CodeOf(err); code != "" {
+				err = problem.New(code, "") // no detail: nothing about values or handles
+			}
+			s.error(w, r, err)
+		}
+		id, err := sessionID(r)
+		if err != nil {
+			fail(err)
+			return
+		}
+		var req materializeRequest
+		if _, err := s.readJSON(w, r, &req); err != nil {
+			fail(err)
+			return
+		}
+		m := memory.Materializer{Store: s.auth.Memory, Opener: s.auth.Opener}
+		values, err := m.Materialize(r.Context(), principal(r), id, req.Handles, req.Purpose)
+		if err != nil {
+			fail(err)
+			return
+		}
+		writeJSON(w, http.StatusOK, materializeBody{Values: values})
+	}
+}
