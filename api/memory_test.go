@@ -1,0 +1,307 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Canary values planted through every input path of memory.
+const (
+	canaryEmail = "canary.memory@example.org"
+	canaryCard  = "4111111111111111"
+	canaryCode  = "zebra-quartz-7731"
+)
+
+// Invariant 12: a list and a read of memory items hold only the allow-listed keys
+// and never a value; a ciphertext moved to another row does not open. If-Match
+// guards every change.
+func TestMemoryItemsAreValueFreeAndRevisioned(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	_, otherKey := e.user("bob")
+
+	body := `{"label":"Rain shop login","hosts":["https://Rain.example/checkout"],"askBeforeUse":false,
+		"fields":[{"fieldRef":"email","label":"Email","valueType":"email","value":"` + canaryEmail + `"},
+		{"fieldRef":"code","label":"Door code","secret":true,"value":"` + canaryCode + `"},
+		{"fieldRef":"nick","label":"Nickname"}]}`
+	r := e.call("POST", "/memory/items", userKey, body).want(t, 201)
+	var item map[string]any
+	json.Unmarshal(r.body, &item)
+	id := item["id"].(string)
+	if r.Header.Get("ETag") != `"r1"` || !strings.HasSuffix(r.Header.Get("Location"), "/memory/items/"+id) {
+		t.Errorf("created: ETag %q Location %q", r.Header.Get("ETag"), r.Header.Get("Location"))
+	}
+	e.call("POST", "/memory/items", agentKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"`+canaryCard+`"}]}`).want(t, 201)
+
+	allowed := []string{"askBeforeUse", "createdAt", "fields", "hosts", "id", "label", "readOnly", "revision", "updatedAt"}
+	fieldKeys := []string{"fieldRef", "hasValue", "label", "secret", "valueType"}
+	check := func(it map[string]any) {
+		t.Helper()
+		var keys []string
+		for k := range it {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, allowed) {
+			t.Errorf("item keys %v", keys)
+		}
+		for _, f := range it["fields"].([]any) {
+			var fk []string
+			for k := range f.(map[string]any) {
+				fk = append(fk, k)
+			}
+			slices.Sort(fk)
+			if !slices.Equal(fk, fieldKeys) {
+				t.Errorf("field keys %v", fk)
+			}
+		}
+	}
+	var page struct{ Items []map[string]any }
+	for _, key := range []string{userKey, agentKey} {
+		r := e.call("GET", "/memory/items", key, "").want(t, 200)
+		json.Unmarshal(r.body, &page)
+		if len(page.Items) != 2 {
+			t.Fatalf("%d items", len(page.Items))
+		}
+		for _, it := range page.Items {
+			check(it)
+		}
+		got := e.call("GET", "/memory/items/"+id, key, "").want(t, 200)
+		var one map[string]any
+		json.Unmarshal(got.body, &one)
+		check(one)
+		for _, canary := range []string{canaryEmail, canaryCode, canaryCard} {
+			if strings.Contains(string(r.body)+string(got.body), canary) {
+				t.Errorf("a value came back in a list or read")
+			}
+		}
+	}
+	json.Unmarshal(e.call("GET", "/memory/items?url=https://rain.example/x", userKey, "").want(t, 200).body, &page)
+	if len(page.Items) != 2 {
+		t.Errorf("url scope: %d items (the site's and the every-site card)", len(page.Items))
+	}
+	json.Unmarshal(e.call("GET", "/memory/items?allSites=true", userKey, "").want(t, 200).body, &page)
+	if len(page.Items) != 1 || page.Items[0]["label"] != "Card" {
+		t.Errorf("allSites: %v", page.Items)
+	}
+	e.call("GET", "/memory/items/"+id, otherKey, "").want(t, 404, "not_found")
+	json.Unmarshal(e.call("GET", "/memory/items", otherKey, "").want(t, 200).body, &page)
+	if len(page.Items) != 0 {
+		t.Error("another user's list holds ada's items")
+	}
+
+	// Changes name their revision.
+	patch := `{"label":"Rain login","fields":[{"fieldRef":"nick","value":"rainy"}]}`
+	e.call("PATCH", "/memory/items/"+id, userKey, patch).want(t, 428, "precondition_required")
+	e.call("PATCH", "/memory/items/"+id, userKey, patch, "If-Match", `"r7"`).want(t, 412, "precondition_failed")
+	e.call("PATCH", "/memory/items/"+id, agentKey, patch, "If-Match", `"r1"`).want(t, 403, "wrong_key_scope")
+	r = e.call("PATCH", "/memory/items/"+id, userKey, patch, "If-Match", `"r1"`).want(t, 200)
+	if r.Header.Get("ETag") != `"r2"` || !strings.Contains(string(r.body), `"label":"Rain login"`) {
+		t.Errorf("patched: %s %s", r.Header.Get("ETag"), r.body)
+	}
+	e.call("PATCH", "/memory/items/"+id, userKey, patch, "If-Match", `"r1"`).want(t, 412, "precondition_failed")
+	e.call("PATCH", "/memory/items/"+id, otherKey, patch, "If-Match", `"r2"`).want(t, 404)
+
+	// The database holds ciphertexts only, each bound to its row.
+	ctx := context.Background()
+	var dump string
+	e.store.Pool().QueryRow(ctx, `SELECT string_agg(row_to_json(f)::text, ' ') FROM memory_fields f`).Scan(&dump)
+	for _, canary := range []string{canaryEmail, canaryCode, canaryCard, "rainy"} {
+		if strings.Contains(dump, canary) {
+			t.Errorf("a plaintext value in memory_fields")
+		}
+	}
+	if _, err := e.store.Pool().Exec(ctx, `UPDATE memory_fields SET (key_id, nonce, ciphertext) =
+		(SELECT key_id, nonce, ciphertext FROM memory_fields WHERE item_id = $1 AND field_ref = 'email')
+		WHERE item_id = $1 AND field_ref = 'code'`, id); err != nil {
+		t.Fatal(err)
+	}
+	sid := e.openSession(agentKey, "moved")
+	cat := handlesIn(t, e, agentKey, sid, "")
+	code := cat["code"]
+	rid := e.raise(agentKey, sid, "use", `{"kind":"ask_before_use","fields":[{"key":"code","label":"Door code","handle":"`+code+`"}],"params":{"purpose":"to open the door"}}`)["id"].(string)
+	_ = rid
+	e.call("POST", "/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+code+`"],"purpose":"open the door"}`).want(t, 500)
+
+	// Archiving forgets the values.
+	e.call("DELETE", "/memory/items/"+id, userKey, "", "If-Match", `"r1"`).want(t, 412)
+	e.call("DELETE", "/memory/items/"+id, userKey, "", "If-Match", `"r2"`).want(t, 204)
+	e.call("GET", "/memory/items/"+id, userKey, "").want(t, 404)
+	var left int
+	e.store.Pool().QueryRow(ctx, `SELECT count(*) FROM memory_fields WHERE item_id = $1 AND ciphertext IS NOT NULL`, id).Scan(&left)
+	if left != 0 {
+		t.Errorf("%d values left after archiving", left)
+	}
+}
+
+// handlesIn reads the session's memory catalog for url and returns its handles by
+// field ref.
+func handlesIn(t *testing.T, e *authEnv, agentKey, sid, url string) map[string]string {
+	t.Helper()
+	path := "/sessions/" + sid + "/memory/catalog"
+	if url != "" {
+		path += "?url=" + url
+	}
+	var c struct {
+		Handles []struct{ Handle, FieldRef string }
+	}
+	json.Unmarshal(e.call("GET", path, agentKey, "").want(t, 200).body, &c)
+	out := map[string]string{}
+	for _, h := range c.Handles {
+		out[h.FieldRef] = h.Handle
+	}
+	return out
+}
+
+// Invariant 7: materialize answers values only to the agent that owns an open
+// session, for handles of that session covered by a fulfilled approval, card data
+// never without a payment approval; every success writes exactly one audit row, and
+// no value reaches an event, an audit row or an idempotency row.
+func TestMaterializeNeedsTheSessionItsHandleAndAnApproval(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	_, otherAgent := e.agent(uid, "runner")
+	e.call("POST", "/memory/items", userKey, `{"label":"Rain login","hosts":["rain.example"],"askBeforeUse":false,
+		"fields":[{"fieldRef":"email","label":"Email","valueType":"email","value":"`+canaryEmail+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Door code","secret":true,"value":"`+canaryCode+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Card","askBeforeUse":false,"fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"`+canaryCard+`"}]}`).want(t, 201)
+
+	sid := e.openSession(agentKey, "s1")
+	var cat struct {
+		Handles     []struct{ Handle, FieldRef string }
+		Unavailable []struct{ FieldRef, Reason string }
+	}
+	json.Unmarshal(e.call("GET", "/sessions/"+sid+"/memory/catalog?url=https://rain.example/pay", agentKey, "").want(t, 200).body, &cat)
+	if len(cat.Handles) != 2 || len(cat.Unavailable) != 1 || cat.Unavailable[0].Reason != "payment_approval_required" {
+		t.Fatalf("catalog %+v", cat)
+	}
+	h := handlesIn(t, e, agentKey, sid, "https://rain.example/pay")
+	if again := handlesIn(t, e, agentKey, sid, "rain.example"); again["email"] != h["email"] {
+		t.Error("the catalog gave a second handle for the same field")
+	}
+	e.call("GET", "/sessions/"+sid+"/memory/catalog", userKey, "").want(t, 403)
+	e.call("GET", "/sessions/"+sid+"/memory/catalog", otherAgent, "").want(t, 404)
+
+	mat := func(key, sid, purpose string, handles ...string) response {
+		b, _ := json.Marshal(map[string]any{"handles": handles, "purpose": purpose})
+		return e.call("POST", "/sessions/"+sid+"/materialize", key, string(b))
+	}
+	audits := func() int {
+		var n int
+		e.store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM materializations WHERE session_id = $1`, sid).Scan(&n)
+		return n
+	}
+	// Not yet approved: nothing is released, and the error says nothing.
+	r := mat(agentKey, sid, "log in", h["email"], h["code"]).want(t, 403, "approval_required")
+	var p map[string]any
+	json.Unmarshal(r.body, &p)
+	if p["detail"] != nil && p["detail"] != "" {
+		t.Errorf("a materialize error carries detail: %s", r.body)
+	}
+	mat(userKey, sid, "log in", h["email"]).want(t, 403, "wrong_key_scope")
+	mat(otherAgent, sid, "log in", h["email"]).want(t, 404)
+
+	// An item that does not ask before use is approved at once; one that asks waits.
+	auto := e.raise(agentKey, sid, "use-email", `{"kind":"ask_before_use","fields":[{"key":"email","label":"Email","handle":"`+h["email"]+`"}],"params":{"purpose":"log in"}}`)
+	if auto["status"] != "fulfilled" || auto["resolutionPath"] != "auto" {
+		t.Fatalf("auto path: %v", auto)
+	}
+	ask := e.raise(agentKey, sid, "use-code", `{"kind":"ask_before_use","fields":[{"key":"code","label":"Door code","handle":"`+h["code"]+`"}],"params":{"purpose":"open the door"}}`)
+	if ask["status"] != "waiting_user" {
+		t.Fatalf("ask path: %v", ask)
+	}
+	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"bad","kind":"ask_before_use","fields":[{"key":"x","label":"X","handle":"wh_notfromthissessionatall0000"}]}`).want(t, 422)
+
+	r = mat(agentKey, sid, "log in", h["email"], h["code"], "wh_unknownhandleunknownhandle00").want(t, 200)
+	var out struct {
+		Values []struct {
+			Handle, Status string
+			Value          *string
+		}
+	}
+	json.Unmarshal(r.body, &out)
+	if r.Header.Get("Cache-Control") != "no-store" || len(out.Values) != 3 ||
+		out.Values[0].Status != "released" || out.Values[0].Value == nil || *out.Values[0].Value != canaryEmail ||
+		out.Values[1].Status != "approval_required" || out.Values[1].Value != nil || out.Values[2].Status != "not_found" {
+		t.Fatalf("materialized: %s", r.body)
+	}
+	if audits() != 1 {
+		t.Errorf("%d audit rows after one success", audits())
+	}
+	e.call("POST", "/sessions/"+sid+"/requests/"+ask["id"].(string)+"/decision", userKey, `{"decision":"approve"}`).want(t, 200)
+	r = mat(agentKey, sid, "open the door", h["code"]).want(t, 200)
+	if !strings.Contains(string(r.body), canaryCode) || audits() != 2 {
+		t.Errorf("after approval: %s, %d audits", r.body, audits())
+	}
+	// Never replayed, even with an Idempotency-Key.
+	mat(agentKey, sid, "open the door", h["code"]).want(t, 200)
+	if audits() != 3 {
+		t.Errorf("%d audit rows after three successes", audits())
+	}
+
+	// Another session's handle is not this one's; a closed session releases nothing.
+	s2 := e.openSession(agentKey, "s2")
+	mat(agentKey, s2, "log in", h["email"]).want(t, 403, "approval_required")
+	e.call("POST", "/sessions/"+sid+"/complete", agentKey, `{"clientCompletionId":"c","status":"completed","summary":"done"}`).want(t, 200)
+	mat(agentKey, sid, "log in", h["email"]).want(t, 409, "session_closed")
+
+	// No value anywhere but the materialize answers.
+	ctx := context.Background()
+	for _, q := range []string{
+		`SELECT coalesce(string_agg(data::text, ' '), '') FROM session_events`,
+		`SELECT coalesce(string_agg(row_to_json(m)::text, ' '), '') FROM materializations m`,
+		`SELECT coalesce(string_agg(encode(response, 'escape'), ' '), '') FROM idempotency_keys WHERE response IS NOT NULL`,
+		`SELECT coalesce(string_agg(row_to_json(r)::text, ' '), '') FROM requests r`,
+		`SELECT coalesce(string_agg(data::text, ' '), '') FROM request_artifacts`,
+	} {
+		var dump string
+		if err := e.store.Pool().QueryRow(ctx, q).Scan(&dump); err != nil && err != pgx.ErrNoRows {
+			t.Fatal(err)
+		}
+		for _, canary := range []string{canaryEmail, canaryCode, canaryCard} {
+			if strings.Contains(dump, canary) {
+				t.Errorf("%s holds a canary", q)
+			}
+		}
+	}
+	if strings.Contains(e.logs.String(), canaryEmail) || strings.Contains(e.logs.String(), canaryCode) {
+		t.Error("a canary in the log")
+	}
+}
+
+// A provide_missing approval with save keeps the values as an item for the site:
+// a later session finds them in its catalog, and, as saved to ask before use,
+// needs one approval before materialize.
+func TestProvidedValuesSavedForNextTime(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	sid := e.openSession(agentKey, "s1")
+	rid := e.raise(agentKey, sid, "r1", `{"kind":"provide_missing","context":{"url":"https://rain.example/checkout","merchantName":"Rain"},
+		"fields":[{"key":"email","label":"Email","type":"email"}]}`)["id"].(string)
+	e.call("POST", "/sessions/"+sid+"/requests/"+rid+"/decision", userKey,
+		`{"decision":"approve","values":{"email":"`+canaryEmail+`"},"save":true,"askBeforeUse":false}`).want(t, 200)
+
+	var page struct{ Items []map[string]any }
+	json.Unmarshal(e.call("GET", "/memory/items?url=rain.example", userKey, "").want(t, 200).body, &page)
+	if len(page.Items) != 1 || page.Items[0]["label"] != "Rain" || page.Items[0]["askBeforeUse"] != false {
+		t.Fatalf("saved: %v", page.Items)
+	}
+	s2 := e.openSession(agentKey, "s2")
+	h := handlesIn(t, e, agentKey, s2, "https://rain.example/checkout")
+	if h["email"] == "" {
+		t.Fatal("the saved value is not in the next session's catalog")
+	}
+	e.raise(agentKey, s2, "use", `{"kind":"ask_before_use","fields":[{"key":"email","label":"Email","handle":"`+h["email"]+`"}]}`)
+	r := e.call("POST", "/sessions/"+s2+"/materialize", agentKey, `{"handles":["`+h["email"]+`"],"purpose":"receipt"}`).want(t, 200)
+	if !strings.Contains(string(r.body), canaryEmail) {
+		t.Errorf("materialized %s", r.body)
+	}
+}
