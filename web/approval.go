@@ -518,6 +518,11 @@ func decisionFrom(form url.Values) request.Decision {
 		return d
 	}
 	d.SelectedChoiceID = form.Get("choice")
+	if form.Get("save") == "true" {
+		d.Save = true
+		ask := form.Get("askBeforeUse") == "true"
+		d.AskBeforeUse = &ask
+	}
 	for k, vs := range form {
 		if key, ok := strings.CutPrefix(k, "value."); ok && len(vs) > 0 {
 			if d.Values == nil {

@@ -998,7 +998,7 @@ func RequestPage(v RequestView) templ.Component {
 							return templ_7745c5c3_Err
 						}
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "</fieldset>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "</fieldset><fieldset><legend>Next time</legend><div class=\"option\"><input type=\"checkbox\" name=\"save\" id=\"save\" value=\"true\"> <label for=\"save\">Save these details for next time <span class=\"meta\">Kept sealed in your memory for this site; agents get references, never the values.</span></label></div><div class=\"option\"><input type=\"checkbox\" name=\"askBeforeUse\" id=\"ask-before-use\" value=\"true\" checked> <label for=\"ask-before-use\">Ask me before each use <span class=\"meta\">Untick to let your agents use the saved details without asking you again.</span></label></div></fieldset>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

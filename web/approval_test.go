@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/request"
@@ -562,3 +564,53 @@ func TestPagesWithoutTheAppHaveNoApprovalPages(t *testing.T) {
 		t.Errorf("/app/requests without the app: %d", res.StatusCode)
 	}
 }
+
+// The page offers to save provided values for next time: saved, they become a
+// memory item of the user for the request's site, asking before use unless the
+// person unticked it; unsaved, nothing is kept beyond the session.
+func TestProvidedValuesCanBeSavedFromThePage(t *testing.T) {
+	e := newAppEnv(t)
+	ctx := context.Background()
+	ada, adaKey := e.user("ada")
+	scout, _ := e.agent(ada, "scout")
+	b := e.browser()
+	b.mustSignIn(adaKey, "")
+
+	for i, c := range []struct {
+		form url.Values
+		ask  *bool
+	}{
+		{url.Values{}, nil},
+		{url.Values{"save": {"true"}, "askBeforeUse": {"true"}}, ptr(true)},
+		{url.Values{"save": {"true"}}, ptr(false)},
+	} {
+		pm := e.raise(scout, provideMissing("pm"+strconv.Itoa(i)))
+		page := b.get(requestURL(pm.ID))
+		if !strings.Contains(page.body, `name="save"`) || !strings.Contains(page.body, `name="askBeforeUse"`) {
+			t.Fatalf("the form offers no saving: %.300s", page.body)
+		}
+		c.form.Set("csrf", csrfOf(t, page))
+		c.form.Set("decision", "approve")
+		c.form.Set("value.email", "saved"+strconv.Itoa(i)+"@example.org")
+		c.form.Set("value.card", "4111111111111111")
+		if p := b.post(requestURL(pm.ID)+"/decision", c.form); p.status != http.StatusSeeOther {
+			t.Fatalf("approve %d: %d %.300s", i, p.status, p.body)
+		}
+		items, _, err := e.store.Items(ctx, ada.UserID, memory.Scope{Host: "rain.example"}, nil, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ask == nil {
+			if len(items) != 0 {
+				t.Errorf("unsaved values became %d items", len(items))
+			}
+			continue
+		}
+		it := items[0]
+		if it.Label != "Rain" || it.AskBeforeUse != *c.ask || len(it.Fields) != 2 || it.Fields[0].Value == nil {
+			t.Errorf("saved item %d: %+v", i, it.View())
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
