@@ -305,3 +305,54 @@ func TestProvidedValuesSavedForNextTime(t *testing.T) {
 		t.Errorf("materialized %s", r.body)
 	}
 }
+
+// Resolution matches wanted fields against the user's saved values for the target's
+// site, as this session's handles, and says what is missing and what comes next.
+func TestResolveFindsSavedValuesAsHandles(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	e.call("POST", "/memory/items", userKey, `{"label":"Rain login","hosts":["rain.example"],"askBeforeUse":false,
+		"fields":[{"fieldRef":"email","label":"Email","valueType":"email","value":"`+canaryEmail+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Home","fields":[{"fieldRef":"addr","label":"Street address","valueType":"address","value":"1 Canary Row"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"card","label":"Card number","valueType":"card_number","value":"`+canaryCard+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+
+	var res struct {
+		Match     string
+		Providers []any
+		Fields    []struct {
+			Key        string
+			Candidates []struct {
+				Handle, ItemLabel string
+				RequiresApproval  bool
+			}
+		}
+		Missing    []string
+		NextAction string
+	}
+	r := e.call("POST", "/sessions/"+sid+"/resolve", agentKey, `{"targetUrl":"https://rain.example/checkout",
+		"fields":[{"key":"email"},{"key":"shipping","label":"street ADDRESS","type":"address"},{"key":"card"},{"key":"phone","type":"phone"}]}`).want(t, 200)
+	json.Unmarshal(r.body, &res)
+	if strings.Contains(string(r.body), canaryEmail) || strings.Contains(string(r.body), canaryCard) || strings.Contains(string(r.body), "Canary Row") {
+		t.Fatalf("a value in a resolution: %s", r.body)
+	}
+	if res.Match != "none" || len(res.Providers) != 0 || len(res.Fields) != 4 || res.NextAction != "provide_missing" ||
+		strings.Join(res.Missing, ",") != "card,phone" {
+		t.Fatalf("resolution: %s", r.body)
+	}
+	email, addr := res.Fields[0].Candidates, res.Fields[1].Candidates
+	if len(email) != 1 || email[0].RequiresApproval || len(addr) != 1 || !addr[0].RequiresApproval || addr[0].ItemLabel != "Home" {
+		t.Fatalf("candidates: %s", r.body)
+	}
+	if h := handlesIn(t, e, agentKey, sid, "rain.example"); h["email"] != email[0].Handle || h["addr"] != addr[0].Handle {
+		t.Error("resolution handles are not the session catalog's")
+	}
+	r = e.call("POST", "/sessions/"+sid+"/resolve", agentKey, `{"targetUrl":"https://rain.example/","fields":[{"key":"email"}]}`).want(t, 200)
+	json.Unmarshal(r.body, &res)
+	if res.NextAction != "ask_before_use" || len(res.Missing) != 0 {
+		t.Errorf("all found: %s", r.body)
+	}
+	e.call("POST", "/sessions/"+sid+"/resolve", agentKey, `{"fields":[{"key":"email"}]}`).want(t, 422)
+	e.call("POST", "/sessions/"+sid+"/resolve", userKey, `{"targetUrl":"https://rain.example/"}`).want(t, 403)
+}

@@ -73,6 +73,7 @@ func (s *Server) routes() chi.Router {
 			r.With(user).Delete("/memory/items/{id}", s.handleArchiveMemoryItem())
 			read(r.With(agent), "/sessions/{id}/memory/catalog", s.handleMemoryCatalog())
 			r.With(agent).Post("/sessions/{id}/materialize", s.handleMaterialize()) // never replayed
+			r.With(agent, once).Post("/sessions/{id}/resolve", s.handleResolve())
 		})
 	})
 	return r

@@ -558,3 +558,77 @@ func (p Protected) Protected(ctx context.Context, userID string) ([]string, erro
 	}
 	return out, nil
 }
+
+// Want is a field an agent needs for a task.
+type Want struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+	Type  string `json:"type"`
+}
+
+// Candidate is a saved value that may fill a wanted field: a handle of the session,
+// and whether using it waits for the user's approval.
+type Candidate struct {
+	Handle           string `json:"handle"`
+	ItemID           string `json:"itemId"`
+	ItemLabel        string `json:"itemLabel"`
+	RequiresApproval bool   `json:"requiresApproval"`
+}
+
+// Candidates are a wanted field's candidates.
+type Candidates struct {
+	Key        string      `json:"key"`
+	Candidates []Candidate `json:"candidates"`
+}
+
+// Next actions of a resolution.
+const (
+	// NextProvideMissing: some field has no saved value; raise provide_missing.
+	NextProvideMissing = "provide_missing"
+	// NextAskBeforeUse: every field has a candidate; raise ask_before_use naming the
+	// chosen handles (approved at once when none requires approval), then
+	// materialize.
+	NextAskBeforeUse = "ask_before_use"
+	// NextNone: no field was asked for.
+	NextNone = "none"
+)
+
+// Match finds, deterministically, the catalog entries that may fill each wanted
+// field: the same field ref, or the same value type under the same label (case and
+// spacing aside), in catalog order, those usable without a question first. It says
+// which fields have none, and what the agent does next.
+func Match(entries []Entry, want []Want) (fields []Candidates, missing []string, next string) {
+	norm := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+	next = NextNone
+	fields = []Candidates{}
+	missing = []string{}
+	for _, w := range want {
+		c := Candidates{Key: w.Key, Candidates: []Candidate{}}
+		for _, e := range entries {
+			if strings.EqualFold(e.FieldRef, w.Key) || (w.Type != "" && e.ValueType == w.Type && norm(e.Label) == norm(w.Label)) {
+				c.Candidates = append(c.Candidates, Candidate{Handle: e.Handle, ItemID: e.ItemID, ItemLabel: e.ItemLabel, RequiresApproval: e.AskBeforeUse})
+			}
+		}
+		slices.SortStableFunc(c.Candidates, func(a, b Candidate) int {
+			switch {
+			case a.RequiresApproval == b.RequiresApproval:
+				return 0
+			case !a.RequiresApproval:
+				return -1
+			}
+			return 1
+		})
+		if len(c.Candidates) == 0 {
+			missing = append(missing, w.Key)
+		}
+		fields = append(fields, c)
+	}
+	switch {
+	case len(want) == 0:
+	case len(missing) > 0:
+		next = NextProvideMissing
+	default:
+		next = NextAskBeforeUse
+	}
+	return fields, missing, next
+}
