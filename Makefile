@@ -33,6 +33,7 @@ help:
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | clean"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
+	@echo "make reseal                       re-seal every stored value under the first key of SECRETS_KEY"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 
 .PHONY: go
@@ -114,6 +115,12 @@ PEPPER = test -n "$${AUTH_PEPPER:-}" || { test -s var/auth-pepper || (mkdir -p v
 key: migrate
 	@test "$(origin USER)" = "command line" || { echo "usage: make key USER=name [AGENT=name]" >&2; exit 2; }
 	@$(PEPPER); DATABASE_URL='$(DB_URL)' $(SERVER) key -user "$$USER" $${AGENT:+-agent "$$AGENT"}
+
+# make reseal: re-seal every stored value under the first key of SECRETS_KEY (put the
+# new key first, keep the old ones after it until this has run, then drop them).
+.PHONY: reseal
+reseal: migrate
+	@$(PEPPER); DATABASE_URL='$(DB_URL)' $(SERVER) reseal
 
 .PHONY: run
 run: demo

@@ -217,3 +217,24 @@ func issueKey(ctx context.Context, store *postgres.Store, args []string, getenv 
 	fmt.Fprintln(stdout, k.Token)
 	return nil
 }
+
+// reseal is the reseal command: every stored value not sealed under SECRETS_KEY's
+// first key is opened and sealed again under it.
+func reseal(ctx context.Context, store *postgres.Store, getenv func(string) string, stdout io.Writer) error {
+	v, err := loadSecrets(getenv, nil)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return errors.New("reseal: SECRETS_KEY is not set")
+	}
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	n, err := store.Reseal(ctx, v)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d values re-sealed under key %s\n", n, v.Current())
+	return nil
+}

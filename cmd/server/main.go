@@ -51,6 +51,8 @@ commands:
                    remove the override in force on a hostname
   key -user NAME [-agent NAME]
                    create the user (and agent) if missing and print a new API key once
+  reseal           re-seal every stored value (saved and provided) under the first key
+                   of SECRETS_KEY, so that older keys can be dropped from it
 `
 
 // Config is everything the server reads from its environment.
@@ -204,6 +206,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return removeOverride(ctx, store, rest, getenv, stdout, stderr)
 	case "key":
 		return issueKey(ctx, store, rest, getenv, stdout, stderr)
+	case "reseal":
+		return reseal(ctx, store, getenv, stdout)
 	}
 	fs.Usage()
 	return fmt.Errorf("unknown command %q", cmd)

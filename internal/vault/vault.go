@@ -58,6 +58,9 @@ func Parse(spec string) (*Vault, error) {
 	return v, nil
 }
 
+// Current is the id of the key new values are sealed under.
+func (v *Vault) Current() string { return v.current }
+
 // Seal encrypts plaintext bound to aad under the current key with a random nonce.
 func (v *Vault) Seal(plaintext, aad []byte) (keyID string, nonce, ciphertext []byte, err error) {
 	aead := v.aeads[v.current]
