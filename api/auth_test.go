@@ -99,6 +99,7 @@ func (e *authEnv) call(method, path, key, body string, header ...string) respons
 	rec := httptest.NewRecorder()
 	e.srv.ServeHTTP(rec, req)
 	res := rec.Result()
+	res.Request = req // so that a failure names the call
 	b, _ := io.ReadAll(res.Body)
 	return response{res, b}
 }

@@ -356,3 +356,27 @@ func TestResolveFindsSavedValuesAsHandles(t *testing.T) {
 	e.call("POST", "/sessions/"+sid+"/resolve", agentKey, `{"fields":[{"key":"email"}]}`).want(t, 422)
 	e.call("POST", "/sessions/"+sid+"/resolve", userKey, `{"targetUrl":"https://rain.example/"}`).want(t, 403)
 }
+
+// choose_candidate: the user picks which of several saved values fills a field; the
+// chosen handle, and only it, is covered for materialize.
+func TestChooseCandidateCoversOnlyTheChosenValue(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	e.call("POST", "/memory/items", userKey, `{"label":"Home","fields":[{"fieldRef":"home","label":"Address","valueType":"address","value":"1 Canary Row"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Work","fields":[{"fieldRef":"work","label":"Address","valueType":"address","value":"2 Quartz Lane"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	h := handlesIn(t, e, agentKey, sid, "")
+	req := e.raise(agentKey, sid, "pick", `{"kind":"choose_candidate","fields":[{"key":"shipping","label":"Shipping address","type":"address"}],
+		"options":[{"id":"`+h["home"]+`","label":"Home"},{"id":"`+h["work"]+`","label":"Work"}]}`)
+	if req["status"] != "waiting_user" {
+		t.Fatalf("choose_candidate: %v", req)
+	}
+	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"bad","kind":"choose_candidate","fields":[{"key":"x","label":"X"}],
+		"options":[{"id":"wh_notfromthissessionatall0000","label":"A"},{"id":"`+h["home"]+`","label":"B"}]}`).want(t, 422)
+	e.call("POST", "/sessions/"+sid+"/requests/"+req["id"].(string)+"/decision", userKey, `{"decision":"approve","selectedChoiceId":"`+h["work"]+`"}`).want(t, 200)
+	r := e.call("POST", "/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+h["work"]+`","`+h["home"]+`"],"purpose":"ship"}`).want(t, 200)
+	if !strings.Contains(string(r.body), "2 Quartz Lane") || strings.Contains(string(r.body), "Canary Row") {
+		t.Errorf("materialized %s", r.body)
+	}
+}

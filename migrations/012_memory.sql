@@ -56,3 +56,8 @@ CREATE TABLE materializations (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX materializations_session ON materializations (session_id, created_at);
+
+-- choose_candidate: the user picks which saved value fills a field.
+ALTER TABLE requests DROP CONSTRAINT requests_kind_check;
+ALTER TABLE requests ADD CONSTRAINT requests_kind_check
+    CHECK (kind IN ('confirm', 'choice', 'provide_missing', 'ask_before_use', 'choose_candidate'));

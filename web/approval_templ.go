@@ -832,7 +832,7 @@ func RequestPage(v RequestView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				switch v.Kind {
-				case "choice":
+				case "choice", "choose_candidate":
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "<fieldset><legend>Choose one</legend> ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -81,10 +81,11 @@ type RequestsView struct {
 }
 
 var kindLabels = map[string]string{
-	request.KindConfirm:        "Confirm an action",
-	request.KindChoice:         "Choose an option",
-	request.KindProvideMissing: "Provide missing details",
-	request.KindAskBeforeUse:   "Allow use of saved details",
+	request.KindConfirm:         "Confirm an action",
+	request.KindChoice:          "Choose an option",
+	request.KindChooseCandidate: "Choose which saved details to use",
+	request.KindProvideMissing:  "Provide missing details",
+	request.KindAskBeforeUse:    "Allow use of saved details",
 }
 
 func kindLabel(k string) string {

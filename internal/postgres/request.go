@@ -64,26 +64,37 @@ func refusal(err error) bool {
 	return ok && p.Err == nil
 }
 
-// handlesOf checks the handles an ask_before_use request names: each must be a
+// handlesOf checks the handles an ask_before_use or choose_candidate request names
+// (in its fields, or as its options): each must be a
 // memory handle of the session, of a live item, and not card data (which only a
 // payment approval releases). auto is true when it names some and every one's item
 // was saved to be used without a question.
 func handlesOf(ctx context.Context, tx pgx.Tx, sessionID string, n request.New) (auto bool, err error) {
 	auto = n.Kind == request.KindAskBeforeUse
+	handles := make([]string, 0, len(n.Fields)+len(n.Options))
 	for _, f := range n.Fields {
 		if f.Handle == "" {
 			auto = false
 			continue
 		}
+		handles = append(handles, f.Handle)
+	}
+	if n.Kind == request.KindChooseCandidate {
+		auto = false // a choice is always the user's
+		for _, o := range n.Options {
+			handles = append(handles, o.ID)
+		}
+	}
+	for _, h := range handles {
 		var ask bool
 		var valueType string
 		err := tx.QueryRow(ctx, `
 			SELECT i.ask_before_use, f.value_type FROM memory_handles h
 			JOIN memory_items i ON i.id = h.item_id AND i.archived_at IS NULL
 			JOIN memory_fields f ON f.item_id = h.item_id AND f.field_ref = h.field_ref
-			WHERE h.handle = $1 AND h.session_id = $2`, f.Handle, sessionID).Scan(&ask, &valueType)
+			WHERE h.handle = $1 AND h.session_id = $2`, h, sessionID).Scan(&ask, &valueType)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return false, problem.Invalid("A field's handle is not one this session's memory catalog gave.")
+			return false, problem.Invalid("A handle is not one this session's memory catalog gave.")
 		}
 		if err != nil {
 			return false, err

@@ -48,6 +48,10 @@ func (d Decider) Decide(ctx context.Context, p auth.Principal, sessionID, id str
 	switch r.Kind {
 	case KindChoice:
 		o.Artifact = &Artifact{Type: ArtifactChoice, Choice: &Choice{SelectedOptionID: dec.SelectedChoiceID}}
+	case KindChooseCandidate:
+		// The chosen saved value, covered for materialize.
+		o.Artifact = &Artifact{Type: ArtifactReference, Reference: &Reference{
+			Handles: []Handle{{FieldKey: r.Fields[0].Key, Handle: dec.SelectedChoiceID}}}}
 	case KindProvideMissing:
 		if d.Sealer == nil {
 			return r, ErrNoSealer

@@ -27,10 +27,16 @@ const (
 	KindChoice         = "choice"
 	KindProvideMissing = "provide_missing"
 	KindAskBeforeUse   = "ask_before_use"
+	// KindChooseCandidate asks the user which of several saved values fills one
+	// field: each option's id is a handle of the session's memory catalog.
+	KindChooseCandidate = "choose_candidate"
 )
 
 // Kinds lists every kind an agent may raise.
-var Kinds = []string{KindConfirm, KindChoice, KindProvideMissing, KindAskBeforeUse}
+var Kinds = []string{KindConfirm, KindChoice, KindProvideMissing, KindAskBeforeUse, KindChooseCandidate}
+
+// choosing tells whether a kind is answered by picking one of its options.
+func choosing(kind string) bool { return kind == KindChoice || kind == KindChooseCandidate }
 
 // Statuses of a request. waiting_user, approved and executing are open; the others
 // are terminal and final.
@@ -275,20 +281,22 @@ func (n *New) Validate() error {
 	if (p.Amount == "") != (p.Currency == "") {
 		return problem.Invalid("params.amount and params.currency go together.")
 	}
-	wantFields := n.Kind == KindProvideMissing || n.Kind == KindAskBeforeUse
+	wantFields := n.Kind == KindProvideMissing || n.Kind == KindAskBeforeUse || n.Kind == KindChooseCandidate
 	switch {
 	case n.Kind == KindConfirm && strings.TrimSpace(p.Summary) == "":
 		return problem.Invalid("A confirm request needs params.summary: what the user confirms.")
 	case n.Kind != KindConfirm && (p.Amount != "" || p.Recipient != ""):
 		return problem.Invalid("params.amount, params.currency and params.recipient belong to confirm requests.")
-	case n.Kind == KindChoice && (len(n.Options) < 2 || len(n.Options) > 20):
-		return problem.Invalid("A choice request needs 2 to 20 options.")
-	case n.Kind != KindChoice && len(n.Options) > 0:
-		return problem.Invalid("options belong to choice requests.")
+	case choosing(n.Kind) && (len(n.Options) < 2 || len(n.Options) > 20):
+		return problem.Invalid("A " + n.Kind + " request needs 2 to 20 options.")
+	case !choosing(n.Kind) && len(n.Options) > 0:
+		return problem.Invalid("options belong to choice and choose_candidate requests.")
+	case n.Kind == KindChooseCandidate && len(n.Fields) != 1:
+		return problem.Invalid("A choose_candidate request names the one field its candidates fill.")
 	case wantFields && (len(n.Fields) == 0 || len(n.Fields) > 20):
 		return problem.Invalid("A " + n.Kind + " request needs 1 to 20 fields.")
 	case !wantFields && len(n.Fields) > 0:
-		return problem.Invalid("fields belong to provide_missing and ask_before_use requests.")
+		return problem.Invalid("fields belong to provide_missing, ask_before_use and choose_candidate requests.")
 	}
 	seen := map[string]bool{}
 	for i := range n.Fields {
@@ -322,6 +330,9 @@ func (n *New) Validate() error {
 			return problem.Invalid(at + ".id must be a distinct name of letters, digits, _ . - (at most 64).")
 		}
 		seen[o.ID] = true
+		if n.Kind == KindChooseCandidate && !strings.HasPrefix(o.ID, "wh_") {
+			return problem.Invalid(at + ".id must be a handle of this session's memory catalog.")
+		}
 		if err := text(at+".label", o.Label, true, 200); err != nil {
 			return err
 		}
@@ -385,12 +396,12 @@ func (r Request) Check(d Decision) error {
 		}
 		return nil
 	}
-	if r.Kind == KindChoice {
+	if choosing(r.Kind) {
 		if !slices.ContainsFunc(r.Options, func(o Option) bool { return o.ID == d.SelectedChoiceID }) {
 			return problem.Invalid("selectedChoiceId must be the id of one of the request's options.")
 		}
 	} else if d.SelectedChoiceID != "" {
-		return problem.Invalid("selectedChoiceId answers choice requests only.")
+		return problem.Invalid("selectedChoiceId answers choice and choose_candidate requests only.")
 	}
 	if r.Kind != KindProvideMissing {
 		if len(d.Values) > 0 {
