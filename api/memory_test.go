@@ -380,3 +380,98 @@ func TestChooseCandidateCoversOnlyTheChosenValue(t *testing.T) {
 		t.Errorf("materialized %s", r.body)
 	}
 }
+
+// noCanaryAnywhere fails if any table of the database, read as text (a plaintext
+// dump: bytea as hex), or the log holds a canary.
+func noCanaryAnywhere(t *testing.T, e *authEnv, canaries ...string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := e.store.Pool().Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range tables {
+		var dump string
+		if err := e.store.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(x::text, ' '), '') FROM `+pgx.Identifier{table}.Sanitize()+` x`).Scan(&dump); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range canaries {
+			if strings.Contains(strings.ToLower(dump), strings.ToLower(c)) {
+				t.Errorf("table %s holds a canary in the clear", table)
+			}
+		}
+	}
+	// Binary columns (stored answers, ciphertexts) read as bytes, not hex.
+	rows, err = e.store.Pool().Query(ctx, `SELECT table_name, column_name FROM information_schema.columns
+		WHERE table_schema = 'public' AND data_type = 'bytea'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var c [2]string
+		return c, r.Scan(&c[0], &c[1])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cols {
+		var raw []byte
+		q := `SELECT coalesce(string_agg(` + pgx.Identifier{c[1]}.Sanitize() + `, '\x00'::bytea), ''::bytea) FROM ` + pgx.Identifier{c[0]}.Sanitize()
+		if err := e.store.Pool().QueryRow(ctx, q).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		for _, canary := range canaries {
+			if strings.Contains(string(raw), canary) {
+				t.Errorf("%s.%s holds a canary in the clear", c[0], c[1])
+			}
+		}
+	}
+	for _, c := range canaries {
+		if strings.Contains(e.logs.String(), c) {
+			t.Errorf("the log holds a canary")
+		}
+	}
+}
+
+// Invariant 1 for every way a value comes in: saved through the API (by a user and
+// by an agent), provided through a request, saved from one: after the whole flow
+// (catalog, resolve, requests, approvals, claims, materialize, errors), no table
+// holds a canary in the clear and neither does the log.
+func TestNoValueIsStoredInTheClearByAnyPath(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const provided, saved, byAgent = "canary-provided-5150", "canary-saved-8675", "canary-agent-3090"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","hosts":["rain.example"],"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+saved+`"}]}`,
+		"Idempotency-Key", "i1").want(t, 201)
+	e.call("POST", "/memory/items", agentKey, `{"label":"Learned","askBeforeUse":false,"fields":[{"fieldRef":"pin","label":"Pin","value":"`+byAgent+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	rid := e.raise(agentKey, sid, "r1", `{"kind":"provide_missing","context":{"url":"https://rain.example/"},"fields":[{"key":"email","label":"Email","type":"email"}]}`)["id"].(string)
+	e.call("POST", "/sessions/"+sid+"/requests/"+rid+"/decision", userKey, `{"decision":"approve","values":{"email":"`+provided+`"},"save":true}`,
+		"Idempotency-Key", "d1").want(t, 200)
+	var claim struct {
+		Reference struct{ Handles []struct{ Handle string } }
+	}
+	json.Unmarshal(e.call("POST", "/sessions/"+sid+"/requests/"+rid+"/claim", agentKey, "").want(t, 200).body, &claim)
+	h := handlesIn(t, e, agentKey, sid, "https://rain.example/")
+	e.call("POST", "/sessions/"+sid+"/resolve", agentKey, `{"targetUrl":"https://rain.example/","fields":[{"key":"code"},{"key":"email"}]}`).want(t, 200)
+	use := e.raise(agentKey, sid, "u1", `{"kind":"ask_before_use","fields":[{"key":"code","label":"Code","handle":"`+h["code"]+`"},{"key":"pin","label":"Pin","handle":"`+h["pin"]+`"}]}`)
+	e.call("POST", "/sessions/"+sid+"/requests/"+use["id"].(string)+"/decision", userKey, `{"decision":"approve"}`).want(t, 200)
+	r := e.call("POST", "/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+h["code"]+`","`+h["pin"]+`","`+claim.Reference.Handles[0].Handle+`","`+h["email"]+`"],"purpose":"check"}`).want(t, 200)
+	for _, c := range []string{saved, byAgent, provided} {
+		if !strings.Contains(string(r.body), c) {
+			t.Errorf("materialize lacks a value it should release: %s", r.body)
+		}
+	}
+	// The item saved from the request asks before use: its catalog handle is not
+	// covered by the request that provided the value.
+	if !strings.HasSuffix(string(r.body), `{"handle":"`+h["email"]+`","status":"approval_required"}]}`) {
+		t.Errorf("the saved item's handle was released without an approval: %s", r.body)
+	}
+	e.call("POST", "/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+saved+`"],"purpose":"`+provided+`"}`).want(t, 422)
+	noCanaryAnywhere(t, e, provided, saved, byAgent)
+}
