@@ -306,6 +306,11 @@ func goodSamples(t *testing.T) []sample {
 
 const discoveryBody = `{"apiVersion": "1.1.0", "openapi": "/functions/v1/api/openapi.json", "scopes": ["agent", "user"]}`
 
+const (
+	memoryField = `{"fieldRef": "addr", "label": "Address", "valueType": "address", "secret": false, "hasValue": true}`
+	memoryItem  = `{"id": "` + uuid1 + `", "label": "Home", "hosts": [], "askBeforeUse": true, "readOnly": false, "revision": 2, "fields": [` + memoryField + `], "createdAt": "2026-11-20T08:00:00Z", "updatedAt": "2026-11-20T08:00:00Z"}`
+)
+
 var agentMeBody = `{"id": "` + uuid1 + `", "name": "scout", "status": "active", "userId": "` + uuid2 + `", "limits": ` + limitsBody + `}`
 
 // noStoreJSON are the headers of an authenticated 200.
@@ -405,7 +410,8 @@ func TestDocument(t *testing.T) {
 		"method_not_allowed", "rate_limited", "search_allowance_exhausted", "search_unavailable", "database_unavailable",
 		"unauthenticated", "invalid_api_key", "key_revoked", "wrong_key_scope", "validation_failed",
 		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large",
-		"invalid_state_transition", "request_expired", "artifact_already_claimed", "quota_exceeded"}
+		"invalid_state_transition", "request_expired", "artifact_already_claimed", "quota_exceeded",
+		"precondition_failed", "precondition_required", "approval_required"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -733,7 +739,19 @@ func TestSchemas(t *testing.T) {
 			`{"clientRequestId": "r2", "kind": "provide_missing", "fields": [{"key": "email", "label": "Email", "type": "email"}]}`},
 		"Request":         {requestBody},
 		"RequestPage":     {`{"items": [` + requestBody + `], "nextCursor": null}`},
-		"DecisionRequest": {`{"decision": "approve", "values": {"email": "a@b.example"}}`, `{"decision": "deny"}`, `{"decision": "approve", "selectedChoiceId": "fast"}`},
+		"DecisionRequest": {`{"decision": "approve", "values": {"email": "a@b.example"}}`, `{"decision": "deny"}`, `{"decision": "approve", "selectedChoiceId": "fast"}`,
+			`{"decision": "approve", "values": {"email": "a@b.example"}, "save": true, "askBeforeUse": false}`},
+		"MemoryField":        {memoryField},
+		"MemoryItem":         {memoryItem},
+		"MemoryItemPage":     {`{"items": [` + memoryItem + `], "nextCursor": null}`, `{"items": [], "nextCursor": "abc"}`},
+		"NewMemoryItem":      {`{"label": "Home", "hosts": ["shop.example"], "askBeforeUse": false, "fields": [{"fieldRef": "addr", "label": "Address", "valueType": "address", "value": "1 Row"}]}`},
+		"MemoryItemPatch":    {`{"label": "Home", "fields": [{"fieldRef": "addr", "clearValue": true}, {"fieldRef": "zip", "remove": true}]}`, `{}`},
+		"MemoryCatalog":      {`{"handles": [{"handle": "wh_x", "itemId": "` + uuid1 + `", "itemLabel": "Home", "fieldRef": "addr", "label": "Address", "valueType": "address", "askBeforeUse": true}], "unavailable": [{"itemId": "` + uuid1 + `", "fieldRef": "number", "reason": "payment_approval_required"}]}`},
+		"MaterializeRequest": {`{"handles": ["wh_x"], "purpose": "fill the form"}`},
+		"Materialized":       {`{"values": [{"handle": "wh_x", "status": "released", "value": "1 Row"}, {"handle": "wh_y", "status": "approval_required"}]}`},
+		"ResolveRequest":     {`{"intent": "buy a map", "fields": [{"key": "email", "type": "email"}]}`, `{"targetUrl": "https://shop.example/checkout"}`},
+		"Resolution": {`{"match": "host", "providers": [{"serviceId": "shop.example", "methodId": "shop-map", "name": "Map", "url": "https://shop.example/map", "method": "GET", "price": "0.01", "network": null, "verdict": "proceed", "payable": true}],
+			"fields": [{"key": "email", "candidates": [{"handle": "wh_x", "itemId": "` + uuid1 + `", "itemLabel": "Login", "requiresApproval": false}]}], "missing": [], "nextAction": "ask_before_use"}`},
 		"ClaimedArtifact": {`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_` + strings.Repeat("a", 32) + `"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`,
 			`{"requestId": "` + uuid1 + `", "type": "confirmation", "confirmation": {"confirmed": true, "scopeHash": "sha256:` + strings.Repeat("0", 64) + `"}, "claimedAt": "2026-11-20T08:00:00Z"}`,
 			`{"requestId": "` + uuid1 + `", "type": "choice", "choice": {"selectedOptionId": "fast"}, "claimedAt": "2026-11-20T08:00:00Z"}`},
@@ -743,7 +761,12 @@ func TestSchemas(t *testing.T) {
 		"Session":            {mutate(sessionBody, func(m map[string]any) { m["status"] = "paused" })},
 		"AppendEventRequest": {`{"type": "session.completed", "clientEventId": "e1"}`},
 		"Request":            {mutate(requestBody, func(m map[string]any) { m["status"] = "pending" }), mutate(requestBody, func(m map[string]any) { m["values"] = map[string]any{"email": "x"} })},
-		"DecisionRequest":    {`{"decision": "approve", "save": true}`, `{"decision": "maybe"}`},
+		"DecisionRequest":    {`{"decision": "approve", "save": "yes"}`, `{"decision": "maybe"}`},
+		"MemoryItem":         {strings.Replace(memoryItem, `"hasValue": true`, `"hasValue": true, "value": "1 Row"`, 1)},
+		"MemoryField":        {strings.Replace(memoryField, `}`, `, "value": "1 Row"}`, 1)},
+		"NewMemoryItem":      {`{"label": "Home", "fields": []}`},
+		"Materialized":       {`{"values": [{"handle": "wh_x", "status": "leaked"}]}`},
+		"Resolution":         {`{"match": "none", "providers": [], "fields": [], "missing": [], "nextAction": "materialize"}`},
 		"ClaimedArtifact":    {`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_x", "value": "a@b.example"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`},
 		"CreateKeyRequest":   {`{"scope": "admin"}`},
 		"Slug":               {`"Bad_Slug"`, `"a--b"`, `""`},
