@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"time"
+
+	"github.com/waystation/waystation/internal/periodic"
 )
 
 // Record is the stored answer to an idempotent request.
@@ -57,18 +59,11 @@ type Sweeper struct {
 
 // Run sweeps every s.Every until ctx ends.
 func (s Sweeper) Run(ctx context.Context) {
-	t := time.NewTicker(s.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.Store.DeleteExpiredIdempotency(ctx); err != nil && ctx.Err() == nil {
-				s.Log.Warn("sweeping expired idempotency records failed", "err", err)
-			} else if n > 0 {
-				s.Log.Debug("expired idempotency records deleted", "count", n)
-			}
+	periodic.Run(ctx, s.Every, s.Every, func(ctx context.Context) {
+		if n, err := s.Store.DeleteExpiredIdempotency(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("sweeping expired idempotency records failed", "err", err)
+		} else if n > 0 {
+			s.Log.Debug("expired idempotency records deleted", "count", n)
 		}
-	}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/periodic"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -39,16 +40,9 @@ type Expirer struct {
 
 // Run expires due requests every e.Every until ctx ends.
 func (e Expirer) Run(ctx context.Context) {
-	t := time.NewTicker(e.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, e.Every, e.Every, func(ctx context.Context) {
 		if _, err := e.Store.ExpireRequests(ctx); err != nil && ctx.Err() == nil {
 			e.Log.Warn("expire requests", "err", err)
 		}
-	}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/periodic"
 )
 
 // syncBatch is how many method texts go to a model in one call.
@@ -101,15 +102,4 @@ func (s *Syncer) Once(ctx context.Context) {
 
 // Run syncs every s.Every until ctx ends; the first sync is one interval away, since
 // the server syncs once before it serves.
-func (s *Syncer) Run(ctx context.Context) {
-	t := time.NewTicker(s.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.Once(ctx)
-		}
-	}
-}
+func (s *Syncer) Run(ctx context.Context) { periodic.Run(ctx, s.Every, s.Every, s.Once) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/waystation/waystation/internal/periodic"
 )
 
 // MinRetention is the shortest retention the database lets a sweep declare: a
@@ -36,30 +38,23 @@ func (r Retention) Run(ctx context.Context) {
 	if r.Keep < MinRetention {
 		return
 	}
-	t := time.NewTicker(r.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			total := 0
-			for ctx.Err() == nil {
-				n, err := r.Store.DeleteClosedSessions(ctx, r.Keep, retentionBatch)
-				if err != nil {
-					if ctx.Err() == nil {
-						r.Log.Warn("deleting closed sessions past retention failed", "err", err)
-					}
-					break
+	periodic.Run(ctx, r.Every, r.Every, func(ctx context.Context) {
+		total := 0
+		for ctx.Err() == nil {
+			n, err := r.Store.DeleteClosedSessions(ctx, r.Keep, retentionBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.Log.Warn("deleting closed sessions past retention failed", "err", err)
 				}
-				total += n
-				if n < retentionBatch {
-					break
-				}
+				break
 			}
-			if total > 0 {
-				r.Log.Info("closed sessions past retention deleted", "count", total, "retention", r.Keep)
+			total += n
+			if n < retentionBatch {
+				break
 			}
 		}
-	}
+		if total > 0 {
+			r.Log.Info("closed sessions past retention deleted", "count", total, "retention", r.Keep)
+		}
+	})
 }

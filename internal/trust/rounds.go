@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/waystation/waystation/internal/periodic"
 )
 
 // ProbeStore is what probe rounds need from storage.
@@ -55,23 +57,11 @@ func (r *Rounds) Once(ctx context.Context, before time.Time) (stats RoundStats, 
 // alone. The snapshot generator notices new probes through the store's fingerprint,
 // so new verdicts show soon after a round.
 func (r *Rounds) Run(ctx context.Context) {
-	first := time.NewTimer(min(time.Minute, r.Interval))
-	defer first.Stop()
-	tick := first.C
-	every := time.NewTicker(r.Interval)
-	defer every.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-			tick = every.C
-		}
+	periodic.Run(ctx, min(time.Minute, r.Interval), r.Interval, func(ctx context.Context) {
 		start := time.Now()
 		stats, ran, err := r.Once(ctx, start.Add(-r.Interval*9/10))
 		switch {
 		case ctx.Err() != nil:
-			return
 		case err != nil:
 			r.Log.Warn("probe round failed", "err", err)
 		case !ran:
@@ -79,5 +69,5 @@ func (r *Rounds) Run(ctx context.Context) {
 		default:
 			r.Log.Info("probe round done", "probed", stats.Probed, "skipped", stats.Skipped, "took", time.Since(start).Round(time.Millisecond))
 		}
-	}
+	})
 }
