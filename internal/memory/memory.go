@@ -102,10 +102,9 @@ const (
 
 // Errors of memory.
 var (
-	ErrNotFound      = problem.New(problem.NotFound, "No memory item with this id is visible to this key.")
-	ErrStale         = problem.New(problem.PreconditionFailed, "The item changed since the revision in If-Match; read it again and retry with its ETag.")
-	ErrTooManyItems  = problem.New(problem.QuotaExceeded, "This user keeps as many memory items as one user may; archive one to add another.")
-	ErrHandleUnknown = problem.New(problem.NotFound, "No handle of this session by that name.")
+	ErrNotFound     = problem.New(problem.NotFound, "No memory item with this id is visible to this key.")
+	ErrStale        = problem.New(problem.PreconditionFailed, "The item changed since the revision in If-Match; read it again and retry with its ETag.")
+	ErrTooManyItems = problem.New(problem.QuotaExceeded, "This user keeps as many memory items as one user may; archive one to add another.")
 )
 
 // FieldInput is one field as a writer gives it; Value, when set, is sealed and never
@@ -159,16 +158,6 @@ const (
 
 var refPattern = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$`)
 
-func text(name, v string, required bool, max int) error {
-	if required && strings.TrimSpace(v) == "" {
-		return problem.Invalid(name + " is required.")
-	}
-	if len(v) > max || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-		return problem.Invalid(name + " must be text of at most " + strconv.Itoa(max) + " bytes.")
-	}
-	return nil
-}
-
 // Hosts reads the sites an item is for: hostnames (or URLs, whose host is taken),
 // normalised; none means every site.
 func Hosts(in []string) ([]string, error) {
@@ -204,10 +193,10 @@ func (f *FieldInput) check(at string) error {
 	if !refPattern.MatchString(f.FieldRef) {
 		return problem.Invalid(at + ".fieldRef must be a name of letters, digits, _ . - (at most 64).")
 	}
-	if err := text(at+".label", f.Label, true, 200); err != nil {
+	if err := problem.Text(at+".label", f.Label, true, 200); err != nil {
 		return err
 	}
-	if err := text(at+".hint", f.Hint, false, 500); err != nil {
+	if err := problem.Text(at+".hint", f.Hint, false, 500); err != nil {
 		return err
 	}
 	if f.ValueType == "" {
@@ -228,7 +217,7 @@ func (f *FieldInput) check(at string) error {
 // Validate checks n and fills in defaults: a new item asks before use unless told
 // otherwise.
 func (n *New) Validate() error {
-	if err := text("label", n.Label, true, 200); err != nil {
+	if err := problem.Text("label", n.Label, true, 200); err != nil {
 		return err
 	}
 	hosts, err := Hosts(n.Hosts)
@@ -321,7 +310,7 @@ func Apply(s Sealer, cur Stored, p Patch) (Stored, error) {
 	next := cur
 	next.Fields = slices.Clone(cur.Fields)
 	if p.Label != nil {
-		if err := text("label", *p.Label, true, 200); err != nil {
+		if err := problem.Text("label", *p.Label, true, 200); err != nil {
 			return cur, err
 		}
 		next.Label = *p.Label

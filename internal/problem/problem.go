@@ -10,7 +10,9 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is a failure with a stable code that clients branch on. Detail says what
@@ -45,6 +47,19 @@ func Param(code, param, detail string) *Error {
 
 // Invalid is a request that breaks a rule of its route: validation_failed.
 func Invalid(detail string) *Error { return New(ValidationFailed, detail) }
+
+// Text checks a text input named name: given when required, valid UTF-8 without NUL
+// (which PostgreSQL cannot keep), at most max bytes; else a validation_failed that
+// names the input and never echoes it.
+func Text(name, v string, required bool, max int) error {
+	if required && strings.TrimSpace(v) == "" {
+		return Invalid(name + " is required.")
+	}
+	if len(v) > max || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		return Invalid(name + " must be valid UTF-8 of at most " + strconv.Itoa(max) + " bytes, without NUL.")
+	}
+	return nil
+}
 
 // Wrap is a problem caused by err, which the log keeps and the client never sees.
 func Wrap(code, detail string, err error) *Error {

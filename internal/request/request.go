@@ -235,16 +235,6 @@ var (
 	currencyRule  = regexp.MustCompile(`^[A-Z][A-Z0-9]{1,11}$`)
 )
 
-func text(name, v string, required bool, max int) error {
-	if required && strings.TrimSpace(v) == "" {
-		return problem.Invalid(name + " is required.")
-	}
-	if len(v) > max || !utf8.ValidString(v) {
-		return problem.Invalid(name + " must be valid UTF-8 of at most " + strconv.Itoa(max) + " bytes.")
-	}
-	return nil
-}
-
 // Validate checks n for its kind and fills in defaults (the TTL, secret flags).
 func (n *New) Validate() error {
 	if n.ClientRequestID == "" || len(n.ClientRequestID) > 200 {
@@ -268,7 +258,7 @@ func (n *New) Validate() error {
 		name, v string
 		max     int
 	}{{"params.summary", p.Summary, 2000}, {"params.recipient", p.Recipient, 500}, {"params.purpose", p.Purpose, 1000}} {
-		if err := text(f.name, f.v, false, f.max); err != nil {
+		if err := problem.Text(f.name, f.v, false, f.max); err != nil {
 			return err
 		}
 	}
@@ -306,7 +296,7 @@ func (n *New) Validate() error {
 			return problem.Invalid(at + ".key must be a distinct name of letters, digits, _ . - (at most 64).")
 		}
 		seen[f.Key] = true
-		if err := text(at+".label", f.Label, true, 200); err != nil {
+		if err := problem.Text(at+".label", f.Label, true, 200); err != nil {
 			return err
 		}
 		if f.Type == "" {
@@ -333,10 +323,10 @@ func (n *New) Validate() error {
 		if n.Kind == KindChooseCandidate && !strings.HasPrefix(o.ID, "wh_") {
 			return problem.Invalid(at + ".id must be a handle of this session's memory catalog.")
 		}
-		if err := text(at+".label", o.Label, true, 200); err != nil {
+		if err := problem.Text(at+".label", o.Label, true, 200); err != nil {
 			return err
 		}
-		if err := text(at+".description", o.Description, false, 1000); err != nil {
+		if err := problem.Text(at+".description", o.Description, false, 1000); err != nil {
 			return err
 		}
 	}
@@ -350,13 +340,13 @@ func (c Context) validate() error {
 			return problem.Invalid("context.url must be an absolute http or https URL of at most 2048 bytes.")
 		}
 	}
-	if err := text("context.pageTitle", c.PageTitle, false, 500); err != nil {
+	if err := problem.Text("context.pageTitle", c.PageTitle, false, 500); err != nil {
 		return err
 	}
-	if err := text("context.merchantName", c.MerchantName, false, 200); err != nil {
+	if err := problem.Text("context.merchantName", c.MerchantName, false, 200); err != nil {
 		return err
 	}
-	return text("context.reason", c.Reason, false, 1000)
+	return problem.Text("context.reason", c.Reason, false, 1000)
 }
 
 // Decisions a user can take.
