@@ -23,7 +23,8 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzNormalizeHostname \
 	./internal/catalog:FuzzParseBazaar \
 	./internal/x402:FuzzParseOffer \
-	./internal/embedding/sentence:FuzzTokenizer
+	./internal/embedding/sentence:FuzzTokenizer \
+	./internal/redact:FuzzRedact
 
 .PHONY: help
 help:
