@@ -9,6 +9,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
@@ -58,6 +59,11 @@ type Authenticated struct {
 	MaxAgentsPerUser int
 	// Opener opens sealed values, for materialize; without it nothing is released.
 	Opener memory.Opener
+	// Protected gives a user's protected values, which the LLM proxy blanks out and
+	// events and request contexts may not hold; without it those routes fail closed.
+	Protected redact.Source
+	// LLM is the upstream model of the proxy.
+	LLM LLM
 	// MaxMemoryItems caps the items one user keeps (default 500).
 	MaxMemoryItems int
 	// Limits cap an agent's open sessions and a session's events (zero fields: no
@@ -117,6 +123,9 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.MaxMemoryItems <= 0 {
 			a.MaxMemoryItems = 500
+		}
+		if a.LLM.Timeout <= 0 {
+			a.LLM.Timeout = 120 * time.Second
 		}
 		s.auth = a
 		s.waits = &waits{open: map[string]int{}}

@@ -17,6 +17,7 @@ import (
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/vault"
@@ -41,6 +42,7 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
 	a := api.Authenticated{Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Opener: testVault(t), Memory: store,
+		Protected: memory.Protected{Store: store, Opener: testVault(t)},
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(&a)

@@ -49,6 +49,11 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 		if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 			data = json.RawMessage(`{}`)
 		}
+		var decoded any
+		json.Unmarshal(data, &decoded)
+		if s.refuseProtected(w, r, decoded) {
+			return
+		}
 		route := "POST /sessions/" + id + "/events"
 		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
 			ev, err := s.auth.Sessions.AppendEvent(r.Context(), principal(r), id, session.Append{

@@ -117,17 +117,18 @@ func TestMemoryItemsAreValueFreeAndRevisioned(t *testing.T) {
 			t.Errorf("a plaintext value in memory_fields")
 		}
 	}
+	sid := e.openSession(agentKey, "moved")
+	code := handlesIn(t, e, agentKey, sid, "")["code"]
+	e.raise(agentKey, sid, "use", `{"kind":"ask_before_use","fields":[{"key":"code","label":"Door code","handle":"`+code+`"}],"params":{"purpose":"to open the door"}}`)
 	if _, err := e.store.Pool().Exec(ctx, `UPDATE memory_fields SET (key_id, nonce, ciphertext) =
 		(SELECT key_id, nonce, ciphertext FROM memory_fields WHERE item_id = $1 AND field_ref = 'email')
 		WHERE item_id = $1 AND field_ref = 'code'`, id); err != nil {
 		t.Fatal(err)
 	}
-	sid := e.openSession(agentKey, "moved")
-	cat := handlesIn(t, e, agentKey, sid, "")
-	code := cat["code"]
-	rid := e.raise(agentKey, sid, "use", `{"kind":"ask_before_use","fields":[{"key":"code","label":"Door code","handle":"`+code+`"}],"params":{"purpose":"to open the door"}}`)["id"].(string)
-	_ = rid
+	// The moved ciphertext does not open: materialize fails rather than answer the
+	// email as the code, and what needs the protected values fails closed.
 	e.call("POST", "/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+code+`"],"purpose":"open the door"}`).want(t, 500)
+	e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"e1","data":{"note":"door opened"}}`).want(t, 503, "redaction_unavailable")
 
 	// Archiving forgets the values.
 	e.call("DELETE", "/memory/items/"+id, userKey, "", "If-Match", `"r1"`).want(t, 412)

@@ -74,6 +74,10 @@ func (s *Server) routes() chi.Router {
 			read(r.With(agent), "/sessions/{id}/memory/catalog", s.handleMemoryCatalog())
 			r.With(agent).Post("/sessions/{id}/materialize", s.handleMaterialize()) // never replayed
 			r.With(agent, once).Post("/sessions/{id}/resolve", s.handleResolve())
+
+			// The OpenAI-compatible proxy: the user's protected values never reach it.
+			read(r, "/llm/v1/models", s.handleLLMModels())
+			r.With(agent).Post("/llm/v1/chat/completions", s.handleChatCompletions()) // never replayed: a stream
 		})
 	})
 	return r

@@ -57,6 +57,9 @@ CREATE TABLE materializations (
 );
 CREATE INDEX materializations_session ON materializations (session_id, created_at);
 
+-- The redaction set reads every value a user provided.
+CREATE INDEX session_values_user ON session_values (user_id);
+
 -- choose_candidate: the user picks which saved value fills a field.
 ALTER TABLE requests DROP CONSTRAINT requests_kind_check;
 ALTER TABLE requests ADD CONSTRAINT requests_kind_check

@@ -16,6 +16,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/vault"
@@ -102,6 +103,32 @@ func loadCaps(getenv func(string) string) (keys, agents int, err error) {
 	return keys, agents, nil
 }
 
+// LLMConfig is the upstream of the LLM proxy.
+type LLMConfig struct {
+	URL, Key string
+	Timeout  time.Duration
+}
+
+// loadLLM reads LLM_UPSTREAM_URL (an OpenAI-compatible base URL; unset: no proxy),
+// LLM_UPSTREAM_KEY and LLM_TIMEOUT (120s).
+func loadLLM(getenv func(string) string) (LLMConfig, error) {
+	c := LLMConfig{URL: getenv("LLM_UPSTREAM_URL"), Key: getenv("LLM_UPSTREAM_KEY"), Timeout: 120 * time.Second}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			return c, fmt.Errorf("LLM_UPSTREAM_URL: want a base URL such as https://api.openai.com/v1, without credentials or a query")
+		}
+	}
+	if v := getenv("LLM_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > time.Hour {
+			return c, fmt.Errorf("LLM_TIMEOUT %q: want a duration from 1s to 1h", v)
+		}
+		c.Timeout = d
+	}
+	return c, nil
+}
+
 // loadSessionLimits reads MAX_OPEN_SESSIONS_PER_AGENT (100), MAX_EVENTS_PER_SESSION
 // (10000) and SESSION_RETENTION (90 days; 0 keeps closed sessions for good), so that
 // what agents leave behind does not grow without bound.
@@ -151,7 +178,9 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	}
 	if cfg.Secrets != nil {
 		a.Sealer, a.Opener = cfg.Secrets, cfg.Secrets
+		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
+	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
 	return api.WithAuthenticated(a)
 }
 

@@ -76,6 +76,8 @@ type Config struct {
 	MaxKeysPerUser, MaxAgentsPerUser int
 	SessionLimits                    session.Limits
 	SessionRetention                 time.Duration
+	// LLM is the upstream of the LLM proxy (serve only).
+	LLM LLMConfig
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
 	// the catalog is checked for changes.
 	SiteDir       string
@@ -183,6 +185,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if cfg.SessionLimits, cfg.SessionRetention, err = loadSessionLimits(getenv); err != nil {
+			return err
+		}
+		if cfg.LLM, err = loadLLM(getenv); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, log, store, stdout)

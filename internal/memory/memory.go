@@ -518,9 +518,9 @@ func (m Materializer) Materialize(ctx context.Context, p auth.Principal, session
 	return out, nil
 }
 
-// Protected is the redaction source of memory: the plaintexts of a user's values
-// that must never reach a model (secret fields, items that ask before use, card
-// data).
+// Protected is the redaction source: the plaintexts of a user's values that must
+// never reach a model or the event log (of its items, secret fields, items that ask
+// before use and card data; every value provided through a request).
 type Protected struct {
 	Store interface {
 		ProtectedSealed(ctx context.Context, userID string) ([]Releasable, error)

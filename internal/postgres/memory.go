@@ -358,14 +358,18 @@ func (s *Store) RecordMaterialization(ctx context.Context, p auth.Principal, ses
 	return fail("record materialization", err)
 }
 
-// ProtectedSealed lists the sealed values of userID's items that must never reach a
-// model: secret fields, fields of items that ask before use, card data.
+// ProtectedSealed lists the sealed values of userID that must never reach a model:
+// of its items, secret fields, fields of items that ask before use and card data;
+// and every value provided through its requests.
 func (s *Store) ProtectedSealed(ctx context.Context, userID string) ([]memory.Releasable, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT f.key_id, f.nonce, f.ciphertext, i.user_id::text || '|' || i.id::text || '|' || f.field_ref
 		FROM memory_items i JOIN memory_fields f ON f.item_id = i.id
 		WHERE i.user_id = $1 AND i.archived_at IS NULL AND f.ciphertext IS NOT NULL
-		AND (f.secret OR i.ask_before_use OR f.value_type LIKE 'card\_%')`, userID)
+		AND (f.secret OR i.ask_before_use OR f.value_type LIKE 'card\_%')
+		UNION ALL
+		SELECT key_id, nonce, ciphertext, user_id::text || '|' || request_id::text || '|' || field_key
+		FROM session_values WHERE user_id = $1`, userID)
 	if err != nil {
 		return nil, fail("protected values", err)
 	}

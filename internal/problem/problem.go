@@ -115,6 +115,10 @@ const (
 	PreconditionFailed     = "precondition_failed"
 	PreconditionRequired   = "precondition_required"
 	ApprovalRequired       = "approval_required"
+	ProtectedValueDetected = "protected_value_detected"
+	RedactionUnavailable   = "redaction_unavailable"
+	LLMNotConfigured       = "llm_not_configured"
+	UpstreamError          = "upstream_error"
 )
 
 // Kind is what the table says of a code.
@@ -209,6 +213,18 @@ var kinds = map[string]Kind{
 	ApprovalRequired: {http.StatusForbidden, "Approval required",
 		"None of the handles may be released: each needs a fulfilled approval in this session (ask_before_use for a saved value that asks before use, authorize_payment for card data), or does not belong to this session.",
 		"Raise an ask_before_use request naming the handles, wait until it is fulfilled, and materialise again."},
+	ProtectedValueDetected: {http.StatusUnprocessableEntity, "Protected value detected",
+		"The event data or request context holds one of the user's protected values (a secret or card field, a value saved to ask before use, or a value provided through a request), in some written form. Nothing was stored: the event log and requests never hold values.",
+		"Refer to the value by its handle instead of writing it, or leave it out."},
+	RedactionUnavailable: {http.StatusServiceUnavailable, "Redaction unavailable",
+		"The user's protected values could not be loaded, so the service cannot make sure none of them leaves: it refuses rather than forward or store unchecked text.",
+		"Retry after Retry-After seconds."},
+	LLMNotConfigured: {http.StatusServiceUnavailable, "LLM not configured",
+		"This server has no upstream language model (LLM_UPSTREAM_URL is not set).",
+		"Ask the operator to configure one, or call your model directly without the user's values."},
+	UpstreamError: {http.StatusBadGateway, "Upstream error",
+		"The upstream language model failed or answered with an error; its answer is not passed on.",
+		"Retry later; the request was redacted and forwarded once."},
 }
 
 // Lookup returns what the table says of code.

@@ -1,0 +1,349 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/redact"
+	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/telemetry"
+)
+
+// LLM is the upstream OpenAI-compatible model the proxy forwards to.
+type LLM struct {
+	// URL is the upstream's base URL (https://api.openai.com/v1); empty: no proxy.
+	URL string
+	// Key is sent as the upstream's Bearer key; it is never logged or answered.
+	Key string
+	// Timeout bounds one upstream call, a stream included (default 120s).
+	Timeout time.Duration
+	// Client makes the calls (default a client without a timeout of its own).
+	Client *http.Client
+}
+
+// EventLLMRedacted is the session event of a proxied call that had values blanked:
+// the count only.
+const EventLLMRedacted = "llm.redacted"
+
+// protectedSet loads the user's protected values; an error is redaction_unavailable,
+// so that nothing unchecked goes on.
+func (s *Server) protectedSet(ctx context.Context, userID string) (*redact.Set, error) {
+	if s.auth.Protected == nil {
+		return nil, unavailableRedaction(errors.New("no source of protected values"))
+	}
+	vs, err := s.auth.Protected.Protected(ctx, userID)
+	if err != nil {
+		return nil, unavailableRedaction(err)
+	}
+	return redact.New(vs), nil
+}
+
+func unavailableRedaction(err error) error {
+	p := problem.Wrap(problem.RedactionUnavailable, "The user's protected values could not be loaded, so nothing was forwarded or stored.", err)
+	p.RetryAfter = 5
+	return p
+}
+
+// structural are the members whose string values say what a part is, not what it
+// holds; they are not rewritten.
+var structural = map[string]bool{"model": true, "role": true, "type": true, "id": true, "tool_call_id": true}
+
+// redactJSON blanks protected values in every string of v (a decoded JSON value)
+// but those of structural members, and returns how many it blanked.
+func redactJSON(set *redact.Set, v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if str, ok := e.(string); ok {
+				if structural[k] {
+					continue
+				}
+				r, c := set.Redact(str)
+				x[k], n = r, n+c
+				continue
+			}
+			n += redactJSON(set, e)
+		}
+	case []any:
+		for i, e := range x {
+			if str, ok := e.(string); ok {
+				r, c := set.Redact(str)
+				x[i], n = r, n+c
+				continue
+			}
+			n += redactJSON(set, e)
+		}
+	}
+	return n
+}
+
+// containsJSON tells whether any string (or member name) of v holds a protected value.
+func containsJSON(set *redact.Set, v any) bool {
+	switch x := v.(type) {
+	case string:
+		return set.Contains(x)
+	case map[string]any:
+		for k, e := range x {
+			if set.Contains(k) || containsJSON(set, e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if containsJSON(set, e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// textOnly refuses a message part that is not text: the proxy can check text only.
+func textOnly(body map[string]any) error {
+	msgs, ok := body["messages"].([]any)
+	if !ok || len(msgs) == 0 {
+		return problem.Invalid("messages must be a non-empty array.")
+	}
+	for i, m := range msgs {
+		msg, ok := m.(map[string]any)
+		if !ok {
+			return problem.Invalid("messages[" + strconv.Itoa(i) + "] must be an object.")
+		}
+		switch c := msg["content"].(type) {
+		case nil, string:
+		case []any:
+			for _, part := range c {
+				p, ok := part.(map[string]any)
+				if !ok || (p["type"] != "text" && p["type"] != "refusal") {
+					return problem.Invalid("messages[" + strconv.Itoa(i) + "].content holds a part that is not text: the proxy forwards text only, which it can check for protected values.")
+				}
+			}
+		default:
+			return problem.Invalid("messages[" + strconv.Itoa(i) + "].content must be a string or an array of text parts.")
+		}
+	}
+	return nil
+}
+
+// handleLLMModels lists the upstream's models.
+func (s *Server) handleLLMModels() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, cancel, err := s.upstream(r, http.MethodGet, "/models", nil)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		defer cancel()
+		defer res.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+		if err != nil || !json.Valid(body) {
+			s.error(w, r, upstreamFailed(err))
+			return
+		}
+		writeBody(w, http.StatusOK, hdrJSON[0], body)
+	}
+}
+
+// handleChatCompletions blanks the user's protected values out of the request, in
+// every form, forwards it, and passes the answer back as it comes (a stream chunk by
+// chunk). X-Redactions counts what was blanked; with X-Session-Id naming one of the
+// agent's open sessions, so does an llm.redacted event.
+func (s *Server) handleChatCompletions() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.LLM.URL == "" {
+			s.error(w, r, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server."))
+			return
+		}
+		raw, err := s.readBody(w, r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		var body map[string]any
+		if err := d.Decode(&body); err != nil || d.More() {
+			s.error(w, r, problem.Invalid("The body must be one JSON object: an OpenAI chat completion request."))
+			return
+		}
+		if err := textOnly(body); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		p := principal(r)
+		var sessionID string
+		if v := r.Header.Get("X-Session-Id"); v != "" {
+			if !uuidPattern.MatchString(v) {
+				s.error(w, r, session.ErrNotFound)
+				return
+			}
+			sess, err := s.auth.Sessions.Session(r.Context(), p, strings.ToLower(v))
+			if err == nil && sess.Status != session.StatusOpen {
+				err = session.ErrClosed
+			}
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			sessionID = sess.ID
+		}
+		set, err := s.protectedSet(r.Context(), p.UserID)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		count := redactJSON(set, body)
+		out, _ := json.Marshal(body)
+		if count > 0 && sessionID != "" {
+			data, _ := json.Marshal(map[string]int{"count": count})
+			if _, err := s.auth.Sessions.AppendEvent(r.Context(), p, sessionID, session.Append{
+				Type: EventLLMRedacted, Actor: session.ActorSystem, Data: data}, 0); err != nil {
+				s.error(w, r, err)
+				return
+			}
+		}
+		res, cancel, err := s.upstream(r, http.MethodPost, "/chat/completions", out)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		defer cancel()
+		defer res.Body.Close()
+		h := w.Header()
+		h.Set("X-Redactions", strconv.Itoa(count))
+		h["Cache-Control"] = hdrNoStore
+		ct := res.Header.Get("Content-Type")
+		if ct == "" {
+			ct = hdrJSON[0]
+		}
+		h.Set("Content-Type", ct)
+		// A stream may outlast the server's write timeout: it ends with the upstream's.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.auth.LLM.Timeout + 5*time.Second))
+		w.WriteHeader(http.StatusOK)
+		flusher, _ := w.(http.Flusher)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := res.Body.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					s.log.WarnContext(r.Context(), "llm stream ended early", "err", upstreamFailed(err))
+				}
+				return
+			}
+		}
+	}
+}
+
+// upstream calls the upstream model; a refusal or failure of its own is
+// upstream_error, without its body. cancel ends the call once its answer is read.
+func (s *Server) upstream(r *http.Request, method, path string, body []byte) (*http.Response, context.CancelFunc, error) {
+	l := s.auth.LLM
+	if l.URL == "" {
+		return nil, nil, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server.")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), l.Timeout)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(l.URL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		cancel()
+		return nil, nil, upstreamFailed(err)
+	}
+	if l.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+l.Key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tp := telemetry.Traceparent(r.Context()); tp != "" {
+		req.Header.Set("Traceparent", tp)
+	}
+	client := l.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, upstreamFailed(err)
+	}
+	if res.StatusCode/100 != 2 {
+		res.Body.Close()
+		cancel()
+		return nil, nil, upstreamFailed(errors.New("upstream answered " + res.Status))
+	}
+	return res, cancel, nil
+}
+
+// upstreamFailed is upstream_error; the cause is logged, and holds no key (the
+// client's errors name the URL, never a header).
+func upstreamFailed(err error) error {
+	return problem.Wrap(problem.UpstreamError, "The upstream language model failed; nothing of its answer is passed on.", err)
+}
+
+// refuseProtected answers protected_value_detected when any string of v (decoded
+// JSON) holds one of the user's protected values, and redaction_unavailable when they
+// cannot be loaded; true when it answered. Values too short to be a protected value
+// spare the lookup.
+func (s *Server) refuseProtected(w http.ResponseWriter, r *http.Request, v any) bool {
+	if !hasText(v) {
+		return false
+	}
+	set, err := s.protectedSet(r.Context(), principal(r).UserID)
+	if err == nil && containsJSON(set, v) {
+		err = problem.New(problem.ProtectedValueDetected, "It holds one of the user's protected values, in some written form; refer to values by handle. Nothing was stored.")
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return true
+	}
+	return false
+}
+
+// hasText tells whether v holds a string (or member name) of four letters or digits
+// or more: anything shorter matches no protected value.
+func hasText(v any) bool {
+	long := func(s string) bool {
+		n := 0
+		for _, c := range s {
+			if c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c > 127 {
+				if n++; n >= 4 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		return long(x)
+	case map[string]any:
+		for k, e := range x {
+			if long(k) || hasText(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasText(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

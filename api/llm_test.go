@@ -1,0 +1,225 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/api"
+)
+
+// stubLLM is an upstream OpenAI-compatible server on loopback that keeps every byte
+// it receives; a streamed answer sends its chunks one by one, the last only when
+// release is closed.
+type stubLLM struct {
+	*httptest.Server
+	mu       sync.Mutex
+	received []string
+	auth     []string
+	release  chan struct{}
+}
+
+const upstreamKey = "sk-upstream-secret-key-0042"
+
+func newStubLLM(t *testing.T) *stubLLM {
+	s := &stubLLM{release: make(chan struct{})}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.received = append(s.received, string(body))
+		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		s.mu.Unlock()
+		switch {
+		case r.URL.Path == "/v1/models":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"object":"list","data":[{"id":"stub-1","object":"model"}]}`)
+		case strings.Contains(string(body), `"stream":true`):
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := range 3 {
+				fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"part%d\"}}]}\n\n", i)
+				w.(http.Flusher).Flush()
+			}
+			<-s.release
+			io.WriteString(w, "data: [DONE]\n\n")
+		case strings.Contains(string(body), "fail upstream"):
+			http.Error(w, `{"error":"boom `+upstreamKey+`"}`, http.StatusInternalServerError)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"ok"}}]}`)
+		}
+	}))
+	t.Cleanup(func() {
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+		s.Close()
+	})
+	return s
+}
+
+func (s *stubLLM) all() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.received, "\n")
+}
+
+// Invariant 2: whatever way a protected value came in (saved as secret, saved to ask
+// before use, a card, provided through a request), and in whatever form the agent
+// writes it (spaced, upper-cased, another date format), the upstream never receives
+// it: in messages, text parts, tool definitions, tool calls or tool results,
+// streamed or not. The count comes back in X-Redactions and as an llm.redacted event;
+// the upstream key is sent upstream and nowhere else.
+func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
+	stub := newStubLLM(t)
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const card, birthday, code, email = "4111111111111111", "1990-04-17", "zebra-quartz-7731", "canary.llm@example.org"
+	e.call("POST", "/memory/items", userKey, `{"label":"Card","askBeforeUse":false,"fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"`+card+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Me","fields":[{"fieldRef":"born","label":"Birthday","valueType":"date","value":"`+birthday+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","askBeforeUse":false,"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+code+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Public","askBeforeUse":false,"fields":[{"fieldRef":"nick","label":"Nickname","value":"adabyron"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	rid := e.raise(agentKey, sid, "r1", `{"kind":"provide_missing","fields":[{"key":"email","label":"Email","type":"email"}]}`)["id"].(string)
+	e.call("POST", "/sessions/"+sid+"/requests/"+rid+"/decision", userKey, `{"decision":"approve","values":{"email":"`+email+`"}}`).want(t, 200)
+
+	chat := `{"model":"stub-1","messages":[
+		{"role":"system","content":"Pay with 4111 1111 1111 1111 for the user born 17/04/1990."},
+		{"role":"user","content":[{"type":"text","text":"My code is ZEBRA QUARTZ 7731 and mail CANARY.LLM@example.org; my nick is adabyron."}]},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"pay","arguments":"{\"card\":\"4111-1111-1111-1111\"}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"paid with card 4111111111111111, born April 17, 1990"}],
+		"tools":[{"type":"function","function":{"name":"pay","description":"Pays; the default card is 4111 1111 1111 1111","parameters":{"type":"object","properties":{"card":{"type":"string","description":"e.g. zebra quartz 7731"}}}}}]}`
+	r := e.call("POST", "/llm/v1/chat/completions", agentKey, chat, "X-Session-Id", sid).want(t, 200)
+	if r.Header.Get("X-Redactions") != "9" || !strings.Contains(string(r.body), `"content":"ok"`) {
+		t.Errorf("X-Redactions %q: %s", r.Header.Get("X-Redactions"), r.body)
+	}
+	got := stub.all()
+	for _, leak := range []string{"4111", "1111 1111", "17/04/1990", "1990", "ZEBRA", "zebra", "7731", "CANARY", "canary"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("the upstream received %q", leak)
+		}
+	}
+	if !strings.Contains(got, "adabyron") || !strings.Contains(got, "[redacted]") || !strings.Contains(got, `"tool_call_id":"call_1"`) {
+		t.Errorf("the upstream got: %s", got)
+	}
+	var events struct {
+		Items []struct {
+			Type, Actor string
+			Data        map[string]any
+		}
+	}
+	e.call("GET", "/sessions/"+sid+"/events", agentKey, "").want(t, 200).into(t, &events)
+	last := events.Items[len(events.Items)-1]
+	if last.Type != "llm.redacted" || last.Actor != "system" || last.Data["count"] != float64(9) || len(last.Data) != 1 {
+		t.Errorf("event %+v", last)
+	}
+
+	// A stream comes through as it is made: the first chunks before the upstream ends.
+	req := e.request("POST", "/llm/v1/chat/completions", agentKey, `{"model":"stub-1","stream":true,"messages":[{"role":"user","content":"card 4111111111111111"}]}`)
+	hs := httptest.NewServer(e.srv)
+	defer hs.Close()
+	req.URL.Scheme, req.URL.Host, req.RequestURI = "http", strings.TrimPrefix(hs.URL, "http://"), ""
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("X-Redactions") != "1" {
+		t.Fatalf("stream: %d %v", res.StatusCode, res.Header)
+	}
+	lines := bufio.NewReader(res.Body)
+	first := make(chan string, 1)
+	go func() { l, _ := lines.ReadString('\n'); first <- l }()
+	select {
+	case l := <-first:
+		if !strings.Contains(l, "part0") {
+			t.Errorf("first line %q", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no chunk before the upstream finished")
+	}
+	close(stub.release)
+	rest, _ := io.ReadAll(lines)
+	if !strings.Contains(string(rest), "part2") || !strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("rest of the stream %q", rest)
+	}
+	if strings.Contains(stub.all(), "4111") {
+		t.Error("the streamed call forwarded the card")
+	}
+
+	// The key goes upstream only.
+	for _, a := range stub.auth {
+		if a != "Bearer "+upstreamKey {
+			t.Errorf("upstream Authorization %q", a)
+		}
+	}
+	r = e.call("POST", "/llm/v1/chat/completions", agentKey, `{"model":"stub-1","messages":[{"role":"user","content":"fail upstream"}]}`).want(t, 502, "upstream_error")
+	models := e.call("GET", "/llm/v1/models", userKey, "").want(t, 200)
+	for _, b := range []string{string(r.body), string(models.body), e.logs.String()} {
+		if strings.Contains(b, upstreamKey) {
+			t.Errorf("the upstream key leaked: %s", b)
+		}
+	}
+
+	// Text only, agent keys only.
+	e.call("POST", "/llm/v1/chat/completions", agentKey, `{"model":"stub-1","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x.example/a.png"}}]}]}`).want(t, 422, "validation_failed")
+	e.call("POST", "/llm/v1/chat/completions", userKey, `{"model":"stub-1","messages":[{"role":"user","content":"hi"}]}`).want(t, 403, "wrong_key_scope")
+}
+
+// The proxy fails closed: without the protected values it forwards nothing, and
+// without an upstream it says so.
+func TestLLMProxyFailsClosed(t *testing.T) {
+	stub := newStubLLM(t)
+	e := newAuthEnv(t, func(a *api.Authenticated) {
+		a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey}
+		a.Protected = failing{}
+	})
+	uid, _ := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	e.call("POST", "/llm/v1/chat/completions", agentKey, `{"model":"stub-1","messages":[{"role":"user","content":"hello"}]}`).want(t, 503, "redaction_unavailable")
+	if got := stub.all(); got != "" {
+		t.Errorf("the upstream received %q", got)
+	}
+	off := newAuthEnv(t)
+	uid, _ = off.user("ada")
+	_, agentKey = off.agent(uid, "scout")
+	off.call("POST", "/llm/v1/chat/completions", agentKey, `{"model":"x","messages":[{"role":"user","content":"hello"}]}`).want(t, 503, "llm_not_configured")
+	off.call("GET", "/llm/v1/models", agentKey, "").want(t, 503, "llm_not_configured")
+}
+
+type failing struct{}
+
+func (failing) Protected(context.Context, string) ([]string, error) {
+	return nil, errors.New("the vault is sealed")
+}
+
+// An agent cannot write a protected value, in any form, into the event log or a
+// request's context: 422 protected_value_detected, and nothing is stored.
+func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	for i, data := range []string{`{"card":"4111 1111 1111 1111"}`, `{"note":["paid","4111-1111-1111-1111"]}`, `{"4111111111111111":true}`} {
+		body := fmt.Sprintf(`{"type":"runtime.step","clientEventId":"e%d","data":%s}`, i, data)
+		r := e.call("POST", "/sessions/"+sid+"/events", agentKey, body).want(t, 422, "protected_value_detected")
+		if strings.Contains(string(r.body), "4111") {
+			t.Errorf("the refusal repeats the value: %s", r.body)
+		}
+	}
+	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r1","kind":"confirm","params":{"summary":"Pay with 4111 1111 1111 1111"}}`).want(t, 422, "protected_value_detected")
+	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r2","kind":"confirm","context":{"reason":"card 4111111111111111"},"params":{"summary":"Pay"}}`).want(t, 422, "protected_value_detected")
+	e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"ok","data":{"card":"the saved one"}}`).want(t, 201)
+	noCanaryAnywhere(t, e, "4111111111111111", "4111 1111")
+}
