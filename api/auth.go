@@ -9,8 +9,8 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
-	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 )
