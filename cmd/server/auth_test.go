@@ -162,3 +162,23 @@ func TestSessionLimitsAreReadFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
+	c, err := loadLLM(func(k string) string {
+		return map[string]string{"LLM_UPSTREAM_URL": "https://api.openai.com/v1", "LLM_UPSTREAM_KEY": "sk-x", "LLM_TIMEOUT": "30s"}[k]
+	})
+	if err != nil || c.URL != "https://api.openai.com/v1" || c.Key != "sk-x" || c.Timeout != 30*time.Second {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, err := loadLLM(func(string) string { return "" }); err != nil || c.URL != "" || c.Timeout != 120*time.Second {
+		t.Errorf("unset: %+v %v", c, err)
+	}
+	for _, bad := range []map[string]string{
+		{"LLM_UPSTREAM_URL": "ftp://x.example"}, {"LLM_UPSTREAM_URL": "https://user:pw@x.example/v1"},
+		{"LLM_UPSTREAM_URL": "https://x.example/v1?key=1"}, {"LLM_TIMEOUT": "forever"}, {"LLM_TIMEOUT": "10ms"},
+	} {
+		if _, err := loadLLM(func(k string) string { return bad[k] }); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
