@@ -30,7 +30,12 @@ type authEnv struct {
 	srv    http.Handler
 	pepper []byte
 	logs   *bytes.Buffer
+	// answers is every answer a call got, by path, for tests that look for values in
+	// them.
+	answers []answer
 }
+
+type answer struct{ path, body string }
 
 func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	t.Helper()
@@ -103,6 +108,7 @@ func (e *authEnv) call(method, path, key, body string, header ...string) respons
 	res := rec.Result()
 	res.Request = req // so that a failure names the call
 	b, _ := io.ReadAll(res.Body)
+	e.answers = append(e.answers, answer{req.URL.Path, string(b)})
 	return response{res, b}
 }
 

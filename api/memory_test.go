@@ -474,5 +474,20 @@ func TestNoValueIsStoredInTheClearByAnyPath(t *testing.T) {
 		t.Errorf("the saved item's handle was released without an approval: %s", r.body)
 	}
 	e.call("POST", "/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+saved+`"],"purpose":"`+provided+`"}`).want(t, 422)
+	e.call("GET", "/memory/items", userKey, "").want(t, 200)
+	e.call("GET", "/sessions/"+sid+"/events?limit=200", userKey, "").want(t, 200)
+	e.call("GET", "/sessions/"+sid+"/requests", userKey, "").want(t, 200)
 	noCanaryAnywhere(t, e, provided, saved, byAgent)
+	// No answer but materialize's holds a value: not a list, a read, an event page,
+	// a claim, a resolution or an error.
+	for _, a := range e.answers {
+		if strings.HasSuffix(a.path, "/materialize") {
+			continue
+		}
+		for _, c := range []string{saved, byAgent, provided} {
+			if strings.Contains(a.body, c) {
+				t.Errorf("the answer to %s holds a value", a.path)
+			}
+		}
+	}
 }

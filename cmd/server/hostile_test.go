@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -90,7 +91,14 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	userKey, agentKey := apiKeys(t, dbURL)
 	_, revokable := apiKeys(t, dbURL) // for the route that revokes the calling key
 	// No per-caller search limit: every hostile query reaches the engine and its answer.
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0"})
+	// The LLM proxy forwards to an upstream on loopback that answers every call.
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	defer upstream.Close()
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0", "LLM_UPSTREAM_URL": upstream.URL + "/v1"})
 	api := srv.base + "/functions/v1/api"
 	sid := createSession(t, api, agentKey, "storm")
 	closable := createSession(t, api, agentKey, "storm-closable")
