@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +32,8 @@ type authEnv struct {
 	pepper []byte
 	logs   *bytes.Buffer
 	// answers is every answer a call got, by path, for tests that look for values in
-	// them.
+	// them; calls may run concurrently.
+	mu      sync.Mutex
 	answers []answer
 }
 
@@ -108,7 +110,9 @@ func (e *authEnv) call(method, path, key, body string, header ...string) respons
 	res := rec.Result()
 	res.Request = req // so that a failure names the call
 	b, _ := io.ReadAll(res.Body)
+	e.mu.Lock()
 	e.answers = append(e.answers, answer{req.URL.Path, string(b)})
+	e.mu.Unlock()
 	return response{res, b}
 }
 
