@@ -13,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trace"
 )
 
 // Subscriber wakes a waiter when an event is appended to a session.
@@ -30,6 +31,7 @@ type Authenticated struct {
 	Requests    request.Store
 	Idempotency idempotency.Store
 	Memory      MemoryStore
+	Traces      trace.Store
 	// Pepper is the secret API keys are hashed with.
 	Pepper []byte
 	// Sealer encrypts the values people provide through requests; without it such

@@ -75,6 +75,9 @@ func (s *Server) routes() chi.Router {
 			r.With(agent).Post("/sessions/{id}/materialize", s.handleMaterialize()) // never replayed
 			r.With(agent, once).Post("/sessions/{id}/resolve", s.handleResolve())
 
+			r.With(once).Post("/traces", s.handleTraces())
+			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
+
 			// The OpenAI-compatible proxy: the user's protected values never reach it.
 			read(r, "/llm/v1/models", s.handleLLMModels())
 			r.With(agent).Post("/llm/v1/chat/completions", s.handleChatCompletions()) // never replayed: a stream

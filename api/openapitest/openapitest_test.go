@@ -412,7 +412,7 @@ func TestDocument(t *testing.T) {
 		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large",
 		"invalid_state_transition", "request_expired", "artifact_already_claimed", "quota_exceeded",
 		"precondition_failed", "precondition_required", "approval_required",
-		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error"}
+		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -751,8 +751,13 @@ func TestSchemas(t *testing.T) {
 		"MaterializeRequest": {`{"handles": ["wh_x"], "purpose": "fill the form"}`},
 		"ChatCompletionRequest": {`{"model": "m", "messages": [{"role": "user", "content": "hi"}]}`,
 			`{"model": "m", "stream": true, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "tools": [{"type": "function"}]}`},
-		"ChatCompletion": {`{"id": "c1", "choices": []}`},
-		"ModelList":      {`{"object": "list", "data": [{"id": "m"}]}`},
+		"ChatCompletion":      {`{"id": "c1", "choices": []}`},
+		"ModelList":           {`{"object": "list", "data": [{"id": "m"}]}`},
+		"TraceExport":         {`{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7", "startTimeUnixNano": "1"}]}]}]}`},
+		"TraceExportResponse": {`{}`, `{"partialSuccess": {"rejectedSpans": "2", "errorMessage": "x"}}`},
+		"Span": {`{"sessionId": "` + uuid1 + `", "traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7", "parentSpanId": "", "name": "x", "kind": 1,
+			"startTimeUnixNano": "1", "endTimeUnixNano": "2", "attributes": {"a": 1}, "status": {"code": 0}}`},
+		"SpanPage":       {`{"items": [], "nextCursor": null}`},
 		"Materialized":   {`{"values": [{"handle": "wh_x", "status": "released", "value": "1 Row"}, {"handle": "wh_y", "status": "approval_required"}]}`},
 		"ResolveRequest": {`{"intent": "buy a map", "fields": [{"key": "email", "type": "email"}]}`, `{"targetUrl": "https://shop.example/checkout"}`},
 		"Resolution": {`{"match": "host", "providers": [{"serviceId": "shop.example", "methodId": "shop-map", "name": "Map", "url": "https://shop.example/map", "method": "GET", "price": "0.01", "network": null, "verdict": "proceed", "payable": true}],

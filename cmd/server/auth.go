@@ -171,7 +171,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
-		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Memory: store,
+		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Memory: store, Traces: store,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
 		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
 		Limits: cfg.SessionLimits, SessionRetention: cfg.SessionRetention,

@@ -319,6 +319,7 @@ func (s *Store) DeleteClosedSessions(ctx context.Context, keep time.Duration, li
 			`DELETE FROM session_values WHERE session_id = ANY($1)`,
 			`DELETE FROM memory_handles WHERE session_id = ANY($1)`,
 			`DELETE FROM materializations WHERE session_id = ANY($1)`,
+			`DELETE FROM session_spans WHERE session_id = ANY($1)`,
 			`DELETE FROM request_artifacts WHERE session_id = ANY($1)`,
 			`DELETE FROM requests WHERE session_id = ANY($1)`,
 			`DELETE FROM session_events WHERE session_id = ANY($1)`,

@@ -119,6 +119,7 @@ const (
 	RedactionUnavailable   = "redaction_unavailable"
 	LLMNotConfigured       = "llm_not_configured"
 	UpstreamError          = "upstream_error"
+	UnsupportedMediaType   = "unsupported_media_type"
 )
 
 // Kind is what the table says of a code.
@@ -225,6 +226,9 @@ var kinds = map[string]Kind{
 	UpstreamError: {http.StatusBadGateway, "Upstream error",
 		"The upstream language model failed or answered with an error; its answer is not passed on.",
 		"Retry later; the request was redacted and forwarded once."},
+	UnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type",
+		"The body's Content-Type or Content-Encoding is not one this route takes: traces come as OTLP/HTTP JSON, plain or gzip, not protobuf.",
+		"Configure the exporter for http/json (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)."},
 }
 
 // Lookup returns what the table says of code.
