@@ -31,6 +31,8 @@ type authEnv struct {
 	srv    http.Handler
 	pepper []byte
 	logs   *bytes.Buffer
+	// snaps is the directory the server answers from: empty until a test loads one.
+	snaps *generator.Holder
 	// answers is every answer a call got, by path, for tests that look for values in
 	// them; calls may run concurrently.
 	mu      sync.Mutex
@@ -56,8 +58,9 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	srv := api.NewServer(api.Config{}, log, generator.NewHolder(), store, api.WithAuthenticated(a))
-	return &authEnv{t: t, store: store, srv: srv, pepper: pepper, logs: logs}
+	snaps := generator.NewHolder()
+	srv := api.NewServer(api.Config{}, log, snaps, store, api.WithAuthenticated(a))
+	return &authEnv{t: t, store: store, srv: srv, pepper: pepper, logs: logs, snaps: snaps}
 }
 
 // testVault seals provided values under a fixed test key.

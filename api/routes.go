@@ -76,6 +76,7 @@ func (s *Server) routes() chi.Router {
 			r.With(agent, once).Post("/sessions/{id}/resolve", s.handleResolve())
 
 			r.With(once).Post("/traces", s.handleTraces())
+			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 
 			// The OpenAI-compatible proxy: the user's protected values never reach it.
