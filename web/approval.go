@@ -22,6 +22,7 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trace"
 )
 
 // Approvals is what the approval pages are served from: one store per resource, and
@@ -36,6 +37,9 @@ type Approvals struct {
 	Pepper      []byte
 	// Sealer encrypts provided values; without it provide_missing approvals fail.
 	Sealer request.Sealer
+	// Traces gives a session's spans for its timeline; without it the timeline
+	// shows the events alone.
+	Traces trace.Store
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted
@@ -119,6 +123,9 @@ func (s *Server) sameOrigin(next http.Handler) http.Handler {
 	}))
 	return cop.Handler(next)
 }
+
+// sessionURL is the page of session id.
+func sessionURL(id string) string { return appPath + "/sessions/" + id }
 
 // requestURL is the page of request id; "" is the index.
 func requestURL(id string) string {
@@ -532,4 +539,48 @@ func decisionFrom(form url.Values) request.Decision {
 		}
 	}
 	return d
+}
+
+// timelineLimit bounds the events and the spans a session page shows.
+const timelineLimit = 500
+
+// handleSession shows one of the signed-in user's sessions as a timeline.
+func (s *Server) handleSession() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := requestParam(r)
+		if !ok {
+			s.appNotFound(w, r)
+			return
+		}
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		ctx := r.Context()
+		events, sess, err := s.approvals.Sessions.Events(ctx, ws.Principal, id, 0, timelineLimit)
+		if problem.CodeOf(err) == problem.NotFound {
+			s.appNotFound(w, r)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, sess.AgentID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		var spans []trace.Span
+		var more *trace.Cursor
+		if s.approvals.Traces != nil {
+			if spans, more, err = s.approvals.Traces.Spans(ctx, ws.Principal, id, nil, timelineLimit); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		limited := more != nil || int64(len(events)) < sess.LastEventSeq
+		v := sessionView(s.appPage(sess.Description), ws, sess, agent, events, spans, limited)
+		s.renderApp(w, r, SessionPage(v), http.StatusOK)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -58,7 +60,7 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true}
+	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true}
 	for _, o := range opts {
 		o(&a)
 	}
@@ -614,3 +616,45 @@ func TestProvidedValuesCanBeSavedFromThePage(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The session page shows its person the session's events and the agent's spans in
+// time order, a request's transitions linking to the request; another user's session
+// is a 404 like an unknown one.
+func TestSessionPageShowsATimelineOfEventsRequestsAndSpans(t *testing.T) {
+	e := newAppEnv(t)
+	ctx := context.Background()
+	ada, adaKey := e.user("ada")
+	scout, _ := e.agent(ada, "scout")
+	_, bobKey := e.user("bob")
+	pm := e.raise(scout, provideMissing("pm"))
+	later := uint64(time.Now().Add(time.Second).UnixNano())
+	if _, _, err := e.store.SaveSpans(ctx, scout, []trace.Span{{SessionID: pm.SessionID, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		SpanID: "00f067aa0ba902b7", Name: "fill the checkout form", Start: later, End: later + uint64(1500*time.Millisecond), Status: trace.Status{Code: 2}}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	if p := b.get(sessionURL(pm.SessionID)); !strings.Contains(p.body, `action="/app/sign-in"`) || strings.Contains(p.body, "fill the checkout form") {
+		t.Fatalf("signed out: %d", p.status)
+	}
+	b.mustSignIn(adaKey, "")
+	p := b.get(sessionURL(pm.SessionID))
+	if p.status != 200 || p.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("session page: %d", p.status)
+	}
+	opened, asked, span := strings.Index(p.body, "session.opened"), strings.Index(p.body, "Provide missing details: waiting_user"), strings.Index(p.body, "fill the checkout form")
+	if opened < 0 || asked < opened || span < asked || !strings.Contains(p.body, `href="`+requestURL(pm.ID)+`"`) ||
+		!strings.Contains(p.body, "1.5s · error") || !strings.Contains(p.body, "Buy a rain forecast") {
+		t.Errorf("timeline: %d %d %d\n%.3000s", opened, asked, span, p.body)
+	}
+	if r := b.get(requestURL(pm.ID)); !strings.Contains(r.body, `href="`+sessionURL(pm.SessionID)+`"`) {
+		t.Error("the request page does not link its session")
+	}
+	other := e.browser()
+	other.mustSignIn(bobKey, "")
+	if p := other.get(sessionURL(pm.SessionID)); p.status != http.StatusNotFound || strings.Contains(p.body, "fill the checkout form") {
+		t.Errorf("another user's session: %d", p.status)
+	}
+	if p := b.get("/app/sessions/not-a-uuid"); p.status != http.StatusNotFound {
+		t.Errorf("not a session id: %d", p.status)
+	}
+}

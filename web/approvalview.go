@@ -1,12 +1,15 @@
 package web
 
 import (
+	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trace"
 )
 
 // AppBar is the strip atop every signed-in page: which key is signed in, and the
@@ -52,6 +55,7 @@ type RequestView struct {
 	Action      string
 	Agent       string
 	Session     string
+	SessionURL  string
 	Kind        string
 	KindLabel   string
 	Context     request.Context
@@ -137,7 +141,7 @@ func requestView(p Page, ws auth.WebSession, r request.Request, a auth.Agent, se
 	}
 	v := RequestView{
 		Page: p, Bar: appBar(ws), ID: r.ID, Action: requestURL(r.ID) + "/decision",
-		Agent: agentName(a), Session: sess.Description, Kind: r.Kind, KindLabel: kindLabel(r.Kind),
+		Agent: agentName(a), Session: sess.Description, SessionURL: sessionURL(sess.ID), Kind: r.Kind, KindLabel: kindLabel(r.Kind),
 		Context: r.Context, Params: r.Params, Options: r.Options,
 		Expires: formatTime(r.ExpiresAt) + untilText(r.ExpiresAt, now),
 		Status:  r.Status, StatusLabel: words[0], Outcome: words[1],
@@ -185,6 +189,70 @@ func requestsView(p Page, ws auth.WebSession, items []request.Request, agents []
 		}
 		v.Items = append(v.Items, RequestRow{URL: requestURL(r.ID), Agent: names[r.AgentID],
 			KindLabel: kindLabel(r.Kind), About: about, Expires: formatTime(r.ExpiresAt) + untilText(r.ExpiresAt, now)})
+	}
+	return v
+}
+
+// SessionView is one session's page: what the agent did, in time order.
+type SessionView struct {
+	Page
+	Bar         AppBar
+	Agent       string
+	Description string
+	Status      string
+	Created     string
+	Entries     []TimelineEntry
+	// Limited says the timeline shows only the first entries of a long session.
+	Limited bool
+}
+
+// TimelineEntry is one thing that happened: an event of the session's log (a
+// request's transition links to the request) or a span the agent sent.
+type TimelineEntry struct {
+	At     time.Time
+	When   string
+	Kind   string // "event" or "span"
+	What   string
+	Who    string
+	Link   string
+	Detail string
+}
+
+// sessionView builds a session's timeline from its events and spans. Event data is
+// value-free by construction; only a request's transition is spelled out.
+func sessionView(p Page, ws auth.WebSession, sess session.Session, a auth.Agent, events []session.Event, spans []trace.Span, limited bool) SessionView {
+	v := SessionView{Page: p, Bar: appBar(ws), Agent: agentName(a), Description: sess.Description,
+		Status: sess.Status, Created: formatTime(sess.CreatedAt), Limited: limited}
+	for _, e := range events {
+		t := TimelineEntry{At: e.CreatedAt, Kind: "event", What: e.Type, Who: e.Actor}
+		if e.Type == request.EventStatusChanged {
+			var d struct {
+				RequestID string  `json:"requestId"`
+				Kind      string  `json:"kind"`
+				From      *string `json:"from"`
+				To        string  `json:"to"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil && uuidPattern.MatchString(d.RequestID) {
+				t.What = kindLabel(d.Kind) + ": " + d.To
+				t.Link = requestURL(d.RequestID)
+			}
+		}
+		v.Entries = append(v.Entries, t)
+	}
+	for _, sp := range spans {
+		at := time.Unix(0, int64(sp.Start))
+		t := TimelineEntry{At: at, Kind: "span", What: sp.Name, Who: "trace"}
+		if sp.End >= sp.Start {
+			t.Detail = time.Duration(sp.End - sp.Start).Round(time.Millisecond).String()
+		}
+		if sp.Status.Code == 2 {
+			t.Detail += " · error"
+		}
+		v.Entries = append(v.Entries, t)
+	}
+	slices.SortStableFunc(v.Entries, func(a, b TimelineEntry) int { return a.At.Compare(b.At) })
+	for i := range v.Entries {
+		v.Entries[i].When = v.Entries[i].At.UTC().Format("15:04:05.000")
 	}
 	return v
 }

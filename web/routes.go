@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 			}
 			get("/requests", s.handleRequests())
 			get("/requests/{id}", s.handleRequest())
+			get("/sessions/{id}", s.handleSession())
 			r.Post("/requests/{id}/decision", s.handleDecision())
 			r.Post("/sign-in", s.handleSignIn())
 			r.Post("/sign-out", s.handleSignOut())

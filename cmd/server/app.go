@@ -9,7 +9,7 @@ import (
 // stores and sealer as the API. Without a pepper they refuse every sign-in, as the
 // API refuses every key.
 func withApprovals(cfg Config, store *postgres.Store) web.Option {
-	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store,
+	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
 		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
