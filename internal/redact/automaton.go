@@ -7,6 +7,8 @@ import "sort"
 // sparse (a projection uses few distinct bytes), so a set of many values stays small.
 type automaton struct {
 	states []state
+	// root is the root's transitions, dense: most bytes of a text leave the root.
+	root [256]int32
 }
 
 type state struct {
@@ -19,9 +21,10 @@ type state struct {
 }
 
 func (s *state) edge(c byte) int32 {
-	i := sort.Search(len(s.bytes), func(i int) bool { return s.bytes[i] >= c })
-	if i < len(s.bytes) && s.bytes[i] == c {
-		return s.next[i]
+	for i, b := range s.bytes { // edge lists are short: a scan beats a search
+		if b == c {
+			return s.next[i]
+		}
 	}
 	return -1
 }
@@ -52,6 +55,9 @@ func build(patterns []string) *automaton {
 		}
 		a.states[s].out = append(a.states[s].out, int32(len(p)))
 	}
+	for c := range 256 {
+		a.root[c] = max(a.states[0].edge(byte(c)), 0)
+	}
 	// Failure links, breadth first.
 	queue := make([]int32, 0, len(a.states))
 	queue = append(queue, a.states[0].next...)
@@ -75,15 +81,13 @@ func (a *automaton) step(s int32, c byte, atRoot bool) int32 {
 	if atRoot {
 		return 0
 	}
-	for {
+	for s != 0 {
 		if t := a.states[s].edge(c); t >= 0 {
 			return t
 		}
-		if s == 0 {
-			return 0
-		}
 		s = a.states[s].fail
 	}
+	return a.root[c]
 }
 
 // each calls found with the start and end of every occurrence in text.

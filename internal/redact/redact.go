@@ -170,8 +170,22 @@ type projection struct {
 
 func project(s string) projection {
 	var b strings.Builder
-	p := projection{}
+	b.Grow(len(s))
+	p := projection{from: make([]int, 0, len(s)), to: make([]int, 0, len(s))}
 	for i, r := range s {
+		if r < utf8.RuneSelf { // ASCII, the common case, without the Unicode tables
+			switch {
+			case 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
+			case 'A' <= r && r <= 'Z':
+				r += 'a' - 'A'
+			default:
+				continue
+			}
+			b.WriteByte(byte(r))
+			p.from = append(p.from, i)
+			p.to = append(p.to, i+1)
+			continue
+		}
 		f := fold(r)
 		if !isAlnum(f) {
 			continue
