@@ -400,11 +400,11 @@ func (s *Server) forbidden(w http.ResponseWriter, r *http.Request) {
 	s.renderApp(w, r, MessagePage(v), http.StatusForbidden)
 }
 
-// appNotFound answers a request that does not exist or belongs to someone else,
-// alike, so that the page tells nothing about other people's requests.
+// appNotFound answers a request or session that does not exist or belongs to someone
+// else, alike, so that the page tells nothing about other people's.
 func (s *Server) appNotFound(w http.ResponseWriter, r *http.Request) {
-	v := MessageView{Page: s.appPage("Not found"), Heading: "No such request",
-		Message: "There is no request of yours at this address.", Back: requestURL("")}
+	v := MessageView{Page: s.appPage("Not found"), Heading: "Not found",
+		Message: "Nothing of yours is at this address: no request or session of yours has this id.", Back: requestURL("")}
 	s.renderApp(w, r, MessagePage(v), http.StatusNotFound)
 }
 
