@@ -66,6 +66,8 @@ type Authenticated struct {
 	Protected redact.Source
 	// LLM is the upstream model of the proxy.
 	LLM LLM
+	// Prober calls sellers for quotes, never paying; without it quotes fail.
+	Prober Prober
 	// MaxMemoryItems caps the items one user keeps (default 500).
 	MaxMemoryItems int
 	// Limits cap an agent's open sessions and a session's events (zero fields: no

@@ -77,6 +77,7 @@ func (s *Server) routes() chi.Router {
 
 			r.With(once).Post("/traces", s.handleTraces())
 			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())
+			r.With(agent).Post("/tools/x402/quote", s.handleQuote())
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 
 			// The OpenAI-compatible proxy: the user's protected values never reach it.

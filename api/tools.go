@@ -51,36 +51,45 @@ func (s *Server) handleMerchantCheck() http.HandlerFunc {
 			return
 		}
 		u, _ := url.Parse(req.URL)
-		host, err := catalog.NormalizeHostname(u.Hostname())
+		out, err := s.checkMerchant(u)
 		if err != nil {
-			s.error(w, r, problem.Invalid("url's host is not a hostname."))
+			s.error(w, r, err)
 			return
-		}
-		snap := s.snapshots.Current()
-		out := merchantCheck{URL: req.URL, Hostname: host, Verdict: directory.VerdictUnknown, Advisory: true, Reasons: []string{}, Snapshot: snap.Info().ID}
-		if u.Scheme != "https" {
-			out.Reasons = append(out.Reasons, "The URL is plain HTTP: whatever is sent to it can be read and changed on the way.")
-		}
-		res, ok := snap.Merchant(host)
-		var m directory.Merchant
-		if ok && json.Unmarshal(res.Body, &m) == nil {
-			out.Listed, out.Trust, out.Stats, out.Methods = true, &m.Trust, m.Stats, len(m.Methods)
-			out.Verdict, out.Score = m.Trust.Verdict, m.Trust.Score
-			out.Reasons = append(out.Reasons, "Listed in the directory with "+strconv.Itoa(len(m.Methods))+" method(s).")
-			if o := m.Trust.Override; o != nil {
-				out.Reasons = append(out.Reasons, "An operator set the verdict to "+o.Verdict+": "+o.Reason)
-			}
-			if p := m.Trust.Probe; p != nil {
-				out.Reasons = append(out.Reasons, "Last probed "+p.ProbedAt.UTC().Format(time.RFC3339)+": "+p.Outcome+".")
-			} else {
-				out.Reasons = append(out.Reasons, "Never probed: the directory has seen nothing of it.")
-			}
-			if sc := m.Trust.Score; sc != nil {
-				out.Reasons = append(out.Reasons, "Score "+strconv.Itoa(*sc)+" of 100: proceed from 70, caution from 40.")
-			}
-		} else {
-			out.Reasons = append(out.Reasons, "Not in the directory: nothing is known of this seller.")
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// checkMerchant is the directory's advisory word on the seller behind u.
+func (s *Server) checkMerchant(u *url.URL) (merchantCheck, error) {
+	host, err := catalog.NormalizeHostname(u.Hostname())
+	if err != nil {
+		return merchantCheck{}, problem.Invalid("url's host is not a hostname.")
+	}
+	snap := s.snapshots.Current()
+	out := merchantCheck{URL: u.String(), Hostname: host, Verdict: directory.VerdictUnknown, Advisory: true, Reasons: []string{}, Snapshot: snap.Info().ID}
+	if u.Scheme != "https" {
+		out.Reasons = append(out.Reasons, "The URL is plain HTTP: whatever is sent to it can be read and changed on the way.")
+	}
+	res, ok := snap.Merchant(host)
+	var m directory.Merchant
+	if !ok || json.Unmarshal(res.Body, &m) != nil {
+		out.Reasons = append(out.Reasons, "Not in the directory: nothing is known of this seller.")
+		return out, nil
+	}
+	out.Listed, out.Trust, out.Stats, out.Methods = true, &m.Trust, m.Stats, len(m.Methods)
+	out.Verdict, out.Score = m.Trust.Verdict, m.Trust.Score
+	out.Reasons = append(out.Reasons, "Listed in the directory with "+strconv.Itoa(len(m.Methods))+" method(s).")
+	if o := m.Trust.Override; o != nil {
+		out.Reasons = append(out.Reasons, "An operator set the verdict to "+o.Verdict+": "+o.Reason)
+	}
+	if p := m.Trust.Probe; p != nil {
+		out.Reasons = append(out.Reasons, "Last probed "+p.ProbedAt.UTC().Format(time.RFC3339)+": "+p.Outcome+".")
+	} else {
+		out.Reasons = append(out.Reasons, "Never probed: the directory has seen nothing of it.")
+	}
+	if sc := m.Trust.Score; sc != nil {
+		out.Reasons = append(out.Reasons, "Score "+strconv.Itoa(*sc)+" of 100: proceed from 70, caution from 40.")
+	}
+	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -181,6 +182,9 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
+	// Quotes go through a prober of their own: the same SSRF-safe dialer and limits as
+	// the probe rounds, without their per-host backoff.
+	a.Prober = trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout}, log)
 	return api.WithAuthenticated(a)
 }
 
