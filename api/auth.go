@@ -14,6 +14,7 @@ import (
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
+	"github.com/waystation/waystation/internal/trust"
 )
 
 // Subscriber wakes a waiter when an event is appended to a session.
@@ -66,7 +67,8 @@ type Authenticated struct {
 	Protected redact.Source
 	// LLM is the upstream model of the proxy.
 	LLM LLM
-	// Prober calls sellers for quotes, never paying; without it quotes fail.
+	// Prober calls sellers for quotes, never paying (default: a prober of default
+	// settings).
 	Prober Prober
 	// MaxMemoryItems caps the items one user keeps (default 500).
 	MaxMemoryItems int
@@ -130,6 +132,9 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.LLM.Timeout <= 0 {
 			a.LLM.Timeout = 120 * time.Second
+		}
+		if a.Prober == nil {
+			a.Prober = trust.NewProber(trust.ProberConfig{}, s.log)
 		}
 		s.auth = a
 		s.waits = &waits{open: map[string]int{}}

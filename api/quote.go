@@ -82,10 +82,6 @@ func (s *Server) handleQuote() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		if s.auth.Prober == nil {
-			s.error(w, r, problem.New(problem.Internal, ""))
-			return
-		}
 		u, _ := url.Parse(req.URL)
 		check, err := s.checkMerchant(u)
 		if err != nil {
