@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -50,6 +51,10 @@ type Offer struct {
 	Extensions json.RawMessage
 	// Entries is how many accepts entries the document listed.
 	Entries int
+	// Raw is the accepts entry as the seller sent it (compacted), and ResourceRaw the
+	// v2 document's resource object: a v2 payment repeats both.
+	Raw         json.RawMessage
+	ResourceRaw json.RawMessage
 }
 
 // Reasons an answer carries no offer an x402 client could pay. The first two say
@@ -110,6 +115,16 @@ const maxOfferDocument = 256 << 10
 // the valid ones an exact offer in a known mainnet asset wins, then any exact offer,
 // then an upto offer. When none is valid the first entry's fault is the reason.
 func ParseOffer(header http.Header, body []byte) (Offer, error) {
+	offers, err := ParseOffers(header, body)
+	if err != nil {
+		return Offer{}, err
+	}
+	return offers[0], nil
+}
+
+// ParseOffers is ParseOffer's reading with every valid offer of the document, best
+// first: a payer takes the first it can pay.
+func ParseOffers(header http.Header, body []byte) ([]Offer, error) {
 	var headerErr error
 	if v := strings.TrimSpace(header.Get(HeaderPaymentRequired)); v != "" {
 		doc, err := decodeBase64(v)
@@ -131,12 +146,12 @@ func ParseOffer(header http.Header, body []byte) (Offer, error) {
 		}
 	}
 	if headerErr != nil {
-		return Offer{}, headerErr
+		return nil, headerErr
 	}
 	if len(body) > 0 {
-		return Offer{}, refuse(ReasonNoDocument, "the body holds no x402 document")
+		return nil, refuse(ReasonNoDocument, "the body holds no x402 document")
 	}
-	return Offer{}, &OfferError{Reason: ReasonNoDocument}
+	return nil, &OfferError{Reason: ReasonNoDocument}
 }
 
 // isDocument reports whether a body is an x402 document, valid or not: a JSON object
@@ -167,39 +182,39 @@ func decodeBase64(v string) ([]byte, error) {
 }
 
 // parseDocument reads one PaymentRequired document, from the header or the body.
-func parseDocument(doc []byte, fromHeader bool) (Offer, error) {
+func parseDocument(doc []byte, fromHeader bool) ([]Offer, error) {
 	doc = bytes.TrimSpace(doc)
 	if len(doc) > maxOfferDocument {
-		return Offer{}, refuse(ReasonBadJSON, "document too large")
+		return nil, refuse(ReasonBadJSON, "document too large")
 	}
 	var pr PaymentRequired
 	if len(doc) == 0 || doc[0] != '{' || json.Unmarshal(doc, &pr) != nil {
-		return Offer{}, refuse(ReasonBadJSON, "not a JSON object")
+		return nil, refuse(ReasonBadJSON, "not a JSON object")
 	}
 	version, err := readVersion(pr.Version)
 	if err != nil {
-		return Offer{}, err
+		return nil, err
 	}
 	switch {
 	case fromHeader && version != 2:
-		return Offer{}, refuse(ReasonWrongTransport, "a v%d document in the PAYMENT-REQUIRED header, which carries v2 only", version)
+		return nil, refuse(ReasonWrongTransport, "a v%d document in the PAYMENT-REQUIRED header, which carries v2 only", version)
 	case !fromHeader && version != 1:
-		return Offer{}, refuse(ReasonWrongTransport, "a v%d document in the body without the PAYMENT-REQUIRED header", version)
+		return nil, refuse(ReasonWrongTransport, "a v%d document in the body without the PAYMENT-REQUIRED header", version)
 	}
 	if present(pr.Error) {
 		if _, ok := jsonString(pr.Error); !ok {
-			return Offer{}, refuse(ReasonBadDocument, "error is not a string")
+			return nil, refuse(ReasonBadDocument, "error is not a string")
 		}
 	}
 	var entries []json.RawMessage
 	if json.Unmarshal(pr.Accepts, &entries) != nil || len(entries) == 0 {
-		return Offer{}, &OfferError{Reason: ReasonNoAccepts}
+		return nil, &OfferError{Reason: ReasonNoAccepts}
 	}
 	base := Offer{Version: version, FromHeader: fromHeader, Entries: len(entries)}
 	if version == 2 {
 		if present(pr.Extensions) {
 			if !isObject(pr.Extensions) {
-				return Offer{}, refuse(ReasonBadDocument, "extensions is not an object")
+				return nil, refuse(ReasonBadDocument, "extensions is not an object")
 			}
 			base.Extensions = compact(pr.Extensions)
 		}
@@ -211,13 +226,13 @@ func parseDocument(doc []byte, fromHeader bool) (Offer, error) {
 			url, ok = jsonString(ri.URL)
 		}
 		if !ok || url == "" {
-			return Offer{}, refuse(ReasonNoResource, "resource.url is missing")
+			return nil, refuse(ReasonNoResource, "resource.url is missing")
 		}
 		base.Resource = Clean(url, 2048)
+		base.ResourceRaw = compact(pr.Resource)
 	}
 
-	var best *Offer
-	bestRank := 0
+	var valid []Offer
 	var first *OfferError
 	for i, raw := range entries {
 		o, err := checkEntry(base, raw)
@@ -228,17 +243,17 @@ func parseDocument(doc []byte, fromHeader bool) (Offer, error) {
 			}
 			continue
 		}
-		if r := rank(&o); best == nil || r < bestRank {
-			best, bestRank = &o, r
-		}
+		o.Raw = compact(raw)
+		valid = append(valid, o)
 	}
-	if best == nil {
+	if len(valid) == 0 {
 		if len(entries) > 1 {
 			first.Detail += fmt.Sprintf(" (none of the %d entries is valid)", len(entries))
 		}
-		return Offer{}, first
+		return nil, first
 	}
-	return *best, nil
+	slices.SortStableFunc(valid, func(a, b Offer) int { return rank(&a) - rank(&b) })
+	return valid, nil
 }
 
 // rank orders valid offers, lowest first: an exact price in a known mainnet asset,
