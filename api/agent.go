@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 )
 
@@ -27,6 +28,9 @@ type limits struct {
 	// MaxOpenSessions and MaxSessionEvents are 0 when there is no cap.
 	MaxOpenSessions  int `json:"maxOpenSessions"`
 	MaxSessionEvents int `json:"maxSessionEvents"`
+	// Spending is what the person lets this agent pay and what it spent; null when
+	// the server cannot pay sellers.
+	Spending *payment.LimitsAndSpend `json:"spending"`
 }
 
 func (s *Server) limits() limits {
@@ -43,7 +47,16 @@ func (s *Server) handleAgentMe() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, agentView{ID: a.ID, Name: a.Name, Status: a.Status, UserID: a.UserID, Limits: s.limits()})
+		lim := s.limits()
+		if svc, err := s.payments(); err == nil {
+			sp, err := svc.Store.Limits(r.Context(), a.ID, svc.Clock())
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			lim.Spending = &sp
+		}
+		writeJSON(w, http.StatusOK, agentView{ID: a.ID, Name: a.Name, Status: a.Status, UserID: a.UserID, Limits: lim})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
@@ -70,6 +71,9 @@ type Authenticated struct {
 	// Prober calls sellers for quotes, never paying (default: a prober of default
 	// settings).
 	Prober Prober
+	// Payments asks for and carries out payments to sellers; without it, or without
+	// its payer, the payment routes answer 501 payer_not_configured.
+	Payments *payment.Service
 	// MaxMemoryItems caps the items one user keeps (default 500).
 	MaxMemoryItems int
 	// Limits cap an agent's open sessions and a session's events (zero fields: no

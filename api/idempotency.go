@@ -72,7 +72,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string,
 		rec.status = http.StatusOK
 	}
 	ctx := context.WithoutCancel(r.Context())
-	if rec.status >= 500 || rec.code == problem.RateLimited || rec.code == problem.QuotaExceeded {
+	if rec.status >= 500 || mayPass(rec.code) {
 		if err := s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key); err != nil {
 			s.log.Error("release idempotency key", "err", err)
 		}
@@ -110,4 +110,16 @@ func (s *Server) idempotencyKey(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	})
+}
+
+// mayPass reports whether a refusal may pass on a retry with the same body: a rate
+// or a quota, a spending limit the person may raise, a seller's offer that may change.
+// Such answers are not remembered.
+func mayPass(code string) bool {
+	switch code {
+	case problem.RateLimited, problem.QuotaExceeded, problem.SpendingLimitExceeded, problem.AgentPaused,
+		problem.HostNotAllowed, problem.OfferNotPayable, problem.PriceAboveMaximum:
+		return true
+	}
+	return false
 }

@@ -202,7 +202,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 }
 
 func (s *Server) decider() request.Decider {
-	return request.Decider{Store: s.auth.Requests, Sealer: s.auth.Sealer}
+	return request.Decider{Store: s.auth.Requests, Sealer: s.auth.Sealer, Approved: s.approved}
 }
 
 // handleCancelRequest withdraws a request on its agent's word.

@@ -78,6 +78,10 @@ func (s *Server) routes() chi.Router {
 			r.With(once).Post("/traces", s.handleTraces())
 			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())
 			r.With(agent).Post("/tools/x402/quote", s.handleQuote())
+			r.With(agent).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
+			read(r, "/sessions/{id}/x402/payments/{pid}", s.handlePayment())
+			read(r.With(user), "/agents/{id}/spending-limits", s.handleSpendingLimits())
+			r.With(user).Put("/agents/{id}/spending-limits", s.handleSetSpendingLimits())
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 
 			// The OpenAI-compatible proxy: the user's protected values never reach it.

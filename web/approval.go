@@ -40,6 +40,10 @@ type Approvals struct {
 	// Traces gives a session's spans for its timeline; without it the timeline
 	// shows the events alone.
 	Traces trace.Store
+	// Payments shows an authorize_payment request's payment and the agent's limits
+	// and spend; Approved hears of each payment approval, to carry it out at once.
+	Payments Payments
+	Approved func(request.Request)
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted
@@ -470,6 +474,20 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 	}
 	v := requestView(s.appPage("Request from "+agent.Name), ws, req, agent, sess, time.Now())
 	v.Message = message
+	if req.Kind == request.KindAuthorizePayment && s.approvals.Payments != nil {
+		pay, err := s.approvals.Payments.PaymentOfRequest(ctx, ws.Principal, req.ID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		lim, err := s.approvals.Payments.Limits(ctx, req.AgentID, time.Now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		pv := paymentView(pay, lim)
+		v.Payment = &pv
+	}
 	s.renderApp(w, r, RequestPage(v), status)
 }
 
@@ -494,7 +512,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 			s.forbidden(w, r)
 			return
 		}
-		d := request.Decider{Store: s.approvals.Requests, Sealer: s.approvals.Sealer}
+		d := request.Decider{Store: s.approvals.Requests, Sealer: s.approvals.Sealer, Approved: s.approvals.Approved}
 		_, err := d.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
 		switch code := problem.CodeOf(err); {
 		case err == nil:
@@ -505,6 +523,8 @@ func (s *Server) handleDecision() http.HandlerFunc {
 			s.requestPage(w, r, ws, id, "This request expired before your decision reached it: nothing was approved.", http.StatusConflict)
 		case code == problem.InvalidStateTransition:
 			s.requestPage(w, r, ws, id, "This request no longer waits for a decision: nothing was changed.", http.StatusConflict)
+		case code == problem.OverrideRequired:
+			s.requestPage(w, r, ws, id, "The directory says to avoid this seller: tick the override to pay it anyway. Nothing was approved.", http.StatusUnprocessableEntity)
 		case code == problem.ValidationFailed:
 			p, _ := problem.As(err)
 			s.requestPage(w, r, ws, id, "Nothing was sent: "+p.Detail, http.StatusUnprocessableEntity)
@@ -525,6 +545,7 @@ func decisionFrom(form url.Values) request.Decision {
 		return d
 	}
 	d.SelectedChoiceID = form.Get("choice")
+	d.OverrideVerdict = form.Get("overrideVerdict") == "true"
 	if form.Get("save") == "true" {
 		d.Save = true
 		ask := form.Get("askBeforeUse") == "true"

@@ -1,15 +1,18 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 // AppBar is the strip atop every signed-in page: which key is signed in, and the
@@ -69,6 +72,53 @@ type RequestView struct {
 	Outcome     string
 	Waiting     bool
 	Message     string
+	// Payment is set for an authorize_payment request.
+	Payment *PaymentView
+}
+
+// Payments are the reads the approval page makes of payments.
+type Payments interface {
+	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (payment.Payment, error)
+	Limits(ctx context.Context, agentID string, now time.Time) (payment.LimitsAndSpend, error)
+}
+
+// PaymentView is a payment as its person decides on it: who is paid what, where,
+// the directory's word on the seller, and what the agent may still spend.
+type PaymentView struct {
+	Seller, Amount, Atomic, Asset, Network, PayTo, Request string
+	Verdict, Score                                         string
+	Listed, Avoid, Override                                bool
+	Limits, SpentToday, SpentMonth                         string
+	Status, Failure, Transaction                           string
+}
+
+// paymentView describes pay for its page.
+func paymentView(pay payment.Payment, lim payment.LimitsAndSpend) PaymentView {
+	o := pay.Offer
+	v := PaymentView{Seller: pay.Host, Amount: o.Value.String() + " " + o.Symbol, Atomic: o.Amount, Asset: o.Asset,
+		Network: networkName(o.Network), PayTo: o.PayTo, Request: pay.HTTPRequest.Method + " " + pay.HTTPRequest.URL,
+		Verdict: pay.Verdict.Verdict, Score: "no score", Listed: pay.Verdict.Listed, Avoid: pay.Verdict.Verdict == payment.Avoid,
+		Override: pay.Override, Limits: lim.Describe(),
+		SpentToday: lim.Spent.Today.String() + " of " + lim.Daily.String() + " USD",
+		SpentMonth: lim.Spent.ThisMonth.String() + " of " + lim.Monthly.String() + " USD", Status: pay.Status}
+	if pay.Verdict.Score != nil {
+		v.Score = strconv.Itoa(*pay.Verdict.Score) + " of 100"
+	}
+	if pay.Failure != nil {
+		v.Failure = *pay.Failure
+	}
+	if pay.Transaction != nil {
+		v.Transaction = *pay.Transaction
+	}
+	return v
+}
+
+// networkName names a CAIP-2 network for people.
+func networkName(n string) string {
+	if name := x402.NetworkName(n); name != "" {
+		return name + " (" + n + ")"
+	}
+	return n
 }
 
 // RequestRow is a waiting request as the index lists it.
@@ -85,11 +135,12 @@ type RequestsView struct {
 }
 
 var kindLabels = map[string]string{
-	request.KindConfirm:         "Confirm an action",
-	request.KindChoice:          "Choose an option",
-	request.KindChooseCandidate: "Choose which saved details to use",
-	request.KindProvideMissing:  "Provide missing details",
-	request.KindAskBeforeUse:    "Allow use of saved details",
+	request.KindConfirm:          "Confirm an action",
+	request.KindChoice:           "Choose an option",
+	request.KindChooseCandidate:  "Choose which saved details to use",
+	request.KindProvideMissing:   "Provide missing details",
+	request.KindAuthorizePayment: "Authorize a payment",
+	request.KindAskBeforeUse:     "Allow use of saved details",
 }
 
 func kindLabel(k string) string {

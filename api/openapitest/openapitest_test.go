@@ -412,7 +412,9 @@ func TestDocument(t *testing.T) {
 		"idempotency_conflict", "idempotency_in_progress", "session_closed", "payload_too_large",
 		"invalid_state_transition", "request_expired", "artifact_already_claimed", "quota_exceeded",
 		"precondition_failed", "precondition_required", "approval_required",
-		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type"}
+		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type",
+		"payer_not_configured", "spending_limit_exceeded", "agent_paused", "host_not_allowed", "offer_not_payable",
+		"price_above_maximum", "override_required"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -771,7 +773,18 @@ func TestSchemas(t *testing.T) {
 		"ResolveRequest": {`{"intent": "buy a map", "fields": [{"key": "email", "type": "email"}]}`, `{"targetUrl": "https://shop.example/checkout"}`},
 		"Resolution": {`{"match": "host", "providers": [{"serviceId": "shop.example", "methodId": "shop-map", "name": "Map", "url": "https://shop.example/map", "method": "GET", "price": "0.01", "network": null, "verdict": "proceed", "payable": true}],
 			"fields": [{"key": "email", "candidates": [{"handle": "wh_x", "itemId": "` + uuid1 + `", "itemLabel": "Login", "requiresApproval": false}]}], "missing": [], "nextAction": "ask_before_use"}`},
-		"ClaimedArtifact": {`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_` + strings.Repeat("a", 32) + `"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`,
+		"Money":                {`"0.05"`, `"12"`, `"0"`},
+		"HTTPRequestEnvelope":  {`{"url": "https://shop.example/pay"}`, `{"method": "POST", "url": "https://shop.example/pay", "headers": {"Content-Type": "application/json"}, "body": "{}"}`},
+		"CreatePaymentRequest": {`{"clientRequestId": "p1", "maximumDebit": "0.05", "httpRequest": {"url": "https://shop.example/pay"}, "reason": "the map"}`},
+		"PaymentOffer":         {paymentOffer},
+		"Payment":              {paymentBody},
+		"PaymentCreated":       {`{"request": ` + requestBody + `, "payment": ` + paymentBody + `}`},
+		"SpendingLimits":       {spendingBody},
+		"SpendingLimitsInput":  {`{"perPayment": "1", "daily": "5", "monthly": "50"}`, `{"perPayment": "0.5", "daily": "2", "monthly": "20", "hostsMode": "allow", "hosts": ["shop.example"], "paused": true}`},
+		"ClaimedArtifact": {`{"requestId": "` + uuid1 + `", "type": "payment", "payment": {"paymentId": "` + uuid2 + `", "status": "settled", "failure": null, "amount": "10000", "value": "0.01",
+			"asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "network": "eip155:84532", "payTo": "0x2", "transaction": "0xab",
+			"response": {"status": 200, "contentType": "application/json", "body": "{}", "encoding": "text", "bytes": 2, "sha256": "` + strings.Repeat("0", 64) + `", "truncated": false}}, "claimedAt": "2026-11-20T08:00:00Z"}`,
+			`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_` + strings.Repeat("a", 32) + `"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`,
 			`{"requestId": "` + uuid1 + `", "type": "confirmation", "confirmation": {"confirmed": true, "scopeHash": "sha256:` + strings.Repeat("0", 64) + `"}, "claimedAt": "2026-11-20T08:00:00Z"}`,
 			`{"requestId": "` + uuid1 + `", "type": "choice", "choice": {"selectedOptionId": "fast"}, "claimedAt": "2026-11-20T08:00:00Z"}`},
 	}
@@ -780,7 +793,11 @@ func TestSchemas(t *testing.T) {
 		"Session":               {mutate(sessionBody, func(m map[string]any) { m["status"] = "paused" })},
 		"AppendEventRequest":    {`{"type": "session.completed", "clientEventId": "e1"}`},
 		"Request":               {mutate(requestBody, func(m map[string]any) { m["status"] = "pending" }), mutate(requestBody, func(m map[string]any) { m["values"] = map[string]any{"email": "x"} })},
-		"DecisionRequest":       {`{"decision": "approve", "save": "yes"}`, `{"decision": "maybe"}`},
+		"DecisionRequest":       {`{"decision": "approve", "save": "yes"}`, `{"decision": "maybe"}`, `{"decision": "approve", "overrideVerdict": "yes"}`},
+		"Money":                 {`"0.0000001"`, `"-1"`, `"01"`, `1`},
+		"CreatePaymentRequest":  {`{"clientRequestId": "p1", "maximumDebit": "0.05"}`, `{"clientRequestId": "p1", "maximumDebit": "0.05", "httpRequest": {"url": "https://shop.example/pay", "method": "TRACE"}}`},
+		"Payment":               {mutate(paymentBody, func(m map[string]any) { m["signature"] = "0x00" }), mutate(paymentBody, func(m map[string]any) { m["status"] = "paid" })},
+		"SpendingLimitsInput":   {`{"perPayment": "1", "daily": "5"}`, `{"perPayment": "1", "daily": "5", "monthly": "50", "hostsMode": "only"}`},
 		"MemoryItem":            {strings.Replace(memoryItem, `"hasValue": true`, `"hasValue": true, "value": "1 Row"`, 1)},
 		"MemoryField":           {strings.Replace(memoryField, `}`, `, "value": "1 Row"}`, 1)},
 		"NewMemoryItem":         {`{"label": "Home", "fields": []}`},
@@ -831,12 +848,23 @@ func TestSchemas(t *testing.T) {
 const (
 	uuid1       = "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
 	uuid2       = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
-	limitsBody  = `{"maxBodyBytes": 1048576, "maxWaitSeconds": 30, "maxPageSize": 200, "maxEventDataBytes": 16384, "maxOpenSessions": 100, "maxSessionEvents": 10000}`
+	limitsBody  = `{"maxBodyBytes": 1048576, "maxWaitSeconds": 30, "maxPageSize": 200, "maxEventDataBytes": 16384, "maxOpenSessions": 100, "maxSessionEvents": 10000, "spending": null}`
 	agentBody   = `{"id": "` + uuid1 + `", "userId": "` + uuid2 + `", "name": "scout", "status": "active", "createdAt": "2026-11-21T10:00:00Z"}`
 	keyBody     = `{"kid": "0123456789abcdef", "scope": "agent", "userId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "prefix": "sk_agent_0123456789abcdef", "createdAt": "2026-11-21T10:00:00Z", "lastUsedAt": null, "revokedAt": null}`
 	sessionBody = `{"id": "` + uuid1 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "type": "checkout", "description": "buy a map", "merchantName": null, "targetUrl": null, "status": "open", "summary": null, "stopReason": null, "lastEventSeq": 1, "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:00:00Z", "closedAt": null}`
 	eventBody   = `{"seq": 1, "type": "session.opened", "actor": "agent", "clientEventId": null, "data": {}, "createdAt": "2026-11-21T10:00:00.123456Z"}`
 	requestBody = `{"id": "` + uuid1 + `", "sessionId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "clientRequestId": "r1", "kind": "provide_missing", "status": "fulfilled", "resolutionPath": "user", "context": {"reason": "the form asks"}, "fields": [{"key": "email", "label": "Email", "type": "email", "secret": false}], "options": [], "params": {}, "expiresAt": "2026-11-21T10:15:00Z", "decidedBy": "user", "decidedAt": "2026-11-21T10:01:00Z", "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:01:00Z", "artifactType": "reference", "claimedAt": null, "approvalUrl": "/app/requests/` + uuid1 + `"}`
+)
+
+// Samples of the payment schemas.
+const (
+	paymentOffer = `{"x402Version": 2, "scheme": "exact", "network": "eip155:84532", "asset": "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "symbol": "USDC",
+		"payTo": "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", "amount": "10000", "value": "0.01", "maxTimeoutSeconds": 60, "resource": "https://shop.example/pay"}`
+	paymentBody = `{"id": "` + uuid2 + `", "requestId": "` + uuid1 + `", "sessionId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "status": "awaiting_approval", "failure": null,
+		"hostname": "shop.example", "httpRequest": {"method": "GET", "url": "https://shop.example/pay"}, "offer": ` + paymentOffer + `, "maximumDebit": "0.05",
+		"merchant": {"verdict": "proceed", "score": 82, "listed": true}, "overrideVerdict": false, "payer": "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23",
+		"transaction": null, "createdAt": "2026-11-21T10:00:00Z", "signedAt": null, "settledAt": null}`
+	spendingBody = `{"perPayment": "1", "daily": "5", "monthly": "50", "hostsMode": "deny", "hosts": [], "paused": false, "currency": "USD", "spent": {"today": "0.01", "thisMonth": "0.01"}}`
 )
 
 func TestConcurrentChecks(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/web"
 )
@@ -83,6 +84,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	g := &generator.Generator{
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: cfg.Keep, Views: web.Views{DirectoryAPI: api.DirectoryPath}},
 		Log: log, Every: cfg.Interval, Watch: cfg.Watch,
+	}
+	// The service's payer pays on X402_PAYER_NETWORKS: methods payable there are
+	// marked payable. The key stays with the server.
+	if v := getenv("X402_PAYER_NETWORKS"); v != "" {
+		networks, err := payment.ParseNetworks(v)
+		if err != nil {
+			return fmt.Errorf("X402_PAYER_NETWORKS: %w", err)
+		}
+		g.Payer = networks
 	}
 	if cfg.Interval == 0 {
 		st, err := g.Once(ctx)

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/web"
 )
 
 // withApprovals serves the approval pages for people, deciding through the same
 // stores and sealer as the API. Without a pepper they refuse every sign-in, as the
 // API refuses every key.
-func withApprovals(cfg Config, store *postgres.Store) web.Option {
+func withApprovals(cfg Config, store *postgres.Store, payments *payment.Service) web.Option {
 	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
-		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP}
+		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP,
+		Payments: store, Approved: func(request.Request) { payments.Kick() }}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 	}

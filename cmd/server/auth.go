@@ -16,6 +16,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
@@ -161,7 +162,7 @@ func loadSessionLimits(getenv func(string) string) (session.Limits, time.Duratio
 // withAuthenticated starts the event listener and the expiry of requests, and
 // returns the option serving the authenticated API. Without a pepper the API fails
 // closed: it refuses every key.
-func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) api.Option {
+func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, payments *payment.Service, prober *trust.Prober) api.Option {
 	if cfg.AuthPepper == nil {
 		log.Warn("AUTH_PEPPER is not set: the authenticated API refuses every key")
 		return api.WithAuthenticated(api.Authenticated{})
@@ -182,11 +183,25 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
-	// Quotes go through a prober of their own: the same SSRF-safe dialer and limits as
-	// the probe rounds, without their per-host backoff.
-	a.Prober = trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout}, log)
+	a.Prober, a.Payments = prober, payments
+	if payments.Payer != nil {
+		go payments.Run(ctx, paymentEvery)
+		log.Info("paying sellers", "payer", payments.Payer.Signer, "networks", payments.Payer.Networks)
+	}
 	return api.WithAuthenticated(a)
 }
+
+// newPayments is the payment service, and the prober its payments and quotes go
+// through: the same SSRF-safe dialer and limits as the probe rounds, without their
+// per-host backoff.
+func newPayments(cfg Config, log *slog.Logger, store *postgres.Store) (*payment.Service, *trust.Prober) {
+	prober := trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout, AllowHosts: cfg.Payment.AllowHosts}, log)
+	return &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log}, prober
+}
+
+// paymentEvery is how often approved payments made on other replicas, and payments
+// whose executor stopped, are looked for; an approval here wakes the executor at once.
+const paymentEvery = 2 * time.Second
 
 // requestExpiryEvery is how often requests whose time ran out are expired, so that
 // agents waiting on them hear of it; reads expire a due request on the spot anyway.

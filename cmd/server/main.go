@@ -84,6 +84,8 @@ type Config struct {
 	SnapshotWatch time.Duration
 	// Probe is how the prober runs (see trust.go).
 	Probe ProbeConfig
+	// Payment is how the server pays sellers (see payment.go).
+	Payment PaymentConfig
 	// Search is how search embeds and limits queries (see search.go).
 	Search SearchConfig
 	// Bazaar is where import syncs the catalog from (see bazaar.go).
@@ -129,6 +131,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Probe = probe
+	if c.Payment, err = loadPaymentConfig(getenv); err != nil {
+		return c, err
+	}
+	c.Probe.AllowHosts = c.Payment.AllowHosts
 	if c.Search, err = loadSearchConfig(getenv); err != nil {
 		return c, err
 	}
@@ -269,11 +275,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		observed.AccessLog = log
 	}
 
-	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store), api.WithSearch(searcher))
+	payments, prober := newPayments(cfg, log, store)
+	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, payments, prober), api.WithSearch(searcher))
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
-			log, snapshots, searcher, withApprovals(cfg, store))),
+			log, snapshots, searcher, withApprovals(cfg, store, payments))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

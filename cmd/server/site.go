@@ -57,6 +57,9 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: 3, Views: views}, Holder: holder,
 		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch,
 	}
+	if cfg.Payment.Payer != nil {
+		g.Payer = cfg.Payment.Payer
+	}
 	if !fromDisk {
 		if _, err := g.Once(ctx); err != nil {
 			log.Warn("first snapshot failed; serving an empty directory until the next", "err", err)

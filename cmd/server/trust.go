@@ -22,6 +22,8 @@ type ProbeConfig struct {
 	Interval    time.Duration
 	Concurrency int
 	Timeout     time.Duration
+	// AllowHosts may be probed on private addresses (PAYMENT_ALLOW_HOSTS).
+	AllowHosts []string
 }
 
 func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
@@ -52,7 +54,7 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 
 // probeRounds runs the prober over the store's catalog.
 func probeRounds(cfg ProbeConfig, log *slog.Logger, store trust.ProbeStore) *trust.Rounds {
-	prober := trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout}, log)
+	prober := trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, AllowHosts: cfg.AllowHosts}, log)
 	return &trust.Rounds{Store: store, Prober: prober, Interval: cfg.Interval, Log: log}
 }
 

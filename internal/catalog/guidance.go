@@ -154,9 +154,9 @@ const (
 	maxSummaryLen      = 500
 )
 
-// noPaymentRoute is how guidance says to pay: Waystation cannot pay sellers yet, so
-// it names the one route the API has for a person's approval of a spend.
-const noPaymentRoute = "Waystation cannot pay sellers yet: pay the offer with an x402 client and a wallet the agent never holds, after the person approves the spend through a confirm request in your session (POST /sessions/{id}/requests) with the amount and the seller."
+// paymentRoute is how guidance says to pay: through the service when the method is
+// payable, else with a wallet of the agent's own after the person's confirmation.
+const paymentRoute = "When this method is payable (payable: true), Waystation pays it for you: quote with POST /tools/x402/quote, then ask with POST /sessions/{id}/x402/payments {clientRequestId, maximumDebit, httpRequest}; your person approves the authorize_payment request, the service signs and sends the payment, and you claim the seller's answer with POST /sessions/{id}/requests/{rid}/claim. Otherwise pay the offer with an x402 client and a wallet of your own, after the person approves the spend through a confirm request (POST /sessions/{id}/requests)."
 
 // buildGuidance writes what an agent needs to call an imported method: how to
 // call it, from the listing's discovery info when it has some, what comes back, and
@@ -521,20 +521,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// networkNames are the display names of the networks sellers price on.
-var networkNames = map[string]string{
-	"eip155:8453":  "Base",
-	"eip155:84532": "Base Sepolia (testnet)",
-	"eip155:1":     "Ethereum",
-	"eip155:137":   "Polygon",
-	"eip155:42161": "Arbitrum",
-	"eip155:10":    "Optimism",
-	"eip155:43114": "Avalanche",
-	"eip155:196":   "X Layer",
-	"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": "Solana",
-	"solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1": "Solana Devnet (testnet)",
-}
-
 // maxPaymentOffers is how many offers the payment text names.
 const maxPaymentOffers = 3
 
@@ -546,7 +532,7 @@ func paymentText(offers []Offer) string {
 			break
 		}
 		network := x402.NormalizeNetwork(o.Network)
-		where := networkNames[network]
+		where := x402.NetworkName(network)
 		if where == "" {
 			where = x402.Clean(network, 80)
 		}
@@ -561,11 +547,11 @@ func paymentText(offers []Offer) string {
 		}
 	}
 	if len(prices) == 0 {
-		return "x402: the listing names no price; the seller's 402 answer gives it. " + noPaymentRoute
+		return "x402: the listing names no price; the seller's 402 answer gives it. " + paymentRoute
 	}
 	more := ""
 	if len(offers) > len(prices) {
 		more = fmt.Sprintf(" (and %d more offers)", len(offers)-len(prices))
 	}
-	return fmt.Sprintf("x402, %s per call as listed%s; the seller's 402 answer is authoritative. %s", strings.Join(prices, ", or "), more, noPaymentRoute)
+	return fmt.Sprintf("x402, %s per call as listed%s; the seller's 402 answer is authoritative. %s", strings.Join(prices, ", or "), more, paymentRoute)
 }

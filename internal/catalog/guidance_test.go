@@ -222,7 +222,7 @@ func containsText(notes []string, s string) bool {
 // TestImportedGuidanceNamesOnlyRoutesTheAPIHas reads the guidance made for every
 // method of the real snapshot and of a few hand-written items, and fails on a route
 // of ours that the OpenAPI document lacks: guidance must never send an agent to a
-// 404, and Waystation cannot pay sellers yet.
+// 404, and every one says how the service pays.
 func TestImportedGuidanceNamesOnlyRoutesTheAPIHas(t *testing.T) {
 	paths := openapitest.Paths(t, "../../api/openapi.json")
 	in := `{"resource":"https://a.example/x"}` + "\n" +
@@ -234,7 +234,7 @@ func TestImportedGuidanceNamesOnlyRoutesTheAPIHas(t *testing.T) {
 	mentions := 0
 	for _, m := range allMethods(cat) {
 		g := decodeGuidance(t, m)
-		if !strings.Contains(g.Payment, "Waystation cannot pay sellers yet") {
+		if !strings.Contains(g.Payment, "POST /sessions/{id}/x402/payments") {
 			t.Errorf("%s: payment %q", m.Slug, g.Payment)
 		}
 		n, missing := openapitest.UndocumentedRoutes(paths, "/functions/v1/api", g.Payment+" "+strings.Join(g.Notes, " "))

@@ -114,7 +114,17 @@ func handlesOf(ctx context.Context, tx pgx.Tx, sessionID string, n request.New) 
 // a retry.
 func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID string, n request.New, maxEvents int) (request.Request, error) {
 	var out request.Request
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		out, _, err = createRequest(ctx, tx, p, sessionID, n, maxEvents)
+		return err
+	})
+	return out, fail("create request", err)
+}
+
+// createRequest raises request n in tx; created is false when n is a retry of a
+// request raised before, which out then is.
+func createRequest(ctx context.Context, tx pgx.Tx, p auth.Principal, sessionID string, n request.New, maxEvents int) (out request.Request, created bool, err error) {
+	err = func() error {
 		sess, err := lockSession(ctx, tx, p, sessionID)
 		if err != nil {
 			return err
@@ -157,6 +167,7 @@ func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID s
 		if err != nil {
 			return err
 		}
+		created = true
 		if err := requestEvent(ctx, tx, sessionID, id, n.Kind, "", request.StatusWaitingUser, session.ActorAgent); err != nil {
 			return err
 		}
@@ -183,8 +194,8 @@ func (s *Store) CreateRequest(ctx context.Context, p auth.Principal, sessionID s
 		}
 		out, err = scanRequest(tx.QueryRow(ctx, `SELECT `+requestColumns+requestFrom+` WHERE r.id = $1`, id))
 		return err
-	})
-	return out, fail("create request", err)
+	}()
+	return out, created, err
 }
 
 // requestEvent appends the event of one transition of request id.
@@ -347,6 +358,14 @@ func (s *Store) Decide(ctx context.Context, p auth.Principal, id string, o reque
 		}
 		if err := move(ctx, tx, r, request.StatusApproved, session.ActorUser); err != nil {
 			return err
+		}
+		if o.Pending {
+			// The system carries it out (a payment) and fulfils it then.
+			if o.Override {
+				_, err := tx.Exec(ctx, `UPDATE payments SET override = true WHERE request_id = $1`, r.ID)
+				return err
+			}
+			return nil
 		}
 		for _, v := range o.Values {
 			if _, err := tx.Exec(ctx, `

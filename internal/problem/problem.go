@@ -120,6 +120,13 @@ const (
 	LLMNotConfigured       = "llm_not_configured"
 	UpstreamError          = "upstream_error"
 	UnsupportedMediaType   = "unsupported_media_type"
+	PayerNotConfigured     = "payer_not_configured"
+	SpendingLimitExceeded  = "spending_limit_exceeded"
+	AgentPaused            = "agent_paused"
+	HostNotAllowed         = "host_not_allowed"
+	OfferNotPayable        = "offer_not_payable"
+	PriceAboveMaximum      = "price_above_maximum"
+	OverrideRequired       = "override_required"
 )
 
 // Kind is what the table says of a code.
@@ -229,6 +236,27 @@ var kinds = map[string]Kind{
 	UnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type",
 		"The body's Content-Type or Content-Encoding is not one this route takes: traces come as OTLP/HTTP JSON, plain or gzip, not protobuf.",
 		"Configure the exporter for http/json (OTEL_EXPORTER_OTLP_PROTOCOL=http/json)."},
+	PayerNotConfigured: {http.StatusNotImplemented, "Payer not configured",
+		"This server holds no payer key, so it cannot pay sellers.",
+		"Ask the operator to set X402_PAYER_KEY (or X402_PAYER_KEY_FILE) and X402_PAYER_NETWORKS; until then pay with a wallet of your own after a confirm request."},
+	SpendingLimitExceeded: {http.StatusForbidden, "Spending limit exceeded",
+		"The payment would pass a limit the person set for this agent: the most for one payment, or the day's or the month's budget (UTC).",
+		"Read the limits and what was spent in GET /agent/me; ask the person to raise the limit, or wait for the next day or month."},
+	AgentPaused: {http.StatusForbidden, "Agent paused",
+		"The person paused this agent's payments.",
+		"Ask the person to resume the agent (PUT /agents/{id}/spending-limits with paused false)."},
+	HostNotAllowed: {http.StatusForbidden, "Host not allowed",
+		"The person's host list for this agent does not let it pay this seller.",
+		"Read the host list in GET /agent/me; ask the person to allow the host."},
+	OfferNotPayable: {http.StatusUnprocessableEntity, "Offer not payable",
+		"The seller did not answer with an x402 offer this server's payer can pay: no 402, an invalid offer, another scheme, network or asset, or an address it may not reach.",
+		"Quote the seller (POST /tools/x402/quote) to see what it answers; pay another way, or choose another seller."},
+	PriceAboveMaximum: {http.StatusUnprocessableEntity, "Price above maximum",
+		"The seller asks more than the maximumDebit the agent allowed.",
+		"Quote again and ask with a maximumDebit that covers the price, if the person would pay it."},
+	OverrideRequired: {http.StatusUnprocessableEntity, "Override required",
+		"The directory's verdict on this seller is avoid: a payment to it is approved only with an explicit override.",
+		"Read the seller's record; approve with overrideVerdict true only if you trust it anyway."},
 }
 
 // Lookup returns what the table says of code.

@@ -19,6 +19,9 @@ type Sealer interface {
 type Decider struct {
 	Store  Store
 	Sealer Sealer
+	// Approved, when set, hears of every approval left for the system to carry
+	// out (a payment), once it is stored.
+	Approved func(Request)
 }
 
 // ErrNoSealer is a provide_missing approval on a server without a key to seal values.
@@ -46,6 +49,14 @@ func (d Decider) Decide(ctx context.Context, p auth.Principal, sessionID, id str
 		return d.Store.Decide(ctx, p, id, o)
 	}
 	switch r.Kind {
+	case KindAuthorizePayment:
+		// The service pays, then fulfils the request with the receipt.
+		o.Pending, o.Override = true, dec.OverrideVerdict
+		out, err := d.Store.Decide(ctx, p, id, o)
+		if err == nil && d.Approved != nil {
+			d.Approved(out)
+		}
+		return out, err
 	case KindChoice:
 		o.Artifact = &Artifact{Type: ArtifactChoice, Choice: &Choice{SelectedOptionID: dec.SelectedChoiceID}}
 	case KindChooseCandidate:

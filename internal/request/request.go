@@ -30,6 +30,10 @@ const (
 	// KindChooseCandidate asks the user which of several saved values fills one
 	// field: each option's id is a handle of the session's memory catalog.
 	KindChooseCandidate = "choose_candidate"
+	// KindAuthorizePayment asks the person to let the service pay a seller: the
+	// service raises it for POST /sessions/{id}/x402/payments, never an agent
+	// directly, and once approved pays and fulfils it itself.
+	KindAuthorizePayment = "authorize_payment"
 )
 
 // Kinds lists every kind an agent may raise.
@@ -99,6 +103,7 @@ var (
 	ErrAlreadyClaimed = problem.New(problem.ArtifactAlreadyClaimed, "The artifact of this request was already claimed.")
 	// ErrNotFulfilled is a claim of a request that yielded no artifact (yet).
 	ErrNotFulfilled = problem.New(problem.InvalidStateTransition, "The request is not fulfilled: it has no artifact to claim.")
+	errOverride     = problem.New(problem.OverrideRequired, "The directory's verdict on this seller is avoid: approve with overrideVerdict true to pay it anyway.")
 )
 
 // Context is what the agent was looking at, and why it asks.
@@ -135,13 +140,17 @@ type Option struct {
 }
 
 // Params are the kind's own parameters: what a confirmation binds (summary, amount,
-// currency, recipient), and what a use of values is for (purpose).
+// currency, recipient), and what a use of values is for (purpose). An
+// authorize_payment request carries the service's own: the payment and the
+// directory's verdict on the seller, which agents may not set.
 type Params struct {
 	Summary   string `json:"summary,omitempty"`
 	Amount    string `json:"amount,omitempty"`
 	Currency  string `json:"currency,omitempty"`
 	Recipient string `json:"recipient,omitempty"`
 	Purpose   string `json:"purpose,omitempty"`
+	PaymentID string `json:"paymentId,omitempty"`
+	Verdict   string `json:"verdict,omitempty"`
 }
 
 // Artifact is what a fulfilled request yields to its agent: value-free.
@@ -150,6 +159,7 @@ type Artifact struct {
 	Reference    *Reference    `json:"reference,omitempty"`
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
 	Choice       *Choice       `json:"choice,omitempty"`
+	Payment      *Receipt      `json:"payment,omitempty"`
 }
 
 // Artifact types.
@@ -157,7 +167,36 @@ const (
 	ArtifactReference    = "reference"
 	ArtifactConfirmation = "confirmation"
 	ArtifactChoice       = "choice"
+	ArtifactPayment      = "payment"
 )
+
+// Receipt is what a paid request yields: the payment as it settled (or failed) and
+// the seller's answer to the paid request, size-capped and hashed.
+type Receipt struct {
+	PaymentID   string          `json:"paymentId"`
+	Status      string          `json:"status"`
+	Failure     *string         `json:"failure"`
+	Amount      string          `json:"amount"`
+	Value       string          `json:"value"`
+	Asset       string          `json:"asset"`
+	Network     string          `json:"network"`
+	PayTo       string          `json:"payTo"`
+	Transaction *string         `json:"transaction"`
+	Response    *SellerResponse `json:"response"`
+}
+
+// SellerResponse is the seller's answer to the paid request: its status, content
+// type, body (as text when it is UTF-8, else base64) cut at a cap, and the SHA-256
+// and size of the whole body.
+type SellerResponse struct {
+	Status      int    `json:"status"`
+	ContentType string `json:"contentType"`
+	Body        string `json:"body"`
+	Encoding    string `json:"encoding"`
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"`
+	Truncated   bool   `json:"truncated"`
+}
 
 // Reference names provided values by handle.
 type Reference struct {
@@ -261,6 +300,9 @@ func (n *New) Validate() error {
 		if err := problem.Text(f.name, f.v, false, f.max); err != nil {
 			return err
 		}
+	}
+	if p.PaymentID != "" || p.Verdict != "" {
+		return problem.Invalid("params.paymentId and params.verdict are the service's own.")
 	}
 	if p.Amount != "" && !amountPattern.MatchString(p.Amount) {
 		return problem.Invalid("params.amount must be a decimal number such as 12.50.")
@@ -366,6 +408,8 @@ type Decision struct {
 	// unless false) makes later uses wait for an ask_before_use approval.
 	Save         bool  `json:"save"`
 	AskBeforeUse *bool `json:"askBeforeUse"`
+	// OverrideVerdict approves a payment to a seller the directory says to avoid.
+	OverrideVerdict bool `json:"overrideVerdict"`
 }
 
 // MaxValueLen bounds one provided value, in bytes.
@@ -379,6 +423,12 @@ func (r Request) Check(d Decision) error {
 	}
 	if (d.Save || d.AskBeforeUse != nil) && (r.Kind != KindProvideMissing || d.Decision != Approve) {
 		return problem.Invalid("save and askBeforeUse go with the approval of a provide_missing request.")
+	}
+	if d.OverrideVerdict && (r.Kind != KindAuthorizePayment || d.Decision != Approve) {
+		return problem.Invalid("overrideVerdict goes with the approval of an authorize_payment request.")
+	}
+	if d.Decision == Approve && r.Kind == KindAuthorizePayment && r.Params.Verdict == "avoid" && !d.OverrideVerdict {
+		return errOverride
 	}
 	if d.Decision == Deny {
 		if len(d.Values) > 0 || d.SelectedChoiceID != "" {
@@ -451,6 +501,10 @@ type Outcome struct {
 	Values   []Sealed
 	// Save is the memory item the values are kept as, when the user said so.
 	Save *memory.Stored
+	// Pending leaves an approved request approved, for the system to carry out and
+	// fulfil (a payment); Override records the person's override of the verdict.
+	Pending  bool
+	Override bool
 }
 
 // ValueAAD is the additional data a provided value is sealed with: user|request|field,

@@ -66,6 +66,9 @@ type ProberConfig struct {
 	BackoffMax  time.Duration
 	// AllowLoopback lets probes reach loopback addresses: for tests only.
 	AllowLoopback bool
+	// AllowHosts are hosts ("name" or "name:port") that may be reached on any
+	// address, private ones included: a local seller, named by the operator.
+	AllowHosts []string
 	// LookupHost resolves a hostname; nil uses the system resolver. Tests map names
 	// to addresses with it. Whatever it returns is checked again at connection time.
 	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -84,6 +87,8 @@ type ProberConfig struct {
 type Prober struct {
 	cfg    ProberConfig
 	client *http.Client
+	// direct sends exact requests (Send) and follows no redirect.
+	direct *http.Client
 	log    *slog.Logger
 
 	mu    sync.Mutex
@@ -148,9 +153,14 @@ func NewProber(cfg ProberConfig, log *slog.Logger) *Prober {
 			return nil
 		},
 	}
+	// A host the operator named is dialled without the address check.
+	open := &net.Dialer{Timeout: cfg.Timeout}
 	transport := &http.Transport{
 		Proxy: nil, // probes go straight to the seller
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p.allowed(addr) {
+				return p.dial(ctx, open, network, addr)
+			}
 			return p.dial(ctx, dialer, network, addr)
 		},
 		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
@@ -175,7 +185,41 @@ func NewProber(cfg ProberConfig, log *slog.Logger) *Prober {
 			return nil
 		},
 	}
+	p.direct = &http.Client{
+		Transport: transport,
+		Timeout:   cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 	return p
+}
+
+// allowed reports whether addr ("host:port") is a host the operator named.
+func (p *Prober) allowed(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	for _, h := range p.cfg.AllowHosts {
+		if strings.EqualFold(h, addr) || strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// Send sends one exact request through the prober's guarded transport: public
+// addresses only (and the hosts named in AllowHosts), no redirect followed, the
+// prober's timeout. Payments go through it, so they reach no more than probes do.
+func (p *Prober) Send(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return nil, errors.New("only http and https")
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", "Waystation/1 (x402 payer)")
+	}
+	return p.direct.Do(req.WithContext(ctx))
 }
 
 var errTooManyRedirects = errors.New("too many redirects on the same host")

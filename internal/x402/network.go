@@ -99,3 +99,20 @@ func NormalizeNetwork(n string) string {
 	}
 	return n
 }
+
+// networkNames are the display names of the networks sellers price on.
+var networkNames = map[string]string{
+	"eip155:8453":  "Base",
+	"eip155:84532": "Base Sepolia (testnet)",
+	"eip155:1":     "Ethereum",
+	"eip155:137":   "Polygon",
+	"eip155:42161": "Arbitrum",
+	"eip155:10":    "Optimism",
+	"eip155:43114": "Avalanche",
+	"eip155:196":   "X Layer",
+	"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": "Solana",
+	"solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1": "Solana Devnet (testnet)",
+}
+
+// NetworkName is a network's display name, "" for one without.
+func NetworkName(network string) string { return networkNames[NormalizeNetwork(network)] }

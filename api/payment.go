@@ -1,0 +1,179 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/payment"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/request"
+)
+
+type createPaymentRequest struct{ payment.Ask }
+
+func (c *createPaymentRequest) validate() error { return c.Ask.Validate() }
+
+// paymentCreated is the answer to an ask to pay: the authorize_payment request the
+// person decides, and the payment, the operation to follow.
+type paymentCreated struct {
+	Request requestJSON     `json:"request"`
+	Payment payment.Payment `json:"payment"`
+}
+
+// payments is the payment service, or payer_not_configured when the server has none.
+func (s *Server) payments() (*payment.Service, error) {
+	if s.auth.Payments == nil || s.auth.Payments.Payer == nil {
+		return nil, payment.ErrNoPayer
+	}
+	return s.auth.Payments, nil
+}
+
+// handleCreatePayment reads the seller's offer for the agent's exact request and
+// raises the authorize_payment request its person decides, once per clientRequestId.
+func (s *Server) handleCreatePayment() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		svc, err := s.payments()
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var req createPaymentRequest
+		id, body, err := s.readSessionRequest(w, r, &req)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		// The request is kept and shown to the person: never a protected value.
+		written, _ := json.Marshal(req.Ask)
+		var decoded any
+		json.Unmarshal(written, &decoded)
+		if s.refuseProtected(w, r, decoded) {
+			return
+		}
+		route := "POST /sessions/" + id + "/x402/payments"
+		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+			u, _ := url.Parse(req.HTTPRequest.URL)
+			check, err := s.checkMerchant(u)
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			v := payment.Verdict{Verdict: check.Verdict, Score: check.Score, Listed: check.Listed}
+			pay, rq, err := svc.Ask(r.Context(), principal(r), id, req.Ask, v, s.auth.Limits.Events)
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusCreated, paymentCreated{Request: s.requestBody(rq), Payment: pay})
+		})
+	}
+}
+
+// handlePayment answers a payment's state.
+func (s *Server) handlePayment() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		svc, err := s.payments()
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		sid, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		id := chi.URLParam(r, "pid")
+		if !uuidPattern.MatchString(id) {
+			s.error(w, r, payment.ErrNotFound)
+			return
+		}
+		pay, err := svc.Store.Payment(r.Context(), principal(r), sid, strings.ToLower(id))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, pay)
+	}
+}
+
+// agentID is the {id} of an agents path, or a 404.
+func agentID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !uuidPattern.MatchString(id) {
+		return "", problem.New(problem.NotFound, "No agent with this id is visible to this key.")
+	}
+	return strings.ToLower(id), nil
+}
+
+// handleSpendingLimits answers one of the user's agents' spending limits and spend.
+func (s *Server) handleSpendingLimits() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		svc, err := s.payments()
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		id, err := agentID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		p := principal(r)
+		if _, err := s.auth.Agents.Agent(r.Context(), p.UserID, id); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		out, err := svc.Store.Limits(r.Context(), id, svc.Clock())
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+type limitsRequest struct{ payment.LimitsInput }
+
+func (l *limitsRequest) validate() error {
+	_, err := l.LimitsInput.Limits()
+	return err
+}
+
+// handleSetSpendingLimits sets what one of the user's agents may spend.
+func (s *Server) handleSetSpendingLimits() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		svc, err := s.payments()
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		id, err := agentID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var req limitsRequest
+		if _, err := s.readJSON(w, r, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		l, _ := req.LimitsInput.Limits()
+		out, err := svc.Store.SetLimits(r.Context(), principal(r), id, l)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// approved wakes the payment executor when a person approves a payment.
+func (s *Server) approved(r request.Request) {
+	if r.Kind == request.KindAuthorizePayment && s.auth.Payments != nil {
+		s.auth.Payments.Kick()
+	}
+}

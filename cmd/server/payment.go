@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/waystation/waystation/internal/payment"
+	"github.com/waystation/waystation/internal/x402"
+)
+
+// PaymentConfig is how the server pays sellers: the payer (nil without a key) and
+// the hosts it may reach on private addresses.
+type PaymentConfig struct {
+	Payer      *payment.Payer
+	AllowHosts []string
+}
+
+// defaultPayerNetworks are where a configured payer pays unless
+// X402_PAYER_NETWORKS says otherwise: Base, in USDC.
+var defaultPayerNetworks = payment.Networks{"eip155:8453"}
+
+// loadPaymentConfig reads X402_PAYER_KEY (a secp256k1 private key in hex) or
+// X402_PAYER_KEY_FILE (a file holding one), X402_PAYER_NETWORKS (CAIP-2 networks the
+// key is funded on, comma-separated; a test network only when named) and
+// PAYMENT_ALLOW_HOSTS (hosts, or host:port, that payments, quotes and probes may
+// reach on private addresses; empty by default). Errors never quote the key.
+func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
+	var c PaymentConfig
+	for _, h := range strings.Split(getenv("PAYMENT_ALLOW_HOSTS"), ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			if strings.ContainsAny(h, "/ @") {
+				return c, fmt.Errorf("PAYMENT_ALLOW_HOSTS: %q is not a host or host:port", h)
+			}
+			c.AllowHosts = append(c.AllowHosts, h)
+		}
+	}
+	key, file := getenv("X402_PAYER_KEY"), getenv("X402_PAYER_KEY_FILE")
+	switch {
+	case key != "" && file != "":
+		return c, errors.New("X402_PAYER_KEY and X402_PAYER_KEY_FILE are both set: set one")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return c, fmt.Errorf("X402_PAYER_KEY_FILE: %w", err)
+		}
+		key = string(b)
+	case key == "":
+		if getenv("X402_PAYER_NETWORKS") != "" {
+			return c, errors.New("X402_PAYER_NETWORKS is set without X402_PAYER_KEY or X402_PAYER_KEY_FILE")
+		}
+		return c, nil
+	}
+	signer, err := x402.ParseSigner(key)
+	if err != nil {
+		return c, errors.New("X402_PAYER_KEY: want 32 bytes of hex, a secp256k1 private key")
+	}
+	networks := defaultPayerNetworks
+	if v := getenv("X402_PAYER_NETWORKS"); v != "" {
+		if networks, err = payment.ParseNetworks(v); err != nil {
+			return c, fmt.Errorf("X402_PAYER_NETWORKS: %w", err)
+		}
+	}
+	c.Payer = &payment.Payer{Signer: signer, Networks: networks}
+	return c, nil
+}

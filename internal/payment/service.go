@@ -1,0 +1,439 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/x402"
+)
+
+// Payer is what the service pays with: the key's signer and the networks the
+// operator funds it on (CAIP-2). It pays USDC there, by the exact scheme.
+type Payer struct {
+	Signer   *x402.Signer
+	Networks Networks
+}
+
+// Pays reports whether the payer can pay asset on network.
+func (p *Payer) Pays(network, asset string) bool {
+	return p != nil && p.Signer != nil && p.Networks.Pays(network, asset)
+}
+
+// Networks are the EVM networks a payer is funded on, in CAIP-2 form. They decide
+// what is payable, also where the key itself is not at hand (the generator).
+type Networks []string
+
+// ParseNetworks reads a comma-separated list of EVM networks in CAIP-2 form (or
+// x402 v1 names).
+func ParseNetworks(v string) (Networks, error) {
+	var out Networks
+	for _, n := range strings.Split(v, ",") {
+		if strings.TrimSpace(n) == "" {
+			continue
+		}
+		n = x402.NormalizeNetwork(strings.TrimSpace(n))
+		if !x402.IsCAIP2(n) || x402.Namespace(n) != "eip155" {
+			return nil, fmt.Errorf("%q is not an EVM network in CAIP-2 form, such as eip155:8453", n)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Pays reports whether a payer funded on n can pay asset on network: a network of
+// n (test networks only when named) and that network's USDC.
+func (n Networks) Pays(network, asset string) bool {
+	network = x402.NormalizeNetwork(network)
+	if !slices.Contains(n, network) {
+		return false
+	}
+	a, ok := x402.LookupAsset(network, asset)
+	return ok && a.Symbol == "USDC" && x402.Namespace(network) == "eip155"
+}
+
+// Address is the payer's address.
+func (p *Payer) Address() string { return p.Signer.Address() }
+
+// Sender sends one exact request to a seller through the service's guarded client
+// (public addresses only, unless named; no redirect followed).
+type Sender interface {
+	Send(ctx context.Context, req *http.Request) (*http.Response, error)
+}
+
+// Store keeps payments with the requests that approve them. Every change of a
+// payment and of its request happens in one transaction.
+type Store interface {
+	// Limits are an agent's limits (DefaultLimits when its person set none) and its
+	// spend in the UTC day and month of now.
+	Limits(ctx context.Context, agentID string, now time.Time) (LimitsAndSpend, error)
+	// SetLimits sets the limits of one of user p's agents.
+	SetLimits(ctx context.Context, p auth.Principal, agentID string, l Limits) (LimitsAndSpend, error)
+	// CreatePayment raises the authorize_payment request n and its payment in
+	// session sessionID, after checking the agent's limits again under its lock.
+	CreatePayment(ctx context.Context, p auth.Principal, sessionID string, pay Payment, n request.New, maxEvents int) (Payment, request.Request, error)
+	// Payment is payment id of session sessionID if p may see it.
+	Payment(ctx context.Context, p auth.Principal, sessionID, id string) (Payment, error)
+	// PaymentOfRequest is the payment request requestID approves, if p may see it.
+	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (Payment, error)
+	// Take moves one approved payment to executing (or takes back one whose
+	// executor stopped more than lease ago), checking the agent's limits first: a
+	// payment that would pass one fails with FailLimit instead. nil when none waits.
+	Take(ctx context.Context, lease time.Duration) (*Payment, error)
+	// MarkSigned records, before the payment leaves, that it is signed with this
+	// validity window: a crash after it sends the same payment again, never another.
+	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64) error
+	// Finish ends an executing payment with its outcome, fulfilling (or failing)
+	// its request with the receipt and feeding the seller's stats.
+	Finish(ctx context.Context, id string, o Outcome) error
+}
+
+// Outcome is how an executing payment ended.
+type Outcome struct {
+	Status      string
+	Failure     string
+	Settlement  *x402.Settlement
+	Delivered   bool
+	Transaction string
+	Receipt     request.Receipt
+}
+
+// Service asks for payments and carries out the approved ones.
+type Service struct {
+	Store  Store
+	Payer  *Payer
+	Sender Sender
+	Log    *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Lease is how long an executing payment is left to its executor before
+	// another takes it back (default 2 minutes).
+	Lease time.Duration
+	// MaxResponse is how much of the seller's answer the receipt keeps (default 256 KiB).
+	MaxResponse int64
+
+	// afterSend, in tests, stops the executor between sending and recording, as a
+	// crash would.
+	afterSend func(Payment) error
+
+	kick chan struct{}
+}
+
+// Clock is the service's time: what spend is counted at.
+func (s *Service) Clock() time.Time { return s.now() }
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// maxOfferRead bounds the 402 answer read for its offer.
+const maxOfferRead = 256 << 10
+
+// Ask reads the seller's offer for the agent's request and raises an
+// authorize_payment request for it: only an exact offer the payer can pay, at most
+// the agent's maximumDebit, within the agent's limits.
+func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a Ask, v Verdict, maxEvents int) (Payment, request.Request, error) {
+	if s.Payer == nil {
+		return Payment{}, request.Request{}, ErrNoPayer
+	}
+	host := a.HTTPRequest.Host()
+	lim, err := s.Store.Limits(ctx, p.AgentID, s.now())
+	if err != nil {
+		return Payment{}, request.Request{}, err
+	}
+	// The host list and the pause refuse before the seller hears anything.
+	if err := lim.Allows(host, 0, Spend{}); err != nil {
+		return Payment{}, request.Request{}, err
+	}
+	offer, err := s.offer(ctx, a.HTTPRequest)
+	if err != nil {
+		return Payment{}, request.Request{}, err
+	}
+	if max, _ := ParseMicros(a.MaximumDebit); offer.Value > max {
+		return Payment{}, request.Request{}, problem.New(problem.PriceAboveMaximum,
+			"The seller asks "+offer.Value.String()+" USD, above the maximumDebit of "+max.String()+".")
+	}
+	if err := lim.Allows(host, offer.Value, lim.Spent); err != nil {
+		return Payment{}, request.Request{}, err
+	}
+	nonce := make([]byte, 32)
+	if _, err := rand.Read(nonce); err != nil {
+		return Payment{}, request.Request{}, err
+	}
+	max, _ := ParseMicros(a.MaximumDebit)
+	pay := Payment{Host: host, HTTPRequest: a.HTTPRequest, Offer: offer.Offer, MaximumDebit: max, Verdict: v,
+		Payer: s.Payer.Address(), Nonce: nonce, Raw: offer.raw}
+	ttl := a.TTLSeconds
+	n := request.New{ClientRequestID: a.ClientRequestID, Kind: request.KindAuthorizePayment, TTLSeconds: ttl,
+		Context: request.Context{URL: a.HTTPRequest.URL, MerchantName: host, Reason: a.Reason},
+		Params: request.Params{
+			Summary: "Pay " + offer.Value.String() + " " + offer.Symbol + " to " + host + " for " + a.HTTPRequest.Method + " " + a.HTTPRequest.URL,
+			Amount:  offer.Value.String(), Currency: offer.Symbol, Recipient: offer.PayTo, Verdict: v.Verdict,
+		}}
+	if n.TTLSeconds == nil {
+		t := int64(request.DefaultTTL / time.Second)
+		n.TTLSeconds = &t
+	}
+	if t := *n.TTLSeconds; t < int64(request.MinTTL/time.Second) || t > int64(request.MaxTTL/time.Second) {
+		return Payment{}, request.Request{}, problem.Invalid("ttlSeconds must be from " + strconv.Itoa(int(request.MinTTL/time.Second)) +
+			" to " + strconv.Itoa(int(request.MaxTTL/time.Second)) + ".")
+	}
+	return s.Store.CreatePayment(ctx, p, sessionID, pay, n, maxEvents)
+}
+
+type readOffer struct {
+	Offer
+	raw x402.Offer
+}
+
+// offer sends the envelope without payment and reads the offer the payer can pay.
+func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
+	req, err := e.Request(nil)
+	if err != nil {
+		return readOffer{}, problem.Invalid("httpRequest does not make an HTTP request.")
+	}
+	resp, err := s.Sender.Send(ctx, req.WithContext(ctx))
+	if err != nil {
+		return readOffer{}, problem.Wrap(problem.UpstreamError, "The seller could not be reached: "+x402.Clean(err.Error(), 200), err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxOfferRead))
+	if resp.StatusCode != http.StatusPaymentRequired {
+		return readOffer{}, problem.New(problem.OfferNotPayable, "The seller answered "+strconv.Itoa(resp.StatusCode)+", not 402 Payment Required: it asks no payment for this request.")
+	}
+	offers, err := x402.ParseOffers(resp.Header, body)
+	if err != nil {
+		return readOffer{}, problem.New(problem.OfferNotPayable, "The seller's 402 answer holds no valid x402 offer: "+x402.Clean(err.Error(), 300))
+	}
+	for _, o := range offers {
+		if !s.Payer.Pays(o.Network, o.Asset) || o.Scheme != x402.SchemeExact {
+			continue
+		}
+		if _, err := x402.DomainOf(o); err != nil {
+			continue
+		}
+		v, ok := Value(o.Network, o.Asset, o.Amount)
+		if !ok {
+			continue
+		}
+		a, _ := x402.LookupAsset(o.Network, o.Asset)
+		return readOffer{Offer: Offer{Version: o.Version, Scheme: o.Scheme, Network: x402.NormalizeNetwork(o.Network), Asset: o.Asset,
+			Symbol: a.Symbol, PayTo: o.PayTo, Amount: o.Amount, Value: v, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource}, raw: o}, nil
+	}
+	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact, in USDC, on "+networks(s.Payer)+".")
+}
+
+func networks(p *Payer) string {
+	if len(p.Networks) == 0 {
+		return "no network"
+	}
+	return strings.Join(p.Networks, ", ")
+}
+
+// Kick wakes the executor: a payment was approved.
+func (s *Service) Kick() {
+	select {
+	case s.kicks() <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Service) kicks() chan struct{} {
+	if s.kick == nil {
+		s.kick = make(chan struct{}, 1)
+	}
+	return s.kick
+}
+
+// Run carries out approved payments until ctx ends: at once when kicked, and every
+// `every` for approvals made on other replicas and payments whose executor stopped.
+func (s *Service) Run(ctx context.Context, every time.Duration) {
+	kick := s.kicks()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for {
+			did, err := s.Execute(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.Log.Warn("execute payment", "err", err)
+			}
+			if !did || err != nil {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-t.C:
+		}
+	}
+}
+
+// Execute carries out one approved payment, if one waits; it reports whether it did.
+func (s *Service) Execute(ctx context.Context) (bool, error) {
+	if s.Payer == nil {
+		return false, nil
+	}
+	lease := s.Lease
+	if lease <= 0 {
+		lease = 2 * time.Minute
+	}
+	p, err := s.Store.Take(ctx, lease)
+	if err != nil || p == nil {
+		return false, err
+	}
+	return true, s.execute(ctx, *p)
+}
+
+// execute pays p: checks the seller still asks what was approved, records the
+// signing, signs, sends the request with the payment and records what came back.
+// Once signed, a payment taken again is sent again exactly as it was, never
+// re-priced or re-signed with another nonce.
+func (s *Service) execute(ctx context.Context, p Payment) error {
+	log := s.Log.With("payment", p.ID, "host", p.Host)
+	if p.SignedAt == nil {
+		o, err := s.offer(ctx, p.HTTPRequest)
+		switch {
+		case err != nil:
+			log.Info("payment not signed: no payable offer now", "err", err)
+			return s.fail(ctx, p, FailNoOffer)
+		case !o.Same(p.Offer):
+			log.Info("payment not signed: the offer changed", "payTo", o.PayTo, "amount", o.Amount, "network", o.Network)
+			return s.fail(ctx, p, FailOfferChanged)
+		}
+		now := s.now().Unix()
+		timeout := int64(max(p.Offer.MaxTimeoutSeconds, 60))
+		p.ValidAfter, p.ValidBefore = now-600, now+timeout
+		if err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore); err != nil {
+			return err
+		}
+	}
+	d, err := x402.DomainOf(p.Raw)
+	if err != nil {
+		return s.fail(ctx, p, FailNoOffer)
+	}
+	sig, err := s.Payer.Signer.Sign(d, x402.Authorization{From: s.Payer.Address(), To: p.Offer.PayTo, Value: p.Offer.Amount,
+		ValidAfter: strconv.FormatInt(p.ValidAfter, 10), ValidBefore: strconv.FormatInt(p.ValidBefore, 10),
+		Nonce: "0x" + hex.EncodeToString(p.Nonce)})
+	if err != nil {
+		return err
+	}
+	name, value := p.Raw.PaymentHeader(sig)
+	req, err := p.HTTPRequest.Request(http.Header{http.CanonicalHeaderKey(name): {value}})
+	if err != nil {
+		return s.fail(ctx, p, FailUnreachable)
+	}
+	resp, err := s.Sender.Send(ctx, req.WithContext(ctx))
+	if err != nil {
+		log.Info("payment sent, no answer", "err", x402.Clean(err.Error(), 200))
+		if p.Attempts > 1 || s.now().Unix() >= p.ValidBefore {
+			return s.fail(ctx, p, FailUnknown)
+		}
+		return nil // taken again after the lease, and sent again as it is
+	}
+	defer resp.Body.Close()
+	answer := s.readAnswer(resp)
+	if s.afterSend != nil {
+		if err := s.afterSend(p); err != nil {
+			return err
+		}
+	}
+	o := Outcome{Settlement: x402.ReadSettlement(resp.Header)}
+	o.Receipt = request.Receipt{PaymentID: p.ID, Amount: p.Offer.Amount, Value: p.Offer.Value.String(), Asset: p.Offer.Asset,
+		Network: p.Offer.Network, PayTo: p.Offer.PayTo, Response: &answer}
+	switch st := o.Settlement; {
+	case st != nil && st.Success:
+		o.Status, o.Transaction, o.Delivered = StatusSettled, st.Transaction, resp.StatusCode < 300
+	case resp.StatusCode == http.StatusPaymentRequired:
+		o.Status, o.Failure = StatusFailed, FailSellerRefused
+	case resp.StatusCode < 300:
+		// Delivered without a settlement answer: the seller took the payment.
+		o.Status, o.Delivered = StatusSettled, true
+	default:
+		o.Status, o.Failure = StatusFailed, FailUnknown
+	}
+	o.Receipt.Status = o.Status
+	if o.Failure != "" {
+		o.Receipt.Failure = &o.Failure
+	}
+	if o.Transaction != "" {
+		o.Receipt.Transaction = &o.Transaction
+	}
+	log.Info("payment done", "status", o.Status, "failure", o.Failure, "http_status", resp.StatusCode)
+	return s.Store.Finish(ctx, p.ID, o)
+}
+
+func (s *Service) fail(ctx context.Context, p Payment, why string) error {
+	r := request.Receipt{PaymentID: p.ID, Status: StatusFailed, Failure: &why, Amount: p.Offer.Amount, Value: p.Offer.Value.String(),
+		Asset: p.Offer.Asset, Network: p.Offer.Network, PayTo: p.Offer.PayTo}
+	return s.Store.Finish(ctx, p.ID, Outcome{Status: StatusFailed, Failure: why, Receipt: r})
+}
+
+// hashLimit bounds how much of an answer is read to hash it.
+const hashLimit = 16 << 20
+
+// readAnswer reads the seller's answer for the receipt: the whole body hashed (up to
+// 16 MiB), the first MaxResponse bytes kept.
+func (s *Service) readAnswer(resp *http.Response) request.SellerResponse {
+	keep := s.MaxResponse
+	if keep <= 0 {
+		keep = 256 << 10
+	}
+	h := sha256.New()
+	var kept bytes.Buffer
+	n, _ := io.Copy(io.MultiWriter(h, &limitWriter{w: &kept, n: keep}), io.LimitReader(resp.Body, hashLimit))
+	out := request.SellerResponse{Status: resp.StatusCode, ContentType: x402.Clean(resp.Header.Get("Content-Type"), 200),
+		Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Truncated: n > keep}
+	body := kept.Bytes()
+	if mt, _, _ := mime.ParseMediaType(out.ContentType); utf8.Valid(body) && !bytes.ContainsRune(body, 0) && (mt == "" || textual(mt)) {
+		out.Body, out.Encoding = string(body), "text"
+	} else {
+		out.Body, out.Encoding = base64.StdEncoding.EncodeToString(body), "base64"
+	}
+	return out
+}
+
+func textual(mt string) bool {
+	switch {
+	case len(mt) > 5 && mt[:5] == "text/", mt == "application/json", mt == "application/xml",
+		len(mt) > 5 && mt[len(mt)-5:] == "+json", len(mt) > 4 && mt[len(mt)-4:] == "+xml":
+		return true
+	}
+	return false
+}
+
+type limitWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(int64(len(p)), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
