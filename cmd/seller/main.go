@@ -1,0 +1,86 @@
+// Command seller runs a local x402 seller and its facilitator, for the demo and for
+// trying payments without a chain: GET /v1/weather (x402 v1) and GET or POST
+// /v2/report (x402 v2) answer 402 until paid; /facilitator verifies a payment by
+// recovering its signer and settles it into the ledger at GET /ledger; POST
+// /misbehave switches to another payee, a changed price or no delivery.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/waystation/waystation/internal/seller"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "seller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("seller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", or(getenv("SELLER_ADDR"), "127.0.0.1:4021"), "listen address (default $SELLER_ADDR or 127.0.0.1:4021)")
+	public := fs.Bool("public", false, "allow a listen address that is not loopback")
+	cfg := seller.Config{}
+	fs.StringVar(&cfg.PayTo, "payto", or(getenv("SELLER_PAYTO"), seller.DefaultPayTo), "the payee address")
+	fs.StringVar(&cfg.Network, "network", seller.DefaultNetwork, "the network, CAIP-2")
+	fs.StringVar(&cfg.Asset, "asset", seller.DefaultAsset, "the token address (EIP-3009, EIP-712 name USDC version 2)")
+	fs.StringVar(&cfg.Price, "price", seller.DefaultPrice, "the price in atomic units")
+	mode := fs.String("misbehave", seller.ModeNone, "none | wrong_payee | changed_price | no_delivery")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: %w", *addr, err)
+	}
+	if ip := net.ParseIP(host); !*public && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-addr %q is not a loopback address; pass -public to listen there", *addr)
+	}
+	s := seller.New(cfg)
+	if err := s.SetMode(*mode); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	fmt.Fprintf(stdout, "local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, ledger /ledger, discovery /discovery/resources)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
