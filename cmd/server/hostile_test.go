@@ -98,7 +98,9 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		io.WriteString(w, `{"object":"list","data":[]}`)
 	}))
 	defer upstream.Close()
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0", "LLM_UPSTREAM_URL": upstream.URL + "/v1"})
+	// A payer is configured, so that the payment routes answer as they do in service.
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0", "LLM_UPSTREAM_URL": upstream.URL + "/v1",
+		"X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532"})
 	api := srv.base + "/functions/v1/api"
 	sid := createSession(t, api, agentKey, "storm")
 	closable := createSession(t, api, agentKey, "storm-closable")
@@ -115,7 +117,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	}
 	valid := map[string]string{
 		"slug": items.Items[0].Slug, "hostname": items.Items[0].Hostname, "id": sid,
-		"kid": "0123456789abcdef", "rid": "00000000-0000-4000-8000-000000000000",
+		"kid": "0123456789abcdef", "rid": "00000000-0000-4000-8000-000000000000", "pid": "00000000-0000-4000-8000-000000000000",
 		"category": "weather", "code": "not-found", "name": "style.css",
 	}
 	keys := []string{"Bearer " + agentKey, "Bearer " + userKey, ""}

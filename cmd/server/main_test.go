@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 )
 
@@ -91,6 +95,49 @@ func TestConfigRefusesBadValues(t *testing.T) {
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
+		}
+	}
+}
+
+// TestPaymentConfigReadsThePayerWithoutShowingItsKey reads X402_PAYER_KEY (or its
+// file), X402_PAYER_NETWORKS and PAYMENT_ALLOW_HOSTS, and refuses bad values without
+// quoting the key.
+func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := loadPaymentConfig(env())
+	if err != nil || c.Payer != nil || c.AllowHosts != nil {
+		t.Fatalf("no payer: %+v %v", c, err)
+	}
+	c, err = loadPaymentConfig(env("X402_PAYER_KEY", "0x"+testPayerKey, "PAYMENT_ALLOW_HOSTS", " localhost:4021, Seller.Test "))
+	if err != nil || c.Payer == nil || !slices.Equal(c.Payer.Networks, payment.Networks{"eip155:8453"}) ||
+		!slices.Equal(c.AllowHosts, []string{"localhost:4021", "seller.test"}) {
+		t.Fatalf("payer: %+v %v", c, err)
+	}
+	file := filepath.Join(t.TempDir(), "payer.key")
+	os.WriteFile(file, []byte(testPayerKey+"\n"), 0o600)
+	c, err = loadPaymentConfig(env("X402_PAYER_KEY_FILE", file, "X402_PAYER_NETWORKS", "eip155:84532, base"))
+	if err != nil || c.Payer.Address() == "" || !slices.Equal(c.Payer.Networks, payment.Networks{"eip155:84532", "eip155:8453"}) {
+		t.Fatalf("payer from a file: %+v %v", c, err)
+	}
+	for _, bad := range []func(string) string{
+		env("X402_PAYER_KEY", "nothex"+testPayerKey[6:]),
+		env("X402_PAYER_KEY", testPayerKey, "X402_PAYER_KEY_FILE", file),
+		env("X402_PAYER_KEY", testPayerKey, "X402_PAYER_NETWORKS", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"),
+		env("X402_PAYER_NETWORKS", "eip155:8453"),
+		env("X402_PAYER_KEY_FILE", file+".missing"),
+		env("PAYMENT_ALLOW_HOSTS", "http://localhost"),
+	} {
+		_, err := loadPaymentConfig(bad)
+		if err == nil {
+			t.Errorf("accepted %q", bad("X402_PAYER_KEY")+bad("X402_PAYER_NETWORKS")+bad("PAYMENT_ALLOW_HOSTS"))
+		} else if strings.Contains(err.Error(), testPayerKey[6:20]) {
+			t.Errorf("the error quotes the key: %v", err)
 		}
 	}
 }

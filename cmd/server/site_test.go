@@ -24,6 +24,9 @@ const testPepper = "site-tests-pepper-of-at-least-32-bytes"
 // testSecretsKey is the SECRETS_KEY of the servers these tests start.
 const testSecretsKey = "t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
+// testPayerKey is the payer key of the tests' servers: it pays only the local seller.
+const testPayerKey = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+
 // served is a running server started by startServer.
 type served struct {
 	base    string // http://127.0.0.1:port

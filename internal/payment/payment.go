@@ -6,6 +6,7 @@
 package payment
 
 import (
+	"errors"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -53,6 +54,16 @@ func (m Micros) String() string {
 
 // MarshalJSON writes m as a decimal string.
 func (m Micros) MarshalJSON() ([]byte, error) { return []byte(`"` + m.String() + `"`), nil }
+
+// UnmarshalJSON reads the decimal string MarshalJSON writes.
+func (m *Micros) UnmarshalJSON(b []byte) error {
+	v, ok := ParseMicros(strings.Trim(string(b), `"`))
+	if !ok {
+		return errors.New("payment: not a dollar amount: " + string(b))
+	}
+	*m = v
+	return nil
+}
 
 // Value is what amount atomic units of a known dollar stable coin on network are
 // worth; false for an asset the service does not count in dollars, or an amount past
