@@ -89,7 +89,19 @@ type PaymentView struct {
 	Verdict, Score                                         string
 	Listed, Avoid, Override                                bool
 	Limits, SpentToday, SpentMonth                         string
-	Status, Failure, Transaction                           string
+	Status, StatusLabel, Failure, Transaction              string
+}
+
+// paymentWords say a payment's status to its person.
+var paymentWords = map[string]string{
+	"awaiting_approval": "Waiting for your approval: nothing is paid until you approve.",
+	"approved":          "Approved: the service is about to pay.",
+	"executing":         "Paying: the service checked the offer and is sending the payment.",
+	"settled":           "Paid: the seller took the payment.",
+	"failed":            "Not completed",
+	"denied":            "Denied: nothing was paid.",
+	"expired":           "Expired: nothing was paid.",
+	"canceled":          "Canceled: nothing was paid.",
 }
 
 // paymentView describes pay for its page.
@@ -100,7 +112,11 @@ func paymentView(pay payment.Payment, lim payment.LimitsAndSpend) PaymentView {
 		Verdict: pay.Verdict.Verdict, Score: "no score", Listed: pay.Verdict.Listed, Avoid: pay.Verdict.Verdict == payment.Avoid,
 		Override: pay.Override, Limits: lim.Describe(),
 		SpentToday: lim.Spent.Today.String() + " of " + lim.Daily.String() + " USD",
-		SpentMonth: lim.Spent.ThisMonth.String() + " of " + lim.Monthly.String() + " USD", Status: pay.Status}
+		SpentMonth: lim.Spent.ThisMonth.String() + " of " + lim.Monthly.String() + " USD", Status: pay.Status,
+		StatusLabel: paymentWords[pay.Status]}
+	if v.StatusLabel == "" {
+		v.StatusLabel = pay.Status
+	}
 	if pay.Verdict.Score != nil {
 		v.Score = strconv.Itoa(*pay.Verdict.Score) + " of 100"
 	}

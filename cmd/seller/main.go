@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&cfg.Asset, "asset", seller.DefaultAsset, "the token address (EIP-3009, EIP-712 name USDC version 2)")
 	fs.StringVar(&cfg.Price, "price", seller.DefaultPrice, "the price in atomic units")
 	mode := fs.String("misbehave", seller.ModeNone, "none | wrong_payee | changed_price | no_delivery")
+	listing := fs.Bool("listing", false, "print the paid routes at -addr as discovery items, one JSON line each (for the directory's import), and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,6 +57,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	s := seller.New(cfg)
 	if err := s.SetMode(*mode); err != nil {
 		return err
+	}
+	if *listing {
+		enc := json.NewEncoder(stdout)
+		for _, it := range s.Listing("http://" + *addr) {
+			if err := enc.Encode(it); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	ln, err := net.Listen("tcp", *addr)

@@ -471,19 +471,24 @@ func (s *Seller) handleSetMode(w http.ResponseWriter, r *http.Request) {
 	s.handleMode(w, r)
 }
 
-// handleDiscovery lists the paid routes as an x402 Bazaar discovery endpoint does,
-// so the directory's importer can list this seller.
-func (s *Seller) handleDiscovery(w http.ResponseWriter, r *http.Request) {
-	base := "http://" + r.Host
+// Listing is the seller's paid routes under base (http://host:port) as x402 Bazaar
+// discovery items, which the directory's importer reads.
+func (s *Seller) Listing(base string) []map[string]any {
 	now := s.cfg.Now().UTC().Format(time.RFC3339)
-	items := []any{
-		map[string]any{"resource": base + "/v1/weather", "type": "http", "x402Version": 1, "lastUpdated": now,
+	return []map[string]any{
+		{"resource": base + "/v1/weather", "type": "http", "x402Version": 1, "lastUpdated": now, "serviceName": "Local demo seller",
 			"description": "Local demo seller: the weather for a city, today.",
 			"accepts":     []any{s.requirement(1, base+"/v1/weather", "The weather for a city, today.")}, "metadata": map[string]any{}},
-		map[string]any{"resource": base + "/v2/report", "type": "http", "x402Version": 2, "lastUpdated": now,
+		{"resource": base + "/v2/report", "type": "http", "x402Version": 2, "lastUpdated": now, "serviceName": "Local demo seller",
 			"description": "Local demo seller: a short report on a topic.",
 			"accepts":     []any{s.requirement(2, base+"/v2/report", "")}, "metadata": map[string]any{}},
 	}
+}
+
+// handleDiscovery lists the paid routes as an x402 Bazaar discovery endpoint does,
+// so the directory's importer can list this seller.
+func (s *Seller) handleDiscovery(w http.ResponseWriter, r *http.Request) {
+	items := s.Listing("http://" + r.Host)
 	writeJSON(w, http.StatusOK, map[string]any{"x402Version": 1, "items": items,
 		"pagination": map[string]any{"limit": 100, "offset": 0, "total": len(items)}})
 }
