@@ -36,6 +36,7 @@ help:
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
 	@echo "make reseal                       re-seal every stored value under the first key of SECRETS_KEY"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
+	@echo "make seller                       a local x402 seller on $(SELLER_ADDR), listed in the directory, that make run pays"
 
 .PHONY: go
 go:
@@ -123,9 +124,26 @@ key: migrate
 reseal: migrate
 	@$(PEPPER); DATABASE_URL='$(DB_URL)' $(SERVER) reseal
 
+# The demo's payer: X402_PAYER_KEY (or X402_PAYER_KEY_FILE) from the environment, or
+# a key generated into var/payer-key on first use that pays on Base Sepolia, a test
+# network, only. PAYMENT_ALLOW_HOSTS lets payments reach the local seller (make
+# seller) on loopback; set it empty to refuse private addresses altogether.
+SELLER_ADDR ?= localhost:4021
+PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var/payer-key || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/payer-key); \
+	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(SELLER_ADDR)}
+
 .PHONY: run
 run: demo
-	@$(PEPPER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} $(SERVER) serve
+	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} $(SERVER) serve
+
+# The local x402 seller and facilitator on SELLER_ADDR (USDC on Base Sepolia, a ledger
+# at /ledger instead of a chain), listed in the local directory first. make run pays it.
+.PHONY: seller
+seller: demo
+	$(GO) build -o $(BIN)/seller ./cmd/seller
+	$(BIN)/seller -addr $(SELLER_ADDR) -listing > var/seller.jsonl
+	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) import var/seller.jsonl
+	$(BIN)/seller -addr $(SELLER_ADDR)
 
 .PHONY: generate
 # The templ components, generated from the repository root so that the file names

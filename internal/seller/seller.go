@@ -7,6 +7,7 @@ package seller
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -413,11 +414,17 @@ func (s *Seller) handleSettle(w http.ResponseWriter, r *http.Request) {
 		if _, dup := s.settled[nonceKey(a)]; !dup {
 			s.settled[nonceKey(a)] = a
 			var e struct {
-				Asset string `json:"asset"`
+				Asset    string `json:"asset"`
+				Resource string `json:"resource"` // v1
 			}
 			json.Unmarshal(b.Requirements, &e)
+			var res struct {
+				URL string `json:"url"` // v2
+			}
+			json.Unmarshal(b.Payment.Resource, &res)
 			s.transfers = append(s.transfers, Transfer{ID: len(s.transfers) + 1, From: a.From, To: a.To, Value: a.Value,
-				Asset: e.Asset, Network: network, Nonce: a.Nonce, Transaction: tx, SettledAt: s.cfg.Now().UTC()})
+				Asset: e.Asset, Network: network, Nonce: a.Nonce, Transaction: tx, Resource: cmp.Or(e.Resource, res.URL),
+				SettledAt: s.cfg.Now().UTC()})
 		}
 		s.mu.Unlock()
 	}

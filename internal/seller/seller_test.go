@@ -104,7 +104,8 @@ func TestAPayerPaysBothVersionsOnceEach(t *testing.T) {
 		}
 	}
 	l := sel.Ledger()
-	if l[0].To != DefaultPayTo || l[0].Value != DefaultPrice || l[0].From != signer.Address() {
+	if l[0].To != DefaultPayTo || l[0].Value != DefaultPrice || l[0].From != signer.Address() ||
+		l[0].Resource != srv.URL+"/v1/weather" || l[1].Resource != srv.URL+"/v2/report" {
 		t.Errorf("ledger %+v", l)
 	}
 }
