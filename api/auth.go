@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
@@ -74,6 +75,8 @@ type Authenticated struct {
 	// Payments asks for and carries out payments to sellers; without it, or without
 	// its payer, the payment routes answer 501 payer_not_configured.
 	Payments *payment.Service
+	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
+	Captchas *captcha.Service
 	// MaxMemoryItems caps the items one user keeps (default 500).
 	MaxMemoryItems int
 	// Limits cap an agent's open sessions and a session's events (zero fields: no

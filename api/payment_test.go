@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
@@ -81,8 +82,9 @@ func newPayEnv(t *testing.T, opts ...func(*payment.Service)) *payEnv {
 	for _, o := range opts {
 		o(svc)
 	}
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.Prober, a.Payments = prober, svc })
-	svc.Store = e.store
+	captchas := &captcha.Service{Log: slog.New(slog.DiscardHandler)}
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.Prober, a.Payments, a.Captchas = prober, svc, captchas })
+	svc.Store, captchas.Store = e.store, e.store
 	uid, userKey := e.user("ada")
 	agentID, agentKey := e.agent(uid, "scout")
 	p := &payEnv{authEnv: e, svc: svc, seller: sel, base: "http://seller.test" + port, calls: calls,
@@ -523,4 +525,28 @@ func (d dropAnswer) Send(ctx context.Context, req *http.Request) (*http.Response
 	}
 	resp.Body.Close()
 	return nil, errors.New("connection reset")
+}
+
+// TestASolvedCaptchaAuthorisesNoPayment: the person answers a CAPTCHA in the session of
+// a payment waiting for approval; the payment still waits, and nothing is paid.
+func TestASolvedCaptchaAuthorisesNoPayment(t *testing.T) {
+	p := newPayEnv(t)
+	var c created
+	p.ask("pay", "/v2/report", "0.05").want(t, 201).into(t, &c)
+	var tk task
+	p.call("POST", "/sessions/"+p.sid+"/captcha/tasks", p.agentKey,
+		`{"clientTaskId":"c1","type":"image_to_text","pageUrl":"`+p.base+`/v2/report","image":"`+captchaPNG+`"}`).want(t, 201).into(t, &tk)
+	p.call("POST", "/sessions/"+p.sid+"/requests/"+*tk.RequestID+"/decision", p.userKey, `{"decision":"approve","values":{"solution":"W7XK"}}`).want(t, 200)
+	if got := p.awaitTask(p.agentKey, p.sid, tk.ID); got.Status != "solved" {
+		t.Fatalf("task %+v", got)
+	}
+	// The solution is no decision: the payment's request cannot be answered with it.
+	p.call("POST", "/sessions/"+p.sid+"/requests/"+c.Request.ID+"/decision", p.userKey, `{"decision":"approve","values":{"solution":"W7XK"}}`).want(t, 422)
+	p.run()
+	if st, _ := p.payment(c.Payment.ID); st != "awaiting_approval" {
+		t.Errorf("payment %s after a solved CAPTCHA", st)
+	}
+	if n := len(p.seller.Ledger()); n != 0 {
+		t.Errorf("%d transfers after a solved CAPTCHA", n)
+	}
 }

@@ -44,6 +44,8 @@ type Approvals struct {
 	// and spend; Approved hears of each payment approval, to carry it out at once.
 	Payments Payments
 	Approved func(request.Request)
+	// Captchas gives a captcha request's task, whose image the page shows.
+	Captchas Captchas
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted
@@ -487,6 +489,15 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 		}
 		pv := paymentView(pay, lim)
 		v.Payment = &pv
+	}
+	if req.Kind == request.KindCaptcha && s.approvals.Captchas != nil {
+		task, err := s.approvals.Captchas.TaskOfRequest(ctx, ws.Principal, req.ID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		cv := captchaView(task)
+		v.Captcha = &cv
 	}
 	s.renderApp(w, r, RequestPage(v), status)
 }

@@ -2,12 +2,16 @@ package web
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
@@ -72,8 +76,29 @@ type RequestView struct {
 	Outcome     string
 	Waiting     bool
 	Message     string
-	// Payment is set for an authorize_payment request.
+	// Payment is set for an authorize_payment request, Captcha for a captcha one.
 	Payment *PaymentView
+	Captcha *CaptchaView
+}
+
+// Captchas are the reads the approval page makes of CAPTCHA tasks.
+type Captchas interface {
+	TaskOfRequest(ctx context.Context, p auth.Principal, requestID string) (captcha.Task, error)
+}
+
+// CaptchaView is the CAPTCHA a person reads: its image as a data URL.
+type CaptchaView struct {
+	Image   templ.SafeURL
+	PageURL string
+}
+
+func captchaView(t captcha.Task) CaptchaView {
+	v := CaptchaView{PageURL: t.PageURL}
+	if mt := captcha.ImageType(t.Image); mt != "" {
+		// Built here from a checked image type and base64: nothing else goes in it.
+		v.Image = templ.SafeURL("data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(t.Image))
+	}
+	return v
 }
 
 // Payments are the reads the approval page makes of payments.
@@ -156,6 +181,7 @@ var kindLabels = map[string]string{
 	request.KindChooseCandidate:  "Choose which saved details to use",
 	request.KindProvideMissing:   "Provide missing details",
 	request.KindAuthorizePayment: "Authorize a payment",
+	request.KindCaptcha:          "Read a CAPTCHA",
 	request.KindAskBeforeUse:     "Allow use of saved details",
 }
 

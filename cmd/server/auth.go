@@ -14,6 +14,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
@@ -184,6 +185,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
 	a.Prober, a.Payments = prober, payments
+	a.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 	if payments.Payer != nil {
 		go payments.Run(ctx, paymentEvery)
 		log.Info("paying sellers", "payer", payments.Payer.Signer, "networks", payments.Payer.Networks)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
@@ -86,6 +87,8 @@ type Config struct {
 	Probe ProbeConfig
 	// Payment is how the server pays sellers (see payment.go).
 	Payment PaymentConfig
+	// CaptchaSolver answers CAPTCHA tasks; nil: people answer image ones (see captcha.go).
+	CaptchaSolver *captcha.Solver
 	// Search is how search embeds and limits queries (see search.go).
 	Search SearchConfig
 	// Bazaar is where import syncs the catalog from (see bazaar.go).
@@ -135,6 +138,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Probe.AllowHosts = c.Payment.AllowHosts
+	if c.CaptchaSolver, err = loadCaptchaSolver(getenv); err != nil {
+		return c, err
+	}
 	if c.Search, err = loadSearchConfig(getenv); err != nil {
 		return c, err
 	}

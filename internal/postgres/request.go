@@ -359,6 +359,12 @@ func (s *Store) Decide(ctx context.Context, p auth.Principal, id string, o reque
 		if err := move(ctx, tx, r, request.StatusApproved, session.ActorUser); err != nil {
 			return err
 		}
+		if o.Solution != nil {
+			if _, err := tx.Exec(ctx, `UPDATE captcha_tasks SET status = 'solved', solution = $2, solved_at = now()
+				WHERE request_id = $1 AND status = 'pending'`, r.ID, *o.Solution); err != nil {
+				return err
+			}
+		}
 		if o.Pending {
 			// The system carries it out (a payment) and fulfils it then.
 			if o.Override {

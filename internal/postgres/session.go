@@ -321,6 +321,7 @@ func (s *Store) DeleteClosedSessions(ctx context.Context, keep time.Duration, li
 			`DELETE FROM materializations WHERE session_id = ANY($1)`,
 			`DELETE FROM session_spans WHERE session_id = ANY($1)`,
 			`DELETE FROM request_artifacts WHERE session_id = ANY($1)`,
+			`DELETE FROM captcha_tasks WHERE session_id = ANY($1)`,
 			`DELETE FROM requests WHERE session_id = ANY($1)`,
 			`DELETE FROM session_events WHERE session_id = ANY($1)`,
 			`DELETE FROM sessions WHERE id = ANY($1)`,

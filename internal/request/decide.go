@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"strings"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
@@ -57,6 +58,10 @@ func (d Decider) Decide(ctx context.Context, p auth.Principal, sessionID, id str
 			d.Approved(out)
 		}
 		return out, err
+	case KindCaptcha:
+		// The answer goes to the task, for the agent; it is no value of the person's.
+		v := strings.TrimSpace(dec.Values["solution"])
+		o.Solution = &v
 	case KindChoice:
 		o.Artifact = &Artifact{Type: ArtifactChoice, Choice: &Choice{SelectedOptionID: dec.SelectedChoiceID}}
 	case KindChooseCandidate:

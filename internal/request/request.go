@@ -34,6 +34,10 @@ const (
 	// service raises it for POST /sessions/{id}/x402/payments, never an agent
 	// directly, and once approved pays and fulfils it itself.
 	KindAuthorizePayment = "authorize_payment"
+	// KindCaptcha asks the person for a CAPTCHA's answer: the service raises it for
+	// POST /sessions/{id}/captcha/tasks when no solver answers, never an agent
+	// directly. Its one field, solution, is the answer, which the task yields.
+	KindCaptcha = "captcha"
 )
 
 // Kinds lists every kind an agent may raise.
@@ -443,9 +447,9 @@ func (r Request) Check(d Decision) error {
 	} else if d.SelectedChoiceID != "" {
 		return problem.Invalid("selectedChoiceId answers choice and choose_candidate requests only.")
 	}
-	if r.Kind != KindProvideMissing {
+	if r.Kind != KindProvideMissing && r.Kind != KindCaptcha {
 		if len(d.Values) > 0 {
-			return problem.Invalid("values answer provide_missing requests only.")
+			return problem.Invalid("values answer provide_missing and captcha requests only.")
 		}
 		return nil
 	}
@@ -505,6 +509,8 @@ type Outcome struct {
 	// fulfil (a payment); Override records the person's override of the verdict.
 	Pending  bool
 	Override bool
+	// Solution is the answer to a captcha request, which its task yields.
+	Solution *string
 }
 
 // ValueAAD is the additional data a provided value is sealed with: user|request|field,

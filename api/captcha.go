@@ -1,0 +1,170 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/captcha"
+	"github.com/waystation/waystation/internal/problem"
+)
+
+type createTaskRequest struct {
+	captcha.New
+}
+
+func (c *createTaskRequest) validate() error {
+	_, err := c.New.Validate()
+	return err
+}
+
+var errNoCaptchas = problem.New(problem.NotFound, "This server takes no CAPTCHA tasks.")
+
+// taskJSON is a task as the API shows it: the approval page a person answers it on,
+// when one does.
+type taskJSON struct {
+	captcha.Task
+	ApprovalURL *string `json:"approvalUrl"`
+}
+
+func (s *Server) taskBody(t captcha.Task) taskJSON {
+	out := taskJSON{Task: t}
+	if t.RequestID != nil {
+		u := s.auth.PublicURL + AppPath + "/requests/" + *t.RequestID
+		out.ApprovalURL = &u
+	}
+	return out
+}
+
+// handleCreateTask takes a CAPTCHA task for a solver, or for the person, once per
+// clientTaskId.
+func (s *Server) handleCreateTask() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Captchas == nil {
+			s.error(w, r, errNoCaptchas)
+			return
+		}
+		var req createTaskRequest
+		id, body, err := s.readSessionRequest(w, r, &req)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		// The reason is shown to the person and kept: never a protected value.
+		if s.refuseProtected(w, r, map[string]any{"reason": req.Reason, "pageUrl": req.PageURL}) {
+			return
+		}
+		route := "POST /sessions/" + id + "/captcha/tasks"
+		s.once(w, r, route, "clientTaskId:"+req.ClientTaskID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Limits.Events)
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusCreated, s.taskBody(t))
+		})
+	}
+}
+
+type taskPage struct {
+	Items []taskJSON `json:"items"`
+}
+
+// handleTasks lists a session's tasks, newest first.
+func (s *Server) handleTasks() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Captchas == nil {
+			s.error(w, r, errNoCaptchas)
+			return
+		}
+		id, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		q, err := queryParams(r, "limit")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		items, err := s.auth.Captchas.Store.Tasks(r.Context(), principal(r), id, int(limit))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		page := taskPage{Items: make([]taskJSON, len(items))}
+		for i, t := range items {
+			page.Items[i] = s.taskBody(t)
+		}
+		writeJSON(w, http.StatusOK, page)
+	}
+}
+
+// handleTask answers a task: at once, or with wait=N after up to N seconds while it
+// is pending (a long poll woken by the session's events).
+func (s *Server) handleTask() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Captchas == nil {
+			s.error(w, r, errNoCaptchas)
+			return
+		}
+		sid, err := sessionID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		id := chi.URLParam(r, "tid")
+		if !uuidPattern.MatchString(id) {
+			s.error(w, r, captcha.ErrNotFound)
+			return
+		}
+		id = strings.ToLower(id)
+		q, err := queryParams(r, "wait")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var wake <-chan struct{}
+		if wait > 0 && s.auth.Events != nil {
+			var cancel func()
+			wake, cancel = s.auth.Events.Subscribe(sid)
+			defer cancel()
+		}
+		deadline := time.Now().Add(time.Duration(wait) * time.Second)
+		for {
+			t, err := s.auth.Captchas.Store.Task(r.Context(), principal(r), sid, id)
+			if err != nil {
+				s.error(w, r, err)
+				return
+			}
+			left := time.Until(deadline)
+			if t.Status != captcha.StatusPending || left <= 0 {
+				writeJSON(w, http.StatusOK, s.taskBody(t))
+				return
+			}
+			timer := time.NewTimer(min(left, time.Until(t.ExpiresAt)+10*time.Millisecond, time.Second))
+			select {
+			case <-wake:
+			case <-timer.C:
+			case <-s.draining:
+				deadline = time.Now()
+			case <-r.Context().Done():
+				timer.Stop()
+				return
+			}
+			timer.Stop()
+		}
+	}
+}
