@@ -368,6 +368,44 @@ func TestProberRefusesPrivateAddresses(t *testing.T) {
 	}
 }
 
+// TestSendReachesAPrivateAddressOnlyForAHostTheOperatorNamed: PAYMENT_ALLOW_HOSTS
+// lets a named host (or host:port) through on loopback; any other name for the same
+// address stays refused, and Send follows no redirect.
+func TestSendReachesAPrivateAddressOnlyForAHostTheOperatorNamed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/away" {
+			http.Redirect(w, r, "http://elsewhere.example/", http.StatusFound)
+			return
+		}
+		w.WriteHeader(http.StatusPaymentRequired)
+	}))
+	defer srv.Close()
+	port := portOf(srv.Listener.Addr().String())
+	lookup := func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	for allow, want := range map[string]bool{"seller.local": true, "seller.local:" + port: true, "seller.local:1": false, "other.local": false, "": false} {
+		p := trust.NewProber(trust.ProberConfig{Timeout: probeTimeout, HostSpacing: -1, LookupHost: lookup, AllowHosts: []string{allow}}, nil)
+		req, _ := http.NewRequest(http.MethodGet, "http://seller.local:"+port+"/x", nil)
+		resp, err := p.Send(context.Background(), req)
+		if got := err == nil && resp.StatusCode == http.StatusPaymentRequired; got != want {
+			t.Errorf("allow %q: reached %v, want %v (%v)", allow, got, want, err)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if want {
+			req, _ := http.NewRequest(http.MethodGet, "http://seller.local:"+port+"/away", nil)
+			resp, err := p.Send(context.Background(), req)
+			if err != nil || resp.StatusCode != http.StatusFound {
+				t.Errorf("a redirect: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+		}
+	}
+}
+
 // TestProberBacksOffFromUnreachableHosts checks that a host whose every probe
 // failed to connect is skipped in the next round, and that two failures in a row
 // leave the rest of its methods for later.
