@@ -99,6 +99,10 @@ func (s *Server) handleDiscovery() http.Handler {
 			s.error(w, r, prob)
 			return
 		}
+		// RFC 8631: where the service is described, for machines and for people.
+		w.Header()["Link"] = hdrServiceLinks
 		resource.Serve(w, r, res, http.StatusOK)
 	})
 }
+
+var hdrServiceLinks = []string{`<` + BasePath + `/openapi.json>; rel="service-desc"; type="application/vnd.oai.openapi+json", </docs/api>; rel="service-doc", </llms.txt>; rel="describedby"; type="text/markdown"`}

@@ -7,3 +7,6 @@ import _ "embed"
 //
 //go:embed openapi.json
 var openapiJSON []byte
+
+// Document is the OpenAPI document, for the pages that are rendered from it.
+func Document() []byte { return openapiJSON }

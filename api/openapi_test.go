@@ -29,6 +29,11 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 	if docs := e.get(base + "/docs/openapi.json"); string(docs.body) != string(served.body) {
 		t.Fatal("/docs/openapi.json differs from /openapi.json")
 	}
+	// The root says where the service is described (RFC 8631).
+	if link := e.get(base + "/").Header.Get("Link"); !strings.Contains(link, "<"+base+`/openapi.json>; rel="service-desc"`) ||
+		!strings.Contains(link, `</docs/api>; rel="service-doc"`) {
+		t.Errorf("the root's Link: %q", link)
+	}
 
 	targets := []string{
 		base + "/",

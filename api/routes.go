@@ -29,6 +29,9 @@ func (s *Server) routes() chi.Router {
 		r.Handle("/api/public/v1/services/{slug}", s.publicRead(s.handleService()))
 		r.Handle("/api/public/v1/merchants/{hostname}", s.publicRead(s.handleMerchant()))
 
+		// The MCP server, with its own key check: the directory's tools need none.
+		r.Post(MCPPath, s.handleMCP().ServeHTTP)
+
 		// The authenticated API: a Bearer key on every call, checked every time.
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate)

@@ -27,6 +27,10 @@ func (s *Server) routes() http.Handler {
 	get("/search", s.handleSearch())
 	get("/problems/{code}", s.handleProblem())
 	get("/static/{name}", s.handleStatic())
+	if s.reference != nil {
+		get(referencePath, s.handleReference())
+		get(llmsPath, s.handleLLMs())
+	}
 
 	// The approval pages: private, unframeable, and only for a signed-in user.
 	if s.approvals != nil {

@@ -40,6 +40,9 @@ type Server struct {
 	router    http.Handler
 	// approvals serves the approval pages; without them /app has no pages.
 	approvals *Approvals
+	// reference is the API's document, for the reference page and /llms.txt.
+	reference *Reference
+	llms      *resource.Resource
 }
 
 // NewServer wires the pages; search may be nil, and options add the approval pages.

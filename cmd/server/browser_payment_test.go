@@ -34,21 +34,8 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 	if err := os.MkdirAll(browserOutput, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The local seller, on loopback, reached as localhost:port.
-	ts := httptest.NewUnstartedServer(nil)
-	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
-	ts.Config.Handler = sel
-	ts.Start()
-	defer ts.Close()
-	sellerBase := "http://localhost" + ts.URL[strings.LastIndex(ts.URL, ":"):]
-
-	// The seller is listed in the directory, as its discovery endpoint lists itself.
-	dbURL := demoDatabase(t)
-	listSeller(t, dbURL, sellerBase)
-	userKey, agentKey := apiKeys(t, dbURL)
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
-		"X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
-		"PAYMENT_ALLOW_HOSTS": strings.TrimPrefix(sellerBase, "http://")})
+	stack := startPayStack(t)
+	srv, sel, dbURL, userKey, agentKey := stack.srv, stack.sel, stack.dbURL, stack.userKey, stack.agentKey
 	api := srv.base + "/functions/v1/api"
 
 	var mu sync.Mutex
@@ -202,6 +189,34 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 	for _, p := range problems() {
 		t.Errorf("console: %s", p)
 	}
+}
+
+// payStack is the real server with a payer, and a local seller it may pay, listed in
+// its directory.
+type payStack struct {
+	srv                      loggedServer
+	sel                      *seller.Seller
+	sellerBase               string // http://localhost:port
+	dbURL, userKey, agentKey string
+}
+
+func startPayStack(t *testing.T) payStack {
+	t.Helper()
+	// The local seller, on loopback, reached as localhost:port.
+	ts := httptest.NewUnstartedServer(nil)
+	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
+	ts.Config.Handler = sel
+	ts.Start()
+	t.Cleanup(ts.Close)
+	base := "http://localhost" + ts.URL[strings.LastIndex(ts.URL, ":"):]
+	// The seller is listed in the directory, as its discovery endpoint lists itself.
+	dbURL := demoDatabase(t)
+	listSeller(t, dbURL, base)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+		"PAYMENT_ALLOW_HOSTS": strings.TrimPrefix(base, "http://")})
+	return payStack{srv: srv, sel: sel, sellerBase: base, dbURL: dbURL, userKey: userKey, agentKey: agentKey}
 }
 
 // listSeller lists the local seller's paid routes in the directory from its own

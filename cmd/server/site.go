@@ -73,7 +73,11 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 // everything else with the human pages, whose search goes through the same search
 // service as the API's; opts add the approval pages.
 func newHandler(apiHandler, metrics http.Handler, log *slog.Logger, snapshots web.Snapshots, search web.Searcher, opts ...web.Option) http.Handler {
-	pages := web.NewServer(log, snapshots, views, search, opts...)
+	ref, err := web.ParseReference(api.Document(), api.BasePath+"/openapi.json")
+	if err != nil {
+		panic(err) // the embedded document is checked by the tests
+	}
+	pages := web.NewServer(log, snapshots, views, search, append(opts, web.WithReference(ref))...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):

@@ -1,0 +1,209 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// MCPPath is where the MCP server answers, under the API's base path.
+const MCPPath = "/mcp"
+
+// mcpInstructions tell a connected client what the server is for.
+const mcpInstructions = `Waystation: a directory of pay-per-call sellers (x402) with an advisory trust verdict on each, and, with an agent key, the workflow an agent runs for its person: sessions, requests the person approves, payments the service makes for the agent, CAPTCHA tasks.
+Search with search_sellers, read a method with get_method (its guidance says how to call and pay), judge a seller with check_merchant.
+With Authorization: Bearer <agent key>: open_session first; pay with quote_seller then pay_seller, wait for the person with wait_request, and claim_artifact for the seller's answer.
+Values the person keeps (addresses, cards, passwords) never come back through these tools: only opaque handles. Your runtime reads approved values with the HTTP route POST /sessions/{id}/materialize, which is not a tool on purpose.`
+
+// mcpCaller is the HTTP caller of an MCP request, passed to the routes a tool calls so
+// that they hold it to its own limits.
+type mcpCaller struct {
+	remoteAddr string
+	header     http.Header
+}
+
+type mcpCallerKey struct{}
+
+// handleMCP serves the MCP server over Streamable HTTP, stateless: every POST is
+// answered on its own, so any replica can take any call. Without a key the
+// directory's tools are listed; with an agent key (checked on every request, as on
+// every route) the workflow's tools too.
+func (s *Server) handleMCP() http.Handler {
+	public, agent := s.newMCPServer(false), s.newMCPServer(true)
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if r.Header.Get("Authorization") != "" {
+			return agent
+		}
+		return public
+	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: s.log})
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = hdrNoStore
+		ctx := context.WithValue(r.Context(), mcpCallerKey{}, mcpCaller{remoteAddr: r.RemoteAddr, header: r.Header.Clone()})
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+	keyed := s.authenticate(s.requireScope("agent")(serve))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 0 {
+			keyed.ServeHTTP(w, r)
+			return
+		}
+		serve.ServeHTTP(w, r)
+	})
+}
+
+// apiAnswer is what a route answered a tool.
+type apiAnswer struct {
+	status int
+	body   []byte
+}
+
+// call serves method path (under the base path) with body through the API's own
+// router, as the MCP caller: its key, its address. Tools are thin over the routes,
+// so that each rule (validation, limits, idempotency, the protected-value check) has
+// one home.
+func (s *Server) call(ctx context.Context, method, path string, body any) apiAnswer {
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	// A fresh routing context: the /mcp route's own would make the router resume
+	// from it, as for a mounted sub-router.
+	ctx = context.WithValue(ctx, chi.RouteCtxKey, nil)
+	req := httptest.NewRequestWithContext(ctx, method, BasePath+path, rd)
+	if c, ok := ctx.Value(mcpCallerKey{}).(mcpCaller); ok {
+		req.RemoteAddr = c.remoteAddr
+		for _, k := range []string{"Authorization", "X-Forwarded-For", "Traceparent", "X-Request-Id"} {
+			if v := c.header.Values(k); len(v) > 0 {
+				req.Header[k] = v
+			}
+		}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	return apiAnswer{status: rec.Code, body: rec.Body.Bytes()}
+}
+
+// toolResult turns a route's answer into a tool's output: its JSON, which the SDK
+// checks against the tool's output schema and sends as structured content (and as
+// text, for clients that read only text), or, for a problem, an error the SDK sends
+// as an error result saying the code and what to do, as the protocol wants tool
+// failures reported to the model.
+func toolResult(a apiAnswer) (*mcp.CallToolResult, map[string]any, error) {
+	if a.status >= 300 {
+		return nil, nil, toolError(a)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(a.body, &v); err != nil {
+		return nil, nil, fmt.Errorf("the route answered no JSON object")
+	}
+	return nil, v, nil
+}
+
+// toolError is a route's problem as the error a typed tool returns: the SDK makes it
+// an error result, as the protocol wants tool failures reported to the model.
+func toolError(a apiAnswer) error { return errors.New(problemText(a)) }
+
+// problemText says a route's problem to a model: the code, the status, what went
+// wrong and what to do.
+func problemText(a apiAnswer) string {
+	var p struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	json.Unmarshal(a.body, &p)
+	text := fmt.Sprintf("%s (%d): %s", p.Code, a.status, p.Detail)
+	if k, ok := problem.Lookup(p.Code); ok && k.Remedy != "" {
+		text += " " + k.Remedy
+	}
+	return text
+}
+
+func pathEscape(s string) string { return url.PathEscape(s) }
+
+// sessionPath is the path of one of a session's resources, its id checked first.
+func sessionPath(id string, rest ...string) (string, error) {
+	if !uuidPattern.MatchString(id) {
+		return "", fmt.Errorf("sessionId must be the id open_session answered")
+	}
+	return "/sessions/" + strings.ToLower(id) + strings.Join(rest, ""), nil
+}
+
+// waitStep is how long one long poll of wait_request lasts before it reports progress.
+const waitStep = 5 * time.Second
+
+// outputSchema is the JSON Schema of a component of the OpenAPI document, as a tool's
+// output schema: the component and the components it refers to, under $defs. The
+// SDK checks every structured result against it, so a tool answers what the
+// document says the route answers.
+func outputSchema(names ...string) map[string]any {
+	var d struct {
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiJSON, &d); err != nil {
+		panic(err) // the embedded document is checked by the tests
+	}
+	defs := map[string]any{}
+	var add func(name string)
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && k == "$ref" {
+					name := strings.TrimPrefix(s, "#/components/schemas/")
+					v[k] = "#/$defs/" + name
+					add(name)
+					continue
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	add = func(name string) {
+		if _, ok := defs[name]; ok {
+			return
+		}
+		// A deep copy, so that rewriting its references leaves the document alone.
+		b, _ := json.Marshal(d.Components.Schemas[name])
+		var c any
+		json.Unmarshal(b, &c)
+		defs[name] = c
+		walk(c)
+	}
+	out := map[string]any{"type": "object", "$defs": defs}
+	var refs []any
+	for _, n := range names {
+		add(n)
+		refs = append(refs, map[string]any{"$ref": "#/$defs/" + n})
+	}
+	if len(refs) == 1 {
+		out["$ref"] = refs[0].(map[string]any)["$ref"]
+	} else {
+		out["oneOf"] = refs
+	}
+	return out
+}

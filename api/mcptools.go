@@ -1,0 +1,508 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/payment"
+	"github.com/waystation/waystation/internal/request"
+)
+
+// newMCPServer builds the MCP server: the directory's tools, and with workflow the
+// agent's tools too.
+func (s *Server) newMCPServer(workflow bool) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "waystation", Title: "Waystation", Version: Version},
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptrTo(false)}
+	mcp.AddTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,
+		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Answers at most three methods, nearest first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. Same ranking and limits as the public search route."},
+		s.toolSearch)
+	mcp.AddTool(srv, &mcp.Tool{Name: "get_method", Title: "Get a method", Annotations: readOnly,
+		Description: "One method of the directory by its slug: how to call it (request, example), what it answers, and how to pay it, with its trust verdict."},
+		s.toolMethod)
+	mcp.AddTool(srv, &mcp.Tool{Name: "check_merchant", Title: "Check a merchant", Annotations: readOnly,
+		Description: "The directory's trust record for a seller's hostname: the advisory verdict and score, the last probes, settled-payment stats and its methods. Advisory: it never authorises a payment."},
+		s.toolMerchant)
+	mcp.AddTool(srv, &mcp.Tool{Name: "list_categories", Title: "List categories", Annotations: readOnly,
+		Description: "The directory's categories with how many methods each holds, to narrow a search."},
+		s.toolCategories)
+	if !workflow {
+		return srv
+	}
+	s.addWorkflowTools(srv)
+	return srv
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+type searchIn struct {
+	Query    string `json:"query" jsonschema:"what you need, in plain words (at most 1024 bytes)"`
+	Category string `json:"category,omitempty" jsonschema:"only methods of this category (see list_categories)"`
+}
+
+// methodBrief is a method as a model needs it to choose: small, with the slug to ask
+// for more.
+type methodBrief struct {
+	Slug       string   `json:"slug"`
+	Name       string   `json:"name"`
+	Provider   string   `json:"provider"`
+	Hostname   string   `json:"hostname"`
+	Category   string   `json:"category"`
+	Kind       string   `json:"kind"`
+	Summary    string   `json:"summary"`
+	Price      string   `json:"price,omitempty" jsonschema:"the price per call as the last probe saw it, e.g. 0.01 USDC"`
+	Verdict    string   `json:"verdict" jsonschema:"proceed, caution, avoid or unknown: advisory"`
+	Score      *int     `json:"score,omitempty"`
+	Payable    bool     `json:"payable" jsonschema:"Waystation can pay this method for you (pay_seller)"`
+	Similarity *float64 `json:"similarity,omitempty"`
+}
+
+type searchOut struct {
+	Query   string        `json:"query"`
+	Results []methodBrief `json:"results"`
+	Note    string        `json:"note,omitempty"`
+}
+
+// brief makes a listing item brief; the summary is cut at 200 bytes on a word.
+func brief(raw json.RawMessage) methodBrief {
+	var m struct {
+		directory.Method
+		Similarity *float64 `json:"similarity"`
+	}
+	json.Unmarshal(raw, &m)
+	b := methodBrief{Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: m.Hostname, Category: m.Category, Kind: m.Kind,
+		Summary: cutWords(m.Description, 200), Verdict: m.Trust.Verdict, Score: m.Trust.Score, Payable: m.Payable, Similarity: m.Similarity}
+	if p := m.Trust.Probe; p != nil && p.Price != nil && p.Price.Value != nil {
+		b.Price = *p.Price.Value
+		if p.AssetSymbol != nil {
+			b.Price += " " + *p.AssetSymbol
+		}
+	}
+	return b
+}
+
+func cutWords(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := strings.LastIndex(s[:n], " ")
+	if cut < n/2 {
+		cut = n
+	}
+	return strings.TrimSpace(s[:cut]) + "…"
+}
+
+func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
+	q := url.Values{"q": {in.Query}}
+	if in.Category != "" {
+		q.Set("category", in.Category)
+	}
+	a := s.call(ctx, "GET", "/api/public/v1/services?"+q.Encode(), nil)
+	if a.status != 200 {
+		return nil, searchOut{}, toolError(a)
+	}
+	var page struct {
+		Items    []json.RawMessage `json:"items"`
+		Degraded bool              `json:"degraded"`
+	}
+	json.Unmarshal(a.body, &page)
+	out := searchOut{Query: in.Query, Results: make([]methodBrief, 0, len(page.Items))}
+	for _, it := range page.Items {
+		out.Results = append(out.Results, brief(it))
+	}
+	if len(out.Results) == 0 {
+		out.Note = "Nothing in the directory is near enough; try other words, or list_categories."
+	}
+	return nil, out, nil
+}
+
+type slugIn struct {
+	Slug string `json:"slug" jsonschema:"the method's slug, as search_sellers answers it"`
+}
+
+type methodOut struct {
+	methodBrief
+	Endpoint directory.Endpoint `json:"endpoint"`
+	Guidance map[string]any     `json:"guidance" jsonschema:"how to call and pay: summary, request, response, payment, notes"`
+}
+
+func (s *Server) toolMethod(ctx context.Context, _ *mcp.CallToolRequest, in slugIn) (*mcp.CallToolResult, methodOut, error) {
+	if in.Slug == "" || strings.ContainsAny(in.Slug, "/?#") {
+		return nil, methodOut{}, errors.New("validation_failed: slug must be a method's slug, as search_sellers answers it.")
+	}
+	a := s.call(ctx, "GET", "/api/public/v1/services/"+pathEscape(in.Slug), nil)
+	if a.status != 200 {
+		return nil, methodOut{}, toolError(a)
+	}
+	var m struct {
+		Endpoint directory.Endpoint `json:"endpoint"`
+		Guidance map[string]any     `json:"guidance"`
+	}
+	json.Unmarshal(a.body, &m)
+	return nil, methodOut{methodBrief: brief(a.body), Endpoint: m.Endpoint, Guidance: m.Guidance}, nil
+}
+
+type merchantIn struct {
+	Hostname string `json:"hostname" jsonschema:"the seller's hostname, e.g. api.example.com (a URL is read for its host)"`
+}
+
+type merchantOut struct {
+	Hostname  string           `json:"hostname"`
+	Providers []string         `json:"providers"`
+	Verdict   string           `json:"verdict"`
+	Score     *int             `json:"score,omitempty"`
+	Advisory  bool             `json:"advisory"`
+	Override  string           `json:"override,omitempty" jsonschema:"an operator's reason, when one set the verdict"`
+	LastProbe string           `json:"lastProbe,omitempty"`
+	Stats     *directory.Stats `json:"stats,omitempty"`
+	Methods   []string         `json:"methods" jsonschema:"the slugs of its methods"`
+}
+
+func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in merchantIn) (*mcp.CallToolResult, merchantOut, error) {
+	host := in.Hostname
+	if u, err := url.Parse(host); err == nil && u.Host != "" {
+		host = u.Hostname()
+	}
+	if host == "" || strings.ContainsAny(host, "/?#") {
+		return nil, merchantOut{}, errors.New("validation_failed: hostname must be a seller's hostname, such as api.example.com.")
+	}
+	a := s.call(ctx, "GET", "/api/public/v1/merchants/"+pathEscape(host), nil)
+	if a.status != 200 {
+		return nil, merchantOut{}, toolError(a)
+	}
+	var m directory.Merchant
+	json.Unmarshal(a.body, &m)
+	out := merchantOut{Hostname: m.Hostname, Providers: m.Providers, Verdict: m.Trust.Verdict, Score: m.Trust.Score,
+		Advisory: m.Trust.Advisory, Stats: m.Stats, Methods: make([]string, 0, len(m.Methods))}
+	if o := m.Trust.Override; o != nil {
+		out.Override = o.Verdict + ": " + o.Reason
+	}
+	if p := m.Trust.Probe; p != nil {
+		out.LastProbe = p.Outcome + " at " + p.ProbedAt.UTC().Format(time.RFC3339)
+	}
+	for _, me := range m.Methods {
+		out.Methods = append(out.Methods, me.Slug)
+	}
+	return nil, out, nil
+}
+
+type categoriesOut struct {
+	Categories []categoryCount `json:"categories"`
+}
+
+type categoryCount struct {
+	Category string `json:"category"`
+	Methods  int    `json:"methods"`
+}
+
+func (s *Server) toolCategories(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, categoriesOut, error) {
+	a := s.call(ctx, "GET", "/api/public/v1/services?limit=1", nil)
+	if a.status != 200 {
+		return nil, categoriesOut{}, toolError(a)
+	}
+	var page struct {
+		Facets struct {
+			Category []struct {
+				Value string `json:"value"`
+				Count int    `json:"count"`
+			} `json:"category"`
+		} `json:"facets"`
+	}
+	json.Unmarshal(a.body, &page)
+	out := categoriesOut{Categories: []categoryCount{}}
+	for _, f := range page.Facets.Category {
+		out.Categories = append(out.Categories, categoryCount{f.Value, f.Count})
+	}
+	return nil, out, nil
+}
+
+// invalid is a tool's own refusal of its arguments, as an error result.
+func invalid(text string) error { return errors.New("validation_failed: " + text) }
+
+// The workflow tools: thin over the routes, each answering the route's JSON.
+
+type openSessionIn struct {
+	Description     string `json:"description" jsonschema:"what the workflow is for, shown to the person"`
+	Type            string `json:"type,omitempty" jsonschema:"a word for the kind of workflow, e.g. purchase (default task)"`
+	MerchantName    string `json:"merchantName,omitempty"`
+	TargetURL       string `json:"targetUrl,omitempty"`
+	ClientSessionID string `json:"clientSessionId,omitempty" jsonschema:"makes a retry safe: the same id answers the same session (default: a new one)"`
+}
+
+type completeIn struct {
+	SessionID          string `json:"sessionId"`
+	Status             string `json:"status" jsonschema:"completed, failed or abandoned"`
+	Summary            string `json:"summary"`
+	ClientCompletionID string `json:"clientCompletionId,omitempty"`
+}
+
+type eventIn struct {
+	SessionID     string `json:"sessionId"`
+	Type          string `json:"type" jsonschema:"runtime.<something>, e.g. runtime.step"`
+	Data          any    `json:"data,omitempty" jsonschema:"value-free data: never a value of the person's"`
+	ClientEventID string `json:"clientEventId,omitempty"`
+}
+
+type raiseIn struct {
+	SessionID       string `json:"sessionId"`
+	ClientRequestID string `json:"clientRequestId" jsonschema:"makes a retry safe: the same id answers the same request"`
+	Kind            string `json:"kind" jsonschema:"confirm, choice, provide_missing, ask_before_use or choose_candidate"`
+	TTLSeconds      *int64 `json:"ttlSeconds,omitempty" jsonschema:"how long the person has (30 to 86400; default 900)"`
+	Context         any    `json:"context,omitempty" jsonschema:"{url, pageTitle, merchantName, reason}: what you are looking at and why you ask"`
+	Fields          any    `json:"fields,omitempty" jsonschema:"[{key, label, type, handle?}] for provide_missing, ask_before_use and choose_candidate"`
+	Options         any    `json:"options,omitempty" jsonschema:"[{id, label, description?}] for choice and choose_candidate"`
+	Params          any    `json:"params,omitempty" jsonschema:"{summary, amount, currency, recipient} for confirm; {purpose} for the use of values"`
+	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 600) for the person, with progress notifications"`
+}
+
+type waitIn struct {
+	SessionID   string `json:"sessionId"`
+	RequestID   string `json:"requestId"`
+	WaitSeconds int    `json:"waitSeconds,omitempty" jsonschema:"at most 600; default 60"`
+}
+
+type claimIn struct {
+	SessionID string `json:"sessionId"`
+	RequestID string `json:"requestId"`
+}
+
+type resolveIn struct {
+	SessionID string `json:"sessionId"`
+	Intent    string `json:"intent,omitempty"`
+	TargetURL string `json:"targetUrl,omitempty"`
+	Fields    any    `json:"fields,omitempty" jsonschema:"[{key, label, type}] the form asks for"`
+}
+
+type quoteIn struct {
+	URL    string `json:"url" jsonschema:"the seller's paid endpoint"`
+	Method string `json:"method,omitempty" jsonschema:"GET (default), POST or HEAD"`
+}
+
+type payIn struct {
+	SessionID       string     `json:"sessionId"`
+	ClientRequestID string     `json:"clientRequestId" jsonschema:"makes a retry safe: the same id answers the same payment"`
+	MaximumDebit    string     `json:"maximumDebit" jsonschema:"the most this payment may take, in US dollars, e.g. 0.05"`
+	HTTPRequest     envelopeIn `json:"httpRequest" jsonschema:"the exact request to pay for; the seller's answer to it is what you claim"`
+	TTLSeconds      *int64     `json:"ttlSeconds,omitempty" jsonschema:"how long the person has to approve (30 to 86400; default 900)"`
+	Reason          string     `json:"reason,omitempty" jsonschema:"why, shown to the person"`
+	WaitSeconds     int        `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 600) for the person's approval and the payment, with progress notifications"`
+}
+
+type envelopeIn struct {
+	Method  string            `json:"method,omitempty" jsonschema:"GET (default), POST, PUT, PATCH or DELETE"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
+}
+
+type captchaIn struct {
+	SessionID    string `json:"sessionId"`
+	ClientTaskID string `json:"clientTaskId"`
+	Type         string `json:"type" jsonschema:"image_to_text, recaptcha_v2, hcaptcha or turnstile"`
+	PageURL      string `json:"pageUrl"`
+	SiteKey      string `json:"siteKey,omitempty"`
+	Image        string `json:"image,omitempty" jsonschema:"the CAPTCHA image, base64"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// noValues is said in every workflow tool's description.
+const noValues = " Answers never hold the person's values: only opaque handles."
+
+func (s *Server) addWorkflowTools(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "open_session", OutputSchema: outputSchema("Session"), Title: "Open a session",
+		Description: "Open a session: one workflow you run for your person, holding its events, requests and payments. Answers its id." + noValues},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in openSessionIn) (*mcp.CallToolResult, map[string]any, error) {
+			if in.Type == "" {
+				in.Type = "task"
+			}
+			if in.ClientSessionID == "" {
+				in.ClientSessionID = "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			}
+			return toolResult(s.call(ctx, "POST", "/sessions", in))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "complete_session", OutputSchema: outputSchema("Completion"), Title: "Complete a session",
+		Description: "Close a session with its outcome; open requests in it are canceled." + noValues},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in completeIn) (*mcp.CallToolResult, map[string]any, error) {
+			p, err := sessionPath(in.SessionID, "/complete")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			if in.ClientCompletionID == "" {
+				in.ClientCompletionID = "mcp-complete"
+			}
+			return toolResult(s.call(ctx, "POST", p, map[string]string{"clientCompletionId": in.ClientCompletionID, "status": in.Status, "summary": in.Summary}))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "append_event", OutputSchema: outputSchema("Event"), Title: "Append an event",
+		Description: "Record a step of the workflow in the session's log (runtime.* events, value-free)." + noValues},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in eventIn) (*mcp.CallToolResult, map[string]any, error) {
+			p, err := sessionPath(in.SessionID, "/events")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			if in.ClientEventID == "" {
+				in.ClientEventID = "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			}
+			body := map[string]any{"type": in.Type, "clientEventId": in.ClientEventID}
+			if in.Data != nil {
+				body["data"] = in.Data
+			}
+			return toolResult(s.call(ctx, "POST", p, body))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "raise_request", OutputSchema: outputSchema("Request"), Title: "Ask the person",
+		Description: "Raise a request the person answers on its approval page: confirm, choice, provide_missing (values come back as handles), ask_before_use (of saved values, by handle), choose_candidate. With waitSeconds, waits for the answer with progress notifications." + noValues},
+		func(ctx context.Context, req *mcp.CallToolRequest, in raiseIn) (*mcp.CallToolResult, map[string]any, error) {
+			p, err := sessionPath(in.SessionID, "/requests")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			body := map[string]any{"clientRequestId": in.ClientRequestID, "kind": in.Kind}
+			for k, v := range map[string]any{"context": in.Context, "fields": in.Fields, "options": in.Options, "params": in.Params} {
+				if v != nil {
+					body[k] = v
+				}
+			}
+			if in.TTLSeconds != nil {
+				body["ttlSeconds"] = *in.TTLSeconds
+			}
+			a := s.call(ctx, "POST", p, body)
+			if a.status >= 300 || in.WaitSeconds <= 0 {
+				return toolResult(a)
+			}
+			var r struct{ ID string }
+			json.Unmarshal(a.body, &r)
+			return s.waitRequest(ctx, req, in.SessionID, r.ID, in.WaitSeconds)
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait_request", OutputSchema: outputSchema("Request"), Title: "Wait for the person",
+		Description: "Wait for a request to leave waiting_user (and, for a payment, to be paid), sending progress notifications meanwhile; answers the request." + noValues},
+		func(ctx context.Context, req *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, map[string]any, error) {
+			if _, err := sessionPath(in.SessionID); err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			if !uuidPattern.MatchString(in.RequestID) {
+				return nil, nil, invalid("requestId must be a request's id.")
+			}
+			return s.waitRequest(ctx, req, in.SessionID, in.RequestID, in.WaitSeconds)
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "claim_artifact", OutputSchema: outputSchema("ClaimedArtifact"), Title: "Claim what a request yielded",
+		Description: "Claim a fulfilled request's artifact, once: handles to provided values, a confirmation, the chosen option, or a payment's receipt with the seller's answer." + noValues},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in claimIn) (*mcp.CallToolResult, map[string]any, error) {
+			if !uuidPattern.MatchString(in.RequestID) {
+				return nil, nil, invalid("requestId must be a request's id.")
+			}
+			p, err := sessionPath(in.SessionID, "/requests/", strings.ToLower(in.RequestID), "/claim")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			return toolResult(s.call(ctx, "POST", p, nil))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "resolve_fields", OutputSchema: outputSchema("Resolution"), Title: "Resolve a form's fields",
+		Description: "For a site or an intent, the directory's methods and, per field a form asks for, the person's saved values that could fill it, as handles with whether the person must approve their use, plus what is missing and the next action." + noValues},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in resolveIn) (*mcp.CallToolResult, map[string]any, error) {
+			p, err := sessionPath(in.SessionID, "/resolve")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			body := map[string]any{}
+			if in.Intent != "" {
+				body["intent"] = in.Intent
+			}
+			if in.TargetURL != "" {
+				body["targetUrl"] = in.TargetURL
+			}
+			if in.Fields != nil {
+				body["fields"] = in.Fields
+			}
+			return toolResult(s.call(ctx, "POST", p, body))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "quote_seller", OutputSchema: outputSchema("Quote"), Title: "Quote a seller", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Description: "Ask a seller's endpoint what it charges, never paying: its x402 offer, what paying it would debit, until when, and the directory's advisory word on the seller."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in quoteIn) (*mcp.CallToolResult, map[string]any, error) {
+			return toolResult(s.call(ctx, "POST", "/tools/x402/quote", in))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "pay_seller", OutputSchema: outputSchema("PaymentCreated", "Request"), Title: "Ask to pay a seller",
+		Description: "Ask the service to pay a seller for one exact HTTP request, at most maximumDebit US dollars. The person approves the payment on its page (approvalUrl); the service then pays within the limits the person set and keeps the seller's answer, which claim_artifact gives you. With waitSeconds, waits for all that with progress notifications. You never hold a key or a signature." + noValues},
+		func(ctx context.Context, req *mcp.CallToolRequest, in payIn) (*mcp.CallToolResult, map[string]any, error) {
+			p, err := sessionPath(in.SessionID, "/x402/payments")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			a := s.call(ctx, "POST", p, payment.Ask{ClientRequestID: in.ClientRequestID, MaximumDebit: in.MaximumDebit, TTLSeconds: in.TTLSeconds,
+				Reason: in.Reason, HTTPRequest: payment.Envelope(in.HTTPRequest)})
+			if a.status >= 300 || in.WaitSeconds <= 0 {
+				return toolResult(a)
+			}
+			var r struct {
+				Request struct{ ID string }
+			}
+			json.Unmarshal(a.body, &r)
+			return s.waitRequest(ctx, req, in.SessionID, r.Request.ID, in.WaitSeconds)
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "create_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Get a CAPTCHA answered",
+		Description: "Have a CAPTCHA you met answered, by the solver the server uses or by the person on its page; read the answer with get_captcha_task. The answer authorises nothing else."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in captchaIn) (*mcp.CallToolResult, map[string]any, error) {
+			p, err := sessionPath(in.SessionID, "/captcha/tasks")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			return toolResult(s.call(ctx, "POST", p, map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
+				"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}))
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "get_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Read a CAPTCHA task", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Description: "A CAPTCHA task's status and, once solved, its answer; waits up to 30 s while it is pending."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+			SessionID string `json:"sessionId"`
+			TaskID    string `json:"taskId"`
+		}) (*mcp.CallToolResult, map[string]any, error) {
+			if !uuidPattern.MatchString(in.TaskID) {
+				return nil, nil, invalid("taskId must be a task's id.")
+			}
+			p, err := sessionPath(in.SessionID, "/captcha/tasks/", strings.ToLower(in.TaskID), "?wait=30")
+			if err != nil {
+				return nil, nil, invalid(err.Error())
+			}
+			return toolResult(s.call(ctx, "GET", p, nil))
+		})
+}
+
+// waitRequest long-polls a request until it is no longer waiting for its person
+// (nor being carried out), or seconds pass, notifying progress every step.
+func (s *Server) waitRequest(ctx context.Context, req *mcp.CallToolRequest, sessionID, id string, seconds int) (*mcp.CallToolResult, map[string]any, error) {
+	if seconds <= 0 {
+		seconds = 60
+	}
+	seconds = min(seconds, 600)
+	p, err := sessionPath(sessionID, "/requests/", strings.ToLower(id))
+	if err != nil {
+		return nil, nil, invalid(err.Error())
+	}
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	token := req.Params.GetProgressToken()
+	for step := 0; ; step++ {
+		wait := min(time.Until(deadline), waitStep)
+		a := s.call(ctx, "GET", p+"?wait="+strconv.Itoa(max(int(wait/time.Second), 0)), nil)
+		if a.status != 200 {
+			return toolResult(a)
+		}
+		var r struct{ Status string }
+		json.Unmarshal(a.body, &r)
+		open := r.Status == request.StatusWaitingUser || r.Status == request.StatusApproved || r.Status == request.StatusExecuting
+		if !open || time.Now().After(deadline) || ctx.Err() != nil {
+			return toolResult(a)
+		}
+		if token != nil {
+			msg := "waiting for the person to decide"
+			if r.Status != request.StatusWaitingUser {
+				msg = "approved; the service is carrying it out"
+			}
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(step + 1), Message: msg})
+		}
+	}
+}
