@@ -16,7 +16,6 @@ import (
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
-	"github.com/waystation/waystation/internal/x402"
 )
 
 // AppBar is the strip atop every signed-in page: which key is signed in, and the
@@ -133,7 +132,7 @@ var paymentWords = map[string]string{
 func paymentView(pay payment.Payment, lim payment.LimitsAndSpend) PaymentView {
 	o := pay.Offer
 	v := PaymentView{Seller: pay.Host, Amount: o.Value.String() + " " + o.Symbol, Atomic: o.Amount, Asset: o.Asset,
-		Network: networkName(o.Network), PayTo: o.PayTo, Request: pay.HTTPRequest.Method + " " + pay.HTTPRequest.URL,
+		Network: networkLabel(o.Network), PayTo: o.PayTo, Request: pay.HTTPRequest.Method + " " + pay.HTTPRequest.URL,
 		Verdict: pay.Verdict.Verdict, Score: "no score", Listed: pay.Verdict.Listed, Avoid: pay.Verdict.Verdict == payment.Avoid,
 		Override: pay.Override, Limits: lim.Describe(),
 		SpentToday: lim.Spent.Today.String() + " of " + lim.Daily.String() + " USD",
@@ -152,14 +151,6 @@ func paymentView(pay payment.Payment, lim payment.LimitsAndSpend) PaymentView {
 		v.Transaction = *pay.Transaction
 	}
 	return v
-}
-
-// networkName names a CAIP-2 network for people.
-func networkName(n string) string {
-	if name := x402.NetworkName(n); name != "" {
-		return name + " (" + n + ")"
-	}
-	return n
 }
 
 // RequestRow is a waiting request as the index lists it.

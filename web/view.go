@@ -127,6 +127,9 @@ type MethodView struct {
 	Endpoint directory.Endpoint
 	Trust    TrustView
 	Stats    *StatsView
+	// Chart is the merchant's last probes; Delivery its delivery rate.
+	Chart    *ProbeChart
+	Delivery *DeliveryBar
 	Listing  *ListingView
 	Guidance GuidanceView
 }
@@ -140,6 +143,31 @@ type MerchantView struct {
 	Stats     *StatsView
 	Methods   []MethodRow
 	Probes    []ProbeRow
+	Chart     *ProbeChart
+	Delivery  *DeliveryBar
+}
+
+// ProbeChart draws a merchant's last probes, oldest to newest: a bar per probe as tall
+// as its latency, marked ✓ when the seller answered as it should and ✗ when not, so
+// that it reads without colour; Summary says the same in words.
+type ProbeChart struct {
+	Width, Height int
+	Points        []ChartPoint
+	Summary       string
+	MaxLatency    string
+}
+
+// ChartPoint is one probe in a chart.
+type ChartPoint struct {
+	X, Y, H, MarkY int
+	OK             bool
+	Mark, Title    string
+}
+
+// DeliveryBar draws the share of settled payments that were delivered.
+type DeliveryBar struct {
+	Width, Filled int
+	Label         string
 }
 
 // ProbeRow is one probe of a merchant's history.
@@ -186,10 +214,46 @@ func (vs Views) Home(snap *directory.Snapshot) HomeView {
 	for _, f := range facets.Verdict {
 		v.Verdicts = append(v.Verdicts, Link{Label: f.Value, Count: f.Count, URL: vs.DirectoryAPI + "/services?verdict=" + url.QueryEscape(f.Value)})
 	}
-	for _, m := range snap.Methods()[:min(HomeLimit, snap.Len())] {
-		v.Methods = append(v.Methods, methodRow(m))
+	methods := snap.Methods()
+	pos := make([]int, len(methods))
+	for i := range pos {
+		pos[i] = i
+	}
+	for _, p := range bestTrusted(methods, pos)[:min(HomeLimit, len(pos))] {
+		v.Methods = append(v.Methods, methodRow(methods[p]))
 	}
 	return v
+}
+
+// bestTrusted orders methods for people: by verdict (proceed, caution, unknown, then
+// avoid), then by score, then as the list has them. The API's list keeps its own
+// order (score, then slug); a person reads the verdict first.
+func bestTrusted(methods []directory.Method, pos []int) []int {
+	rank := map[string]int{directory.VerdictProceed: 0, directory.VerdictCaution: 1, directory.VerdictUnknown: 2, directory.VerdictAvoid: 3}
+	out := slices.Clone(pos)
+	slices.SortStableFunc(out, func(a, b int) int {
+		ma, mb := methods[a].Trust, methods[b].Trust
+		if d := rank[ma.Verdict] - rank[mb.Verdict]; d != 0 {
+			return d
+		}
+		sa, sb := -1, -1
+		if ma.Score != nil {
+			sa = *ma.Score
+		}
+		if mb.Score != nil {
+			sb = *mb.Score
+		}
+		return sb - sa
+	})
+	return out
+}
+
+// networkLabel is a network by name, with its id beside.
+func networkLabel(n string) string {
+	if name := x402.NetworkName(n); name != "" {
+		return name + " (" + n + ")"
+	}
+	return n
 }
 
 // Category builds a category page's view; false when no method is in it.
@@ -205,7 +269,7 @@ func (vs Views) Category(snap *directory.Snapshot, category string) (CategoryVie
 		Categories: categoryLinks(listFacets(snap).Category, category),
 	}
 	methods := snap.Methods()
-	for _, p := range pos {
+	for _, p := range bestTrusted(methods, pos) {
 		v.Methods = append(v.Methods, methodRow(methods[p]))
 	}
 	return v, true
@@ -234,8 +298,73 @@ func (vs Views) MethodPage(snap *directory.Snapshot, slug string) (MethodView, b
 		Stats:    statsView(m.Stats),
 		Listing:  listingView(m.SourceListing),
 		Guidance: guidanceView(m.Guidance),
+		Delivery: deliveryBar(m.Stats),
+	}
+	if res, ok := snap.Merchant(m.Hostname); ok {
+		var mr directory.Merchant
+		if json.Unmarshal(res.Body, &mr) == nil {
+			v.Chart = probeChart(mr.Probes, m.Kind)
+		}
 	}
 	return v, true
+}
+
+// probeChart draws probes (newest first, as the record lists them); nil for none.
+func probeChart(probes []directory.ProbeRecord, kind string) *ProbeChart {
+	if len(probes) == 0 {
+		return nil
+	}
+	const bar, gap, height, top = 14, 6, 80, 18
+	c := &ProbeChart{Width: len(probes)*(bar+gap) + gap, Height: height + top + 4}
+	maxMS := 1
+	for _, p := range probes {
+		if p.LatencyMS != nil {
+			maxMS = max(maxMS, *p.LatencyMS)
+		}
+	}
+	c.MaxLatency = strconv.Itoa(maxMS) + " ms"
+	ok, lat := 0, []int{}
+	for i := range probes {
+		p := probes[len(probes)-1-i]
+		good := p.Outcome == trust.OutcomePaymentRequired || (kind != "" && kind != "x402" && p.Outcome == trust.OutcomeNoPaymentRequired)
+		pt := ChartPoint{X: gap + i*(bar+gap), OK: good, Mark: "✗"}
+		h := 2
+		latency := "no answer"
+		if p.LatencyMS != nil {
+			h = max(2, *p.LatencyMS*height/maxMS)
+			latency = strconv.Itoa(*p.LatencyMS) + " ms"
+			lat = append(lat, *p.LatencyMS)
+		}
+		if good {
+			ok++
+			pt.Mark = "✓"
+		}
+		pt.Y, pt.H, pt.MarkY = top+height-h, h, top-5
+		pt.Title = formatTime(p.ProbedAt) + ": " + outcomeLabel(p.Outcome) + ", " + latency
+		c.Points = append(c.Points, pt)
+	}
+	c.Summary = fmt.Sprintf("The last %d probes, oldest first: %d answered as a seller should, %d did not.", len(probes), ok, len(probes)-ok)
+	if len(probes) == 1 {
+		c.Summary = "The only probe so far answered as a seller should."
+		if ok == 0 {
+			c.Summary = "The only probe so far did not answer as a seller should."
+		}
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		c.Summary += fmt.Sprintf(" Median latency %d ms, slowest %d ms.", lat[len(lat)/2], lat[len(lat)-1])
+	}
+	return c
+}
+
+// deliveryBar draws a delivery rate; nil under the stats floor.
+func deliveryBar(s *directory.Stats) *DeliveryBar {
+	if s == nil {
+		return nil
+	}
+	const width = 200
+	return &DeliveryBar{Width: width, Filled: int(s.DeliveryRate * width),
+		Label: fmt.Sprintf("%.0f%% delivered (%d of %d payments)", s.DeliveryRate*100, s.Delivered, s.SettledPayments)}
 }
 
 // MerchantPage builds a merchant page's view; false for a hostname not in the directory.
@@ -254,6 +383,8 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 		Providers: strings.Join(mr.Providers, ", "),
 		Trust:     trustView(mr.Trust, ""),
 		Stats:     statsView(mr.Stats),
+		Chart:     probeChart(mr.Probes, ""),
+		Delivery:  deliveryBar(mr.Stats),
 	}
 	for _, e := range mr.Methods {
 		if m, ok := snap.MethodBySlug(e.Slug); ok {
@@ -269,10 +400,15 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 			row.Latency = strconv.Itoa(*p.LatencyMS) + " ms"
 		}
 		if p.Network != nil {
-			row.Network = *p.Network
+			row.Network = networkLabel(*p.Network)
 		}
 		if p.Asset != nil {
 			row.Asset = *p.Asset
+			if p.Network != nil {
+				if a, ok := x402.LookupAsset(*p.Network, *p.Asset); ok {
+					row.Asset = a.Symbol + " (" + *p.Asset + ")"
+				}
+			}
 		}
 		if s := priceText(p.Price, nil); s != "" {
 			row.Price = s
@@ -381,18 +517,15 @@ func methodRow(m directory.Method) MethodRow {
 		Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: m.Hostname, Description: m.Description,
 		URL: "/methods/" + m.Slug, MerchantURL: "/merchants/" + m.Hostname,
 		Category: categoryLabel(m.Category), CategoryURL: "/categories/" + url.PathEscape(m.Category),
-		Kind: m.Kind, Payable: m.Payable, Verdict: m.Trust.Verdict, Score: "no score",
-	}
-	if m.Trust.Score != nil {
-		r.Score = strconv.Itoa(*m.Trust.Score) + "/100"
+		Kind: m.Kind, Payable: m.Payable, Verdict: m.Trust.Verdict, Score: scoreText(m.Trust, false),
 	}
 	return r
 }
 
 var verdictMeanings = map[string]string{
-	directory.VerdictProceed: "Recent probes found this seller answering as it should and it scored 70 or more: it looks fit to call.",
-	directory.VerdictCaution: "This seller answers, but not reliably or not consistently (a score from 40 to 69): call it if you must, and check what you get.",
-	directory.VerdictAvoid:   "Recent probes mostly failed or found no usable offer (a score under 40): better not to call it now.",
+	directory.VerdictProceed: "Recent probes found this seller answering as it should: it looks fit to call.",
+	directory.VerdictCaution: "This seller answers, but not reliably or not consistently: call it if you must, and check what you get.",
+	directory.VerdictAvoid:   "Recent probes mostly failed or found no usable offer: better not to call it now.",
 	directory.VerdictUnknown: "Nobody has probed this seller in the last three days, so there is nothing recent to judge it by.",
 }
 
@@ -431,12 +564,59 @@ var reasonMeanings = map[string]string{
 
 func outcomeLabel(o string) string { return strings.ReplaceAll(o, "_", " ") }
 
-func trustView(t directory.Trust, kind string) TrustView {
-	v := TrustView{Verdict: t.Verdict, VerdictMeaning: verdictMeanings[t.Verdict], Score: "none: never probed"}
-	v.RuleSteps, v.RuleNotes = ruleText(trust.Rule)
+// verdictReason says what decided a verdict, in words: an operator's override, a
+// probe too old to count, no probe at all, or the band the score falls in. It never
+// explains a verdict by a rule that did not decide it.
+func verdictReason(t directory.Trust) string {
+	score := "no score"
 	if t.Score != nil {
-		v.Score = strconv.Itoa(*t.Score) + " out of 100"
+		score = strconv.Itoa(*t.Score)
 	}
+	switch {
+	case t.Override != nil:
+		return "An operator decided this verdict, " + t.Override.Verdict + ": " + t.Override.Reason + " While the override lasts, the score (" +
+			score + ") does not decide it."
+	case t.Probe == nil:
+		return "This seller has never been probed: there is nothing to judge it by yet."
+	case t.Verdict == directory.VerdictUnknown:
+		return "The newest probe is older than three days (" + formatAge(t.Probe.AgeSeconds) + " before this snapshot), so the verdict is unknown: the old score, " +
+			score + ", no longer counts."
+	case t.Verdict == directory.VerdictProceed:
+		return "The score, " + score + " out of 100, is in the proceed band (70 or more). " + verdictMeanings[t.Verdict]
+	case t.Verdict == directory.VerdictCaution:
+		return "The score, " + score + " out of 100, is in the caution band (40 to 69). " + verdictMeanings[t.Verdict]
+	default:
+		return "The score, " + score + " out of 100, is in the avoid band (under 40). " + verdictMeanings[t.Verdict]
+	}
+}
+
+// scoreText is the score as it should be read: a stale or overridden one says so.
+func scoreText(t directory.Trust, long bool) string {
+	if t.Score == nil {
+		if long {
+			return "none: never probed"
+		}
+		return "no score"
+	}
+	n := strconv.Itoa(*t.Score)
+	switch {
+	case t.Override != nil && long:
+		return n + " out of 100 (overridden: it does not decide the verdict)"
+	case t.Override != nil:
+		return n + "/100, overridden"
+	case t.Verdict == directory.VerdictUnknown && long:
+		return n + " out of 100 (stale: no probe in three days; it does not count)"
+	case t.Verdict == directory.VerdictUnknown:
+		return "stale " + n + "/100"
+	case long:
+		return n + " out of 100"
+	}
+	return n + "/100"
+}
+
+func trustView(t directory.Trust, kind string) TrustView {
+	v := TrustView{Verdict: t.Verdict, VerdictMeaning: verdictReason(t), Score: scoreText(t, true)}
+	v.RuleSteps, v.RuleNotes = ruleText(trust.Rule)
 	if p := t.Probe; p != nil {
 		v.Probed = true
 		v.Outcome = outcomeLabel(p.Outcome)
@@ -455,7 +635,7 @@ func trustView(t directory.Trust, kind string) TrustView {
 		v.Age = formatAge(p.AgeSeconds)
 		v.Network, v.Asset = "not advertised", "not advertised"
 		if p.Network != nil {
-			v.Network = *p.Network
+			v.Network = networkLabel(*p.Network)
 		}
 		if p.Asset != nil {
 			v.Asset = *p.Asset
