@@ -75,6 +75,9 @@ type Authenticated struct {
 	// Payments asks for and carries out payments to sellers; without it, or without
 	// its payer, the payment routes answer 501 payer_not_configured.
 	Payments *payment.Service
+	// Webhooks keeps the users' webhooks; without it (or without Sealer) their
+	// routes answer 404.
+	Webhooks WebhookStore
 	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
 	Captchas *captcha.Service
 	// MaxMemoryItems caps the items one user keeps (default 500).

@@ -777,6 +777,14 @@ func TestSchemas(t *testing.T) {
 		"Resolution": {`{"match": "host", "providers": [{"serviceId": "shop.example", "methodId": "shop-map", "name": "Map", "url": "https://shop.example/map", "method": "GET", "price": "0.01", "network": null, "verdict": "proceed", "payable": true}],
 			"fields": [{"key": "email", "candidates": [{"handle": "wh_x", "itemId": "` + uuid1 + `", "itemLabel": "Login", "requiresApproval": false}]}], "missing": [], "nextAction": "ask_before_use"}`},
 		"Money":                    {`"0.05"`, `"12"`, `"0"`},
+		"WebhookEventName":         {`"request.waiting_user"`},
+		"CreateWebhookRequest":     {`{"url": "https://ops.example/hook", "events": ["request.waiting_user", "payment.settled"]}`},
+		"Webhook":                  {webhookBody},
+		"CreatedWebhook":           {strings.TrimSuffix(webhookBody, "}") + `, "secret": "whsec_` + strings.Repeat("a", 43) + `"}`},
+		"WebhookPage":              {`{"items": [` + webhookBody + `]}`},
+		"WebhookDelivery":          {deliveryBody},
+		"WebhookDeliveryPage":      {`{"items": [` + deliveryBody + `]}`},
+		"WebhookEvent":             {`{"id": "whd_1", "type": "request.waiting_user", "createdAt": "2026-11-21T10:00:00Z", "data": {"sessionId": "` + uuid1 + `", "seq": 3, "sessionEvent": "request.status_changed", "requestId": "` + uuid2 + `", "to": "waiting_user"}}`},
 		"CreateCaptchaTaskRequest": {`{"clientTaskId": "c1", "type": "image_to_text", "pageUrl": "https://shop.example/login", "image": "iVBORw0KGgo="}`, `{"clientTaskId": "c2", "type": "turnstile", "pageUrl": "https://shop.example/login", "siteKey": "0x4AAA"}`},
 		"CaptchaTask":              {captchaTask},
 		"CaptchaTaskPage":          {`{"items": [` + captchaTask + `]}`},
@@ -862,6 +870,13 @@ const (
 	sessionBody = `{"id": "` + uuid1 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "type": "checkout", "description": "buy a map", "merchantName": null, "targetUrl": null, "status": "open", "summary": null, "stopReason": null, "lastEventSeq": 1, "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:00:00Z", "closedAt": null}`
 	eventBody   = `{"seq": 1, "type": "session.opened", "actor": "agent", "clientEventId": null, "data": {}, "createdAt": "2026-11-21T10:00:00.123456Z"}`
 	requestBody = `{"id": "` + uuid1 + `", "sessionId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "userId": "` + uuid2 + `", "clientRequestId": "r1", "kind": "provide_missing", "status": "fulfilled", "resolutionPath": "user", "context": {"reason": "the form asks"}, "fields": [{"key": "email", "label": "Email", "type": "email", "secret": false}], "options": [], "params": {}, "expiresAt": "2026-11-21T10:15:00Z", "decidedBy": "user", "decidedAt": "2026-11-21T10:01:00Z", "createdAt": "2026-11-21T10:00:00Z", "updatedAt": "2026-11-21T10:01:00Z", "artifactType": "reference", "claimedAt": null, "approvalUrl": "/app/requests/` + uuid1 + `"}`
+)
+
+// Samples of the webhook schemas.
+const (
+	webhookBody  = `{"id": "` + uuid1 + `", "url": "https://ops.example/hook", "events": ["request.waiting_user"], "description": "", "createdAt": "2026-11-21T10:00:00Z"}`
+	deliveryBody = `{"id": 7, "webhookId": "` + uuid1 + `", "event": "request.waiting_user", "status": "delivered", "attempts": 2, "lastStatus": 200, "lastError": null,
+		"createdAt": "2026-11-21T10:00:00Z", "nextAttemptAt": null, "deliveredAt": "2026-11-21T10:00:11Z"}`
 )
 
 // Samples of the payment schemas.

@@ -23,6 +23,7 @@ import (
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/vault"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // errNoPepper is the key command's answer when AUTH_PEPPER is unset.
@@ -186,6 +187,13 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
 	a.Prober, a.Payments = prober, payments
 	a.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
+	a.Webhooks = store
+	if cfg.Secrets != nil {
+		// Deliveries go through a prober's guarded client of their own: public
+		// addresses only, and the hosts WEBHOOK_ALLOW_HOSTS names.
+		sender := trust.NewProber(trust.ProberConfig{Timeout: 10 * time.Second, AllowHosts: cfg.Payment.WebhookAllowHosts}, log)
+		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: sender, Every: webhookEvery, Log: log}.Run(ctx)
+	}
 	if payments.Payer != nil {
 		go payments.Run(ctx, paymentEvery)
 		log.Info("paying sellers", "payer", payments.Payer.Signer, "networks", payments.Payer.Networks)
@@ -200,6 +208,10 @@ func newPayments(cfg Config, log *slog.Logger, store *postgres.Store) (*payment.
 	prober := trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout, AllowHosts: cfg.Payment.AllowHosts}, log)
 	return &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log}, prober
 }
+
+// webhookEvery is how often due webhook deliveries are sent: an event reaches its
+// receiver within about a second.
+const webhookEvery = time.Second
 
 // paymentEvery is how often approved payments made on other replicas, and payments
 // whose executor stopped, are looked for; an approval here wakes the executor at once.

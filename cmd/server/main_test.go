@@ -114,9 +114,9 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 	if err != nil || c.Payer != nil || c.AllowHosts != nil {
 		t.Fatalf("no payer: %+v %v", c, err)
 	}
-	c, err = loadPaymentConfig(env("X402_PAYER_KEY", "0x"+testPayerKey, "PAYMENT_ALLOW_HOSTS", " localhost:4021, Seller.Test "))
+	c, err = loadPaymentConfig(env("X402_PAYER_KEY", "0x"+testPayerKey, "PAYMENT_ALLOW_HOSTS", " localhost:4021, Seller.Test ", "WEBHOOK_ALLOW_HOSTS", "hooks.local"))
 	if err != nil || c.Payer == nil || !slices.Equal(c.Payer.Networks, payment.Networks{"eip155:8453"}) ||
-		!slices.Equal(c.AllowHosts, []string{"localhost:4021", "seller.test"}) {
+		!slices.Equal(c.AllowHosts, []string{"localhost:4021", "seller.test"}) || !slices.Equal(c.WebhookAllowHosts, []string{"hooks.local"}) {
 		t.Fatalf("payer: %+v %v", c, err)
 	}
 	file := filepath.Join(t.TempDir(), "payer.key")
@@ -132,6 +132,7 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 		env("X402_PAYER_NETWORKS", "eip155:8453"),
 		env("X402_PAYER_KEY_FILE", file+".missing"),
 		env("PAYMENT_ALLOW_HOSTS", "http://localhost"),
+		env("WEBHOOK_ALLOW_HOSTS", "a b"),
 	} {
 		_, err := loadPaymentConfig(bad)
 		if err == nil {

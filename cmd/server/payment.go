@@ -11,10 +11,13 @@ import (
 )
 
 // PaymentConfig is how the server pays sellers: the payer (nil without a key) and
-// the hosts it may reach on private addresses.
+// the hosts it may reach on private addresses; and the hosts webhooks may reach there.
 type PaymentConfig struct {
 	Payer      *payment.Payer
 	AllowHosts []string
+	// WebhookAllowHosts are WEBHOOK_ALLOW_HOSTS: hosts, or host:port, webhook
+	// deliveries may reach on a private address.
+	WebhookAllowHosts []string
 }
 
 // defaultPayerNetworks are where a configured payer pays unless
@@ -28,13 +31,12 @@ var defaultPayerNetworks = payment.Networks{"eip155:8453"}
 // reach on private addresses; empty by default). Errors never quote the key.
 func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	var c PaymentConfig
-	for _, h := range strings.Split(getenv("PAYMENT_ALLOW_HOSTS"), ",") {
-		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
-			if strings.ContainsAny(h, "/ @") {
-				return c, fmt.Errorf("PAYMENT_ALLOW_HOSTS: %q is not a host or host:port", h)
-			}
-			c.AllowHosts = append(c.AllowHosts, h)
-		}
+	var err error
+	if c.AllowHosts, err = allowHosts(getenv, "PAYMENT_ALLOW_HOSTS"); err != nil {
+		return c, err
+	}
+	if c.WebhookAllowHosts, err = allowHosts(getenv, "WEBHOOK_ALLOW_HOSTS"); err != nil {
+		return c, err
 	}
 	key, file := getenv("X402_PAYER_KEY"), getenv("X402_PAYER_KEY_FILE")
 	switch {
@@ -64,4 +66,19 @@ func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	}
 	c.Payer = &payment.Payer{Signer: signer, Networks: networks}
 	return c, nil
+}
+
+// allowHosts reads a comma-separated list of hosts, or host:port, that may be reached
+// on a private address.
+func allowHosts(getenv func(string) string, name string) ([]string, error) {
+	var out []string
+	for _, h := range strings.Split(getenv(name), ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+			if strings.ContainsAny(h, "/ @") {
+				return nil, fmt.Errorf("%s: %q is not a host or host:port", name, h)
+			}
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }

@@ -362,6 +362,9 @@ func appendEvent(ctx context.Context, tx pgx.Tx, sessionID string, a session.App
 		return ev, err
 	}
 	ev.Data = data
+	if err := queueWebhooks(ctx, tx, sessionID, ev); err != nil {
+		return ev, err
+	}
 	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, EventChannel, sessionID+":"+strconv.FormatInt(ev.Seq, 10))
 	return ev, err
 }

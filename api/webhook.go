@@ -1,0 +1,160 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/webhook"
+)
+
+// WebhookStore keeps a user's webhooks and their deliveries.
+type WebhookStore interface {
+	CreateWebhook(ctx context.Context, p auth.Principal, id string, n webhook.New, secret webhook.Sealed) (webhook.Webhook, error)
+	Webhooks(ctx context.Context, p auth.Principal) ([]webhook.Webhook, error)
+	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
+	Deliveries(ctx context.Context, p auth.Principal, id string, limit int) ([]webhook.Delivery, error)
+}
+
+var errNoWebhooks = problem.New(problem.NotFound, "This server keeps no webhooks.")
+
+type createWebhookRequest struct{ webhook.New }
+
+func (c *createWebhookRequest) validate() error { return c.New.Validate() }
+
+// createdWebhook is a new webhook with its secret, shown this once.
+type createdWebhook struct {
+	webhook.Webhook
+	Secret string `json:"secret"`
+}
+
+// handleCreateWebhook registers a webhook of the user; its secret, which signs every
+// delivery, is answered this once and kept sealed.
+func (s *Server) handleCreateWebhook() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Webhooks == nil || s.auth.Sealer == nil {
+			s.error(w, r, errNoWebhooks)
+			return
+		}
+		var req createWebhookRequest
+		if _, err := s.readJSON(w, r, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		id := newUUID()
+		secret, raw, err := webhook.NewSecret()
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		p := principal(r)
+		keyID, nonce, ct, err := s.auth.Sealer.Seal(raw, webhook.AAD(p.UserID, id))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		out, err := s.auth.Webhooks.CreateWebhook(r.Context(), p, id, req.New, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct})
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, createdWebhook{Webhook: out, Secret: secret})
+	}
+}
+
+type webhookPage struct {
+	Items []webhook.Webhook `json:"items"`
+}
+
+func (s *Server) handleWebhooks() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Webhooks == nil {
+			s.error(w, r, errNoWebhooks)
+			return
+		}
+		items, err := s.auth.Webhooks.Webhooks(r.Context(), principal(r))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, webhookPage{Items: nonNil(items)})
+	}
+}
+
+// webhookID is the {id} of a webhooks path, or a 404.
+func webhookID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !uuidPattern.MatchString(id) {
+		return "", problem.New(problem.NotFound, "No webhook with this id is visible to this key.")
+	}
+	return strings.ToLower(id), nil
+}
+
+func (s *Server) handleDeleteWebhook() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Webhooks == nil {
+			s.error(w, r, errNoWebhooks)
+			return
+		}
+		id, err := webhookID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if err := s.auth.Webhooks.DeleteWebhook(r.Context(), principal(r), id); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		w.Header()["Cache-Control"] = hdrNoStore
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+type deliveryPage struct {
+	Items []webhook.Delivery `json:"items"`
+}
+
+func (s *Server) handleDeliveries() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth.Webhooks == nil {
+			s.error(w, r, errNoWebhooks)
+			return
+		}
+		id, err := webhookID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		q, err := queryParams(r, "limit")
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		items, err := s.auth.Webhooks.Deliveries(r.Context(), principal(r), id, int(limit))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, deliveryPage{Items: nonNil(items)})
+	}
+}
+
+// newUUID is a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
