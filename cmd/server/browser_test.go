@@ -160,6 +160,26 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 	}
 	shot("4-search")
 
+	// A merchant's page: the probes as a chart, and, on a phone, nothing wider than the screen.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`ol.methods li:first-child a[href^="/merchants/"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitPath("/merchants/")
+	if trust := text("section.trust"); !strings.Contains(trust, "band") && !strings.Contains(trust, "operator") && !strings.Contains(trust, "probe") {
+		t.Errorf("the merchant's trust block does not say what decided its verdict: %s", trust)
+	}
+	shot("4b-merchant")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	if wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); err != nil || wide {
+		t.Errorf("the merchant page is wider than a phone's screen (%v)", err)
+	}
+	shot("4c-merchant-phone")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	for _, p := range problems {
