@@ -104,6 +104,8 @@ func captchaView(t captcha.Task) CaptchaView {
 type Payments interface {
 	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (payment.Payment, error)
 	Limits(ctx context.Context, agentID string, now time.Time) (payment.LimitsAndSpend, error)
+	SetLimits(ctx context.Context, p auth.Principal, agentID string, l payment.Limits) (payment.LimitsAndSpend, error)
+	Ledger(ctx context.Context, p auth.Principal, limit int) ([]payment.LedgerEntry, error)
 }
 
 // PaymentView is a payment as its person decides on it: who is paid what, where,

@@ -43,6 +43,12 @@ func (s *Server) routes() http.Handler {
 			get("/requests", s.handleRequests())
 			get("/requests/{id}", s.handleRequest())
 			get("/sessions/{id}", s.handleSession())
+			if s.approvals.Payments != nil {
+				get("/spend", s.handleSpend())
+				get("/spend.csv", s.handleSpendCSV())
+				get("/agents", s.handleAgents())
+				r.Post("/agents/{id}/limits", s.handleSetLimits())
+			}
 			r.Post("/requests/{id}/decision", s.handleDecision())
 			r.Post("/sign-in", s.handleSignIn())
 			r.Post("/sign-out", s.handleSignOut())

@@ -153,8 +153,16 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 		art.Payment.Status != "settled" || art.Payment.Response.Status != 200 || !strings.Contains(art.Payment.Response.Body, "On tides") {
 		t.Fatalf("claim: %d %+v", code, art)
 	}
-	do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#payment-status[data-status="settled"]`)))
+	do(chromedp.Navigate(srv.base+asked.Request.ApprovalURL), chromedp.WaitVisible(chromedp.CSS(`#payment-status[data-status="settled"]`)))
 	screenshot(t, ctx, "11-payment-settled")
+	// The console: the spend ledger with the receipt, and the agents' limits.
+	do(chromedp.Navigate(srv.base+"/app/spend"), chromedp.WaitVisible(chromedp.CSS("#ledger")))
+	if ledger := textOf(t, ctx, "#ledger"); !strings.Contains(ledger, "0.01 USDC") || !strings.Contains(ledger, "settled") {
+		t.Errorf("the ledger: %s", ledger)
+	}
+	screenshot(t, ctx, "12-console-spend")
+	do(chromedp.Navigate(srv.base+"/app/agents"), chromedp.WaitVisible(chromedp.CSS("section.agent")))
+	screenshot(t, ctx, "13-console-agents")
 
 	// Exactly one transfer of the approved amount to the approved payee.
 	ledger := sel.Ledger()

@@ -324,3 +324,24 @@ var (
 	ErrNotFound = problem.New(problem.NotFound, "No payment with this id is visible to this key.")
 	ErrNoPayer  = problem.New(problem.PayerNotConfigured, "This server has no payer key: it cannot pay sellers.")
 )
+
+// LedgerEntry is one payment as the person's spend ledger lists it: who was paid what,
+// where, by which agent, how it ended, and the receipt (transaction, the SHA-256 of
+// the seller's answer).
+type LedgerEntry struct {
+	PaymentID      string
+	SessionID      string
+	RequestID      string
+	Agent          string
+	Host           string
+	PayTo          string
+	Value          Micros
+	Symbol         string
+	Network        string
+	Status         string
+	Failure        *string
+	Transaction    *string
+	ResponseSHA256 *string
+	CreatedAt      time.Time
+	SettledAt      *time.Time
+}

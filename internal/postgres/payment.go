@@ -369,3 +369,26 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 	}
 	return move(ctx, tx, r, request.StatusFulfilled, session.ActorSystem)
 }
+
+// Ledger lists the payments of user p's agents, newest first.
+func (s *Store) Ledger(ctx context.Context, p auth.Principal, limit int) ([]payment.LedgerEntry, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT p.id, coalesce(p.session_id::text, ''), coalesce(p.request_id::text, ''), ag.name, p.hostname,
+			p.offer->>'payTo', p.value, coalesce(p.offer->>'symbol', ''), coalesce(p.offer->>'network', ''), `+paymentStatus+`,
+			p.failure, p.transaction, a.data #>> '{payment,response,sha256}', p.created_at, p.settled_at
+		FROM payments p JOIN agents ag ON ag.id = p.agent_id
+		LEFT JOIN requests r ON r.id = p.request_id LEFT JOIN request_artifacts a ON a.request_id = p.request_id
+		WHERE p.user_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2`, p.UserID, limit)
+	if err != nil {
+		return nil, fail("ledger", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (payment.LedgerEntry, error) {
+		var e payment.LedgerEntry
+		var value int64
+		err := r.Scan(&e.PaymentID, &e.SessionID, &e.RequestID, &e.Agent, &e.Host, &e.PayTo, &value, &e.Symbol, &e.Network, &e.Status,
+			&e.Failure, &e.Transaction, &e.ResponseSHA256, &e.CreatedAt, &e.SettledAt)
+		e.Value = payment.Micros(value)
+		return e, err
+	})
+	return out, fail("ledger", err)
+}

@@ -1,0 +1,234 @@
+package web
+
+import (
+	"encoding/csv"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/payment"
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// ledgerLimit is how many payments the spend page and its CSV hold.
+const ledgerLimit = 500
+
+// SpendView is the person's spend ledger.
+type SpendView struct {
+	Page
+	Bar     AppBar
+	Rows    []SpendRow
+	Settled string
+	Limit   int
+}
+
+// SpendRow is one payment of the ledger.
+type SpendRow struct {
+	When, Agent, Seller, Amount, Network, PayTo, Status, Transaction, AnswerHash, RequestURL string
+}
+
+// AgentsView is the person's agents, each with its spending limits and spend.
+type AgentsView struct {
+	Page
+	Bar     AppBar
+	Agents  []AgentRow
+	Message string
+}
+
+// AgentRow is one agent and its limits, as the form shows them.
+type AgentRow struct {
+	ID, Name, Status                           string
+	PerPayment, Daily, Monthly, Hosts, Summary string
+	Allow, Paused                              bool
+	SpentToday, SpentMonth, Action             string
+}
+
+func ledgerRows(entries []payment.LedgerEntry) ([]SpendRow, payment.Micros) {
+	var settled payment.Micros
+	rows := make([]SpendRow, 0, len(entries))
+	for _, e := range entries {
+		r := SpendRow{When: formatTime(e.CreatedAt), Agent: e.Agent, Seller: e.Host, Amount: e.Value.String() + " " + e.Symbol,
+			Network: networkLabel(e.Network), PayTo: e.PayTo, Status: e.Status, Transaction: "-", AnswerHash: "-"}
+		if e.Failure != nil {
+			r.Status += ": " + *e.Failure
+		}
+		if e.Transaction != nil {
+			r.Transaction = *e.Transaction
+		}
+		if e.ResponseSHA256 != nil {
+			r.AnswerHash = *e.ResponseSHA256
+		}
+		if e.RequestID != "" {
+			r.RequestURL = requestURL(e.RequestID)
+		}
+		if e.Status == payment.StatusSettled {
+			settled += e.Value
+		}
+		rows = append(rows, r)
+	}
+	return rows, settled
+}
+
+// handleSpend shows the payments of the person's agents, newest first, with receipts.
+func (s *Server) handleSpend() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		entries, err := s.approvals.Payments.Ledger(r.Context(), ws.Principal, ledgerLimit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rows, settled := ledgerRows(entries)
+		v := SpendView{Page: s.appPage("Spending"), Bar: appBar(ws), Rows: rows, Settled: settled.String() + " USD", Limit: ledgerLimit}
+		s.renderApp(w, r, SpendPage(v), http.StatusOK)
+	}
+}
+
+// handleSpendCSV answers the same ledger as CSV, for a spreadsheet.
+func (s *Server) handleSpendCSV() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		entries, err := s.approvals.Payments.Ledger(r.Context(), ws.Principal, ledgerLimit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="waystation-spend.csv"`)
+		if r.Method == http.MethodHead {
+			return
+		}
+		c := csv.NewWriter(w)
+		c.Write([]string{"created_at", "settled_at", "payment_id", "agent", "seller", "amount_usd", "asset", "network", "pay_to", "status", "failure", "transaction", "answer_sha256"})
+		for _, e := range entries {
+			settledAt, failure, tx, hash := "", "", "", ""
+			if e.SettledAt != nil {
+				settledAt = e.SettledAt.UTC().Format(time.RFC3339)
+			}
+			if e.Failure != nil {
+				failure = *e.Failure
+			}
+			if e.Transaction != nil {
+				tx = *e.Transaction
+			}
+			if e.ResponseSHA256 != nil {
+				hash = *e.ResponseSHA256
+			}
+			c.Write(csvSafe(e.CreatedAt.UTC().Format(time.RFC3339), settledAt, e.PaymentID, e.Agent, e.Host, e.Value.String(), e.Symbol,
+				e.Network, e.PayTo, e.Status, failure, tx, hash))
+		}
+		c.Flush()
+	}
+}
+
+// csvSafe keeps a spreadsheet from reading a cell as a formula: one that starts with
+// =, +, -, @, a tab or a carriage return gets a leading apostrophe.
+func csvSafe(cells ...string) []string {
+	for i, c := range cells {
+		if c != "" && strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+			cells[i] = "'" + c
+		}
+	}
+	return cells
+}
+
+// handleAgents shows the person's agents with their limits, each in a form.
+func (s *Server) handleAgents() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		s.agentsPage(w, r, ws, "", http.StatusOK)
+	}
+}
+
+func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
+	agents, err := s.approvals.Agents.Agents(r.Context(), ws.UserID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := AgentsView{Page: s.appPage("Agents"), Bar: appBar(ws), Message: message}
+	for _, a := range agents {
+		l, err := s.approvals.Payments.Limits(r.Context(), a.ID, time.Now())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		v.Agents = append(v.Agents, AgentRow{ID: a.ID, Name: agentName(a), Status: a.Status,
+			PerPayment: l.PerPayment.String(), Daily: l.Daily.String(), Monthly: l.Monthly.String(), Hosts: strings.Join(l.Hosts, "\n"),
+			Allow: l.HostsMode == payment.HostsAllow, Paused: l.Paused, Summary: l.Describe(),
+			SpentToday: l.Spent.Today.String() + " of " + l.Daily.String() + " USD", SpentMonth: l.Spent.ThisMonth.String() + " of " + l.Monthly.String() + " USD",
+			Action: appPath + "/agents/" + a.ID + "/limits"})
+	}
+	s.renderApp(w, r, AgentsPage(v), status)
+}
+
+// handleSetLimits sets one agent's spending limits from the form.
+func (s *Server) handleSetLimits() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := strings.ToLower(chi.URLParam(r, "id"))
+		if !uuidish(id) {
+			s.appNotFound(w, r)
+			return
+		}
+		if !parseForm(w, r) {
+			return
+		}
+		ws, ok := s.signedIn(w, r, "", http.StatusForbidden)
+		if !ok {
+			return
+		}
+		if !sameToken(ws.CSRFToken, r.PostForm.Get("csrf")) {
+			s.forbidden(w, r)
+			return
+		}
+		in := payment.LimitsInput{PerPayment: strings.TrimSpace(r.PostForm.Get("perPayment")), Daily: strings.TrimSpace(r.PostForm.Get("daily")),
+			Monthly: strings.TrimSpace(r.PostForm.Get("monthly")), HostsMode: r.PostForm.Get("hostsMode"), Paused: r.PostForm.Get("paused") == "true"}
+		for _, h := range strings.FieldsFunc(r.PostForm.Get("hosts"), func(c rune) bool { return c == ',' || c == '\n' || c == '\r' || c == ' ' }) {
+			in.Hosts = append(in.Hosts, h)
+		}
+		l, err := in.Limits()
+		if err == nil {
+			_, err = s.approvals.Payments.SetLimits(r.Context(), ws.Principal, id, l)
+		}
+		switch code := problem.CodeOf(err); {
+		case err == nil:
+			http.Redirect(w, r, appPath+"/agents", http.StatusSeeOther)
+		case code == problem.NotFound:
+			s.appNotFound(w, r)
+		case code == problem.ValidationFailed:
+			p, _ := problem.As(err)
+			s.agentsPage(w, r, ws, "Nothing was changed: "+p.Detail, http.StatusUnprocessableEntity)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+func uuidish(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f'):
+			return false
+		}
+	}
+	return true
+}
