@@ -28,10 +28,14 @@ var sealedTables = []struct{ name, selectRows, update string }{
 		SELECT handle, user_id::text || '|' || request_id::text || '|' || field_key, key_id, nonce, ciphertext
 		FROM session_values WHERE key_id <> $1 LIMIT $2 FOR UPDATE SKIP LOCKED`,
 		`UPDATE session_values SET key_id = $2, nonce = $3, ciphertext = $4 WHERE handle = $1`},
+	{"webhook secrets", `
+		SELECT id::text, 'webhook|' || user_id::text || '|' || id::text, key_id, nonce, ciphertext
+		FROM webhooks WHERE key_id <> $1 LIMIT $2 FOR UPDATE SKIP LOCKED`,
+		`UPDATE webhooks SET key_id = $2, nonce = $3, ciphertext = $4 WHERE id = $1::uuid`},
 }
 
 // Reseal re-seals under keys' current key every stored value sealed under another
-// (memory values and provided values), a batch to a transaction, and says how many
+// (memory values, provided values and webhook secrets), a batch to a transaction, and says how many
 // it re-sealed. A value that does not open stops it: nothing is lost, and the keys
 // it needs can be added back.
 func (s *Store) Reseal(ctx context.Context, keys Keys) (int, error) {

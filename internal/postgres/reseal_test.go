@@ -4,9 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/vault"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // Rotation: after Reseal under a new first key, every value opens with the new key
@@ -46,9 +48,27 @@ func TestResealMovesEveryValueToTheCurrentKey(t *testing.T) {
 		}
 		want[st.ID] = val
 	}
+	// A webhook's secret, sealed under the old key too.
+	hookID := "6f1c2a7e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
+	keyID, nonce, ct, err := old.Seal([]byte("whsec_secret"), webhook.AAD(u.ID, hookID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateWebhook(ctx, auth.Principal{Scope: auth.ScopeUser, UserID: u.ID}, hookID,
+		webhook.New{URL: "https://ops.example/hook", Events: []string{webhook.RequestWaiting}}, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct}); err != nil {
+		t.Fatal(err)
+	}
 	n, err := s.Reseal(ctx, both)
-	if err != nil || n != 3 {
+	if err != nil || n != 4 {
 		t.Fatalf("resealed %d: %v", n, err)
+	}
+	var hk string
+	var hn, hc []byte
+	if err := s.Pool().QueryRow(ctx, `SELECT key_id, nonce, ciphertext FROM webhooks WHERE id = $1`, hookID).Scan(&hk, &hn, &hc); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fresh.Open(hk, hn, hc, webhook.AAD(u.ID, hookID)); err != nil || string(got) != "whsec_secret" {
+		t.Errorf("webhook secret after the reseal: %q %v", got, err)
 	}
 	for id, plain := range want {
 		it, err := s.StoredItem(ctx, u.ID, id)
