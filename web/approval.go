@@ -68,6 +68,7 @@ func WithApprovals(a Approvals) Option {
 			a.SessionTTL = 12 * time.Hour
 		}
 		s.approvals = &a
+		s.signIns = newSignInLimiter()
 	}
 }
 
@@ -313,6 +314,11 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			back = ""
 		}
 		refuse := func(msg string) { s.signInForm(w, r, back, msg, http.StatusForbidden) }
+		if ok, wait := s.signIns.allow(r.RemoteAddr); !ok {
+			w.Header().Set("Retry-After", retryText(wait))
+			s.signInForm(w, r, back, "Too many sign-in attempts from your address: try again in "+retryText(wait)+" seconds.", http.StatusTooManyRequests)
+			return
+		}
 		c, err := s.cookie(r, signInCookie)
 		if err != nil || !sameToken(c.Value, r.PostForm.Get("csrf")) {
 			refuse("The sign-in form was out of date or sent from another site. Sign in again.")

@@ -187,3 +187,31 @@ func TestEveryAppAnswerIsNoStoreAndA405NamesTheRightMethods(t *testing.T) {
 		t.Errorf("DELETE /: %d Allow %q", p.status, p.header.Get("Allow"))
 	}
 }
+
+// Sign-in attempts are limited per address: past the burst the page answers 429 with
+// Retry-After, and checks no key.
+func TestSignInAttemptsAreRateLimited(t *testing.T) {
+	e := newAppEnv(t)
+	_, adaKey := e.user("ada")
+	b := e.browser()
+	page := b.get("/app/requests")
+	form := url.Values{"csrf": {csrfOf(t, page)}, "key": {"sk_user_0123456789abcdef_" + strings.Repeat("A", 43)}}
+	var last attempt
+	for range SignInBurst + 1 {
+		p := b.post("/app/sign-in", form)
+		last = attempt{p.status, p.header.Get("Retry-After")}
+	}
+	if last.status != http.StatusTooManyRequests || last.retry == "" {
+		t.Fatalf("attempt %d: %d, Retry-After %q", SignInBurst+1, last.status, last.retry)
+	}
+	// Even the right key waits.
+	form.Set("key", adaKey)
+	if p := b.post("/app/sign-in", form); p.status != http.StatusTooManyRequests {
+		t.Errorf("the right key during the wait: %d", p.status)
+	}
+}
+
+type attempt struct {
+	status int
+	retry  string
+}

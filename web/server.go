@@ -38,8 +38,10 @@ type Server struct {
 	pages     *lru.Cache[string, *resource.Resource]
 	views     Views
 	router    http.Handler
-	// approvals serves the approval pages; without them /app has no pages.
+	// approvals serves the approval pages; without them /app has no pages. signIns
+	// limits sign-in attempts per address.
 	approvals *Approvals
+	signIns   *signInLimiter
 	// reference is the API's document, for the reference page and /llms.txt.
 	reference *Reference
 	llms      *resource.Resource
