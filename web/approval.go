@@ -437,7 +437,21 @@ func (s *Server) handleRequests() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		s.renderApp(w, r, RequestsPage(requestsView(s.appPage("Waiting requests"), ws, items, agents)), http.StatusOK)
+		v := requestsView(s.appPage("Waiting requests"), ws, items, agents)
+		sessions, _, err := s.approvals.Sessions.Sessions(r.Context(), ws.Principal, nil, recentSessions)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		names := map[string]string{}
+		for _, a := range agents {
+			names[a.ID] = agentName(a)
+		}
+		for _, se := range sessions {
+			v.Sessions = append(v.Sessions, SessionRow{URL: sessionURL(se.ID), Description: se.Description, Agent: names[se.AgentID],
+				Status: se.Status, Updated: formatTime(se.UpdatedAt)})
+		}
+		s.renderApp(w, r, RequestsPage(v), http.StatusOK)
 	}
 }
 
@@ -578,6 +592,9 @@ func decisionFrom(form url.Values) request.Decision {
 	}
 	return d
 }
+
+// recentSessions is how many sessions the console's home lists.
+const recentSessions = 20
 
 // timelineLimit bounds the events and the spans a session page shows.
 const timelineLimit = 500

@@ -545,6 +545,11 @@ func TestWaitingRequestsListsTheUsersOpenRequestsNewestFirst(t *testing.T) {
 	if strings.Contains(p.body, done.ID) || strings.Contains(p.body, other.ID) {
 		t.Error("the index lists a closed request or another user's")
 	}
+	// Below the requests, the user's recent sessions, each linking to its timeline.
+	if !strings.Contains(p.body, `id="session-list"`) || !strings.Contains(p.body, sessionURL(first.SessionID)) || !strings.Contains(p.body, sessionURL(done.SessionID)) ||
+		strings.Contains(p.body, sessionURL(other.SessionID)) {
+		t.Error("the console's sessions are not the user's")
+	}
 
 	// Signing out ends the sign-in; the old cookie no longer works.
 	token := csrfOf(t, p)

@@ -160,12 +160,19 @@ type RequestRow struct {
 	URL, Agent, KindLabel, About, Expires string
 }
 
-// RequestsView is the index of the requests waiting for the signed-in user.
+// RequestsView is the console's home: the requests waiting for the signed-in user
+// first, then their agents' recent sessions.
 type RequestsView struct {
 	Page
-	Bar   AppBar
-	Items []RequestRow
-	Limit int
+	Bar      AppBar
+	Items    []RequestRow
+	Limit    int
+	Sessions []SessionRow
+}
+
+// SessionRow is one session of the console's list.
+type SessionRow struct {
+	URL, Description, Agent, Status, Updated string
 }
 
 var kindLabels = map[string]string{
