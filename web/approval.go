@@ -46,6 +46,8 @@ type Approvals struct {
 	Approved func(request.Request)
 	// Captchas gives a captcha request's task, whose image the page shows.
 	Captchas Captchas
+	// Webhooks are the person's webhooks, for the console.
+	Webhooks Webhooks
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted

@@ -49,6 +49,11 @@ func (s *Server) routes() http.Handler {
 				get("/agents", s.handleAgents())
 				r.Post("/agents/{id}/limits", s.handleSetLimits())
 			}
+			if s.approvals.Webhooks != nil {
+				get("/webhooks", s.handleWebhooks())
+				r.Post("/webhooks", s.handleCreateWebhook())
+				r.Post("/webhooks/{id}/delete", s.handleDeleteWebhook())
+			}
 			r.Post("/requests/{id}/decision", s.handleDecision())
 			r.Post("/sign-in", s.handleSignIn())
 			r.Post("/sign-out", s.handleSignOut())

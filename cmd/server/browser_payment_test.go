@@ -163,6 +163,10 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 	screenshot(t, ctx, "12-console-spend")
 	do(chromedp.Navigate(srv.base+"/app/agents"), chromedp.WaitVisible(chromedp.CSS("section.agent")))
 	screenshot(t, ctx, "13-console-agents")
+	do(chromedp.Navigate(srv.base+"/app/webhooks"), chromedp.WaitVisible(chromedp.CSS("#webhook-url")))
+	screenshot(t, ctx, "14-console-webhooks")
+	do(chromedp.Navigate(srv.base+"/app/requests"), chromedp.WaitVisible(chromedp.CSS("#session-list")))
+	screenshot(t, ctx, "15-console-home")
 
 	// Exactly one transfer of the approved amount to the approved payee.
 	ledger := sel.Ledger()

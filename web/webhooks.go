@@ -1,0 +1,180 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/webhook"
+)
+
+// Webhooks are the console's reads and writes of the person's webhooks.
+type Webhooks interface {
+	CreateWebhook(ctx context.Context, p auth.Principal, id string, n webhook.New, secret webhook.Sealed) (webhook.Webhook, error)
+	Webhooks(ctx context.Context, p auth.Principal) ([]webhook.Webhook, error)
+	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
+	Deliveries(ctx context.Context, p auth.Principal, id string, limit int) ([]webhook.Delivery, error)
+}
+
+// WebhooksView is the console's webhooks page.
+type WebhooksView struct {
+	Page
+	Bar     AppBar
+	Hooks   []WebhookRow
+	Events  []string
+	Message string
+	// Secret is a new webhook's secret, shown on the page that created it, once.
+	Secret string
+}
+
+// WebhookRow is one webhook with its newest deliveries.
+type WebhookRow struct {
+	ID, URL, Events, Description, Created, DeleteAction string
+	Deliveries                                          []DeliveryRow
+}
+
+// DeliveryRow is one delivery of a webhook.
+type DeliveryRow struct {
+	Event, Status, Attempts, Last, When string
+}
+
+// webhookDeliveriesShown is how many deliveries the page shows a webhook.
+const webhookDeliveriesShown = 10
+
+func (s *Server) webhooksPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message, secret string, status int) {
+	hooks, err := s.approvals.Webhooks.Webhooks(r.Context(), ws.Principal)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := WebhooksView{Page: s.appPage("Webhooks"), Bar: appBar(ws), Events: webhook.Events, Message: message, Secret: secret}
+	for _, h := range hooks {
+		row := WebhookRow{ID: h.ID, URL: h.URL, Events: strings.Join(h.Events, ", "), Description: h.Description, Created: formatTime(h.CreatedAt),
+			DeleteAction: appPath + "/webhooks/" + h.ID + "/delete"}
+		dl, err := s.approvals.Webhooks.Deliveries(r.Context(), ws.Principal, h.ID, webhookDeliveriesShown)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		for _, d := range dl {
+			dr := DeliveryRow{Event: d.Event, Status: d.Status, Attempts: strconv.Itoa(d.Attempts), Last: "-", When: formatTime(d.CreatedAt)}
+			switch {
+			case d.LastError != nil:
+				dr.Last = *d.LastError
+			case d.LastStatus != nil:
+				dr.Last = strconv.Itoa(*d.LastStatus)
+			}
+			row.Deliveries = append(row.Deliveries, dr)
+		}
+		v.Hooks = append(v.Hooks, row)
+	}
+	s.renderApp(w, r, WebhooksPage(v), status)
+}
+
+func (s *Server) handleWebhooks() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		s.webhooksPage(w, r, ws, "", "", http.StatusOK)
+	}
+}
+
+// consoleForm reads a console form of the signed-in user, checking its CSRF token;
+// false after answering.
+func (s *Server) consoleForm(w http.ResponseWriter, r *http.Request) (auth.WebSession, bool) {
+	if !parseForm(w, r) {
+		return auth.WebSession{}, false
+	}
+	ws, ok := s.signedIn(w, r, "", http.StatusForbidden)
+	if !ok {
+		return ws, false
+	}
+	if !sameToken(ws.CSRFToken, r.PostForm.Get("csrf")) {
+		s.forbidden(w, r)
+		return ws, false
+	}
+	return ws, true
+}
+
+// handleCreateWebhook registers a webhook from the form and shows its secret once.
+func (s *Server) handleCreateWebhook() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
+		if err := n.Validate(); err != nil {
+			p, _ := problem.As(err)
+			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusUnprocessableEntity)
+			return
+		}
+		if s.approvals.Sealer == nil {
+			s.webhooksPage(w, r, ws, "This server has no key to keep webhook secrets sealed, so it registers none.", "", http.StatusServiceUnavailable)
+			return
+		}
+		id := randomUUID()
+		secret, raw, err := webhook.NewSecret()
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		keyID, nonce, ct, err := s.approvals.Sealer.Seal(raw, webhook.AAD(ws.UserID, id))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		_, err = s.approvals.Webhooks.CreateWebhook(r.Context(), ws.Principal, id, n, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct})
+		if problem.CodeOf(err) == problem.QuotaExceeded {
+			p, _ := problem.As(err)
+			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusConflict)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.webhooksPage(w, r, ws, "Registered. Copy its secret now: it is shown this once.", secret, http.StatusCreated)
+	}
+}
+
+// handleDeleteWebhook stops one of the person's webhooks.
+func (s *Server) handleDeleteWebhook() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := strings.ToLower(chi.URLParam(r, "id"))
+		if !uuidish(id) {
+			s.appNotFound(w, r)
+			return
+		}
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		switch err := s.approvals.Webhooks.DeleteWebhook(r.Context(), ws.Principal, id); problem.CodeOf(err) {
+		case "":
+			http.Redirect(w, r, appPath+"/webhooks", http.StatusSeeOther)
+		case problem.NotFound:
+			s.appNotFound(w, r)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// randomUUID is a random (version 4) UUID.
+func randomUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
