@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
@@ -46,8 +47,9 @@ type Approvals struct {
 	Approved func(request.Request)
 	// Captchas gives a captcha request's task, whose image the page shows.
 	Captchas Captchas
-	// Webhooks are the person's webhooks, for the console.
+	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks Webhooks
+	Memory   memory.Store
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted

@@ -49,6 +49,11 @@ func (s *Server) routes() http.Handler {
 				get("/agents", s.handleAgents())
 				r.Post("/agents/{id}/limits", s.handleSetLimits())
 			}
+			if s.approvals.Memory != nil {
+				get("/memory", s.handleMemory())
+				r.Post("/memory", s.handleSaveMemory())
+				r.Post("/memory/{id}/archive", s.handleArchiveMemory())
+			}
 			if s.approvals.Webhooks != nil {
 				get("/webhooks", s.handleWebhooks())
 				r.Post("/webhooks", s.handleCreateWebhook())

@@ -165,6 +165,8 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 	screenshot(t, ctx, "13-console-agents")
 	do(chromedp.Navigate(srv.base+"/app/webhooks"), chromedp.WaitVisible(chromedp.CSS("#webhook-url")))
 	screenshot(t, ctx, "14-console-webhooks")
+	do(chromedp.Navigate(srv.base+"/app/memory"), chromedp.WaitVisible(chromedp.CSS("#memory-label")))
+	screenshot(t, ctx, "16-console-memory")
 	do(chromedp.Navigate(srv.base+"/app/requests"), chromedp.WaitVisible(chromedp.CSS("#session-list")))
 	screenshot(t, ctx, "15-console-home")
 

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// MemoryView is the person's saved items: what each holds (never the values), a form
+// to save one, and one to archive each.
+type MemoryView struct {
+	Page
+	Bar        AppBar
+	Items      []MemoryRow
+	ValueTypes []string
+	Message    string
+}
+
+// MemoryRow is one saved item.
+type MemoryRow struct {
+	ID, Label, Sites, Ask, ArchiveAction string
+	Fields                               []string
+}
+
+// memoryShown is how many items the page lists.
+const memoryShown = 200
+
+// maxMemoryItems is the most items one user keeps, as the API holds them.
+const maxMemoryItems = 500
+
+func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
+	items, _, err := s.approvals.Memory.Items(r.Context(), ws.UserID, memory.Scope{}, nil, memoryShown)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := MemoryView{Page: s.appPage("Memory"), Bar: appBar(ws), ValueTypes: memory.ValueTypes, Message: message}
+	for _, st := range items {
+		it := st.View()
+		row := MemoryRow{ID: it.ID, Label: it.Label, Sites: "every site", Ask: "used without asking you",
+			ArchiveAction: appPath + "/memory/" + it.ID + "/archive"}
+		if len(it.Hosts) > 0 {
+			row.Sites = strings.Join(it.Hosts, ", ")
+		}
+		if it.AskBeforeUse {
+			row.Ask = "asks you before each use"
+		}
+		for _, f := range it.Fields {
+			state := "empty"
+			if f.HasValue {
+				state = "saved"
+			}
+			row.Fields = append(row.Fields, f.Label+" ("+f.ValueType+", "+state+")")
+		}
+		v.Items = append(v.Items, row)
+	}
+	s.renderApp(w, r, MemoryPage(v), status)
+}
+
+func (s *Server) handleMemory() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		s.memoryPage(w, r, ws, "", http.StatusOK)
+	}
+}
+
+// handleSaveMemory saves an item of one value from the form: the value goes to the
+// sealer and nowhere else, and is never shown back.
+func (s *Server) handleSaveMemory() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		value := r.PostForm.Get("value")
+		ask := r.PostForm.Get("askBeforeUse") == "true"
+		n := memory.New{Label: r.PostForm.Get("label"), AskBeforeUse: &ask, Fields: []memory.FieldInput{{
+			FieldRef: strings.TrimSpace(r.PostForm.Get("fieldRef")), Label: r.PostForm.Get("fieldLabel"), ValueType: r.PostForm.Get("valueType"),
+			Secret: r.PostForm.Get("secret") == "true", Value: &value}}}
+		if h := strings.TrimSpace(r.PostForm.Get("site")); h != "" {
+			host, err := memory.HostOf(h)
+			if err != nil {
+				s.memoryPage(w, r, ws, "Nothing was saved: the site must be an address or a hostname.", http.StatusUnprocessableEntity)
+				return
+			}
+			n.Hosts = []string{host}
+		}
+		err := n.Validate()
+		var st memory.Stored
+		if err == nil && s.approvals.Sealer == nil {
+			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it saves none.", http.StatusServiceUnavailable)
+			return
+		}
+		if err == nil {
+			st, err = memory.Build(s.approvals.Sealer, ws.UserID, memory.ByUser, n)
+		}
+		if err == nil {
+			_, err = s.approvals.Memory.CreateItem(r.Context(), st, maxMemoryItems)
+		}
+		switch code := problem.CodeOf(err); {
+		case err == nil:
+			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
+		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
+			p, _ := problem.As(err)
+			s.memoryPage(w, r, ws, "Nothing was saved: "+p.Detail, http.StatusUnprocessableEntity)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// handleArchiveMemory archives an item, forgetting its values.
+func (s *Server) handleArchiveMemory() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := strings.ToLower(chi.URLParam(r, "id"))
+		if !uuidish(id) {
+			s.appNotFound(w, r)
+			return
+		}
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		switch err := s.approvals.Memory.ArchiveItem(r.Context(), ws.UserID, id, 0); problem.CodeOf(err) {
+		case "":
+			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
+		case problem.NotFound:
+			s.appNotFound(w, r)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
