@@ -126,45 +126,15 @@ func (s *Server) handleTask() http.HandlerFunc {
 			return
 		}
 		id = strings.ToLower(id)
-		q, err := queryParams(r, "wait")
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		var wake <-chan struct{}
-		if wait > 0 && s.auth.Events != nil {
-			var cancel func()
-			wake, cancel = s.auth.Events.Subscribe(sid)
-			defer cancel()
-		}
-		deadline := time.Now().Add(time.Duration(wait) * time.Second)
-		for {
+		// Waited on while pending; a solver's answer on another replica is seen within
+		// a second even without the session's events.
+		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {
 			t, err := s.auth.Captchas.Store.Task(r.Context(), principal(r), sid, id)
-			if err != nil {
-				s.error(w, r, err)
-				return
+			recheck := time.Now().Add(time.Second)
+			if t.ExpiresAt.Before(recheck) {
+				recheck = t.ExpiresAt
 			}
-			left := time.Until(deadline)
-			if t.Status != captcha.StatusPending || left <= 0 {
-				writeJSON(w, http.StatusOK, s.taskBody(t))
-				return
-			}
-			timer := time.NewTimer(min(left, time.Until(t.ExpiresAt)+10*time.Millisecond, time.Second))
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-s.draining:
-				deadline = time.Now()
-			case <-r.Context().Done():
-				timer.Stop()
-				return
-			}
-			timer.Stop()
-		}
+			return s.taskBody(t), t.Status == captcha.StatusPending, recheck, err
+		})
 	}
 }

@@ -119,47 +119,11 @@ func (s *Server) handleRequest() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		q, err := queryParams(r, "wait")
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		var wake <-chan struct{}
-		if wait > 0 && s.auth.Events != nil {
-			var cancel func()
-			wake, cancel = s.auth.Events.Subscribe(sid)
-			defer cancel()
-		}
-		deadline := time.Now().Add(time.Duration(wait) * time.Second)
-		for {
+		// Waited on while it waits for its user, until it expires at the latest.
+		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {
 			out, err := s.auth.Requests.Request(r.Context(), principal(r), sid, id)
-			if err != nil {
-				s.error(w, r, err)
-				return
-			}
-			left := time.Until(deadline)
-			if out.Status != request.StatusWaitingUser || left <= 0 {
-				writeJSON(w, http.StatusOK, s.requestBody(out))
-				return
-			}
-			// Wake at the deadline, or when the request expires, whichever is first.
-			timer := time.NewTimer(min(left, time.Until(out.ExpiresAt)+10*time.Millisecond))
-			select {
-			case <-wake:
-			case <-timer.C:
-			case <-s.draining:
-				deadline = time.Now() // shutting down: answer what is there now
-			case <-r.Context().Done():
-				timer.Stop()
-				return
-			}
-			timer.Stop()
-		}
+			return s.requestBody(out), out.Status == request.StatusWaitingUser, out.ExpiresAt, err
+		})
 	}
 }
 
