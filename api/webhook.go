@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -47,19 +45,7 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		id := newUUID()
-		secret, raw, err := webhook.NewSecret()
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		p := principal(r)
-		keyID, nonce, ct, err := s.auth.Sealer.Seal(raw, webhook.AAD(p.UserID, id))
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		out, err := s.auth.Webhooks.CreateWebhook(r.Context(), p, id, req.New, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct})
+		out, secret, err := webhook.Register(r.Context(), s.auth.Webhooks, s.auth.Sealer, principal(r), req.New)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -148,13 +134,4 @@ func (s *Server) handleDeliveries() http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, deliveryPage{Items: nonNil(items)})
 	}
-}
-
-// newUUID is a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -2,8 +2,6 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -112,34 +110,22 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
-		if err := n.Validate(); err != nil {
-			p, _ := problem.As(err)
-			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusUnprocessableEntity)
-			return
-		}
 		if s.approvals.Sealer == nil {
 			s.webhooksPage(w, r, ws, "This server has no key to keep webhook secrets sealed, so it registers none.", "", http.StatusServiceUnavailable)
 			return
 		}
-		id := randomUUID()
-		secret, raw, err := webhook.NewSecret()
-		if err != nil {
-			s.fail(w, r, err)
+		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
+		_, secret, err := webhook.Register(r.Context(), s.approvals.Webhooks, s.approvals.Sealer, ws.Principal, n)
+		switch code := problem.CodeOf(err); {
+		case code == problem.ValidationFailed:
+			p, _ := problem.As(err)
+			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusUnprocessableEntity)
 			return
-		}
-		keyID, nonce, ct, err := s.approvals.Sealer.Seal(raw, webhook.AAD(ws.UserID, id))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		_, err = s.approvals.Webhooks.CreateWebhook(r.Context(), ws.Principal, id, n, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct})
-		if problem.CodeOf(err) == problem.QuotaExceeded {
+		case code == problem.QuotaExceeded:
 			p, _ := problem.As(err)
 			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusConflict)
 			return
-		}
-		if err != nil {
+		case err != nil:
 			s.fail(w, r, err)
 			return
 		}
@@ -168,13 +154,4 @@ func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 			s.fail(w, r, err)
 		}
 	}
-}
-
-// randomUUID is a random (version 4) UUID.
-func randomUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
