@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -154,14 +155,7 @@ const waitStep = 5 * time.Second
 // SDK checks every structured result against it, so a tool answers what the
 // document says the route answers.
 func outputSchema(names ...string) map[string]any {
-	var d struct {
-		Components struct {
-			Schemas map[string]any `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(openapiJSON, &d); err != nil {
-		panic(err) // the embedded document is checked by the tests
-	}
+	schemas := componentSchemas()
 	defs := map[string]any{}
 	var add func(name string)
 	var walk func(v any)
@@ -187,8 +181,8 @@ func outputSchema(names ...string) map[string]any {
 		if _, ok := defs[name]; ok {
 			return
 		}
-		// A deep copy, so that rewriting its references leaves the document alone.
-		b, _ := json.Marshal(d.Components.Schemas[name])
+		// A deep copy, so that rewriting its references leaves the parsed document alone.
+		b, _ := json.Marshal(schemas[name])
 		var c any
 		json.Unmarshal(b, &c)
 		defs[name] = c
@@ -207,3 +201,17 @@ func outputSchema(names ...string) map[string]any {
 	}
 	return out
 }
+
+// componentSchemas are the OpenAPI document's component schemas, parsed once for
+// every tool of every server.
+var componentSchemas = sync.OnceValue(func() map[string]any {
+	var d struct {
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapiJSON, &d); err != nil {
+		panic(err) // the embedded document is checked by the tests
+	}
+	return d.Components.Schemas
+})

@@ -182,15 +182,8 @@ func (s *Server) handleSetLimits() http.HandlerFunc {
 			s.appNotFound(w, r)
 			return
 		}
-		if !parseForm(w, r) {
-			return
-		}
-		ws, ok := s.signedIn(w, r, "", http.StatusForbidden)
+		ws, ok := s.consoleForm(w, r)
 		if !ok {
-			return
-		}
-		if !sameToken(ws.CSRFToken, r.PostForm.Get("csrf")) {
-			s.forbidden(w, r)
 			return
 		}
 		in := payment.LimitsInput{PerPayment: strings.TrimSpace(r.PostForm.Get("perPayment")), Daily: strings.TrimSpace(r.PostForm.Get("daily")),
