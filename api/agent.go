@@ -2,12 +2,10 @@ package api
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
-	"github.com/waystation/waystation/internal/problem"
 )
 
 // agentView is what an agent key learns about itself.
@@ -90,12 +88,7 @@ type createAgentRequest struct {
 	Name string `json:"name"`
 }
 
-func (c *createAgentRequest) validate() error {
-	if strings.TrimSpace(c.Name) == "" || len(c.Name) > 200 {
-		return problem.Invalid("name must be 1 to 200 bytes, not only spaces.")
-	}
-	return nil
-}
+func (c *createAgentRequest) validate() error { return auth.CheckAgentName(c.Name) }
 
 func (s *Server) handleCreateAgent() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -132,10 +132,10 @@ func WithAuthenticated(a Authenticated) Option {
 			a.MaxWaitsPerKey = 4
 		}
 		if a.MaxKeysPerUser <= 0 {
-			a.MaxKeysPerUser = 20
+			a.MaxKeysPerUser = auth.DefaultMaxKeys
 		}
 		if a.MaxAgentsPerUser <= 0 {
-			a.MaxAgentsPerUser = 20
+			a.MaxAgentsPerUser = auth.DefaultMaxAgents
 		}
 		if a.MaxMemoryItems <= 0 {
 			a.MaxMemoryItems = 500

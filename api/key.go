@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -67,26 +66,12 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		if req.Scope == auth.ScopeAgent {
-			if _, err := s.auth.Agents.Agent(r.Context(), p.UserID, req.AgentID); err != nil {
-				if errors.Is(err, auth.ErrAgentNotFound) {
-					err = problem.Invalid("agentId names none of your agents.")
-				}
-				s.error(w, r, err)
-				return
-			}
-		}
-		nk, err := auth.Generate(req.Scope, s.auth.Pepper)
+		k, token, err := auth.IssueKey(r.Context(), s.auth.Keys, s.auth.Agents, s.auth.Pepper, p.UserID, req.Scope, req.AgentID, s.auth.MaxKeysPerUser)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		k, err := s.auth.Keys.InsertKey(r.Context(), nk, p.UserID, req.AgentID, s.auth.MaxKeysPerUser)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusCreated, createdKey{Key: k, Token: nk.Token})
+		writeJSON(w, http.StatusCreated, createdKey{Key: k, Token: token})
 	}
 }
 

@@ -50,6 +50,11 @@ type Approvals struct {
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks Webhooks
 	Memory   memory.Store
+	// Passkeys keeps the people's passkeys; without it they sign in with keys alone.
+	Passkeys auth.PasskeyStore
+	// MaxKeys and MaxAgents cap the keys and agents a person holds (defaults
+	// auth.DefaultMaxKeys and auth.DefaultMaxAgents), as the API's do.
+	MaxKeys, MaxAgents int
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted
@@ -70,6 +75,12 @@ func WithApprovals(a Approvals) Option {
 	return func(s *Server) {
 		if a.SessionTTL <= 0 {
 			a.SessionTTL = 12 * time.Hour
+		}
+		if a.MaxKeys <= 0 {
+			a.MaxKeys = auth.DefaultMaxKeys
+		}
+		if a.MaxAgents <= 0 {
+			a.MaxAgents = auth.DefaultMaxAgents
 		}
 		s.approvals = &a
 		s.signIns = newSignInLimiter()
@@ -103,7 +114,7 @@ func appHeaders(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
@@ -269,6 +280,13 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request, requestID, m
 	}
 	s.setCookie(w, r, signInCookie, token, int(time.Hour/time.Second))
 	v := SignInView{Page: s.appPage("Sign in"), RequestID: requestID, CSRF: token, Message: message}
+	if _, ok := s.relyingParty(r); ok && s.approvals.Passkeys != nil {
+		v.Page.Script = passkeyScriptURL
+		v.Passkey = appPath + "/sign-in/passkey"
+		if requestID != "" {
+			v.Passkey += "?request=" + requestID
+		}
+	}
 	s.renderApp(w, r, SignInPage(v), status)
 }
 
@@ -359,24 +377,32 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		if old, err := s.cookie(r, sessionCookie); err == nil {
-			if hash, ok := tokenHash(old.Value); ok {
-				if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
-					s.fail(w, r, err)
-					return
-				}
-			}
-		}
-		token := newToken()
-		hash, _ := tokenHash(token)
-		if err := s.approvals.WebSessions.CreateWebSession(r.Context(), hash, stored.KID, newToken(), s.approvals.SessionTTL); err != nil {
+		if err := s.startSignIn(w, r, auth.SignIn{KID: stored.KID}); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.setCookie(w, r, sessionCookie, token, int(s.approvals.SessionTTL/time.Second))
-		s.setCookie(w, r, signInCookie, "", -1)
 		http.Redirect(w, r, requestURL(back), http.StatusSeeOther)
 	}
+}
+
+// startSignIn signs r's browser in with by: the sign-in it had ends, a new one begins
+// with a fresh token and CSRF token, and the sign-in form's token is spent.
+func (s *Server) startSignIn(w http.ResponseWriter, r *http.Request, by auth.SignIn) error {
+	if old, err := s.cookie(r, sessionCookie); err == nil {
+		if hash, ok := tokenHash(old.Value); ok {
+			if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
+				return err
+			}
+		}
+	}
+	token := newToken()
+	hash, _ := tokenHash(token)
+	if err := s.approvals.WebSessions.CreateWebSession(r.Context(), hash, by, newToken(), s.approvals.SessionTTL); err != nil {
+		return err
+	}
+	s.setCookie(w, r, sessionCookie, token, int(s.approvals.SessionTTL/time.Second))
+	s.setCookie(w, r, signInCookie, "", -1)
+	return nil
 }
 
 // handleSignOut ends the browser's sign-in.

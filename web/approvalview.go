@@ -21,11 +21,16 @@ import (
 // AppBar is the strip atop every signed-in page: which key is signed in, and the
 // sign-out form with the sign-in's CSRF token.
 type AppBar struct {
-	Key  string
-	CSRF string
+	// Key is the prefix of the key the person signed in with, or Passkey the name of
+	// their passkey.
+	Key, Passkey string
+	CSRF         string
 }
 
 func appBar(ws auth.WebSession) AppBar {
+	if ws.PasskeyID != "" {
+		return AppBar{Passkey: ws.PasskeyName, CSRF: ws.CSRFToken}
+	}
 	return AppBar{Key: "sk_user_" + ws.KID, CSRF: ws.CSRFToken}
 }
 
@@ -36,6 +41,8 @@ type SignInView struct {
 	RequestID string
 	CSRF      string
 	Message   string
+	// Passkey is where a passkey's answer is sent, when passkeys work here.
+	Passkey string
 }
 
 // MessageView is a page that only says something: a refusal, a missing request.

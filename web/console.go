@@ -40,7 +40,8 @@ type AgentsView struct {
 
 // AgentRow is one agent and its limits, as the form shows them.
 type AgentRow struct {
-	ID, Name, Status                           string
+	ID, Name, Status, StatusAction             string
+	Disabled, Limits                           bool
 	PerPayment, Daily, Monthly, Hosts, Summary string
 	Allow, Paused                              bool
 	SpentToday, SpentMonth, Action             string
@@ -160,16 +161,22 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 	}
 	v := AgentsView{Page: s.appPage("Agents"), Bar: appBar(ws), Message: message}
 	for _, a := range agents {
-		l, err := s.approvals.Payments.Limits(r.Context(), a.ID, time.Now())
-		if err != nil {
-			s.fail(w, r, err)
-			return
+		row := AgentRow{ID: a.ID, Name: agentName(a), Status: a.Status, Disabled: a.Status == auth.AgentDisabled,
+			StatusAction: appPath + "/agents/" + a.ID + "/status"}
+		if s.approvals.Payments != nil {
+			l, err := s.approvals.Payments.Limits(r.Context(), a.ID, time.Now())
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			row.Limits = true
+			row.PerPayment, row.Daily, row.Monthly, row.Hosts = l.PerPayment.String(), l.Daily.String(), l.Monthly.String(), strings.Join(l.Hosts, "\n")
+			row.Allow, row.Paused, row.Summary = l.HostsMode == payment.HostsAllow, l.Paused, l.Describe()
+			row.SpentToday = l.Spent.Today.String() + " of " + l.Daily.String() + " USD"
+			row.SpentMonth = l.Spent.ThisMonth.String() + " of " + l.Monthly.String() + " USD"
+			row.Action = appPath + "/agents/" + a.ID + "/limits"
 		}
-		v.Agents = append(v.Agents, AgentRow{ID: a.ID, Name: agentName(a), Status: a.Status,
-			PerPayment: l.PerPayment.String(), Daily: l.Daily.String(), Monthly: l.Monthly.String(), Hosts: strings.Join(l.Hosts, "\n"),
-			Allow: l.HostsMode == payment.HostsAllow, Paused: l.Paused, Summary: l.Describe(),
-			SpentToday: l.Spent.Today.String() + " of " + l.Daily.String() + " USD", SpentMonth: l.Spent.ThisMonth.String() + " of " + l.Monthly.String() + " USD",
-			Action: appPath + "/agents/" + a.ID + "/limits"})
+		v.Agents = append(v.Agents, row)
 	}
 	s.renderApp(w, r, AgentsPage(v), status)
 }

@@ -46,7 +46,6 @@ func (s *Server) routes() http.Handler {
 			if s.approvals.Payments != nil {
 				get("/spend", s.handleSpend())
 				get("/spend.csv", s.handleSpendCSV())
-				get("/agents", s.handleAgents())
 				r.Post("/agents/{id}/limits", s.handleSetLimits())
 			}
 			if s.approvals.Memory != nil {
@@ -59,6 +58,20 @@ func (s *Server) routes() http.Handler {
 				r.Post("/webhooks", s.handleCreateWebhook())
 				r.Post("/webhooks/{id}/delete", s.handleDeleteWebhook())
 			}
+			if s.approvals.Passkeys != nil {
+				get("/passkeys", s.handlePasskeys())
+				r.Post("/passkeys/options", s.handlePasskeyOptions())
+				r.Post("/passkeys", s.handleAddPasskey())
+				r.Post("/passkeys/{id}/delete", s.handleDeletePasskey())
+				r.Post("/sign-in/passkey/options", s.handlePasskeySignInOptions())
+				r.Post("/sign-in/passkey", s.handlePasskeySignIn())
+			}
+			get("/agents", s.handleAgents())
+			get("/keys", s.handleKeys())
+			r.Post("/keys", s.handleCreateKey())
+			r.Post("/keys/{kid}/revoke", s.handleRevokeKey())
+			r.Post("/agents", s.handleCreateAgent())
+			r.Post("/agents/{id}/status", s.handleAgentStatus())
 			r.Post("/requests/{id}/decision", s.handleDecision())
 			r.Post("/sign-in", s.handleSignIn())
 			r.Post("/sign-out", s.handleSignOut())

@@ -20,8 +20,9 @@ type Asset struct {
 }
 
 var (
-	assets        = loadAssets()
-	stylesheetURL = assetURL("style.css")
+	assets           = loadAssets()
+	stylesheetURL    = assetURL("style.css")
+	passkeyScriptURL = assetURL("passkey.js")
 )
 
 func loadAssets() map[string]Asset {

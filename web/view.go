@@ -37,6 +37,8 @@ type Page struct {
 	Query       string
 	// JSON is the URL of the same content as JSON, when there is one.
 	JSON string
+	// Script is the URL of the page's script, when it has one (passkeys only).
+	Script string
 }
 
 // Link is a labelled URL, with a count when it is a facet.

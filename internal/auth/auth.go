@@ -67,6 +67,12 @@ type User struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// Agent statuses: a disabled agent is paused by its person, and its keys are refused.
+const (
+	AgentActive   = "active"
+	AgentDisabled = "disabled"
+)
+
 // Agent runs workflows for its user.
 type Agent struct {
 	ID        string    `json:"id"`

@@ -33,11 +33,15 @@ type AgentStore interface {
 	// ErrTooManyAgents when it has max agents already; max 0 is no cap. Concurrent
 	// creations never pass the cap.
 	CreateAgent(ctx context.Context, userID, name string, max int) (Agent, error)
+	// SetAgentStatus pauses (AgentDisabled) or resumes (AgentActive) an agent of
+	// userID: a paused agent's keys are refused as revoked until it is resumed.
+	SetAgentStatus(ctx context.Context, userID, id, status string) (Agent, error)
 }
 
 // WebSessionStore keeps people's sign-ins to the approval pages.
 type WebSessionStore interface {
-	CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error
+	// CreateWebSession records a sign-in made with a user key or a passkey.
+	CreateWebSession(ctx context.Context, tokenHash []byte, by SignIn, csrfToken string, ttl time.Duration) error
 	// WebSession is ErrNoWebSession for a token the store does not know or whose
 	// time ran out.
 	WebSession(ctx context.Context, tokenHash []byte) (WebSession, error)
@@ -74,4 +78,41 @@ func Authenticate(ctx context.Context, store KeyStore, pepper []byte, token stri
 		return StoredKey{}, errRevokedKey
 	}
 	return stored, nil
+}
+
+// Caps on what one user holds, unless the service is told otherwise.
+const (
+	DefaultMaxKeys   = 20
+	DefaultMaxAgents = 20
+)
+
+// CheckAgentName refuses an agent name that is empty, only spaces or over 200 bytes.
+func CheckAgentName(name string) error {
+	if strings.TrimSpace(name) == "" || len(name) > 200 {
+		return problem.Invalid("name must be 1 to 200 bytes, not only spaces.")
+	}
+	return nil
+}
+
+// IssueKey makes a key of scope for userID (and for agentID, one of theirs, when
+// scope is agent), keeps its hash, and gives back its record and the token, which is
+// shown once and never kept. ErrTooManyKeys past max unrevoked keys.
+func IssueKey(ctx context.Context, keys KeyStore, agents AgentStore, pepper []byte, userID string, scope Scope, agentID string, max int) (Key, string, error) {
+	if scope == ScopeAgent {
+		if _, err := agents.Agent(ctx, userID, agentID); err != nil {
+			if errors.Is(err, ErrAgentNotFound) {
+				err = problem.Invalid("agentId names none of your agents.")
+			}
+			return Key{}, "", err
+		}
+	}
+	nk, err := Generate(scope, pepper)
+	if err != nil {
+		return Key{}, "", err
+	}
+	k, err := keys.InsertKey(ctx, nk, userID, agentID, max)
+	if err != nil {
+		return Key{}, "", err
+	}
+	return k, nk.Token, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -113,6 +114,21 @@ func (s *Store) Agents(ctx context.Context, userID string) ([]auth.Agent, error)
 		return nil, fail("agents", err)
 	}
 	return out, nil
+}
+
+// SetAgentStatus pauses or resumes an agent of userID.
+func (s *Store) SetAgentStatus(ctx context.Context, userID, id, status string) (auth.Agent, error) {
+	if status != auth.AgentActive && status != auth.AgentDisabled {
+		return auth.Agent{}, problem.Invalid(`status must be "active" or "disabled".`)
+	}
+	a, err := scanAgent(s.pool.QueryRow(ctx, `UPDATE agents SET status = $3 WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, auth.ErrAgentNotFound
+	}
+	if err != nil {
+		return a, fail("set agent status", err)
+	}
+	return a, nil
 }
 
 // AgentStats counts what agentID has done.

@@ -14,15 +14,16 @@ import (
 var _ auth.WebSessionStore = (*Store)(nil)
 
 // CreateWebSession records a sign-in to the approval pages: the token's hash, the
-// key it was made with and its CSRF token, for ttl. Sessions past their time are
-// swept here, so that the table holds only live ones without a chore of its own.
-func (s *Store) CreateWebSession(ctx context.Context, tokenHash []byte, kid, csrfToken string, ttl time.Duration) error {
+// key or passkey it was made with and its CSRF token, for ttl. Sessions past their
+// time are swept here, so that the table holds only live ones without a chore of its
+// own.
+func (s *Store) CreateWebSession(ctx context.Context, tokenHash []byte, by auth.SignIn, csrfToken string, ttl time.Duration) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM web_sessions WHERE expires_at <= now()`); err != nil {
 		return fail("create web session", err)
 	}
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO web_sessions (token_hash, kid, csrf_token, expires_at)
-		VALUES ($1, $2, $3, now() + make_interval(secs => $4))`, tokenHash, kid, csrfToken, ttl.Seconds())
+		INSERT INTO web_sessions (token_hash, kid, passkey_id, csrf_token, expires_at)
+		VALUES ($1, NULLIF($2, ''), NULLIF($3, '')::uuid, $4, now() + make_interval(secs => $5))`, tokenHash, by.KID, by.PasskeyID, csrfToken, ttl.Seconds())
 	if err != nil {
 		return fail("create web session", err)
 	}
@@ -31,16 +32,21 @@ func (s *Store) CreateWebSession(ctx context.Context, tokenHash []byte, kid, csr
 
 // WebSession returns the live sign-in whose token hashes to tokenHash, with the
 // state of its key read now (no cache: a revocation counts on the next page load).
+// A passkey's sign-in is a user's; deleting the passkey deleted its sign-ins.
 // auth.ErrNoWebSession when there is none or its time ran out.
 func (s *Store) WebSession(ctx context.Context, tokenHash []byte) (auth.WebSession, error) {
 	var w auth.WebSession
 	var scope string
-	var agent *string
+	var kid, agent, passkeyID, passkeyName *string
 	err := s.pool.QueryRow(ctx, `
-		SELECT k.kid, k.scope, k.user_id, k.agent_id, w.csrf_token, w.expires_at, k.revoked_at IS NOT NULL
-		FROM web_sessions w JOIN api_keys k ON k.kid = w.kid
+		SELECT k.kid, coalesce(k.scope, 'user'), u.id, u.name, k.agent_id, p.id::text, p.name,
+		       w.csrf_token, w.expires_at, k.revoked_at IS NOT NULL
+		FROM web_sessions w
+		LEFT JOIN api_keys k ON k.kid = w.kid
+		LEFT JOIN passkeys p ON p.id = w.passkey_id
+		JOIN users u ON u.id = coalesce(k.user_id, p.user_id)
 		WHERE w.token_hash = $1 AND w.expires_at > now()`, tokenHash).
-		Scan(&w.KID, &scope, &w.UserID, &agent, &w.CSRFToken, &w.ExpiresAt, &w.Revoked)
+		Scan(&kid, &scope, &w.UserID, &w.UserName, &agent, &passkeyID, &passkeyName, &w.CSRFToken, &w.ExpiresAt, &w.Revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w, auth.ErrNoWebSession
 	}
@@ -48,9 +54,7 @@ func (s *Store) WebSession(ctx context.Context, tokenHash []byte) (auth.WebSessi
 		return w, fail("web session", err)
 	}
 	w.Scope = auth.Scope(scope)
-	if agent != nil {
-		w.AgentID = *agent
-	}
+	w.KID, w.AgentID, w.PasskeyID, w.PasskeyName = orEmpty(kid), orEmpty(agent), orEmpty(passkeyID), orEmpty(passkeyName)
 	return w, nil
 }
 

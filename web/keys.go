@@ -1,0 +1,196 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/problem"
+)
+
+// KeysView is the person's API keys, their agents' included, and the form that
+// issues one. NewKey holds a key just issued: it is on this one answer and nowhere
+// else.
+type KeysView struct {
+	Page
+	Bar     AppBar
+	Keys    []KeyRow
+	Agents  []AgentChoice
+	NewKey  string
+	Message string
+}
+
+// KeyRow is one key as listed: never its secret.
+type KeyRow struct {
+	Prefix, For, Created, LastUsed, Status, Revoke string
+	Revoked, Current                               bool
+}
+
+// AgentChoice is an agent a key can be issued for.
+type AgentChoice struct{ ID, Name string }
+
+// handleKeys lists the person's keys.
+func (s *Server) handleKeys() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		s.keysPage(w, r, ws, "", "", http.StatusOK)
+	}
+}
+
+func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message, newKey string, status int) {
+	ctx := r.Context()
+	keys, err := s.approvals.Keys.Keys(ctx, ws.UserID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	agents, err := s.approvals.Agents.Agents(ctx, ws.UserID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	names := map[string]string{}
+	v := KeysView{Page: s.appPage("Keys"), Bar: appBar(ws), Message: message, NewKey: newKey}
+	for _, a := range agents {
+		names[a.ID] = agentName(a)
+		v.Agents = append(v.Agents, AgentChoice{ID: a.ID, Name: agentName(a)})
+	}
+	// Newest first, revoked ones after the live ones.
+	for pass := 0; pass < 2; pass++ {
+		for i := len(keys) - 1; i >= 0; i-- {
+			k := keys[i]
+			if (k.RevokedAt != nil) != (pass == 1) {
+				continue
+			}
+			row := KeyRow{Prefix: k.Prefix + "_…", For: "you (user key)", Created: formatTime(k.CreatedAt), LastUsed: "never", Status: "live",
+				Revoke: appPath + "/keys/" + k.KID + "/revoke", Current: k.KID == ws.KID}
+			if k.AgentID != nil {
+				row.For = "agent " + names[*k.AgentID]
+			}
+			if k.LastUsedAt != nil {
+				row.LastUsed = formatTime(*k.LastUsedAt)
+			}
+			if k.RevokedAt != nil {
+				row.Revoked, row.Status = true, "revoked "+formatTime(*k.RevokedAt)
+			}
+			v.Keys = append(v.Keys, row)
+		}
+	}
+	s.renderApp(w, r, KeysPage(v), status)
+}
+
+// handleCreateKey issues a user key, or a key for one of the person's agents, and
+// shows it on the answer, once.
+func (s *Server) handleCreateKey() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		if s.approvals.Pepper == nil {
+			s.keysPage(w, r, ws, "This server has no pepper, so it issues no keys.", "", http.StatusServiceUnavailable)
+			return
+		}
+		scope, agentID := auth.ScopeUser, ""
+		if f := r.PostForm.Get("for"); f != "user" {
+			scope, agentID = auth.ScopeAgent, strings.ToLower(f)
+			if !uuidPattern.MatchString(agentID) {
+				s.keysPage(w, r, ws, "Nothing was issued: choose yourself or one of your agents.", "", http.StatusUnprocessableEntity)
+				return
+			}
+		}
+		_, token, err := auth.IssueKey(r.Context(), s.approvals.Keys, s.approvals.Agents, s.approvals.Pepper, ws.UserID, scope, agentID, s.approvals.MaxKeys)
+		switch code := problem.CodeOf(err); {
+		case err == nil:
+			s.keysPage(w, r, ws, "", token, http.StatusCreated)
+		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
+			p, _ := problem.As(err)
+			s.keysPage(w, r, ws, "Nothing was issued: "+p.Detail, "", http.StatusUnprocessableEntity)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// handleRevokeKey revokes one of the person's keys at once; revoking the key of this
+// sign-in signs the browser out on its next page.
+func (s *Server) handleRevokeKey() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		kid := chi.URLParam(r, "kid")
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		err := s.approvals.Keys.RevokeKey(r.Context(), ws.UserID, "", kid)
+		if errors.Is(err, auth.ErrKeyNotFound) {
+			s.appNotFound(w, r)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		http.Redirect(w, r, appPath+"/keys", http.StatusSeeOther)
+	}
+}
+
+// handleCreateAgent adds an agent of the person's from the agents page.
+func (s *Server) handleCreateAgent() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		name := strings.TrimSpace(r.PostForm.Get("name"))
+		err := auth.CheckAgentName(name)
+		if err == nil {
+			_, err = s.approvals.Agents.CreateAgent(r.Context(), ws.UserID, name, s.approvals.MaxAgents)
+		}
+		switch code := problem.CodeOf(err); {
+		case err == nil:
+			http.Redirect(w, r, appPath+"/agents", http.StatusSeeOther)
+		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
+			p, _ := problem.As(err)
+			s.agentsPage(w, r, ws, "No agent was added: "+p.Detail, http.StatusUnprocessableEntity)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// handleAgentStatus pauses an agent (its keys are refused, as revoked ones are,
+// until it is resumed) or resumes it.
+func (s *Server) handleAgentStatus() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := strings.ToLower(chi.URLParam(r, "id"))
+		if !uuidPattern.MatchString(id) {
+			s.appNotFound(w, r)
+			return
+		}
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		status := r.PostForm.Get("status")
+		if status != auth.AgentActive && status != auth.AgentDisabled {
+			s.agentsPage(w, r, ws, "Nothing was changed: the form asked for neither pause nor resume.", http.StatusUnprocessableEntity)
+			return
+		}
+		_, err := s.approvals.Agents.SetAgentStatus(r.Context(), ws.UserID, id, status)
+		if errors.Is(err, auth.ErrAgentNotFound) {
+			s.appNotFound(w, r)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		http.Redirect(w, r, appPath+"/agents#agent-"+id, http.StatusSeeOther)
+	}
+}
