@@ -315,7 +315,7 @@ func (s *Server) handleAddPasskey() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		passkeyAnswer(w, http.StatusCreated, map[string]string{"next": appPath + "/passkeys#passkey-" + pk.ID})
+		passkeyAnswer(w, http.StatusCreated, map[string]string{"next": appPath + "/passkeys?added=" + pk.ID})
 	}
 }
 
@@ -340,7 +340,11 @@ func (s *Server) passkeysPage(w http.ResponseWriter, r *http.Request, ws auth.We
 	p := s.appPage("Passkeys")
 	p.Script = passkeyScriptURL
 	v := PasskeysView{Page: p, Bar: appBar(ws), Available: available, Message: message}
+	added := r.URL.Query().Get("added")
 	for _, k := range keys {
+		if k.ID == added && message == "" {
+			v.Message = "Added the passkey “" + k.Name + "”: you can sign in with it from now on."
+		}
 		row := PasskeyRow{ID: k.ID, Name: k.Name, Created: formatTime(k.CreatedAt), LastUsed: "never",
 			Delete: appPath + "/passkeys/" + k.ID + "/delete", Current: k.ID == ws.PasskeyID}
 		if k.LastUsedAt != nil {

@@ -83,14 +83,14 @@ func TestPasskeyRegistrationAndSignIn(t *testing.T) {
 		t.Errorf("answer with a wrong token: %d", got.status)
 	}
 	added := b.call("/app/passkeys", csrf, "application/json", string(answer))
-	if added.status != http.StatusCreated || !strings.HasPrefix(nextOf(t, added), "/app/passkeys#passkey-") {
+	if added.status != http.StatusCreated || !strings.HasPrefix(nextOf(t, added), "/app/passkeys?added=") {
 		t.Fatalf("register: %d %s", added.status, added.body)
 	}
 	// The ceremony was taken: the same answer again finds none.
 	if got := b.call("/app/passkeys", csrf, "application/json", string(answer)); got.status != http.StatusBadRequest || !strings.Contains(got.body, "start again") {
 		t.Errorf("the answer again: %d %s", got.status, got.body)
 	}
-	if p := b.get("/app/passkeys"); !strings.Contains(p.body, "Laptop") || strings.Contains(p.body, "You have no passkeys") {
+	if p := b.get(nextOf(t, added)); !strings.Contains(p.body, "Added the passkey “Laptop”") || strings.Contains(p.body, "You have no passkeys") {
 		t.Errorf("the passkey is not listed: %.800s", p.body)
 	}
 
@@ -145,7 +145,7 @@ func TestPasskeyRegistrationAndSignIn(t *testing.T) {
 	}
 
 	// Deleting the passkey ends the sign-in it made.
-	id := strings.TrimPrefix(nextOf(t, added), "/app/passkeys#passkey-")
+	id := strings.TrimPrefix(nextOf(t, added), "/app/passkeys?added=")
 	if d := b2.post("/app/passkeys/"+id+"/delete", url.Values{"csrf": {csrfOf(t, b2.get("/app/passkeys"))}}); d.status != http.StatusSeeOther {
 		t.Fatalf("delete: %d %.300s", d.status, d.body)
 	}

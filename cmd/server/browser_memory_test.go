@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -27,26 +24,11 @@ func TestBrowserSavesAValueAndALaterSessionUsesItWithoutAsking(t *testing.T) {
 	}
 	const email = "canary.saved@example.org"
 
-	api := srv.base + "/functions/v1/api"
-	call := func(method, path, body string, out any) int {
-		t.Helper()
-		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+agentKey)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
+	call := agentCall(t, srv.base, agentKey, func(method, path string, raw []byte) {
 		if strings.Contains(string(raw), email) && !strings.HasSuffix(path, "/materialize") {
 			t.Errorf("%s %s answered the value", method, path)
 		}
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
-		}
-		return res.StatusCode
-	}
+	})
 	type idStatus struct {
 		ID             string `json:"id"`
 		Status         string `json:"status"`

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
@@ -36,31 +34,14 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 	}
 	stack := startPayStack(t)
 	srv, sel, dbURL, userKey, agentKey := stack.srv, stack.sel, stack.dbURL, stack.userKey, stack.agentKey
-	api := srv.base + "/functions/v1/api"
 
 	var mu sync.Mutex
 	var answers []string
-	call := func(method, path, body string, out any) int {
-		t.Helper()
-		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+agentKey)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
+	call := agentCall(t, srv.base, agentKey, func(method, path string, raw []byte) {
 		mu.Lock()
 		answers = append(answers, method+" "+path+": "+string(raw))
 		mu.Unlock()
-		if out != nil {
-			if err := json.Unmarshal(raw, out); err != nil {
-				t.Fatalf("%s %s: %v: %s", method, path, err, raw)
-			}
-		}
-		return res.StatusCode
-	}
+	})
 
 	// The agent finds the seller in the directory.
 	var list struct {

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,27 +201,11 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 	const email = "canary.person@example.org"
 
 	// The agent opens a session and asks for the missing email.
-	api := srv.base + "/functions/v1/api"
-	call := func(method, path, body string, out any) int {
-		t.Helper()
-		req, _ := http.NewRequest(method, api+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+agentKey)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Error(err)
-			return 0
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
+	call := agentCall(t, srv.base, agentKey, func(method, path string, raw []byte) {
 		if strings.Contains(string(raw), email) {
 			t.Errorf("%s %s answered the provided value", method, path)
 		}
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Errorf("%s %s: %v: %s", method, path, err, raw)
-		}
-		return res.StatusCode
-	}
+	})
 	var sess struct{ ID string }
 	if code := call("POST", "/sessions", `{"type":"checkout","description":"Order a rain forecast","clientSessionId":"b1"}`, &sess); code != 201 {
 		t.Fatalf("create session: %d", code)
