@@ -28,7 +28,7 @@ func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
 	}
 	form.Set("csrf", csrfOf(t, page))
 	created := b.post("/app/webhooks", form)
-	secret := regexp.MustCompile(`id="webhook-secret">(whsec_[A-Za-z0-9_-]+)<`).FindStringSubmatch(created.body)
+	secret := regexp.MustCompile(`id="webhook-secret"[^>]*>(whsec_[A-Za-z0-9_-]+)<`).FindStringSubmatch(created.body)
 	if created.status != http.StatusCreated || secret == nil || !strings.Contains(created.body, "https://ops.example/hook") {
 		t.Fatalf("register: %d %.500s", created.status, created.body)
 	}
