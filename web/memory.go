@@ -1,7 +1,9 @@
 package web
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -21,10 +23,19 @@ type MemoryView struct {
 	Message    string
 }
 
-// MemoryRow is one saved item.
+// MemoryRow is one saved item, and what its change form starts from.
 type MemoryRow struct {
 	ID, Label, Sites, Ask, ArchiveAction string
 	Fields                               []string
+	EditAction, Revision, SitesInput     string
+	AskBeforeUse, ReadOnly               bool
+	Edit                                 []MemoryFieldRow
+}
+
+// MemoryFieldRow is one field of an item in its change form: never its value.
+type MemoryFieldRow struct {
+	Ref, Label string
+	Saved      bool
 }
 
 // memoryShown is how many items the page lists.
@@ -43,7 +54,8 @@ func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 	for _, st := range items {
 		it := st.View()
 		row := MemoryRow{ID: it.ID, Label: it.Label, Sites: "every site", Ask: "used without asking you",
-			ArchiveAction: appPath + "/memory/" + it.ID + "/archive"}
+			ArchiveAction: appPath + "/memory/" + it.ID + "/archive", EditAction: appPath + "/memory/" + it.ID,
+			Revision: strconv.Itoa(it.Revision), SitesInput: strings.Join(it.Hosts, ", "), AskBeforeUse: it.AskBeforeUse, ReadOnly: it.ReadOnly}
 		if len(it.Hosts) > 0 {
 			row.Sites = strings.Join(it.Hosts, ", ")
 		}
@@ -56,6 +68,7 @@ func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 				state = "saved"
 			}
 			row.Fields = append(row.Fields, f.Label+" ("+f.ValueType+", "+state+")")
+			row.Edit = append(row.Edit, MemoryFieldRow{Ref: f.FieldRef, Label: f.Label, Saved: f.HasValue})
 		}
 		v.Items = append(v.Items, row)
 	}
@@ -111,6 +124,85 @@ func (s *Server) handleSaveMemory() http.HandlerFunc {
 		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
 			p, _ := problem.As(err)
 			s.memoryPage(w, r, ws, "Nothing was saved: "+p.Detail, http.StatusUnprocessableEntity)
+		default:
+			s.fail(w, r, err)
+		}
+	}
+}
+
+// handleEditMemory changes an item from its form: its name, sites, whether it asks,
+// whether it is read-only, and for each field its label and a new value (typed ones
+// only: an empty box keeps the value) or forgetting it. The form carries the revision
+// it was drawn from, so a change made meanwhile elsewhere is not overwritten.
+func (s *Server) handleEditMemory() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := strings.ToLower(chi.URLParam(r, "id"))
+		if !uuidish(id) {
+			s.appNotFound(w, r)
+			return
+		}
+		ws, ok := s.consoleForm(w, r)
+		if !ok {
+			return
+		}
+		rev, err := strconv.Atoi(r.PostForm.Get("revision"))
+		if err != nil || rev < 1 {
+			s.memoryPage(w, r, ws, "Nothing was changed: the form was incomplete. Change it again from this page.", http.StatusUnprocessableEntity)
+			return
+		}
+		cur, err := s.approvals.Memory.StoredItem(r.Context(), ws.UserID, id)
+		if problem.CodeOf(err) == problem.NotFound {
+			s.appNotFound(w, r)
+			return
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if cur.Revision != rev {
+			s.memoryPage(w, r, ws, "Nothing was changed: “"+cur.Label+"” changed since you opened this page. Here it is as it is now.", http.StatusConflict)
+			return
+		}
+		if s.approvals.Sealer == nil {
+			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it changes none.", http.StatusServiceUnavailable)
+			return
+		}
+		label, ask, readOnly := r.PostForm.Get("label"), r.PostForm.Get("askBeforeUse") == "true", r.PostForm.Get("readOnly") == "true"
+		hosts := strings.FieldsFunc(r.PostForm.Get("sites"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' || c == '\r' })
+		if hosts == nil {
+			hosts = []string{}
+		}
+		if cur.ReadOnly && readOnly {
+			s.memoryPage(w, r, ws, "Nothing was changed: “"+cur.Label+"” is read-only. Untick Read-only to change it.", http.StatusUnprocessableEntity)
+			return
+		}
+		p := memory.Patch{Label: &label, Hosts: &hosts, AskBeforeUse: &ask, ReadOnly: &readOnly}
+		for _, f := range cur.Fields {
+			fp := memory.FieldPatch{FieldRef: f.FieldRef}
+			if l, ok := r.PostForm["label."+f.FieldRef]; ok && l[0] != f.Label {
+				fp.Label = &l[0]
+			}
+			if v := r.PostForm.Get("value." + f.FieldRef); v != "" {
+				fp.Value = &v
+			} else if r.PostForm.Get("forget."+f.FieldRef) == "true" {
+				fp.ClearValue = true
+			}
+			if fp.Label != nil || fp.Value != nil || fp.ClearValue {
+				p.Fields = append(p.Fields, fp)
+			}
+		}
+		next, err := memory.Apply(s.approvals.Sealer, cur, p)
+		if err == nil {
+			_, err = s.approvals.Memory.UpdateItem(r.Context(), next, rev)
+		}
+		switch code := problem.CodeOf(err); {
+		case err == nil:
+			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
+		case errors.Is(err, memory.ErrStale):
+			s.memoryPage(w, r, ws, "Nothing was changed: “"+cur.Label+"” changed since you opened this page. Here it is as it is now.", http.StatusConflict)
+		case code == problem.ValidationFailed:
+			p, _ := problem.As(err)
+			s.memoryPage(w, r, ws, "Nothing was changed: "+p.Detail, http.StatusUnprocessableEntity)
 		default:
 			s.fail(w, r, err)
 		}

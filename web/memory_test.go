@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -46,5 +47,80 @@ func TestConsoleSavesListsAndArchivesMemory(t *testing.T) {
 	}
 	if p := b.get("/app/memory"); strings.Contains(p.body, "Street address (address") {
 		t.Error("the archived item is still listed")
+	}
+}
+
+// An item is changed from its form on the console: its name, sites and asking, a new
+// value typed for a field (sealed, never shown back), a value forgotten. A form drawn
+// from an older revision changes nothing, and a read-only item stays as it is until
+// its box is unticked.
+func TestConsoleChangesMemoryItems(t *testing.T) {
+	var sealer memory.Opener
+	e := newAppEnv(t, func(a *Approvals) { a.Memory = a.Requests.(memory.Store); sealer = a.Sealer.(memory.Opener) })
+	ada, adaKey := e.user("ada")
+	ctx := context.Background()
+	b := e.browser()
+	b.mustSignIn(adaKey, "")
+	const first, second = "12 Canary Row", "7 Second Canary Lane"
+	csrf := csrfOf(t, b.get("/app/memory"))
+	if p := b.post("/app/memory", url.Values{"csrf": {csrf}, "label": {"Home"}, "fieldRef": {"address"}, "fieldLabel": {"Street address"},
+		"valueType": {"address"}, "value": {first}, "askBeforeUse": {"true"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d", p.status)
+	}
+	list := b.get("/app/memory")
+	m := regexp.MustCompile(`action="/app/memory/([0-9a-f-]{36})"`).FindStringSubmatch(list.body)
+	if m == nil || !strings.Contains(list.body, `name="revision" value="1"`) {
+		t.Fatalf("no change form: %.2000s", list.body)
+	}
+	id := m[1]
+	edit := url.Values{"csrf": {csrf}, "revision": {"1"}, "label": {"Home, new"}, "sites": {"shop.example, https://Tide.Example/x"},
+		"label.address": {"Street"}, "value.address": {second}}
+	if p := b.post("/app/memory/"+id, url.Values{"revision": {"1"}, "label": {"x"}}); p.status != http.StatusForbidden {
+		t.Errorf("without the CSRF token: %d", p.status)
+	}
+	if p := b.post("/app/memory/"+id, edit); p.status != http.StatusSeeOther {
+		t.Fatalf("change: %d %.600s", p.status, p.body)
+	}
+	st, err := e.store.StoredItem(ctx, ada.UserID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := st.Fields[0].Value
+	got, err := sealer.Open(v.KeyID, v.Nonce, v.Ciphertext, memory.AAD(ada.UserID, id, "address"))
+	if err != nil || string(got) != second || st.Label != "Home, new" || st.Fields[0].Label != "Street" || st.AskBeforeUse ||
+		strings.Join(st.Hosts, " ") != "shop.example tide.example" || st.Revision != 2 {
+		t.Fatalf("after the change: %+v value %q %v", st.Item, got, err)
+	}
+	// The same form again, drawn from revision 1: nothing changes.
+	edit.Set("label", "Stale")
+	if p := b.post("/app/memory/"+id, edit); p.status != http.StatusConflict || !strings.Contains(p.body, "changed since you opened this page") {
+		t.Errorf("a stale form: %d", p.status)
+	}
+	// Forgetting the value; an empty value box keeps nothing else from changing.
+	if p := b.post("/app/memory/"+id, url.Values{"csrf": {csrf}, "revision": {"2"}, "label": {"Home, new"}, "label.address": {"Street"}, "forget.address": {"true"}, "readOnly": {"true"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("forget: %d %.400s", p.status, p.body)
+	}
+	page := b.get("/app/memory")
+	if !strings.Contains(page.body, "Street (address, empty)") || strings.Contains(page.body, first) || strings.Contains(page.body, second) {
+		t.Errorf("after forgetting: %.2000s", page.body)
+	}
+	// Read-only now: a change that keeps it read-only is refused; unticking it passes.
+	if p := b.post("/app/memory/"+id, url.Values{"csrf": {csrf}, "revision": {"3"}, "label": {"Renamed"}, "readOnly": {"true"}}); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "is read-only") {
+		t.Errorf("changing a read-only item: %d", p.status)
+	}
+	if p := b.post("/app/memory/"+id, url.Values{"csrf": {csrf}, "revision": {"3"}, "label": {"Renamed"}}); p.status != http.StatusSeeOther {
+		t.Errorf("unticking read-only: %d %.400s", p.status, p.body)
+	}
+	for name, form := range map[string]url.Values{
+		"no revision": {"csrf": {csrf}, "label": {"x"}},
+		"empty label": {"csrf": {csrf}, "revision": {"4"}, "label": {""}},
+		"bad site":    {"csrf": {csrf}, "revision": {"4"}, "label": {"x"}, "sites": {"not a host!"}},
+	} {
+		if p := b.post("/app/memory/"+id, form); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "Nothing was changed") {
+			t.Errorf("%s: %d", name, p.status)
+		}
+	}
+	if p := b.post("/app/memory/00000000-0000-4000-8000-000000000000", url.Values{"csrf": {csrf}, "revision": {"1"}, "label": {"x"}}); p.status != http.StatusNotFound {
+		t.Errorf("an unknown item: %d", p.status)
 	}
 }

@@ -51,6 +51,7 @@ func (s *Server) routes() http.Handler {
 			if s.approvals.Memory != nil {
 				get("/memory", s.handleMemory())
 				r.Post("/memory", s.handleSaveMemory())
+				r.Post("/memory/{id}", s.handleEditMemory())
 				r.Post("/memory/{id}/archive", s.handleArchiveMemory())
 			}
 			if s.approvals.Webhooks != nil {
