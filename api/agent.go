@@ -6,6 +6,7 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // agentView is what an agent key learns about itself.
@@ -112,4 +113,38 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+type agentStatusRequest struct {
+	Status string `json:"status"`
+}
+
+func (c *agentStatusRequest) validate() error {
+	if c.Status != auth.AgentActive && c.Status != auth.AgentDisabled {
+		return problem.Invalid(`status must be "active" or "disabled".`)
+	}
+	return nil
+}
+
+// handleSetAgentStatus pauses (disabled) or resumes (active) one of the user's
+// agents: a disabled agent's keys are refused as revoked until it is active again.
+func (s *Server) handleSetAgentStatus() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := agentID(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		var req agentStatusRequest
+		if _, err := s.readJSON(w, r, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		a, err := s.auth.Agents.SetAgentStatus(r.Context(), principal(r).UserID, id, req.Status)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a)
+	}
 }

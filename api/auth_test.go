@@ -563,3 +563,38 @@ func TestKeysAndAgentsPerUserAreCapped(t *testing.T) {
 		t.Errorf("a refusal was logged as an internal error: %s", e.logs)
 	}
 }
+
+// A user pauses one of their agents: its keys are refused as revoked until the user
+// resumes it. Another user's agent, an agent key, a status that is not one and an id
+// that is not one are refused, each with its problem.
+func TestAUserPausesAndResumesAnAgent(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	agentID, agentKey := e.agent(uid, "scout")
+	other, _ := e.user("grace")
+	otherAgent, _ := e.agent(other, "runner")
+	check := func(r response, method, path, body string) {
+		t.Helper()
+		doc.CheckResponse(t, e.request(method, path, userKey, body), r.Response, r.body)
+	}
+	e.call("GET", "/agent/me", agentKey, "").want(t, 200)
+	r := e.call("PATCH", "/agents/"+agentID, userKey, `{"status":"disabled"}`).want(t, 200)
+	check(r, "PATCH", "/agents/"+agentID, `{"status":"disabled"}`)
+	var a auth.Agent
+	if err := json.Unmarshal(r.body, &a); err != nil || a.Status != "disabled" || a.ID != agentID {
+		t.Fatalf("paused: %s", r.body)
+	}
+	e.call("GET", "/agent/me", agentKey, "").want(t, 401, "key_revoked")
+	e.call("PATCH", "/agents/"+agentID, userKey, `{"status":"disabled"}`).want(t, 200)
+	e.call("PATCH", "/agents/"+agentID, userKey, `{"status":"active"}`).want(t, 200)
+	e.call("GET", "/agent/me", agentKey, "").want(t, 200)
+
+	r = e.call("PATCH", "/agents/"+otherAgent, userKey, `{"status":"disabled"}`).want(t, 404, "not_found")
+	check(r, "PATCH", "/agents/"+otherAgent, `{"status":"disabled"}`)
+	r = e.call("PATCH", "/agents/"+agentID, userKey, `{"status":"paused"}`).want(t, 422, "validation_failed")
+	check(r, "PATCH", "/agents/"+agentID, `{"status":"paused"}`)
+	e.call("PATCH", "/agents/not-an-id", userKey, `{"status":"disabled"}`).want(t, 404, "not_found")
+	e.call("PATCH", "/agents/"+agentID, agentKey, `{"status":"active"}`).want(t, 403, "wrong_key_scope")
+	e.call("GET", "/agents/"+agentID, userKey, "").want(t, 405)
+}

@@ -50,6 +50,7 @@ func (s *Server) routes() chi.Router {
 
 			read(r.With(user), "/agents", s.handleAgents())
 			r.With(user, once).Post("/agents", s.handleCreateAgent())
+			r.With(user).Patch("/agents/{id}", s.handleSetAgentStatus())
 			read(r.With(user), "/keys", s.handleKeys())
 			r.With(user).Post("/keys", s.handleCreateKey()) // never cached: the answer holds the secret
 			r.With(user).Delete("/keys/{kid}", s.handleRevokeKey())

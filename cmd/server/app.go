@@ -12,7 +12,7 @@ import (
 // API refuses every key.
 func withApprovals(cfg Config, store *postgres.Store, payments *payment.Service) web.Option {
 	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
-		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP,
+		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
 		Payments: store, Approved: func(request.Request) { payments.Kick() }, Captchas: store, Webhooks: store, Memory: store, Passkeys: store}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
