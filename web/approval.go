@@ -318,8 +318,9 @@ func parseForm(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// requestParam is the request id of the path, lower-cased; false if it is not one.
-func requestParam(r *http.Request) (string, bool) {
+// idParam is the id of the path (a request's, an item's), lower-cased; false if it
+// is not a UUID.
+func idParam(r *http.Request) (string, bool) {
 	id := chi.URLParam(r, "id")
 	return strings.ToLower(id), uuidPattern.MatchString(id)
 }
@@ -436,7 +437,7 @@ func (s *Server) forbidden(w http.ResponseWriter, r *http.Request) {
 	v := MessageView{Page: s.appPage("Refused"), Heading: "Nothing was changed",
 		Message: "The form did not carry this sign-in's token: it is out of date or was sent from another site.",
 		Back:    requestURL(chi.URLParam(r, "id"))}
-	if _, ok := requestParam(r); !ok {
+	if _, ok := idParam(r); !ok {
 		v.Back = requestURL("")
 	}
 	s.renderApp(w, r, MessagePage(v), http.StatusForbidden)
@@ -489,7 +490,7 @@ func (s *Server) handleRequests() http.HandlerFunc {
 // decision form while it waits, or how it ended.
 func (s *Server) handleRequest() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := requestParam(r)
+		id, ok := idParam(r)
 		if !ok {
 			s.appNotFound(w, r)
 			return
@@ -557,7 +558,7 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 // from the form to the sealer and nowhere else: not into a page, a log or a URL.
 func (s *Server) handleDecision() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := requestParam(r)
+		id, ok := idParam(r)
 		if !ok {
 			s.appNotFound(w, r)
 			return
@@ -632,7 +633,7 @@ const timelineLimit = 500
 // handleSession shows one of the signed-in user's sessions as a timeline.
 func (s *Server) handleSession() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := requestParam(r)
+		id, ok := idParam(r)
 		if !ok {
 			s.appNotFound(w, r)
 			return

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
@@ -184,12 +182,7 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 // handleSetLimits sets one agent's spending limits from the form.
 func (s *Server) handleSetLimits() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := strings.ToLower(chi.URLParam(r, "id"))
-		if !uuidish(id) {
-			s.appNotFound(w, r)
-			return
-		}
-		ws, ok := s.consoleForm(w, r)
+		id, ws, ok := s.consoleItemForm(w, r)
 		if !ok {
 			return
 		}
@@ -214,21 +207,4 @@ func (s *Server) handleSetLimits() http.HandlerFunc {
 			s.fail(w, r, err)
 		}
 	}
-}
-
-func uuidish(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f'):
-			return false
-		}
-	}
-	return true
 }

@@ -168,12 +168,7 @@ func (s *Server) handleCreateAgent() http.HandlerFunc {
 // until it is resumed) or resumes it.
 func (s *Server) handleAgentStatus() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := strings.ToLower(chi.URLParam(r, "id"))
-		if !uuidPattern.MatchString(id) {
-			s.appNotFound(w, r)
-			return
-		}
-		ws, ok := s.consoleForm(w, r)
+		id, ws, ok := s.consoleItemForm(w, r)
 		if !ok {
 			return
 		}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
@@ -136,12 +134,7 @@ func (s *Server) handleSaveMemory() http.HandlerFunc {
 // it was drawn from, so a change made meanwhile elsewhere is not overwritten.
 func (s *Server) handleEditMemory() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := strings.ToLower(chi.URLParam(r, "id"))
-		if !uuidish(id) {
-			s.appNotFound(w, r)
-			return
-		}
-		ws, ok := s.consoleForm(w, r)
+		id, ws, ok := s.consoleItemForm(w, r)
 		if !ok {
 			return
 		}
@@ -159,8 +152,9 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
+		stale := "Nothing was changed: “" + cur.Label + "” changed since you opened this page. Here it is as it is now."
 		if cur.Revision != rev {
-			s.memoryPage(w, r, ws, "Nothing was changed: “"+cur.Label+"” changed since you opened this page. Here it is as it is now.", http.StatusConflict)
+			s.memoryPage(w, r, ws, stale, http.StatusConflict)
 			return
 		}
 		if s.approvals.Sealer == nil {
@@ -199,7 +193,7 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 		case err == nil:
 			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
 		case errors.Is(err, memory.ErrStale):
-			s.memoryPage(w, r, ws, "Nothing was changed: “"+cur.Label+"” changed since you opened this page. Here it is as it is now.", http.StatusConflict)
+			s.memoryPage(w, r, ws, stale, http.StatusConflict)
 		case code == problem.ValidationFailed:
 			p, _ := problem.As(err)
 			s.memoryPage(w, r, ws, "Nothing was changed: "+p.Detail, http.StatusUnprocessableEntity)
@@ -212,12 +206,7 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 // handleArchiveMemory archives an item, forgetting its values.
 func (s *Server) handleArchiveMemory() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := strings.ToLower(chi.URLParam(r, "id"))
-		if !uuidish(id) {
-			s.appNotFound(w, r)
-			return
-		}
-		ws, ok := s.consoleForm(w, r)
+		id, ws, ok := s.consoleItemForm(w, r)
 		if !ok {
 			return
 		}

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -119,38 +117,33 @@ func (s *Server) takeCeremony(w http.ResponseWriter, r *http.Request) (auth.Cere
 	return cer, answer, true
 }
 
-// signInToken is the sign-in form's token when the call carries it; sign-in
-// ceremonies have no session to bind to, so they are bound to the form.
-func (s *Server) signInToken(r *http.Request) bool {
-	c, err := s.cookie(r, signInCookie)
-	return err == nil && sameToken(c.Value, r.Header.Get("X-CSRF-Token"))
-}
-
-// limitSignIn counts a sign-in call against the caller's address; false after
-// answering 429.
-func (s *Server) limitSignIn(w http.ResponseWriter, r *http.Request) bool {
-	ok, wait := s.signIns.allow(r.RemoteAddr)
-	if !ok {
+// signInCall checks a sign-in ceremony call before anything is read: it counts
+// against the caller's sign-in limit, carries the sign-in form's token (there is no
+// session to bind it to yet) and reaches the site where passkeys work. False after
+// answering.
+func (s *Server) signInCall(w http.ResponseWriter, r *http.Request) (auth.RelyingParty, bool) {
+	if ok, wait := s.signIns.allow(r.RemoteAddr); !ok {
 		w.Header().Set("Retry-After", retryText(wait))
 		passkeyRefusal(w, http.StatusTooManyRequests, "Too many sign-in attempts from your address: try again in "+retryText(wait)+" seconds.")
+		return auth.RelyingParty{}, false
 	}
-	return ok
+	if c, err := s.cookie(r, signInCookie); err != nil || !sameToken(c.Value, r.Header.Get("X-CSRF-Token")) {
+		passkeyRefusal(w, http.StatusForbidden, "The sign-in page was out of date or this came from another site. Reload the page and try again.")
+		return auth.RelyingParty{}, false
+	}
+	rp, ok := s.relyingParty(r)
+	if !ok {
+		passkeyRefusal(w, http.StatusConflict, "Passkeys do not work at this address; sign in with your user key.")
+	}
+	return rp, ok
 }
 
 // handlePasskeySignInOptions begins a sign-in with a passkey: any of this site's
 // passkeys the authenticator holds may answer.
 func (s *Server) handlePasskeySignInOptions() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.limitSignIn(w, r) {
-			return
-		}
-		if !s.signInToken(r) {
-			passkeyRefusal(w, http.StatusForbidden, "The sign-in page was out of date or this came from another site. Reload the page and try again.")
-			return
-		}
-		rp, ok := s.relyingParty(r)
+		rp, ok := s.signInCall(w, r)
 		if !ok {
-			passkeyRefusal(w, http.StatusConflict, "Passkeys do not work at this address; sign in with your user key.")
 			return
 		}
 		options, session, err := auth.BeginPasskeySignIn(rp)
@@ -166,16 +159,8 @@ func (s *Server) handlePasskeySignInOptions() http.HandlerFunc {
 // the passkey's person. The answer leads back to the request the form came from.
 func (s *Server) handlePasskeySignIn() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.limitSignIn(w, r) {
-			return
-		}
-		if !s.signInToken(r) {
-			passkeyRefusal(w, http.StatusForbidden, "The sign-in page was out of date or this came from another site. Reload the page and try again.")
-			return
-		}
-		rp, ok := s.relyingParty(r)
+		rp, ok := s.signInCall(w, r)
 		if !ok {
-			passkeyRefusal(w, http.StatusConflict, "Passkeys do not work at this address; sign in with your user key.")
 			return
 		}
 		cer, answer, ok := s.takeCeremony(w, r)
@@ -358,12 +343,7 @@ func (s *Server) passkeysPage(w http.ResponseWriter, r *http.Request, ws auth.We
 // handleDeletePasskey removes a passkey; the sign-ins it made end with it.
 func (s *Server) handleDeletePasskey() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := strings.ToLower(chi.URLParam(r, "id"))
-		if !uuidPattern.MatchString(id) {
-			s.appNotFound(w, r)
-			return
-		}
-		ws, ok := s.consoleForm(w, r)
+		id, ws, ok := s.consoleItemForm(w, r)
 		if !ok {
 			return
 		}

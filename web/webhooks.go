@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/webhook"
@@ -103,6 +101,19 @@ func (s *Server) consoleForm(w http.ResponseWriter, r *http.Request) (auth.WebSe
 	return ws, true
 }
 
+// consoleItemForm is consoleForm for a form about one of the person's things, named
+// by the path's {id} (lower-cased): an id that is not one is a 404 before the form is
+// read.
+func (s *Server) consoleItemForm(w http.ResponseWriter, r *http.Request) (string, auth.WebSession, bool) {
+	id, ok := idParam(r)
+	if !ok {
+		s.appNotFound(w, r)
+		return "", auth.WebSession{}, false
+	}
+	ws, ok := s.consoleForm(w, r)
+	return id, ws, ok
+}
+
 // handleCreateWebhook registers a webhook from the form and shows its secret once.
 func (s *Server) handleCreateWebhook() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -136,12 +147,7 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 // handleDeleteWebhook stops one of the person's webhooks.
 func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := strings.ToLower(chi.URLParam(r, "id"))
-		if !uuidish(id) {
-			s.appNotFound(w, r)
-			return
-		}
-		ws, ok := s.consoleForm(w, r)
+		id, ws, ok := s.consoleItemForm(w, r)
 		if !ok {
 			return
 		}

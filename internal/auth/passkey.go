@@ -188,16 +188,23 @@ func BeginPasskeyRegistration(rp RelyingParty, userID, userName string, existing
 		exclude[i] = c.Descriptor()
 	}
 	creation, data, err := w.BeginRegistration(passkeyUser{handle: handle, name: userName, creds: creds}, webauthn.WithExclusions(exclude))
+	return encodeCeremony(creation, data, err)
+}
+
+// encodeCeremony is a ceremony's options and session data as JSON.
+func encodeCeremony(options any, data *webauthn.SessionData, err error) ([]byte, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if options, err = json.Marshal(creation); err != nil {
+	o, err := json.Marshal(options)
+	if err != nil {
 		return nil, nil, err
 	}
-	if session, err = json.Marshal(data); err != nil {
+	d, err := json.Marshal(data)
+	if err != nil {
 		return nil, nil, err
 	}
-	return options, session, nil
+	return o, d, nil
 }
 
 // FinishPasskeyRegistration checks the authenticator's answer (the credential's JSON)
@@ -238,16 +245,7 @@ func BeginPasskeySignIn(rp RelyingParty) (options, session []byte, err error) {
 		return nil, nil, err
 	}
 	assertion, data, err := w.BeginDiscoverableLogin()
-	if err != nil {
-		return nil, nil, err
-	}
-	if options, err = json.Marshal(assertion); err != nil {
-		return nil, nil, err
-	}
-	if session, err = json.Marshal(data); err != nil {
-		return nil, nil, err
-	}
-	return options, session, nil
+	return encodeCeremony(assertion, data, err)
 }
 
 // FinishPasskeySignIn checks a sign-in answer against the ceremony and the stored
