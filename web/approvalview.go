@@ -16,6 +16,7 @@ import (
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 // AppBar is the strip atop every signed-in page: which key is signed in, and the
@@ -311,7 +312,7 @@ type SessionView struct {
 type TimelineEntry struct {
 	At     time.Time
 	When   string
-	Kind   string // "event" or "span"
+	Kind   string // "event", "payment" or "span"
 	What   string
 	Who    string
 	Link   string
@@ -335,6 +336,33 @@ func sessionView(p Page, ws auth.WebSession, sess session.Session, a auth.Agent,
 			if json.Unmarshal(e.Data, &d) == nil && uuidPattern.MatchString(d.RequestID) {
 				t.What = kindLabel(d.Kind) + ": " + d.To
 				t.Link = requestURL(d.RequestID)
+			}
+		}
+		if e.Type == payment.EventSettled || e.Type == payment.EventFailed {
+			var d struct {
+				RequestID   string  `json:"requestId"`
+				Failure     *string `json:"failure"`
+				Network     string  `json:"network"`
+				Transaction *string `json:"transaction"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil {
+				network := x402.NetworkName(d.Network)
+				if network == "" {
+					network = d.Network
+				}
+				t.Kind, t.What = "payment", "Payment settled on "+network
+				if e.Type == payment.EventFailed {
+					t.What = "Payment failed"
+					if d.Failure != nil {
+						t.What += ": " + *d.Failure
+					}
+				}
+				if d.Transaction != nil {
+					t.Detail = "transaction " + *d.Transaction
+				}
+				if uuidPattern.MatchString(d.RequestID) {
+					t.Link = requestURL(d.RequestID)
+				}
 			}
 		}
 		v.Entries = append(v.Entries, t)

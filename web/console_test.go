@@ -53,6 +53,12 @@ func TestConsoleShowsTheSpendLedgerAndSetsAgentLimits(t *testing.T) {
 
 	b := e.browser()
 	b.mustSignIn(adaKey, "")
+	// The session's timeline tells of the payment, linked to its request.
+	timeline := b.get(sessionURL(s.ID))
+	if !strings.Contains(timeline.body, `data-kind="payment"`) || !strings.Contains(timeline.body, "Payment settled") ||
+		!strings.Contains(timeline.body, "(transaction 0x"+strings.Repeat("1", 64)+")") || !strings.Contains(timeline.body, `href="`+requestURL(req.ID)+`">Payment settled on Base Sepolia`) {
+		t.Errorf("the timeline lacks the payment: %.3000s", timeline.body)
+	}
 	page := b.get("/app/spend")
 	for _, want := range []string{"0.01 USD settled", "seller.example", "0.01 USDC", "Base Sepolia", sum, "0x" + strings.Repeat("1", 64), `href="/app/spend.csv"`} {
 		if !strings.Contains(page.body, want) {

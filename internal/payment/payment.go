@@ -247,6 +247,13 @@ const (
 	StatusFailed    = "failed"    // nothing more will happen; Failure says why
 )
 
+// The session events a payment's end appends; their data is value-free: paymentId,
+// requestId, status, failure, amount (atomic units), network and transaction.
+const (
+	EventSettled = "payment.settled"
+	EventFailed  = "payment.failed"
+)
+
 // Failures of an approved payment.
 const (
 	FailOfferChanged  = "offer_changed"   // the seller now asks another payee, amount, asset or network: nothing signed

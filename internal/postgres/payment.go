@@ -24,12 +24,6 @@ type rowQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Session events of payments.
-const (
-	eventPaymentSettled = "payment.settled"
-	eventPaymentFailed  = "payment.failed"
-)
-
 // paymentStatus is a payment's status as callers see it: its own once the service
 // took it, else what its request says (awaiting_approval, approved, denied, ...).
 const paymentStatus = `CASE WHEN p.status <> 'pending' THEN p.status
@@ -344,9 +338,9 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 	}
 	data, _ := json.Marshal(map[string]any{"paymentId": pay.ID, "requestId": pay.RequestID, "status": o.Status,
 		"failure": failure, "amount": pay.Offer.Amount, "network": x402.NormalizeNetwork(pay.Offer.Network), "transaction": txHash})
-	ev := eventPaymentSettled
+	ev := payment.EventSettled
 	if o.Status != payment.StatusSettled {
-		ev = eventPaymentFailed
+		ev = payment.EventFailed
 	}
 	if _, err := appendEvent(ctx, tx, pay.SessionID, session.Append{Type: ev, Actor: session.ActorSystem, Data: data}); err != nil {
 		return err
