@@ -19,8 +19,14 @@ import (
 // authenticator's answer. They carry the page's CSRF token in X-CSRF-Token and are
 // answered in JSON; every other console page works without the script.
 
+// detailOf is what a problem says, for a page or a ceremony call to show.
+func detailOf(err error) string {
+	p, _ := problem.As(err)
+	return p.Detail
+}
+
 // noCeremony is the answer to an answer without its ceremony.
-const noCeremony = "The passkey prompt ran out of time or was answered already; start again."
+var noCeremony = detailOf(auth.ErrNoCeremony)
 
 const (
 	ceremonyCookie = "waystation_passkey"
@@ -249,7 +255,7 @@ func (s *Server) handlePasskeyOptions() http.HandlerFunc {
 			return
 		}
 		if len(existing) >= auth.MaxPasskeys {
-			passkeyRefusal(w, http.StatusConflict, "You have as many passkeys as one person may; delete one to add another.")
+			passkeyRefusal(w, http.StatusConflict, detailOf(auth.ErrTooManyPasskeys))
 			return
 		}
 		options, session, err := auth.BeginPasskeyRegistration(rp, ws.UserID, ws.UserName, existing)
@@ -293,8 +299,7 @@ func (s *Server) handleAddPasskey() http.HandlerFunc {
 				return
 			}
 		case problem.ValidationFailed, problem.QuotaExceeded:
-			p, _ := problem.As(err)
-			passkeyRefusal(w, http.StatusConflict, p.Detail)
+			passkeyRefusal(w, http.StatusConflict, detailOf(err))
 			return
 		default:
 			s.fail(w, r, err)
