@@ -52,6 +52,9 @@ type Approvals struct {
 	Memory   memory.Store
 	// Passkeys keeps the people's passkeys; without it they sign in with keys alone.
 	Passkeys auth.PasskeyStore
+	// SignInAttempts counts sign-in attempts for every replica; without it each
+	// replica counts its own.
+	SignInAttempts auth.SignInAttempts
 	// MaxKeys and MaxAgents cap the keys and agents a person holds (defaults
 	// auth.DefaultMaxKeys and auth.DefaultMaxAgents), as the API's do.
 	MaxKeys, MaxAgents int
@@ -337,7 +340,12 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			back = ""
 		}
 		refuse := func(msg string) { s.signInForm(w, r, back, msg, http.StatusForbidden) }
-		if ok, wait := s.signIns.allow(r.RemoteAddr); !ok {
+		ok, wait, err := s.allowSignIn(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !ok {
 			w.Header().Set("Retry-After", retryText(wait))
 			s.signInForm(w, r, back, "Too many sign-in attempts from your address: try again in "+retryText(wait)+" seconds.", http.StatusTooManyRequests)
 			return

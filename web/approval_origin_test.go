@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/waystation/waystation/internal/auth"
 )
 
 // setCookies finds the cookies an answer sets, by name.
@@ -214,4 +216,30 @@ func TestSignInAttemptsAreRateLimited(t *testing.T) {
 type attempt struct {
 	status int
 	retry  string
+}
+
+// Where the store counts sign-in attempts, two replicas share an address's budget:
+// attempts split between them are refused past the burst on either, though neither
+// saw as many itself.
+func TestSignInAttemptsAreCountedForEveryReplica(t *testing.T) {
+	var shared Approvals
+	e := newAppEnv(t, func(a *Approvals) { a.SignInAttempts = a.Requests.(auth.SignInAttempts); shared = *a })
+	second := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil, WithApprovals(shared)))
+	t.Cleanup(second.Close)
+	e2 := *e
+	e2.base = second.URL
+	replicas := []*browser{e.browser(), e2.browser()}
+	forms := make([]url.Values, 2)
+	for i, b := range replicas {
+		forms[i] = url.Values{"csrf": {csrfOf(t, b.get("/app/requests"))}, "key": {"sk_user_0123456789abcdef_" + strings.Repeat("A", 43)}}
+	}
+	for i := range SignInBurst {
+		if p := replicas[i%2].post("/app/sign-in", forms[i%2]); p.status != http.StatusForbidden {
+			t.Fatalf("attempt %d: %d", i+1, p.status)
+		}
+	}
+	p := replicas[0].post("/app/sign-in", forms[0])
+	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
+		t.Fatalf("attempt %d, the first replica's %d: %d, Retry-After %q", SignInBurst+1, SignInBurst/2+1, p.status, p.header.Get("Retry-After"))
+	}
 }

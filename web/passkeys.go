@@ -128,7 +128,12 @@ func (s *Server) takeCeremony(w http.ResponseWriter, r *http.Request) (auth.Cere
 // session to bind it to yet) and reaches the site where passkeys work. False after
 // answering.
 func (s *Server) signInCall(w http.ResponseWriter, r *http.Request) (auth.RelyingParty, bool) {
-	if ok, wait := s.signIns.allow(r.RemoteAddr); !ok {
+	ok, wait, err := s.allowSignIn(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return auth.RelyingParty{}, false
+	}
+	if !ok {
 		w.Header().Set("Retry-After", retryText(wait))
 		passkeyRefusal(w, http.StatusTooManyRequests, "Too many sign-in attempts from your address: try again in "+retryText(wait)+" seconds.")
 		return auth.RelyingParty{}, false

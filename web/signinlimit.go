@@ -2,6 +2,7 @@ package web
 
 import (
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -12,7 +13,9 @@ import (
 
 // signInLimiter bounds sign-in attempts per client address, so that keys cannot be
 // guessed through the page: SignInPerMinute a minute, SignInBurst at once, counted
-// per replica for the most recent addresses.
+// per replica for the most recent addresses. Where the store counts them for every
+// replica too (Approvals.SignInAttempts), an attempt this replica allows is counted
+// there as well.
 type signInLimiter struct {
 	mu       sync.Mutex
 	limiters *lru.Cache[string, *rate.Limiter]
@@ -29,13 +32,27 @@ func newSignInLimiter() *signInLimiter {
 	return &signInLimiter{limiters: c}
 }
 
-// allow reports whether an attempt from remoteAddr may go on, and if not, in how many
-// seconds one may.
-func (l *signInLimiter) allow(remoteAddr string) (bool, int) {
-	host, _, err := net.SplitHostPort(remoteAddr)
+// allowSignIn counts a sign-in attempt from r's address: against this replica's
+// limiter, then against every replica's when the store keeps one. False, with the
+// seconds to wait, when none is left.
+func (s *Server) allowSignIn(r *http.Request) (bool, int, error) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		host = remoteAddr
+		host = r.RemoteAddr
 	}
+	if ok, wait := s.signIns.allow(host); !ok || s.approvals.SignInAttempts == nil {
+		return ok, wait, nil
+	}
+	ok, wait, err := s.approvals.SignInAttempts.TakeSignInAttempt(r.Context(), host, SignInBurst, SignInPerMinute)
+	if err != nil || ok {
+		return ok, 0, err
+	}
+	return false, int(wait/time.Second) + 1, nil
+}
+
+// allow reports whether an attempt from host may go on, and if not, in how many
+// seconds one may.
+func (l *signInLimiter) allow(host string) (bool, int) {
 	l.mu.Lock()
 	lim, ok := l.limiters.Get(host)
 	if !ok {

@@ -48,6 +48,14 @@ type WebSessionStore interface {
 	DeleteWebSession(ctx context.Context, tokenHash []byte) error
 }
 
+// SignInAttempts counts the console's sign-in attempts per client address for every
+// replica at once: a token bucket of burst attempts, refilled perMinute a minute.
+type SignInAttempts interface {
+	// TakeSignInAttempt is false, with how long until one is left, when address has
+	// none left; a refused attempt takes nothing.
+	TakeSignInAttempt(ctx context.Context, address string, burst, perMinute float64) (bool, time.Duration, error)
+}
+
 // Errors of Authenticate; their details are what the API answers.
 var (
 	errInvalidKey = problem.New(problem.InvalidAPIKey, "The API key is not valid.")

@@ -82,3 +82,34 @@ func (s *Store) WaitingRequests(ctx context.Context, userID string, limit int) (
 	}
 	return out, nil
 }
+
+var _ auth.SignInAttempts = (*Store)(nil)
+
+// TakeSignInAttempt takes one attempt from address's bucket, which every replica
+// shares: refilled since its last attempt at perMinute a minute up to burst, less the
+// one taken when there is one. Addresses idle for an hour are swept first.
+func (s *Store) TakeSignInAttempt(ctx context.Context, address string, burst, perMinute float64) (bool, time.Duration, error) {
+	if len(address) > 100 {
+		address = address[:100]
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sign_in_attempts WHERE at < now() - interval '1 hour'`); err != nil {
+		return false, 0, fail("sign-in attempt", err)
+	}
+	var allowed bool
+	var tokens float64
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO sign_in_attempts AS a (address, tokens, allowed, at) VALUES ($1, $2::float8 - 1, true, now())
+		ON CONFLICT (address) DO UPDATE SET
+			allowed = least($2::float8, a.tokens + extract(epoch FROM now() - a.at)::float8 * $3::float8 / 60) >= 1,
+			tokens = least($2::float8, a.tokens + extract(epoch FROM now() - a.at)::float8 * $3::float8 / 60)
+			       - CASE WHEN least($2::float8, a.tokens + extract(epoch FROM now() - a.at)::float8 * $3::float8 / 60) >= 1 THEN 1 ELSE 0 END,
+			at = now()
+		RETURNING allowed, tokens`, address, burst, perMinute).Scan(&allowed, &tokens)
+	if err != nil {
+		return false, 0, fail("sign-in attempt", err)
+	}
+	if allowed {
+		return true, 0, nil
+	}
+	return false, time.Duration((1 - tokens) / perMinute * float64(time.Minute)), nil
+}
