@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
@@ -53,8 +54,10 @@ type Approvals struct {
 	// Passkeys keeps the people's passkeys; without it they sign in with keys alone.
 	Passkeys auth.PasskeyStore
 	// SignInAttempts counts sign-in attempts for every replica; without it each
-	// replica counts its own.
+	// replica counts its own. TrustedProxies are those whose X-Forwarded-For names
+	// the client the attempts are counted for.
 	SignInAttempts auth.SignInAttempts
+	TrustedProxies clientip.Proxies
 	// MaxKeys and MaxAgents cap the keys and agents a person holds (defaults
 	// auth.DefaultMaxKeys and auth.DefaultMaxAgents), as the API's do.
 	MaxKeys, MaxAgents int

@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/clientip"
 )
 
 // setCookies finds the cookies an answer sets, by name.
@@ -241,5 +243,37 @@ func TestSignInAttemptsAreCountedForEveryReplica(t *testing.T) {
 	p := replicas[0].post("/app/sign-in", forms[0])
 	if p.status != http.StatusTooManyRequests || p.header.Get("Retry-After") == "" {
 		t.Fatalf("attempt %d, the first replica's %d: %d, Retry-After %q", SignInBurst+1, SignInBurst/2+1, p.status, p.header.Get("Retry-After"))
+	}
+}
+
+// Behind a trusted proxy each client has its own sign-in budget, named by the
+// proxy's X-Forwarded-For; from anyone else the header names no one, so a client
+// cannot escape its budget by sending one.
+func TestSignInAttemptsAreCountedPerClientBehindATrustedProxy(t *testing.T) {
+	for _, trusted := range []bool{true, false} {
+		e := newAppEnv(t, func(a *Approvals) {
+			a.SignInAttempts = a.Requests.(auth.SignInAttempts)
+			if trusted {
+				a.TrustedProxies = clientip.Proxies{netip.MustParsePrefix("127.0.0.0/8")}
+			}
+		})
+		b := e.browser()
+		form := url.Values{"csrf": {csrfOf(t, b.get("/app/requests"))}, "key": {"sk_user_0123456789abcdef_" + strings.Repeat("A", 43)}}
+		post := func(client string) int {
+			return b.do(http.MethodPost, "/app/sign-in", form, "X-Forwarded-For", client).status
+		}
+		for range SignInBurst {
+			post("203.0.113.1")
+		}
+		if got := post("203.0.113.1"); got != http.StatusTooManyRequests {
+			t.Errorf("trusted %v: the first client past its burst: %d", trusted, got)
+		}
+		want := http.StatusForbidden // its own budget: the key is checked, and refused
+		if !trusted {
+			want = http.StatusTooManyRequests // the same peer, whatever it claims
+		}
+		if got := post("203.0.113.2"); got != want {
+			t.Errorf("trusted %v: another client: %d, want %d", trusted, got, want)
+		}
 	}
 }

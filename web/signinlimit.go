@@ -1,7 +1,6 @@
 package web
 
 import (
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -32,14 +31,12 @@ func newSignInLimiter() *signInLimiter {
 	return &signInLimiter{limiters: c}
 }
 
-// allowSignIn counts a sign-in attempt from r's address: against this replica's
+// allowSignIn counts a sign-in attempt from r's client (the address a trusted proxy
+// saw, behind one): against this replica's
 // limiter, then against every replica's when the store keeps one. False, with the
 // seconds to wait, when none is left.
 func (s *Server) allowSignIn(r *http.Request) (bool, int, error) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
+	host := s.approvals.TrustedProxies.Of(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 	if ok, wait := s.signIns.allow(host); !ok || s.approvals.SignInAttempts == nil {
 		return ok, wait, nil
 	}

@@ -13,7 +13,8 @@ import (
 func withApprovals(cfg Config, store *postgres.Store, payments *payment.Service) web.Option {
 	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
 		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
-		Payments: store, Approved: func(request.Request) { payments.Kick() }, Captchas: store, Webhooks: store, Memory: store, Passkeys: store, SignInAttempts: store}
+		Payments: store, Approved: func(request.Request) { payments.Kick() }, Captchas: store, Webhooks: store, Memory: store, Passkeys: store, SignInAttempts: store,
+		TrustedProxies: cfg.Search.TrustedProxies}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 	}

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/embedding/sentence"
 	"github.com/waystation/waystation/internal/postgres"
@@ -28,7 +27,7 @@ type SearchConfig struct {
 	DailyAllowance int
 	// CallerShare is the fraction of DailyAllowance one caller may spend a day.
 	CallerShare    float64
-	TrustedProxies []netip.Prefix
+	TrustedProxies clientip.Proxies
 }
 
 // Default similarity bands of the models (the builtin model's is search's, tuned with
@@ -88,17 +87,11 @@ func loadSearchConfig(getenv func(string) string) (SearchConfig, error) {
 		}
 		c.CallerShare = f
 	}
-	for _, s := range strings.FieldsFunc(getenv("TRUSTED_PROXIES"), func(r rune) bool { return r == ',' || r == ' ' }) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				return c, fmt.Errorf("TRUSTED_PROXIES: %q is not a CIDR or an address", s)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	proxies, err := clientip.ParseProxies(getenv("TRUSTED_PROXIES"))
+	if err != nil {
+		return c, fmt.Errorf("TRUSTED_PROXIES: %w", err)
 	}
+	c.TrustedProxies = proxies
 	return c, nil
 }
 

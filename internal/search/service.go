@@ -5,12 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
-	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -31,7 +30,7 @@ type Service struct {
 	Keys   auth.KeyStore
 	Pepper []byte
 	// TrustedProxies are the networks whose X-Forwarded-For names the caller.
-	TrustedProxies []netip.Prefix
+	TrustedProxies clientip.Proxies
 	// RetryAfter, in seconds, is what a search refused for want of a model says
 	// (default 60).
 	RetryAfter int
@@ -133,57 +132,13 @@ func (s *Service) retryAfter() int {
 func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 // caller names who a search is charged to: the user of the API key when a valid one
-// is sent (so that minting keys buys no more searches), else the client address, or,
-// when the request came through a trusted proxy, the address that proxy saw (the
-// rightmost untrusted hop of X-Forwarded-For, so a client cannot pick its own name). An invalid key is not refused here: the directory needs none.
+// is sent (so that minting keys buys no more searches), else the client (see
+// clientip). An invalid key is not refused here: the directory needs none.
 func (s *Service) caller(ctx context.Context, c Caller) string {
 	if user, ok := s.keyUser(ctx, c.Authorization); ok {
 		return "user:" + user
 	}
-	host, _, err := net.SplitHostPort(c.RemoteAddr)
-	if err != nil {
-		host = c.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	addr = addr.Unmap()
-	if !s.trusted(addr) {
-		return callerKey(addr)
-	}
-	hops := strings.Split(strings.Join(c.ForwardedFor, ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			break
-		}
-		a = a.Unmap()
-		if !s.trusted(a) {
-			return callerKey(a)
-		}
-		addr = a
-	}
-	return callerKey(addr)
-}
-
-// callerKey is an IPv4 address, or the /64 of an IPv6 one: a single host usually
-// holds a whole /64, so limiting its addresses one by one would limit nothing.
-func callerKey(a netip.Addr) string {
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
-
-func (s *Service) trusted(a netip.Addr) bool {
-	for _, p := range s.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return s.TrustedProxies.Of(c.RemoteAddr, c.ForwardedFor)
 }
 
 // keyUser returns the user of the valid, unrevoked API key in Authorization, if any:
