@@ -2,10 +2,7 @@ package api
 
 import (
 	"net/http"
-	"strings"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/problem"
@@ -84,17 +81,12 @@ func (s *Server) handleTasks() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		q, err := queryParams(r, "limit")
+		limit, err := limitQuery(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		items, err := s.auth.Captchas.Store.Tasks(r.Context(), principal(r), id, int(limit))
+		items, err := s.auth.Captchas.Store.Tasks(r.Context(), principal(r), id, limit)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -120,12 +112,11 @@ func (s *Server) handleTask() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		id := chi.URLParam(r, "tid")
-		if !uuidPattern.MatchString(id) {
-			s.error(w, r, captcha.ErrNotFound)
+		id, err := uuidParam(r, "tid", captcha.ErrNotFound)
+		if err != nil {
+			s.error(w, r, err)
 			return
 		}
-		id = strings.ToLower(id)
 		// Waited on while pending; a solver's answer on another replica is seen within
 		// a second even without the session's events.
 		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
@@ -48,13 +46,7 @@ func ifMatch(r *http.Request) (int, bool, error) {
 	return 0, true, memory.ErrStale
 }
 
-func itemID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !uuidPattern.MatchString(id) {
-		return "", memory.ErrNotFound
-	}
-	return strings.ToLower(id), nil
-}
+func itemID(r *http.Request) (string, error) { return uuidParam(r, "id", memory.ErrNotFound) }
 
 func writeItem(w http.ResponseWriter, status int, it memory.Stored) {
 	w.Header().Set("ETag", etag(it.Revision))

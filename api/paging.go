@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 )
@@ -41,6 +42,27 @@ func intParam(q map[string]string, name string, def, lo, hi int64) (int64, error
 		return 0, problem.Param(problem.InvalidParameter, name, name+" must be an integer from "+strconv.FormatInt(lo, 10)+" to "+strconv.FormatInt(hi, 10)+".")
 	}
 	return n, nil
+}
+
+// uuidParam is the path parameter name, lower-cased, when it is a UUID; otherwise
+// notFound, since no object has that id.
+func uuidParam(r *http.Request, name string, notFound error) (string, error) {
+	id := chi.URLParam(r, name)
+	if !uuidPattern.MatchString(id) {
+		return "", notFound
+	}
+	return strings.ToLower(id), nil
+}
+
+// limitQuery reads the paging of a list that takes a limit alone (default 50, at
+// most 200), and no other parameter.
+func limitQuery(r *http.Request) (int, error) {
+	q, err := queryParams(r, "limit")
+	if err != nil {
+		return 0, err
+	}
+	n, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
+	return int(n), err
 }
 
 // pageQuery reads the paging of a list newest first: limit (default 50, at most

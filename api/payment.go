@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 
-	"github.com/go-chi/chi/v5"
-
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
-	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 )
 
@@ -86,12 +83,12 @@ func (s *Server) handlePayment() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		id := chi.URLParam(r, "pid")
-		if !uuidPattern.MatchString(id) {
-			s.error(w, r, payment.ErrNotFound)
+		id, err := uuidParam(r, "pid", payment.ErrNotFound)
+		if err != nil {
+			s.error(w, r, err)
 			return
 		}
-		pay, err := svc.Store.Payment(r.Context(), principal(r), sid, strings.ToLower(id))
+		pay, err := svc.Store.Payment(r.Context(), principal(r), sid, id)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -101,13 +98,7 @@ func (s *Server) handlePayment() http.HandlerFunc {
 }
 
 // agentID is the {id} of an agents path, or a 404.
-func agentID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !uuidPattern.MatchString(id) {
-		return "", problem.New(problem.NotFound, "No agent with this id is visible to this key.")
-	}
-	return strings.ToLower(id), nil
-}
+func agentID(r *http.Request) (string, error) { return uuidParam(r, "id", auth.ErrAgentNotFound) }
 
 // handleSpendingLimits answers one of the user's agents' spending limits and spend.
 func (s *Server) handleSpendingLimits() http.HandlerFunc {

@@ -3,10 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
@@ -38,11 +35,8 @@ func requestIDs(r *http.Request) (sid, id string, err error) {
 	if sid, err = sessionID(r); err != nil {
 		return "", "", err
 	}
-	id = chi.URLParam(r, "rid")
-	if !uuidPattern.MatchString(id) {
-		return "", "", request.ErrNotFound
-	}
-	return sid, strings.ToLower(id), nil
+	id, err = uuidParam(r, "rid", request.ErrNotFound)
+	return sid, id, err
 }
 
 type createRequestRequest struct{ request.New }

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 )
@@ -36,13 +34,7 @@ func (s *Server) readSessionRequest(w http.ResponseWriter, r *http.Request, req 
 }
 
 // sessionID is the {id} of the path, or a 404 if it cannot name a session.
-func sessionID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !uuidPattern.MatchString(id) {
-		return "", session.ErrNotFound
-	}
-	return strings.ToLower(id), nil
-}
+func sessionID(r *http.Request) (string, error) { return uuidParam(r, "id", session.ErrNotFound) }
 
 func clientID(name, v string) error {
 	if v == "" || len(v) > 200 {

@@ -3,9 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strings"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
@@ -74,13 +71,7 @@ func (s *Server) handleWebhooks() http.HandlerFunc {
 }
 
 // webhookID is the {id} of a webhooks path, or a 404.
-func webhookID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !uuidPattern.MatchString(id) {
-		return "", problem.New(problem.NotFound, "No webhook with this id is visible to this key.")
-	}
-	return strings.ToLower(id), nil
-}
+func webhookID(r *http.Request) (string, error) { return uuidParam(r, "id", webhook.ErrNotFound) }
 
 func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -117,17 +108,12 @@ func (s *Server) handleDeliveries() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		q, err := queryParams(r, "limit")
+		limit, err := limitQuery(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		items, err := s.auth.Webhooks.Deliveries(r.Context(), principal(r), id, int(limit))
+		items, err := s.auth.Webhooks.Deliveries(r.Context(), principal(r), id, limit)
 		if err != nil {
 			s.error(w, r, err)
 			return

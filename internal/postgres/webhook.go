@@ -15,9 +15,6 @@ import (
 
 var _ webhook.Store = (*Store)(nil)
 
-// ErrWebhookNotFound is a webhook that does not exist or is another user's.
-var ErrWebhookNotFound = problem.New(problem.NotFound, "No webhook with this id is visible to this key.")
-
 // maxWebhooksPerUser bounds what one user registers.
 const maxWebhooksPerUser = 20
 
@@ -67,7 +64,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, p auth.Principal, id string) 
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return ErrWebhookNotFound
+			return webhook.ErrNotFound
 		}
 		_, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', last_error = 'the webhook was deleted'
 			WHERE webhook_id = $1 AND status = 'pending'`, id)
@@ -83,7 +80,7 @@ func (s *Store) Deliveries(ctx context.Context, p auth.Principal, id string, lim
 		return nil, fail("webhook deliveries", err)
 	}
 	if !ok {
-		return nil, ErrWebhookNotFound
+		return nil, webhook.ErrNotFound
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, webhook_id, event, status, attempts, last_status, last_error, created_at,
 		CASE WHEN status = 'pending' THEN next_at END, delivered_at

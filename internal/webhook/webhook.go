@@ -29,6 +29,9 @@ import (
 )
 
 // Events a webhook can ask for.
+// ErrNotFound is a webhook that does not exist or is another user's.
+var ErrNotFound = problem.New(problem.NotFound, "No webhook with this id is visible to this key.")
+
 const (
 	RequestWaiting   = "request.waiting_user"
 	RequestApproved  = "request.approved"
