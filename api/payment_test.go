@@ -512,6 +512,181 @@ func TestAPaymentIsNeverMadeTwice(t *testing.T) {
 	}
 }
 
+// TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed replays a replica
+// killed while the seller worked: the seller settles the first sending, the answer
+// never comes back, and the payment taken up again is refused with 402, as the
+// reference stack refuses a used nonce. The payment is unknown (never failed),
+// counted once in spend, and the chain's state of its authorization settles it: the
+// request is fulfilled and the agent claims the receipt. A payment the chain shows
+// unused once its window closed fails as not settled, and stops counting.
+func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) {
+	p := newPayEnv(t)
+	ctx := context.Background()
+	if err := p.seller.SetMode(seller.ModeReplayRefused); err != nil {
+		t.Fatal(err)
+	}
+	spent := func() string {
+		var me struct {
+			Limits struct {
+				Spending struct{ Spent struct{ Today string } }
+			}
+		}
+		p.call("GET", "/agent/me", p.agentKey, "").want(t, 200).into(t, &me)
+		return me.Limits.Spending.Spent.Today
+	}
+	requestStatus := func(id string) string {
+		var r struct{ Status string }
+		p.call("GET", "/sessions/"+p.sid+"/requests/"+id, p.agentKey, "").want(t, 200).into(t, &r)
+		return r.Status
+	}
+	chain, err := x402.ParseChains(seller.DefaultNetwork+"="+strings.Replace(p.base, "seller.test", "127.0.0.1", 1)+"/rpc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := func(sender payment.Sender, chain payment.Chain, now func() time.Time) *payment.Service {
+		return &payment.Service{Store: p.store, Payer: p.svc.Payer, Log: p.svc.Log, Lease: time.Millisecond,
+			Sender: sender, Chain: chain, Now: now, CheckEvery: time.Millisecond}
+	}
+
+	var lost created
+	p.ask("lost", "/v2/report", "0.05").want(t, 201).into(t, &lost)
+	p.approve(lost.Request.ID).want(t, 200)
+	if did, err := service(dropAnswer{p.svc.Sender}, nil, nil).Execute(ctx); !did || err != nil {
+		t.Fatalf("first sending: %v %v", did, err)
+	}
+	if n := len(p.seller.Ledger()); n != 1 {
+		t.Fatalf("%d transfers after the first sending, want 1", n)
+	}
+	time.Sleep(5 * time.Millisecond)
+	// Another executor takes it up and sends it again: the seller refuses the used
+	// authorization.
+	if did, err := service(p.svc.Sender, nil, nil).Execute(ctx); !did || err != nil {
+		t.Fatalf("second sending: %v %v", did, err)
+	}
+	if st, f := p.payment(lost.Payment.ID); st != payment.StatusUnknown || f != nil {
+		t.Fatalf("after the refused second sending: %s %v, want unknown", st, f)
+	}
+	if st := requestStatus(lost.Request.ID); st != "executing" {
+		t.Fatalf("request %s while the outcome is unknown", st)
+	}
+	if s := spent(); s != "0.01" {
+		t.Errorf("spent %s while the outcome is unknown, want 0.01", s)
+	}
+	// Without a chain nothing can tell: it stays unknown.
+	if did, err := service(p.svc.Sender, nil, nil).Resolve(ctx); did || err != nil {
+		t.Fatalf("resolve without a chain: %v %v", did, err)
+	}
+	if did, err := service(p.svc.Sender, chain, nil).Resolve(ctx); !did || err != nil {
+		t.Fatalf("resolve: %v %v", did, err)
+	}
+	if st, f := p.payment(lost.Payment.ID); st != payment.StatusSettled {
+		t.Fatalf("after the chain's answer: %s %v, want settled", st, f)
+	}
+	if st := requestStatus(lost.Request.ID); st != "fulfilled" {
+		t.Fatalf("request %s after the payment settled", st)
+	}
+	var art struct {
+		Type    string
+		Payment struct {
+			Status, Amount string
+			Response       *struct{ Status int }
+		}
+	}
+	p.call("POST", "/sessions/"+p.sid+"/requests/"+lost.Request.ID+"/claim", p.agentKey, "").want(t, 200).into(t, &art)
+	if art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != "10000" || art.Payment.Response != nil {
+		t.Errorf("artifact %+v: want the settled receipt, without the answer that was lost", art)
+	}
+	if s := spent(); s != "0.01" {
+		t.Errorf("spent %s after the payment settled, want 0.01", s)
+	}
+	if n := len(p.seller.Ledger()); n != 1 {
+		t.Fatalf("%d transfers, want 1", n)
+	}
+
+	// Signed, and sent only after its window closed: refused, unknown, and once the
+	// chain shows its nonce unused past the window, failed as not settled.
+	var late created
+	p.ask("late", "/v2/report", "0.05").want(t, 201).into(t, &late)
+	p.approve(late.Request.ID).want(t, 200)
+	taken, err := p.store.Take(ctx, time.Minute)
+	if err != nil || taken == nil || taken.ID != late.Payment.ID {
+		t.Fatalf("take: %+v %v", taken, err)
+	}
+	now := time.Now().Unix()
+	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now-1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if did, err := service(p.svc.Sender, nil, nil).Execute(ctx); !did || err != nil {
+		t.Fatalf("late sending: %v %v", did, err)
+	}
+	if st, _ := p.payment(late.Payment.ID); st != payment.StatusUnknown {
+		t.Fatalf("late payment %s, want unknown", st)
+	}
+	if s := spent(); s != "0.02" {
+		t.Errorf("spent %s with one settled and one unknown payment, want 0.02", s)
+	}
+	// Inside the grace after the window the chain is asked and the payment waits.
+	if did, err := service(p.svc.Sender, chain, nil).Resolve(ctx); !did || err != nil {
+		t.Fatalf("resolve in the grace: %v %v", did, err)
+	}
+	if st, _ := p.payment(late.Payment.ID); st != payment.StatusUnknown {
+		t.Fatalf("late payment %s inside the grace, want unknown", st)
+	}
+	time.Sleep(5 * time.Millisecond)
+	later := func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if did, err := service(p.svc.Sender, chain, later).Resolve(ctx); !did || err != nil {
+		t.Fatalf("resolve after the grace: %v %v", did, err)
+	}
+	if st, f := p.payment(late.Payment.ID); st != payment.StatusFailed || f == nil || *f != payment.FailNotSettled {
+		t.Fatalf("late payment %s %v, want failed not_settled", st, f)
+	}
+	if st := requestStatus(late.Request.ID); st != "failed" {
+		t.Errorf("late request %s, want failed", st)
+	}
+	if s := spent(); s != "0.01" {
+		t.Errorf("spent %s once the late payment is known unsettled, want 0.01", s)
+	}
+	if n := len(p.seller.Ledger()); n != 1 {
+		t.Fatalf("%d transfers, want 1", n)
+	}
+}
+
+// TestAnExecutorThatLostItsLeaseRecordsNothing: a payment taken up by a second
+// executor after the first stopped renewing is the second's; the first can neither
+// renew it nor record an outcome.
+func TestAnExecutorThatLostItsLeaseRecordsNothing(t *testing.T) {
+	p := newPayEnv(t)
+	ctx := context.Background()
+	var c created
+	p.ask("lease", "/v2/report", "0.05").want(t, 201).into(t, &c)
+	p.approve(c.Request.ID).want(t, 200)
+	first, err := p.store.Take(ctx, time.Minute)
+	if err != nil || first == nil {
+		t.Fatalf("take: %+v %v", first, err)
+	}
+	if ok, err := p.store.Renew(ctx, *first); !ok || err != nil {
+		t.Fatalf("renew by its executor: %v %v", ok, err)
+	}
+	if again, err := p.store.Take(ctx, time.Minute); again != nil || err != nil {
+		t.Fatalf("a renewed payment was taken again: %+v %v", again, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	second, err := p.store.Take(ctx, time.Millisecond)
+	if err != nil || second == nil || second.ID != first.ID {
+		t.Fatalf("take after the lease: %+v %v", second, err)
+	}
+	if ok, err := p.store.Renew(ctx, *first); ok || err != nil {
+		t.Errorf("the first executor renewed a payment taken over: %v %v", ok, err)
+	}
+	if err := p.store.Finish(ctx, *first, payment.Outcome{Status: payment.StatusFailed, Failure: payment.FailUnreachable}); !errors.Is(err, payment.ErrTakenOver) {
+		t.Errorf("the first executor's outcome: %v, want ErrTakenOver", err)
+	}
+	if err := p.store.Finish(ctx, *second, payment.Outcome{Status: payment.StatusFailed, Failure: payment.FailUnreachable}); err != nil {
+		t.Errorf("the second executor's outcome: %v", err)
+	}
+}
+
 // dropAnswer sends the request and loses the answer, as a dropped connection would.
 type dropAnswer struct{ payment.Sender }
 

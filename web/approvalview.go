@@ -131,6 +131,7 @@ var paymentWords = map[string]string{
 	"awaiting_approval": "Waiting for your approval: nothing is paid until you approve.",
 	"approved":          "Approved: the service is about to pay.",
 	"executing":         "Paying: the service checked the offer and is sending the payment.",
+	"unknown":           "Sent, outcome unknown: the answer was lost after the payment left. It counts toward the agent's spend until the chain shows whether the seller took it.",
 	"settled":           "Paid: the seller took the payment.",
 	"failed":            "Not completed",
 	"denied":            "Denied: nothing was paid.",
@@ -338,7 +339,7 @@ func sessionView(p Page, ws auth.WebSession, sess session.Session, a auth.Agent,
 				t.Link = requestURL(d.RequestID)
 			}
 		}
-		if e.Type == payment.EventSettled || e.Type == payment.EventFailed {
+		if e.Type == payment.EventSettled || e.Type == payment.EventFailed || e.Type == payment.EventUnknown {
 			var d struct {
 				RequestID   string  `json:"requestId"`
 				Failure     *string `json:"failure"`
@@ -351,11 +352,14 @@ func sessionView(p Page, ws auth.WebSession, sess session.Session, a auth.Agent,
 					network = d.Network
 				}
 				t.Kind, t.What = "payment", "Payment settled on "+network
-				if e.Type == payment.EventFailed {
+				switch e.Type {
+				case payment.EventFailed:
 					t.What = "Payment failed"
 					if d.Failure != nil {
 						t.What += ": " + *d.Failure
 					}
+				case payment.EventUnknown:
+					t.What = "Payment sent on " + network + ", outcome unknown: it counts toward spend until the chain shows whether it settled"
 				}
 				if d.Transaction != nil {
 					t.Detail = "transaction " + *d.Transaction

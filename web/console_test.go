@@ -46,7 +46,7 @@ func TestConsoleShowsTheSpendLedgerAndSetsAgentLimits(t *testing.T) {
 		t.Fatalf("take %v %v", taken, err)
 	}
 	sum := strings.Repeat("ab", 32)
-	if err := e.store.Finish(ctx, pay.ID, payment.Outcome{Status: payment.StatusSettled, Transaction: "0x" + strings.Repeat("1", 64), Delivered: true,
+	if err := e.store.Finish(ctx, *taken, payment.Outcome{Status: payment.StatusSettled, Transaction: "0x" + strings.Repeat("1", 64), Delivered: true,
 		Receipt: request.Receipt{PaymentID: pay.ID, Status: payment.StatusSettled, Response: &request.SellerResponse{Status: 200, SHA256: sum}}}); err != nil {
 		t.Fatal(err)
 	}

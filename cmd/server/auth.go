@@ -196,7 +196,8 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	}
 	if payments.Payer != nil {
 		go payments.Run(ctx, paymentEvery)
-		log.Info("paying sellers", "payer", payments.Payer.Signer, "networks", payments.Payer.Networks)
+		log.Info("paying sellers", "payer", payments.Payer.Signer, "networks", payments.Payer.Networks,
+			"chains", cfg.Payment.Chains.Networks())
 	}
 	return api.WithAuthenticated(a)
 }
@@ -206,7 +207,11 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 // per-host backoff.
 func newPayments(cfg Config, log *slog.Logger, store *postgres.Store) (*payment.Service, *trust.Prober) {
 	prober := trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout, AllowHosts: cfg.Payment.AllowHosts}, log)
-	return &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log}, prober
+	svc := &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log}
+	if cfg.Payment.Chains != nil {
+		svc.Chain = cfg.Payment.Chains
+	}
+	return svc, prober
 }
 
 // webhookEvery is how often due webhook deliveries are sent: an event reaches its

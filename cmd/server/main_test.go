@@ -121,8 +121,10 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "payer.key")
 	os.WriteFile(file, []byte(testPayerKey+"\n"), 0o600)
-	c, err = loadPaymentConfig(env("X402_PAYER_KEY_FILE", file, "X402_PAYER_NETWORKS", "eip155:84532, base"))
-	if err != nil || c.Payer.Address() == "" || !slices.Equal(c.Payer.Networks, payment.Networks{"eip155:84532", "eip155:8453"}) {
+	c, err = loadPaymentConfig(env("X402_PAYER_KEY_FILE", file, "X402_PAYER_NETWORKS", "eip155:84532, base",
+		"X402_RPC_URLS", "base-sepolia=http://localhost:4021/rpc"))
+	if err != nil || c.Payer.Address() == "" || !slices.Equal(c.Payer.Networks, payment.Networks{"eip155:84532", "eip155:8453"}) ||
+		!slices.Equal(c.Chains.Networks(), []string{"eip155:84532"}) {
 		t.Fatalf("payer from a file: %+v %v", c, err)
 	}
 	for _, bad := range []func(string) string{
@@ -133,6 +135,7 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 		env("X402_PAYER_KEY_FILE", file+".missing"),
 		env("PAYMENT_ALLOW_HOSTS", "http://localhost"),
 		env("WEBHOOK_ALLOW_HOSTS", "a b"),
+		env("X402_RPC_URLS", "eip155:8453"),
 	} {
 		_, err := loadPaymentConfig(bad)
 		if err == nil {

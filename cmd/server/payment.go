@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/x402"
@@ -18,7 +20,13 @@ type PaymentConfig struct {
 	// WebhookAllowHosts are WEBHOOK_ALLOW_HOSTS: hosts, or host:port, webhook
 	// deliveries may reach on a private address.
 	WebhookAllowHosts []string
+	// Chains are X402_RPC_URLS: the JSON-RPC endpoints a payment whose outcome is
+	// unknown is settled from (nil: such payments stay unknown).
+	Chains *x402.Chains
 }
+
+// chainTimeout bounds one look-up of an authorization on a chain.
+const chainTimeout = 10 * time.Second
 
 // defaultPayerNetworks are where a configured payer pays unless
 // X402_PAYER_NETWORKS says otherwise: Base, in USDC.
@@ -28,7 +36,9 @@ var defaultPayerNetworks = payment.Networks{"eip155:8453"}
 // X402_PAYER_KEY_FILE (a file holding one), X402_PAYER_NETWORKS (CAIP-2 networks the
 // key is funded on, comma-separated; a test network only when named) and
 // PAYMENT_ALLOW_HOSTS (hosts, or host:port, that payments, quotes and probes may
-// reach on private addresses; empty by default). Errors never quote the key.
+// reach on private addresses; empty by default) and X402_RPC_URLS (network=URL
+// pairs, comma-separated: where the state of an authorization is read). Errors never
+// quote the key.
 func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	var c PaymentConfig
 	var err error
@@ -37,6 +47,11 @@ func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	}
 	if c.WebhookAllowHosts, err = allowHosts(getenv, "WEBHOOK_ALLOW_HOSTS"); err != nil {
 		return c, err
+	}
+	if v := getenv("X402_RPC_URLS"); v != "" {
+		if c.Chains, err = x402.ParseChains(v, &http.Client{Timeout: chainTimeout}); err != nil {
+			return c, fmt.Errorf("X402_RPC_URLS: %w", err)
+		}
 	}
 	key, file := getenv("X402_PAYER_KEY"), getenv("X402_PAYER_KEY_FILE")
 	switch {

@@ -243,6 +243,7 @@ func (a *Ask) Validate() error {
 const (
 	StatusPending   = "pending"   // waiting for the person, or approved and not yet taken
 	StatusExecuting = "executing" // taken by the service: signed or about to be
+	StatusUnknown   = "unknown"   // it left, and no answer says whether it settled: counted in spend until the chain tells
 	StatusSettled   = "settled"   // the seller took the payment
 	StatusFailed    = "failed"    // nothing more will happen; Failure says why
 )
@@ -252,16 +253,20 @@ const (
 const (
 	EventSettled = "payment.settled"
 	EventFailed  = "payment.failed"
+	EventUnknown = "payment.unknown"
 )
 
 // Failures of an approved payment.
 const (
-	FailOfferChanged  = "offer_changed"   // the seller now asks another payee, amount, asset or network: nothing signed
-	FailNoOffer       = "no_offer"        // the seller no longer answers with a payable offer: nothing signed
-	FailLimit         = "limit_exceeded"  // a spending limit would be passed at signing time: nothing signed
-	FailSellerRefused = "seller_refused"  // the seller answered 402 to the payment: nothing settled
-	FailUnreachable   = "unreachable"     // the seller could not be reached with the payment
-	FailUnknown       = "outcome_unknown" // the payment left and no answer says whether it settled
+	FailOfferChanged  = "offer_changed"  // the seller now asks another payee, amount, asset or network: nothing signed
+	FailNoOffer       = "no_offer"       // the seller no longer answers with a payable offer: nothing signed
+	FailLimit         = "limit_exceeded" // a spending limit would be passed at signing time: nothing signed
+	FailSellerRefused = "seller_refused" // the seller answered 402 to the payment: nothing settled
+	FailUnreachable   = "unreachable"    // the seller could not be reached with the payment
+	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed: nothing moved
+	// FailUnknown is how payments whose outcome was unknown were recorded before
+	// StatusUnknown; none is recorded so any more.
+	FailUnknown = "outcome_unknown"
 )
 
 // Offer is the seller's offer the person approves, as the service will pay it.

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,12 +99,33 @@ type Store interface {
 	// executor stopped more than lease ago), checking the agent's limits first: a
 	// payment that would pass one fails with FailLimit instead. nil when none waits.
 	Take(ctx context.Context, lease time.Duration) (*Payment, error)
+	// Renew keeps an executing payment's lease while its executor works: false when
+	// another executor took it meanwhile (its attempt is no longer p's), and p's
+	// executor must record nothing.
+	Renew(ctx context.Context, p Payment) (bool, error)
 	// MarkSigned records, before the payment leaves, that it is signed with this
 	// validity window: a crash after it sends the same payment again, never another.
 	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64) error
-	// Finish ends an executing payment with its outcome, fulfilling (or failing)
-	// its request with the receipt and feeding the seller's stats.
-	Finish(ctx context.Context, id string, o Outcome) error
+	// Finish records how payment p, executing (in p's attempt) or unknown, ended or
+	// stands: settled or failed, fulfilling or failing its request with the receipt
+	// and feeding the seller's stats; or unknown, its request left executing.
+	// ErrTakenOver when p is no longer in the state it was read in.
+	Finish(ctx context.Context, p Payment, o Outcome) error
+	// TakeUnknown is one payment whose outcome is unknown and that was not checked
+	// for the last `every`, marked checked now; nil when none is due.
+	TakeUnknown(ctx context.Context, every time.Duration) (*Payment, error)
+}
+
+// ErrTakenOver is Finish's answer for a payment another executor (or the
+// resolver) took over: the caller's outcome is not recorded.
+var ErrTakenOver = errors.New("payment: taken over by another executor")
+
+// Chain tells whether a payer's EIP-3009 authorization was used: the evidence that
+// settles a payment whose outcome is unknown. x402.Chains implements it.
+type Chain interface {
+	// AuthorizationUsed reports whether the token asset on network used from's
+	// nonce; x402.ErrNoChain when it has no endpoint for network.
+	AuthorizationUsed(ctx context.Context, network, asset, from string, nonce []byte) (bool, error)
 }
 
 // Outcome is how an executing payment ended.
@@ -124,9 +146,16 @@ type Service struct {
 	Log    *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Lease is how long an executing payment is left to its executor before
-	// another takes it back (default 2 minutes).
+	// Chain, when set, settles payments whose outcome is unknown from the chain's
+	// state; without it they stay unknown, counted in spend.
+	Chain Chain
+	// Lease is how long an executing payment is left to an executor that stopped
+	// renewing it before another takes it back (default 15 s); a live executor
+	// renews it every third of it.
 	Lease time.Duration
+	// CheckEvery is how often an unknown payment's authorization is looked up
+	// (default 5 s).
+	CheckEvery time.Duration
 	// MaxResponse is how much of the seller's answer the receipt keeps (default 256 KiB).
 	MaxResponse int64
 
@@ -267,19 +296,22 @@ func (s *Service) kicks() chan struct{} {
 }
 
 // Run carries out approved payments until ctx ends: at once when kicked, and every
-// `every` for approvals made on other replicas and payments whose executor stopped.
+// `every` for approvals made on other replicas and payments whose executor stopped;
+// with a Chain, it also settles payments whose outcome is unknown.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
 	kick := s.kicks()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		for {
-			did, err := s.Execute(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.Log.Warn("execute payment", "err", err)
-			}
-			if !did || err != nil {
-				break
+		for _, step := range []func(context.Context) (bool, error){s.Execute, s.Resolve} {
+			for {
+				did, err := step(ctx)
+				if err != nil && ctx.Err() == nil {
+					s.Log.Warn("payment", "err", err)
+				}
+				if !did || err != nil {
+					break
+				}
 			}
 		}
 		select {
@@ -291,29 +323,77 @@ func (s *Service) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
+func (s *Service) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return 15 * time.Second
+}
+
 // Execute carries out one approved payment, if one waits; it reports whether it did.
 func (s *Service) Execute(ctx context.Context) (bool, error) {
 	if s.Payer == nil {
 		return false, nil
 	}
-	lease := s.Lease
-	if lease <= 0 {
-		lease = 2 * time.Minute
-	}
-	p, err := s.Store.Take(ctx, lease)
+	p, err := s.Store.Take(ctx, s.lease())
 	if err != nil || p == nil {
 		return false, err
 	}
-	return true, s.execute(ctx, *p)
+	return true, s.executeLeased(ctx, *p)
+}
+
+// executeLeased executes p while renewing its lease, so that a payment whose replica
+// died is taken up by another within a lease, and one whose replica lives is left to
+// it however long the seller takes. An executor that lost its lease stops and
+// records nothing: the payment is another's.
+func (s *Service) executeLeased(ctx context.Context, p Payment) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lost := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(s.lease()/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// A renewal that fails (the database away) is tried at the next tick.
+			if ok, err := s.Store.Renew(ctx, p); err == nil && !ok {
+				close(lost)
+				cancel()
+				return
+			}
+		}
+	}()
+	err := s.execute(ctx, p)
+	cancel()
+	<-done
+	select {
+	case <-lost:
+		s.Log.Warn("payment taken over by another executor: nothing recorded here", "payment", p.ID)
+		return nil
+	default:
+	}
+	if errors.Is(err, ErrTakenOver) {
+		return nil
+	}
+	return err
 }
 
 // execute pays p: checks the seller still asks what was approved, records the
 // signing, signs, sends the request with the payment and records what came back.
 // Once signed, a payment taken again is sent again exactly as it was, never
-// re-priced or re-signed with another nonce.
+// re-priced or re-signed with another nonce; and since its first sending may have
+// settled, no answer to it can prove that nothing did: a refusal or a silence then
+// leaves the payment unknown, for the chain to decide.
 func (s *Service) execute(ctx context.Context, p Payment) error {
 	log := s.Log.With("payment", p.ID, "host", p.Host)
-	if p.SignedAt == nil {
+	repeat := p.SignedAt != nil
+	if !repeat {
 		o, err := s.offer(ctx, p.HTTPRequest)
 		switch {
 		case err != nil:
@@ -347,9 +427,12 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	}
 	resp, err := s.Sender.Send(ctx, req.WithContext(ctx))
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // stopping, or taken over: taken again after the lease
+		}
 		log.Info("payment sent, no answer", "err", x402.Clean(err.Error(), 200))
 		if p.Attempts > 1 || s.now().Unix() >= p.ValidBefore {
-			return s.fail(ctx, p, FailUnknown)
+			return s.unknown(ctx, p, "no answer to the payment")
 		}
 		return nil // taken again after the lease, and sent again as it is
 	}
@@ -366,13 +449,17 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	switch st := o.Settlement; {
 	case st != nil && st.Success:
 		o.Status, o.Transaction, o.Delivered = StatusSettled, st.Transaction, resp.StatusCode < 300
+	case resp.StatusCode == http.StatusPaymentRequired && repeat:
+		// The seller refuses an authorization it may have settled already: a
+		// used nonce is refused too.
+		return s.unknown(ctx, p, "the seller refused a payment sent before")
 	case resp.StatusCode == http.StatusPaymentRequired:
 		o.Status, o.Failure = StatusFailed, FailSellerRefused
 	case resp.StatusCode < 300:
 		// Delivered without a settlement answer: the seller took the payment.
 		o.Status, o.Delivered = StatusSettled, true
 	default:
-		o.Status, o.Failure = StatusFailed, FailUnknown
+		return s.unknown(ctx, p, "the seller answered "+strconv.Itoa(resp.StatusCode)+" without a settlement")
 	}
 	o.Receipt.Status = o.Status
 	if o.Failure != "" {
@@ -382,13 +469,71 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		o.Receipt.Transaction = &o.Transaction
 	}
 	log.Info("payment done", "status", o.Status, "failure", o.Failure, "http_status", resp.StatusCode)
-	return s.Store.Finish(ctx, p.ID, o)
+	return s.Store.Finish(ctx, p, o)
 }
 
 func (s *Service) fail(ctx context.Context, p Payment, why string) error {
-	r := request.Receipt{PaymentID: p.ID, Status: StatusFailed, Failure: &why, Amount: p.Offer.Amount, Value: p.Offer.Value.String(),
+	return s.Store.Finish(ctx, p, Outcome{Status: StatusFailed, Failure: why, Receipt: s.receipt(p, StatusFailed, why)})
+}
+
+// receipt is p's receipt without the seller's answer.
+func (s *Service) receipt(p Payment, status, failure string) request.Receipt {
+	r := request.Receipt{PaymentID: p.ID, Status: status, Amount: p.Offer.Amount, Value: p.Offer.Value.String(),
 		Asset: p.Offer.Asset, Network: p.Offer.Network, PayTo: p.Offer.PayTo}
-	return s.Store.Finish(ctx, p.ID, Outcome{Status: StatusFailed, Failure: why, Receipt: r})
+	if failure != "" {
+		r.Failure = &failure
+	}
+	return r
+}
+
+// unknown records that p left and nothing says whether it settled: it counts in the
+// agent's spend, its request stays executing, and Resolve settles it from the chain.
+func (s *Service) unknown(ctx context.Context, p Payment, why string) error {
+	s.Log.Warn("payment outcome unknown", "payment", p.ID, "host", p.Host, "why", why)
+	if err := s.Store.Finish(ctx, p, Outcome{Status: StatusUnknown}); err != nil {
+		return err
+	}
+	s.Kick()
+	return nil
+}
+
+// settleGrace is how long after an authorization's window closes the chain is still
+// given to show it used: a transfer mined just inside the window takes a block or
+// two to be seen.
+const settleGrace = 60 * time.Second
+
+// Resolve settles one payment whose outcome is unknown, if one is due a check, from
+// the chain: its authorization used means it settled (once, whoever sent it);
+// unused once its window closed means nothing moved and nothing can. It reports
+// whether it looked at one.
+func (s *Service) Resolve(ctx context.Context) (bool, error) {
+	if s.Chain == nil {
+		return false, nil
+	}
+	every := s.CheckEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	p, err := s.Store.TakeUnknown(ctx, every)
+	if err != nil || p == nil {
+		return false, err
+	}
+	log := s.Log.With("payment", p.ID, "host", p.Host)
+	used, err := s.Chain.AuthorizationUsed(ctx, p.Offer.Network, p.Offer.Asset, p.Payer, p.Nonce)
+	switch {
+	case errors.Is(err, x402.ErrNoChain):
+		return true, nil // stays unknown: nothing here can tell
+	case err != nil:
+		log.Warn("payment outcome unknown: the chain did not answer", "err", err)
+		return true, nil
+	case used:
+		log.Info("payment settled, as the chain shows")
+		return true, s.Store.Finish(ctx, *p, Outcome{Status: StatusSettled, Receipt: s.receipt(*p, StatusSettled, "")})
+	case s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace)):
+		log.Info("payment not settled, as the chain shows after its window closed")
+		return true, s.fail(ctx, *p, FailNotSettled)
+	}
+	return true, nil
 }
 
 // hashLimit bounds how much of an answer is read to hash it.

@@ -79,11 +79,12 @@ func limits(ctx context.Context, q rowQuerier, agentID string, now time.Time) (p
 	}
 	day, month := payment.Periods(now)
 	var today, thisMonth int64
-	// Every payment the service took counts, unless the seller refused it or it was
-	// never signed.
+	// Every payment the service took counts, unknown ones too, unless the seller
+	// refused it, it was never signed, or the chain showed it unused.
 	err = row(`SELECT coalesce(sum(value) FILTER (WHERE taken_at >= $2), 0), coalesce(sum(value), 0)
 		FROM payments WHERE agent_id = $1 AND taken_at >= $3
-		AND (status IN ('executing', 'settled') OR (status = 'failed' AND signed_at IS NOT NULL AND failure <> 'seller_refused'))`,
+		AND (status IN ('executing', 'unknown', 'settled')
+			OR (status = 'failed' AND signed_at IS NOT NULL AND failure NOT IN ('seller_refused', 'not_settled')))`,
 		agentID, day, month).Scan(&today, &thisMonth)
 	out.Spent = payment.Spend{Today: payment.Micros(today), ThisMonth: payment.Micros(thisMonth)}
 	return out, err
@@ -265,6 +266,41 @@ func (s *Store) Take(ctx context.Context, lease time.Duration) (*payment.Payment
 	return out, fail("take payment", err)
 }
 
+// Renew implements payment.Store.
+func (s *Store) Renew(ctx context.Context, p payment.Payment) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE payments SET taken_at = now() WHERE id = $1 AND status = 'executing' AND attempts = $2`,
+		p.ID, p.Attempts)
+	if err != nil {
+		return false, fail("renew payment", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// TakeUnknown implements payment.Store.
+func (s *Store) TakeUnknown(ctx context.Context, every time.Duration) (*payment.Payment, error) {
+	var out *payment.Payment
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var id string
+		err := tx.QueryRow(ctx, `
+			SELECT id FROM payments WHERE status = 'unknown'
+			AND (checked_at IS NULL OR checked_at < now() - make_interval(secs => $1))
+			ORDER BY checked_at NULLS FIRST, created_at LIMIT 1 FOR UPDATE SKIP LOCKED`, every.Seconds()).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE payments SET checked_at = now() WHERE id = $1`, id); err != nil {
+			return err
+		}
+		pay, err := scanPayment(tx.QueryRow(ctx, `SELECT `+paymentColumns+paymentFrom+` WHERE p.id = $1`, id))
+		out = &pay
+		return err
+	})
+	return out, fail("take unknown payment", err)
+}
+
 // MarkSigned implements payment.Store.
 func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefore int64) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE payments SET signed_at = now(), valid_after = $2, valid_before = $3
@@ -276,14 +312,17 @@ func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefo
 }
 
 // Finish implements payment.Store.
-func (s *Store) Finish(ctx context.Context, id string, o payment.Outcome) error {
+func (s *Store) Finish(ctx context.Context, p payment.Payment, o payment.Outcome) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		pay, err := scanPayment(tx.QueryRow(ctx, `SELECT `+paymentColumns+paymentFrom+` WHERE p.id = $1 FOR UPDATE OF p`, id))
+		pay, err := scanPayment(tx.QueryRow(ctx, `SELECT `+paymentColumns+paymentFrom+` WHERE p.id = $1 FOR UPDATE OF p`, p.ID))
 		if err != nil {
 			return err
 		}
-		if pay.Status != payment.StatusExecuting {
-			return errors.New("payment is not executing")
+		switch {
+		case pay.Status != p.Status, pay.Status == payment.StatusExecuting && pay.Attempts != p.Attempts:
+			return payment.ErrTakenOver
+		case pay.Status != payment.StatusExecuting && pay.Status != payment.StatusUnknown:
+			return errors.New("payment is neither executing nor unknown")
 		}
 		var r *request.Request
 		if pay.RequestID != "" {
@@ -338,14 +377,16 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 	}
 	data, _ := json.Marshal(map[string]any{"paymentId": pay.ID, "requestId": pay.RequestID, "status": o.Status,
 		"failure": failure, "amount": pay.Offer.Amount, "network": x402.NormalizeNetwork(pay.Offer.Network), "transaction": txHash})
-	ev := payment.EventSettled
-	if o.Status != payment.StatusSettled {
+	ev := map[string]string{payment.StatusSettled: payment.EventSettled, payment.StatusUnknown: payment.EventUnknown}[o.Status]
+	if ev == "" {
 		ev = payment.EventFailed
 	}
 	if _, err := appendEvent(ctx, tx, pay.SessionID, session.Append{Type: ev, Actor: session.ActorSystem, Data: data}); err != nil {
 		return err
 	}
-	if request.Terminal(r.Status) {
+	if request.Terminal(r.Status) || o.Status == payment.StatusUnknown {
+		// An unknown outcome leaves the request executing: the agent's wait and
+		// claim go on until the chain tells.
 		return nil
 	}
 	if o.Status != payment.StatusSettled {

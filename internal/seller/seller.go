@@ -1,8 +1,9 @@
 // Package seller is a local x402 seller and facilitator, for tests and the demo: a
 // real HTTP server that answers 402 with v1 and v2 offers, has its facilitator verify
 // a payment by recovering the signer and settle it into a ledger it shows, and
-// misbehaves on demand (another payee, a changed price, no delivery). Nothing moves
-// on a chain: the ledger is the chain.
+// misbehaves on demand (another payee, a changed price, no delivery, a used
+// authorization refused). Nothing moves on a chain: the ledger is the chain, and
+// /rpc answers for it what a node would (EIP-3009's authorizationState).
 package seller
 
 import (
@@ -39,9 +40,13 @@ const (
 	ModeWrongPayee   = "wrong_payee"   // offers name another payee from now on
 	ModeChangedPrice = "changed_price" // offers ask twice the price from now on
 	ModeNoDelivery   = "no_delivery"   // payments settle, and the answer is a 500 without content
+	// ModeReplayRefused answers a payment settled before with 402, as the reference
+	// middleware and facilitator do (the chain refuses a used nonce), instead of
+	// delivering the answer again.
+	ModeReplayRefused = "replay_refused"
 )
 
-var modes = []string{ModeNone, ModeWrongPayee, ModeChangedPrice, ModeNoDelivery}
+var modes = []string{ModeNone, ModeWrongPayee, ModeChangedPrice, ModeNoDelivery, ModeReplayRefused}
 
 // Config sets up a Seller. Zero fields take the defaults.
 type Config struct {
@@ -117,6 +122,7 @@ func New(cfg Config) *Seller {
 	s.mux.HandleFunc("GET /misbehave", s.handleMode)
 	s.mux.HandleFunc("POST /misbehave", s.handleSetMode)
 	s.mux.HandleFunc("GET /discovery/resources", s.handleDiscovery)
+	s.mux.HandleFunc("POST /rpc", s.handleRPC)
 	return s
 }
 
@@ -347,7 +353,7 @@ func (s *Seller) check(b facilitatorBody) (settledTx string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prev, ok := s.settled[nonceKey(a)]; ok {
-		if prev != a {
+		if prev != a || s.mode == ModeReplayRefused {
 			return "", fmt.Errorf("invalid_exact_evm_payload_authorization_nonce_used")
 		}
 		for _, t := range s.transfers {
@@ -359,7 +365,7 @@ func (s *Seller) check(b facilitatorBody) (settledTx string, err error) {
 	return "", nil
 }
 
-func nonceKey(a x402.Authorization) string { return strings.ToLower(a.From) + "|" + a.Nonce }
+func nonceKey(a x402.Authorization) string { return strings.ToLower(a.From + "|" + a.Nonce) }
 
 // sameJSON reports whether two JSON documents hold the same value.
 func sameJSON(a, b json.RawMessage) bool {
@@ -457,6 +463,51 @@ func (s *Seller) handleClearLedger(w http.ResponseWriter, r *http.Request) {
 	s.transfers, s.delivered, s.settled = nil, map[string][]byte{}, map[string]x402.Authorization{}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleRPC answers the JSON-RPC call a node answers for the ledger: eth_call of
+// authorizationState(from, nonce) on the seller's asset, true once the ledger holds a
+// transfer with that nonce. Other calls get JSON-RPC's method-not-found.
+func (s *Seller) handleRPC(w http.ResponseWriter, r *http.Request) {
+	var call struct {
+		ID     json.RawMessage   `json:"id"`
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&call); err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "parse error"}})
+		return
+	}
+	fail := func(code int, msg string) {
+		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "error": map[string]any{"code": code, "message": msg}})
+	}
+	if call.Method != "eth_call" {
+		fail(-32601, "the method "+call.Method+" does not exist")
+		return
+	}
+	var msg struct {
+		To    string `json:"to"`
+		Input string `json:"input"`
+		Data  string `json:"data"`
+	}
+	if len(call.Params) == 0 || json.Unmarshal(call.Params[0], &msg) != nil {
+		fail(-32602, "invalid params")
+		return
+	}
+	data, err := hex.DecodeString(strings.TrimPrefix(cmp.Or(msg.Input, msg.Data), "0x"))
+	from, nonce, ok := x402.DecodeAuthorizationState(data)
+	if err != nil || !ok || !strings.EqualFold(msg.To, s.cfg.Asset) {
+		fail(3, "execution reverted")
+		return
+	}
+	s.mu.Lock()
+	_, used := s.settled[strings.ToLower(from)+"|0x"+hex.EncodeToString(nonce)]
+	s.mu.Unlock()
+	word := make([]byte, 32)
+	if used {
+		word[31] = 1
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "result": "0x" + hex.EncodeToString(word)})
 }
 
 func (s *Seller) handleMode(w http.ResponseWriter, r *http.Request) {

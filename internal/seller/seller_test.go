@@ -212,3 +212,53 @@ func TestDiscoveryListsBothRoutes(t *testing.T) {
 		t.Errorf("discovery %s", body)
 	}
 }
+
+// TestTheChainTellsWhichAuthorizationsWereUsed reads the ledger through /rpc as the
+// service reads a chain: an authorization settled is used, another is not; and with
+// replay_refused, the used one sent again is refused with 402.
+func TestTheChainTellsWhichAuthorizationsWereUsed(t *testing.T) {
+	sel := New(Config{})
+	srv := httptest.NewServer(sel)
+	defer srv.Close()
+	signer, _ := x402.ParseSigner(payerKey)
+	o := quote(t, srv.URL+"/v2/report")
+	a := authorization(signer, o)
+	if resp, body := pay(t, srv.URL+"/v2/report", o, signer, a); resp.StatusCode != http.StatusOK {
+		t.Fatalf("payment: %s %s", resp.Status, body)
+	}
+	chain, err := x402.ParseChains("base-sepolia="+srv.URL+"/rpc", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := func(nonce string) bool {
+		t.Helper()
+		n, _ := hex.DecodeString(strings.TrimPrefix(nonce, "0x"))
+		ok, err := chain.AuthorizationUsed(t.Context(), DefaultNetwork, DefaultAsset, signer.Address(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !used(a.Nonce) {
+		t.Error("the settled authorization reads as unused")
+	}
+	if used(nonce()) {
+		t.Error("a fresh nonce reads as used")
+	}
+	n, _ := hex.DecodeString(strings.TrimPrefix(a.Nonce, "0x"))
+	if _, err := chain.AuthorizationUsed(t.Context(), DefaultNetwork, "0x0000000000000000000000000000000000000001", signer.Address(), n); err == nil {
+		t.Error("a call of another contract answered")
+	}
+	if _, err := chain.AuthorizationUsed(t.Context(), "eip155:8453", DefaultAsset, signer.Address(), n); err != x402.ErrNoChain {
+		t.Errorf("a network without an endpoint: %v, want ErrNoChain", err)
+	}
+	if err := sel.SetMode(ModeReplayRefused); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := pay(t, srv.URL+"/v2/report", o, signer, a); resp.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("the used authorization sent again under replay_refused: %s, want 402", resp.Status)
+	}
+	if n := len(sel.Ledger()); n != 1 {
+		t.Errorf("ledger holds %d transfers, want 1", n)
+	}
+}

@@ -39,6 +39,7 @@ const (
 	RequestExpired   = "request.expired"
 	PaymentSettled   = "payment.settled"
 	PaymentFailed    = "payment.failed"
+	PaymentUnknown   = "payment.unknown"
 	SessionCompleted = "session.completed"
 	SessionStopped   = "session.stopped"
 	CaptchaSolved    = "captcha.solved"
@@ -46,7 +47,7 @@ const (
 
 // Events lists every event.
 var Events = []string{RequestWaiting, RequestApproved, RequestFulfilled, RequestExpired, PaymentSettled, PaymentFailed,
-	SessionCompleted, SessionStopped, CaptchaSolved}
+	PaymentUnknown, SessionCompleted, SessionStopped, CaptchaSolved}
 
 // FromSessionEvent is the webhook event a session event is, if any: a request's
 // transition to waiting_user, approved, fulfilled or expired, a payment's outcome, a
@@ -61,7 +62,7 @@ func FromSessionEvent(typ string, data []byte) (string, bool) {
 		if name := "request." + d.To; slices.Contains(Events, name) {
 			return name, true
 		}
-	case PaymentSettled, PaymentFailed, SessionCompleted, SessionStopped, CaptchaSolved:
+	case PaymentSettled, PaymentFailed, PaymentUnknown, SessionCompleted, SessionStopped, CaptchaSolved:
 		return typ, true
 	}
 	return "", false
