@@ -331,6 +331,21 @@ func idParam(r *http.Request) (string, bool) {
 	return strings.ToLower(id), uuidPattern.MatchString(id)
 }
 
+// handleSignInPage shows the sign-in form at its own address, so that a person can
+// sign in before a request waits for them (with ?request=<id>, the form leads back to
+// it); a browser already signed in goes straight on.
+func (s *Server) handleSignInPage() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		back := strings.ToLower(r.URL.Query().Get("request"))
+		if !uuidPattern.MatchString(back) {
+			back = ""
+		}
+		if _, ok := s.signedIn(w, r, back, http.StatusOK); ok {
+			http.Redirect(w, r, requestURL(back), http.StatusSeeOther)
+		}
+	}
+}
+
 // handleSignIn turns a user key into a sign-in. Agent keys are refused outright: an
 // agent that holds an approval link must not be able to approve its own request.
 func (s *Server) handleSignIn() http.HandlerFunc {

@@ -171,7 +171,8 @@ func TestEveryAppAnswerIsNoStoreAndA405NamesTheRightMethods(t *testing.T) {
 		{http.MethodGet, "/app/requests/", http.StatusMovedPermanently, ""},
 		{http.MethodGet, "/app/requests/not-a-uuid", http.StatusNotFound, ""},
 		{http.MethodGet, "/app/requests/00000000-0000-0000-0000-000000000000/decision", http.StatusMethodNotAllowed, "POST"},
-		{http.MethodPut, "/app/sign-in", http.StatusMethodNotAllowed, "POST"},
+		{http.MethodPut, "/app/sign-in", http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+		{http.MethodPut, "/app/sign-out", http.StatusMethodNotAllowed, "POST"},
 		{http.MethodPost, "/app/requests", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodPost, "/app/sign-in", http.StatusForbidden, ""},
 	} {

@@ -317,6 +317,47 @@ func TestApprovalPageSignsInWithAUserKeyAndRefusesAgentKeys(t *testing.T) {
 	}
 }
 
+// /app/sign-in is a page of its own: the form for a browser without a sign-in (leading
+// back to the request it names), and straight on for one that has it.
+func TestSignInPageShowsTheFormAndSendsTheSignedInOn(t *testing.T) {
+	e := newAppEnv(t)
+	ada, adaKey := e.user("ada")
+	scout, _ := e.agent(ada, "scout")
+	r := e.raise(scout, provideMissing("r1"))
+	b := e.browser()
+
+	p := b.get("/app/sign-in")
+	if p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(p.body, `action="/app/sign-in"`) || p.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("GET /app/sign-in: %d %q %.300s", p.status, p.header.Get("Content-Type"), p.body)
+	}
+	if strings.Contains(p.body, `name="request"`) {
+		t.Errorf("the bare form leads back to a request: %.500s", p.body)
+	}
+	if p := b.do(http.MethodHead, "/app/sign-in", nil); p.status != http.StatusOK || p.body != "" {
+		t.Errorf("HEAD /app/sign-in: %d %q", p.status, p.body)
+	}
+	// A request named in the query is where the form leads; anything else is dropped.
+	if p := b.get("/app/sign-in?request=" + strings.ToUpper(r.ID)); !strings.Contains(p.body, `name="request" value="`+r.ID+`"`) {
+		t.Errorf("the form does not lead back to the request: %.500s", p.body)
+	}
+	if p := b.get("/app/sign-in?request=https://evil.example/"); p.status != http.StatusOK || strings.Contains(p.body, "evil.example") {
+		t.Errorf("a foreign request parameter: %d %.500s", p.status, p.body)
+	}
+
+	// The form it shows signs in, and then the page sends the person on.
+	form := b.get("/app/sign-in")
+	if p := b.post("/app/sign-in", url.Values{"csrf": {csrfOf(t, form)}, "key": {adaKey}}); p.status != http.StatusSeeOther || p.header.Get("Location") != requestURL("") {
+		t.Fatalf("sign-in from the page: %d to %q", p.status, p.header.Get("Location"))
+	}
+	if p := b.get("/app/sign-in"); p.status != http.StatusSeeOther || p.header.Get("Location") != requestURL("") {
+		t.Errorf("signed in: %d to %q", p.status, p.header.Get("Location"))
+	}
+	if p := b.get("/app/sign-in?request=" + r.ID); p.status != http.StatusSeeOther || p.header.Get("Location") != requestURL(r.ID) {
+		t.Errorf("signed in, with a request: %d to %q", p.status, p.header.Get("Location"))
+	}
+}
+
 func TestRevokingTheKeyEndsTheSignInOnTheNextLoad(t *testing.T) {
 	e := newAppEnv(t)
 	ada, adaKey := e.user("ada")

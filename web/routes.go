@@ -74,6 +74,7 @@ func (s *Server) routes() http.Handler {
 			r.Post("/agents", s.handleCreateAgent())
 			r.Post("/agents/{id}/status", s.handleAgentStatus())
 			r.Post("/requests/{id}/decision", s.handleDecision())
+			get("/sign-in", s.handleSignInPage())
 			r.Post("/sign-in", s.handleSignIn())
 			r.Post("/sign-out", s.handleSignOut())
 		})

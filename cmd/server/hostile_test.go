@@ -75,7 +75,7 @@ var pages = []stormRoute{
 	{path: "/app/requests", methods: []string{"GET", "HEAD"}},
 	{path: "/app/requests/{id}", methods: []string{"GET", "HEAD"}},
 	{path: "/app/requests/{id}/decision", methods: []string{"POST"}},
-	{path: "/app/sign-in", methods: []string{"POST"}},
+	{path: "/app/sign-in", methods: []string{"GET", "HEAD", "POST"}, query: []string{"request"}},
 	{path: "/app/sign-out", methods: []string{"POST"}},
 	{path: "/app/sessions/{id}", methods: []string{"GET", "HEAD"}},
 	{path: "/app/spend", methods: []string{"GET", "HEAD"}},
