@@ -2,12 +2,14 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/waystation/waystation/api"
@@ -20,8 +22,9 @@ import (
 
 // catalogServer serves the real catalog, imported into a fresh database and grown to
 // total methods with synthetic ones when total is above its size, through the real
-// router, with search on the builtin model and a per-caller limit that never refuses.
-func catalogServer(b *testing.B, total int) (http.Handler, *directory.Snapshot) {
+// router, with search on the builtin model and a per-caller limit that never refuses;
+// with embed, every method has its vector, as search needs.
+func catalogServer(b *testing.B, total int, embed bool) (http.Handler, *directory.Snapshot) {
 	b.Helper()
 	ctx := context.Background()
 	store, _ := pgtest.LoadRealCatalog(b)
@@ -36,6 +39,11 @@ func catalogServer(b *testing.B, total int) (http.Handler, *directory.Snapshot) 
 	model, err := store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if embed {
+		if _, err := search.Sync(ctx, store, builtin); err != nil {
+			b.Fatal(err)
+		}
 	}
 	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: builtin, Record: model}, nil)
 	if err != nil {
@@ -89,7 +97,7 @@ func benchRoutes(b *testing.B, srv http.Handler, snap *directory.Snapshot) {
 
 // BenchmarkRealCatalog measures the directory routes on the real catalog.
 func BenchmarkRealCatalog(b *testing.B) {
-	srv, snap := catalogServer(b, 0)
+	srv, snap := catalogServer(b, 0, false)
 	benchRoutes(b, srv, snap)
 }
 
@@ -100,6 +108,39 @@ func BenchmarkCatalog100k(b *testing.B) {
 	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
 		b.Skip("set WAYSTATION_BENCH_100K=1 (make bench) to run the 100k-method benchmark")
 	}
-	srv, snap := catalogServer(b, 100_000)
+	srv, snap := catalogServer(b, 100_000, false)
 	benchRoutes(b, srv, snap)
+}
+
+// BenchmarkSearch measures a search through the real router on the real catalog: a
+// repeated query (its neighbours come from the engine's cache), a repeated one that
+// nothing in the catalog answers, and a novel one (embedded, then ranked by pgvector).
+func BenchmarkSearch(b *testing.B) {
+	srv, _ := catalogServer(b, 0, true)
+	for _, c := range []struct{ name, q, match string }{
+		{"repeated", "ethereum block height", "semantic"},
+		{"repeated unmatched", "bake a chocolate cake", "none"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			target := services + "?q=" + url.QueryEscape(c.q)
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+			var body struct{ Match string }
+			if json.Unmarshal(rec.Body.Bytes(), &body); body.Match != c.match {
+				b.Fatalf("%q: match %q, want %q", c.q, body.Match, c.match)
+			}
+			benchRoute(b, srv, target)
+		})
+	}
+	b.Run("novel", func(b *testing.B) {
+		w := &discard{h: http.Header{}}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			clear(w.h)
+			srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, services+"?q="+url.QueryEscape("token price by ticker "+strconv.Itoa(i)), nil))
+			if w.status != http.StatusOK {
+				b.Fatalf("status %d", w.status)
+			}
+		}
+	})
 }
