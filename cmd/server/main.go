@@ -309,11 +309,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	case <-ctx.Done():
 	}
 	// In-flight requests run to their end; long polls and event streams end early.
+	log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String())
+	start := time.Now()
 	srv.RegisterOnShutdown(apiServer.Drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	log.Info("stopped", "ms", time.Since(start).Milliseconds())
 	return nil
 }

@@ -39,7 +39,8 @@ func TestRunServesTheDemoEndToEnd(t *testing.T) {
 
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"server", "serve"}, getenv, pw, io.Discard); pw.Close() }()
+	logs := &lockedBuffer{}
+	go func() { done <- run(ctx, []string{"server", "serve"}, getenv, pw, logs); pw.Close() }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		t.Fatalf("no start line: %v", err)
@@ -83,6 +84,12 @@ func TestRunServesTheDemoEndToEnd(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not shut down")
+	}
+	// The stop is logged as it begins and when it is over, in that order.
+	log := logs.String()
+	stopping, stopped := strings.Index(log, "msg=\"stopping: "), strings.Index(log, "msg=stopped ")
+	if stopping < 0 || stopped < stopping {
+		t.Errorf("the stop is not logged as it begins and ends:\n%s", log)
 	}
 }
 
