@@ -158,14 +158,27 @@ REDOCLY_DIR     := var/tools/redocly-$(REDOCLY_VERSION)
 REDOCLY         := $(REDOCLY_DIR)/node_modules/.bin/redocly
 
 $(REDOCLY):
-	@command -v npm >/dev/null || { echo "Node.js 20.19 or later and npm are needed for the OpenAPI linter" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenAPI linter" >&2; exit 1; }
 	@mkdir -p $(REDOCLY_DIR)
 	@npm install --prefix $(REDOCLY_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
 		--loglevel=error --no-progress @redocly/cli@$(REDOCLY_VERSION) >/dev/null
 
+# Redocly CLI runs on a Node.js it supports (22), whatever the system's is: the official
+# build, pinned, from the npm registry's node-linux-<arch> package, into var/tools.
+NODE_VERSION := 22.22.0
+NODE_ARCH    := $(subst x86_64,x64,$(subst aarch64,arm64,$(shell uname -m)))
+NODE_DIR     := var/tools/node-$(NODE_VERSION)
+NODE         := $(NODE_DIR)/node_modules/node-linux-$(NODE_ARCH)/bin/node
+
+$(NODE):
+	@command -v npm >/dev/null || { echo "npm is needed to install Node.js $(NODE_VERSION) for the OpenAPI linter" >&2; exit 1; }
+	@mkdir -p $(NODE_DIR)
+	@npm install --prefix $(NODE_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress node-linux-$(NODE_ARCH)@$(NODE_VERSION) >/dev/null
+
 .PHONY: lint-openapi
-lint-openapi: $(REDOCLY)
-	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
+lint-openapi: $(REDOCLY) $(NODE)
+	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(NODE) $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
 
 .PHONY: lint
 lint: go lint-openapi
