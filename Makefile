@@ -37,6 +37,7 @@ help:
 	@echo "make reseal                       re-seal every stored value under the first key of SECRETS_KEY"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 	@echo "make seller                       a local x402 seller on $(SELLER_ADDR), listed in the directory, that make run pays"
+	@echo "make llm                          a local stand-in model on $(LLM_ADDR) that make run's LLM proxy forwards to"
 
 .PHONY: go
 go:
@@ -132,9 +133,14 @@ SELLER_ADDR ?= localhost:4021
 PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var/payer-key || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/payer-key); \
 	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(SELLER_ADDR)}
 
+# The LLM proxy forwards to the local stand-in model (make llm) on LLM_ADDR, unless
+# LLM_UPSTREAM_URL names another (set it empty for no proxy).
+LLM_ADDR ?= localhost:4023
+
 .PHONY: run
 run: demo
-	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} $(SERVER) serve
+	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} \
+		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} $(SERVER) serve
 
 # The local x402 seller and facilitator on SELLER_ADDR (USDC on Base Sepolia, a ledger
 # at /ledger instead of a chain), listed in the local directory first. make run pays it.
@@ -144,6 +150,15 @@ seller: demo
 	$(BIN)/seller -addr $(SELLER_ADDR) -listing > var/seller.jsonl
 	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) import var/seller.jsonl
 	$(BIN)/seller -addr $(SELLER_ADDR)
+
+# A local stand-in for an OpenAI-compatible model on LLM_ADDR: it answers each chat
+# completion (streamed too) with the messages it received, so the proxy's redaction
+# can be seen without a provider. make run's LLM proxy forwards to it.
+.PHONY: llm
+llm: go
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/llmecho ./cmd/llmecho
+	$(BIN)/llmecho -addr $(LLM_ADDR)
 
 .PHONY: generate
 # The templ components, generated from the repository root so that the file names
