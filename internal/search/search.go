@@ -152,6 +152,10 @@ type Result struct {
 	// Band tells why a query that was embedded got the methods it got, or none; nil
 	// for an exact match.
 	Band *BandReport
+	// Nearest are the methods nearest the query outside the band, most similar first,
+	// when the band kept fewer than it may: with Hits, at most the most a query
+	// returns. They are not matches; nil for an exact match.
+	Nearest []Near
 }
 
 // BandReport explains the band's decision: the confidence that the nearest method
@@ -240,7 +244,7 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 			only[i] = snap.Methods()[p].Slug
 		}
 	}
-	near, err := e.store.Nearest(ctx, m.Record, vec, MaxResults, only)
+	near, err := e.store.Nearest(ctx, m.Record, vec, fetched, only)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -251,7 +255,7 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 }
 
 // answer fills res with the neighbours in m's similarity band that the filter
-// allows, at most the filter's limit.
+// allows, at most the filter's limit, and the nearest others up to that limit.
 func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, near []Neighbour) Result {
 	want := MaxResults
 	if f.Limit > 0 {
@@ -259,7 +263,8 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	}
 	band := Report(near, m.Record)
 	res.Band = &band
-	for _, n := range Band(near, m.Record.Floor, m.Record.Margin, want) {
+	kept := Band(near, m.Record.Floor, m.Record.Margin, want)
+	for _, n := range kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
 			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity})
 		}
@@ -267,6 +272,7 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	if len(res.Hits) > 0 {
 		res.Match = MatchSemantic
 	}
+	res.Nearest = outside(near, kept, band, snap, f, want-len(res.Hits))
 	return res
 }
 
