@@ -89,6 +89,11 @@ func (h *Hybrid) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	return out, nil
 }
 
+// GeneralLogProb is a word's log-probability in general English, as the sentence
+// encoder's vocabulary models it: against the catalog's own frequency of the word, it
+// tells the catalog's domain from general English.
+func (h *Hybrid) GeneralLogProb(word string) float64 { return h.enc.LogProb(word) }
+
 // Parts splits the cosine of two hybrid vectors into the encoder's cosine and the
 // lexical cosine.
 func (*Hybrid) Parts(q, d []float32) (semantic, lexical float64) {

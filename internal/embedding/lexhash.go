@@ -205,3 +205,22 @@ func idfOf(s string) float64 {
 	}
 	return idfUnseen
 }
+
+// Concepts are the distinct concepts a text's words name, as the lexical part reads
+// them: a word's synonym group when it has one, else its stem. A query's concepts
+// found among a method's tell how much of the query the method covers.
+func Concepts(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range Words(text) {
+		c := stem(w)
+		if g, ok := synonymGroup[c]; ok {
+			c = "g:" + g
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -94,6 +94,7 @@ type Engine struct {
 	primary  *Model // a provider, or nil
 	fallback *Model // the builtin model, or nil
 	exact    atomic.Pointer[exactIndex]
+	text     atomic.Pointer[textIndex]
 	// neighbours keeps recent vector searches, so that a repeated query costs
 	// neither an embedding nor a database round trip.
 	neighbours *expirable.LRU[neighbourKey, []Neighbour]

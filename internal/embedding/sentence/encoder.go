@@ -151,6 +151,17 @@ func buildLayer(w *weights, l, in int) (layer, error) {
 // Tokens returns the ids text is encoded from.
 func (e *Encoder) Tokens(text string) []int { return e.tok.Encode(text) }
 
+// LogProb is the log-probability of text under the vocabulary's unigram model of
+// general English: the sum of its pieces' scores. A word that general English rarely
+// writes scores low.
+func (e *Encoder) LogProb(text string) float64 {
+	sum := 0.0
+	for _, id := range e.tok.Encode(text) {
+		sum += e.tok.score(id)
+	}
+	return sum
+}
+
 // batchRows is about how many pieces of several texts go through the layers together:
 // the weights, far larger than the cache, are then read once for all of them.
 const batchRows = 256

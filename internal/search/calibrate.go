@@ -1,0 +1,339 @@
+package search
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+)
+
+// Labelled is one labelled query as calibration reads it: its evidence, and how the
+// ranking did: the similarities of the nearest methods the band may keep (most similar
+// first, at most MaxResults) and which of them the labels call relevant. An off-topic
+// query has no relevant method.
+type Labelled struct {
+	Set, Kind    string
+	Off          bool
+	Evidence     Evidence
+	Similarities []float64
+	Relevant     []bool
+}
+
+// CalibrationOptions say how a calibration is fitted.
+type CalibrationOptions struct {
+	// Features are the evidence the model weighs (indexes of Evidence); nil: all.
+	Features []int
+	// MaxFalseMatch is the false-match rate the threshold is chosen to stay under,
+	// on predictions for queries the model was not fitted on (default 0.15).
+	MaxFalseMatch float64
+	// Margins are the margins to choose from (default 0.05 to 0.30, and all three).
+	Margins []float64
+	// Lambda is the L2 penalty on the standardised weights (default 1).
+	Lambda float64
+	// Folds is how many folds the threshold is chosen over (default 4).
+	Folds int
+	// Seed shuffles the folds.
+	Seed uint64
+}
+
+func (o CalibrationOptions) withDefaults() CalibrationOptions {
+	if o.Features == nil {
+		for i := range NumFeatures {
+			o.Features = append(o.Features, i)
+		}
+	}
+	if o.MaxFalseMatch <= 0 {
+		o.MaxFalseMatch = 0.15
+	}
+	if o.Margins == nil {
+		o.Margins = []float64{0.05, 0.10, 0.15, 0.20, 0.30, 1}
+	}
+	if o.Lambda <= 0 {
+		o.Lambda = 1
+	}
+	if o.Folds < 2 {
+		o.Folds = 4
+	}
+	return o
+}
+
+// Calibrate fits a calibration on samples: the logistic model on all of them, then
+// the least probability and the margin chosen on out-of-fold predictions (each fold's
+// from a model fitted on the others), so that the threshold is not fitted on the
+// very predictions it is judged by.
+func Calibrate(samples []Labelled, o CalibrationOptions) Calibration {
+	o = o.withDefaults()
+	prob := make([]float64, len(samples))
+	for _, fold := range Folds(samples, o.Folds, o.Seed) {
+		train, _ := split(samples, fold)
+		m := fitLogistic(train, o)
+		for _, i := range fold {
+			prob[i] = m.Probability(samples[i].Evidence)
+		}
+	}
+	c := fitLogistic(samples, o)
+	c.Least, c.Margin = chooseBand(samples, prob, o)
+	return c
+}
+
+// Folds splits the samples' indexes into k folds, each set and kind spread evenly
+// over them (stratified), in an order seed shuffles.
+func Folds(samples []Labelled, k int, seed uint64) [][]int {
+	groups := map[string][]int{}
+	var keys []string
+	for i, s := range samples {
+		key := s.Set + "/" + s.Kind
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], i)
+	}
+	sort.Strings(keys)
+	r := rand.New(rand.NewPCG(seed, 0x5ea2c4))
+	folds := make([][]int, k)
+	next := 0
+	for _, key := range keys {
+		idx := groups[key]
+		r.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		for _, i := range idx {
+			folds[next%k] = append(folds[next%k], i)
+			next++
+		}
+	}
+	return folds
+}
+
+func split(samples []Labelled, fold []int) (train, test []Labelled) {
+	in := make([]bool, len(samples))
+	for _, i := range fold {
+		in[i] = true
+	}
+	for i, s := range samples {
+		if in[i] {
+			test = append(test, s)
+		} else {
+			train = append(train, s)
+		}
+	}
+	return train, test
+}
+
+// answerable is what the model learns to predict: that the band should answer,
+// because the ranking's nearest methods hold a relevant one. An on-topic query whose
+// ranking missed is as well refused: answering it could only be a wrong answer.
+func answerable(s Labelled) bool { return slices.Contains(s.Relevant, true) }
+
+// fitLogistic fits the logistic model by Newton's method on standardised features
+// with an L2 penalty, and returns its weights on the raw features.
+func fitLogistic(samples []Labelled, o CalibrationOptions) Calibration {
+	d := len(o.Features)
+	mean, sd := make([]float64, d), make([]float64, d)
+	for j, f := range o.Features {
+		for _, s := range samples {
+			mean[j] += s.Evidence[f]
+		}
+		mean[j] /= float64(max(1, len(samples)))
+		for _, s := range samples {
+			sd[j] += (s.Evidence[f] - mean[j]) * (s.Evidence[f] - mean[j])
+		}
+		sd[j] = math.Sqrt(sd[j] / float64(max(1, len(samples))))
+		if sd[j] < 1e-9 {
+			sd[j] = 1
+		}
+	}
+	x := make([][]float64, len(samples)) // with the intercept last
+	y := make([]float64, len(samples))
+	for i, s := range samples {
+		x[i] = make([]float64, d+1)
+		for j, f := range o.Features {
+			x[i][j] = (s.Evidence[f] - mean[j]) / sd[j]
+		}
+		x[i][d] = 1
+		if answerable(s) {
+			y[i] = 1
+		}
+	}
+	w := make([]float64, d+1)
+	for range 50 {
+		grad := make([]float64, d+1)
+		hess := make([][]float64, d+1)
+		for j := range hess {
+			hess[j] = make([]float64, d+1)
+		}
+		for i := range x {
+			z := 0.0
+			for j := range w {
+				z += w[j] * x[i][j]
+			}
+			p := 1 / (1 + math.Exp(-z))
+			for j := range w {
+				grad[j] += (p - y[i]) * x[i][j]
+				for k := range w {
+					hess[j][k] += p * (1 - p) * x[i][j] * x[i][k]
+				}
+			}
+		}
+		for j := range d { // the intercept is not penalised
+			grad[j] += o.Lambda * w[j]
+			hess[j][j] += o.Lambda
+		}
+		hess[d][d] += 1e-9
+		step := solve(hess, grad)
+		change := 0.0
+		for j := range w {
+			w[j] -= step[j]
+			change = max(change, math.Abs(step[j]))
+		}
+		if change < 1e-8 {
+			break
+		}
+	}
+	var c Calibration
+	c.Bias = w[d]
+	for j, f := range o.Features {
+		c.Weights[f] = w[j] / sd[j]
+		c.Bias -= w[j] * mean[j] / sd[j]
+	}
+	return c
+}
+
+// solve solves a x = b for a small symmetric positive definite a, by Gaussian
+// elimination with partial pivoting.
+func solve(a [][]float64, b []float64) []float64 {
+	n := len(b)
+	m := make([][]float64, n)
+	for i := range a {
+		m[i] = append(slices.Clone(a[i]), b[i])
+	}
+	for c := range n {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
+			}
+		}
+		m[c], m[p] = m[p], m[c]
+		if math.Abs(m[c][c]) < 1e-12 {
+			continue
+		}
+		for r := c + 1; r < n; r++ {
+			f := m[r][c] / m[c][c]
+			for k := c; k <= n; k++ {
+				m[r][k] -= f * m[c][k]
+			}
+		}
+	}
+	out := make([]float64, n)
+	for r := n - 1; r >= 0; r-- {
+		s := m[r][n]
+		for k := r + 1; k < n; k++ {
+			s -= m[r][k] * out[k]
+		}
+		if math.Abs(m[r][r]) > 1e-12 {
+			out[r] = s / m[r][r]
+		}
+	}
+	return out
+}
+
+// chooseBand picks the least probability and the margin with the best recall@3
+// whose false-match rate stays under o.MaxFalseMatch, judged on prob, predictions
+// for queries the model was not fitted on; of equal recalls, the higher threshold.
+func chooseBand(samples []Labelled, prob []float64, o CalibrationOptions) (least, margin float64) {
+	cuts := slices.Clone(prob)
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	bestRecall := -1.0
+	least, margin = 1, o.Margins[0]
+	for _, m := range o.Margins {
+		for _, t := range cuts {
+			sc := scoreAt(samples, prob, t, m)
+			if sc.FalseMatchRate() > o.MaxFalseMatch {
+				continue
+			}
+			if r := sc.Recall(); r > bestRecall || (r == bestRecall && t > least) {
+				bestRecall, least, margin = r, t, m
+			}
+		}
+	}
+	return least, margin
+}
+
+// CalibrationScore is how a band did over labelled queries: recall@3 over the
+// on-topic ones, overall and per kind, and the false-match rate over the off-topic.
+type CalibrationScore struct {
+	On, Hits   int
+	Kinds      map[string][2]int // kind: hits, queries
+	Off, False int
+}
+
+// Recall is recall@3 over the on-topic queries.
+func (s CalibrationScore) Recall() float64 { return float64(s.Hits) / float64(max(1, s.On)) }
+
+// FalseMatchRate is the share of off-topic queries answered.
+func (s CalibrationScore) FalseMatchRate() float64 { return float64(s.False) / float64(max(1, s.Off)) }
+
+// KindRecall is recall@3 over the on-topic queries of kind.
+func (s CalibrationScore) KindRecall(kind string) float64 {
+	k := s.Kinds[kind]
+	return float64(k[0]) / float64(max(1, k[1]))
+}
+
+// Score is how c's band does on samples.
+func (c Calibration) Score(samples []Labelled) CalibrationScore {
+	prob := make([]float64, len(samples))
+	for i, s := range samples {
+		prob[i] = c.Probability(s.Evidence)
+	}
+	return scoreAt(samples, prob, c.Least, c.Margin)
+}
+
+func scoreAt(samples []Labelled, prob []float64, least, margin float64) CalibrationScore {
+	sc := CalibrationScore{Kinds: map[string][2]int{}}
+	for i, s := range samples {
+		answered := prob[i] >= least && len(s.Similarities) > 0
+		if s.Off {
+			sc.Off++
+			if answered {
+				sc.False++
+			}
+			continue
+		}
+		sc.On++
+		k := sc.Kinds[s.Kind]
+		k[1]++
+		if answered && keptRelevant(s, margin) {
+			sc.Hits++
+			k[0]++
+		}
+		sc.Kinds[s.Kind] = k
+	}
+	return sc
+}
+
+// keptRelevant tells whether a method the band keeps under margin is relevant.
+func keptRelevant(s Labelled, margin float64) bool {
+	for i, sim := range s.Similarities {
+		if sim < s.Similarities[0]-margin {
+			break
+		}
+		if s.Relevant[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// CrossValidate scores calibrations fitted by Calibrate on every fold but one on
+// that fold, for each of repeats shufflings of k folds: one score per fold, each on
+// queries its calibration never saw.
+func CrossValidate(samples []Labelled, o CalibrationOptions, k, repeats int) []CalibrationScore {
+	var out []CalibrationScore
+	for r := range repeats {
+		for _, fold := range Folds(samples, k, o.Seed+uint64(r)*7919+1) {
+			train, test := split(samples, fold)
+			out = append(out, Calibrate(train, o).Score(test))
+		}
+	}
+	return out
+}

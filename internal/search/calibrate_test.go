@@ -1,0 +1,93 @@
+package search
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+)
+
+// synthetic makes labelled queries whose coverage tells on-topic from off-topic,
+// with noise, and whose similarity tells nothing.
+func synthetic(n int, seed uint64) []Labelled {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]Labelled, n)
+	for i := range out {
+		off := i%4 == 0
+		var e Evidence
+		e[FeatSimilarity] = r.Float64()
+		e[FeatCover] = 0.6 + 0.2*r.NormFloat64()
+		if off {
+			e[FeatCover] = 0.2 + 0.2*r.NormFloat64()
+		}
+		out[i] = Labelled{Set: "s", Kind: "paraphrase", Off: off, Evidence: e,
+			Similarities: []float64{0.5, 0.45, 0.2}, Relevant: []bool{!off, false, false}}
+		if off {
+			out[i].Kind = "offtopic"
+		}
+	}
+	return out
+}
+
+func TestCalibrationLearnsWhatTellsOnTopicFromOffTopic(t *testing.T) {
+	samples := synthetic(400, 1)
+	c := Calibrate(samples, CalibrationOptions{MaxFalseMatch: 0.1})
+	if c.Weights[FeatCover] <= 0 {
+		t.Errorf("coverage weighs %.2f, want positive", c.Weights[FeatCover])
+	}
+	held := c.Score(synthetic(400, 2))
+	// The two kinds overlap: at one false match in ten, about three in four on-topic
+	// queries can be told apart.
+	if held.Recall() < 0.7 || held.FalseMatchRate() > 0.2 {
+		t.Errorf("on fresh queries: recall %.3f, false matches %.3f", held.Recall(), held.FalseMatchRate())
+	}
+	scores := CrossValidate(samples, CalibrationOptions{}, 5, 2)
+	if len(scores) != 10 {
+		t.Fatalf("%d fold scores, want 10", len(scores))
+	}
+	for _, s := range scores {
+		if s.On+s.Off < 70 || s.On+s.Off > 90 {
+			t.Errorf("a fold of %d queries, want about 80", s.On+s.Off)
+		}
+	}
+}
+
+func TestFoldsSpreadEachKindAndUseEveryQueryOnce(t *testing.T) {
+	samples := synthetic(103, 3)
+	seen := map[int]int{}
+	for _, f := range Folds(samples, 5, 9) {
+		off := 0
+		for _, i := range f {
+			seen[i]++
+			if samples[i].Off {
+				off++
+			}
+		}
+		if off < 5 || off > 6 {
+			t.Errorf("a fold holds %d off-topic queries of 26, want 5 or 6", off)
+		}
+	}
+	if len(seen) != len(samples) {
+		t.Fatalf("%d queries in folds, want %d", len(seen), len(samples))
+	}
+	for i, n := range seen {
+		if n != 1 {
+			t.Errorf("query %d in %d folds", i, n)
+		}
+	}
+}
+
+func TestACalibrationStoresItsWeightsByName(t *testing.T) {
+	var c Calibration
+	c.Weights[FeatCover], c.Bias, c.Least, c.Margin = 2.5, -1, 0.6, 0.15
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Calibration
+	if err := json.Unmarshal(b, &back); err != nil || back != c {
+		t.Fatalf("round trip: %+v %v from %s", back, err, b)
+	}
+	if err := json.Unmarshal([]byte(`{"weights":{"cover":1,"vibes":2},"least":0.5}`), &back); err == nil {
+		t.Error("a calibration weighing an unknown feature was read")
+	}
+}

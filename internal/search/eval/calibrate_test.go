@@ -1,0 +1,158 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/search"
+)
+
+// labelled reads every query of set as calibration does: the hybrid model's nearest
+// methods, their evidence, and which of the nearest three the labels call relevant.
+func (fx fixture) labelled(t *testing.T, set querySet, name string) []search.Labelled {
+	ctx := context.Background()
+	out := make([]search.Labelled, 0, len(set.queries))
+	for _, q := range set.queries {
+		vs, err := fx.hybridModel.Embed(ctx, []string{embedding.NormalizeQuery(q.text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		near, err := fx.store.Nearest(ctx, fx.hybridRecord, vs[0], search.Neighbours, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		search.SplitParts(fx.hybridModel, vs[0], near)
+		relevant := map[string]bool{}
+		for _, u := range q.relevant {
+			relevant[normURL(u)] = true
+		}
+		l := search.Labelled{Set: name, Kind: q.kind, Off: q.off, Evidence: fx.hybrid.Evidence(fx.snap, fx.hybrid.Models()[0], q.text, near)}
+		for _, n := range near[:min(len(near), topK)] {
+			l.Similarities = append(l.Similarities, n.Similarity)
+			l.Relevant = append(l.Relevant, relevant[normURL(fx.urlOf[n.Slug])])
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// featureSets are the rows of the ablation: the parts of today's confidence, then
+// each kind of evidence added, then all but one kind.
+var featureSets = []struct {
+	name     string
+	features []int
+}{
+	{"similarity parts (sem, lex)", []int{search.FeatSemantic, search.FeatLexical}},
+	{"+ leads (gap, lead)", []int{search.FeatSemantic, search.FeatLexical, search.FeatGap, search.FeatLead}},
+	{"+ category agreement", []int{search.FeatSemantic, search.FeatLexical, search.FeatGap, search.FeatLead, search.FeatAgree}},
+	{"+ concept coverage", []int{search.FeatSemantic, search.FeatLexical, search.FeatGap, search.FeatLead, search.FeatAgree, search.FeatCover, search.FeatCover3}},
+	{"+ catalog vocabulary", without(search.FeatDomain, search.FeatDomainMin)},
+	{"+ catalog against general English (all)", nil},
+	{"all but leads", without(search.FeatGap, search.FeatLead)},
+	{"all but coverage", without(search.FeatCover, search.FeatCover3)},
+	{"all but vocabulary", without(search.FeatKnown, search.FeatWords)},
+	{"all but general English", without(search.FeatDomain, search.FeatDomainMin)},
+	{"all but category agreement", without(search.FeatAgree)},
+}
+
+func without(drop ...int) []int {
+	var out []int
+	for i := range search.NumFeatures {
+		keep := true
+		for _, d := range drop {
+			keep = keep && i != d
+		}
+		if keep {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// cvFolds and cvRepeats: five folds, shuffled four times.
+const (
+	cvFolds   = 5
+	cvRepeats = 4
+)
+
+// meanSD is a figure's mean and standard deviation over the folds.
+func meanSD(scores []search.CalibrationScore, f func(search.CalibrationScore) float64) string {
+	var sum, sq float64
+	for _, s := range scores {
+		sum += f(s)
+	}
+	mean := sum / float64(len(scores))
+	for _, s := range scores {
+		sq += (f(s) - mean) * (f(s) - mean)
+	}
+	return fmt.Sprintf("%.3f ± %.3f", mean, math.Sqrt(sq/float64(len(scores))))
+}
+
+// cvTable is the cross-validated table: a row per feature set, each figure the mean
+// and spread over the folds of queries the calibration was not fitted on.
+func cvTable(title string, samples []search.Labelled, kinds []string) string {
+	var b strings.Builder
+	off := 0
+	for _, s := range samples {
+		if s.Off {
+			off++
+		}
+	}
+	fmt.Fprintf(&b, "\n%s: %d on-topic and %d off-topic queries, %d folds × %d shuffles; thresholds chosen on other folds than the one scored\n\n",
+		title, len(samples)-off, off, cvFolds, cvRepeats)
+	fmt.Fprintf(&b, "| evidence | recall@3 |")
+	for _, k := range kinds {
+		fmt.Fprintf(&b, " %s |", k)
+	}
+	fmt.Fprintf(&b, " false matches |\n|---|---:|")
+	for range kinds {
+		fmt.Fprintf(&b, "---:|")
+	}
+	fmt.Fprintf(&b, "---:|\n")
+	for _, fs := range featureSets {
+		scores := search.CrossValidate(samples, search.CalibrationOptions{Features: fs.features}, cvFolds, cvRepeats)
+		fmt.Fprintf(&b, "| %s | %s |", fs.name, meanSD(scores, search.CalibrationScore.Recall))
+		for _, k := range kinds {
+			fmt.Fprintf(&b, " %s |", meanSD(scores, func(s search.CalibrationScore) float64 { return s.KindRecall(k) }))
+		}
+		fmt.Fprintf(&b, " %s |\n", meanSD(scores, search.CalibrationScore.FalseMatchRate))
+	}
+	// The ranking alone, every query answered with its nearest three: the ceiling.
+	all := search.Calibration{Least: 0, Margin: 1}.Score(samples)
+	fmt.Fprintf(&b, "| no band (the nearest three, always) | %.3f |", all.Recall())
+	for _, k := range kinds {
+		fmt.Fprintf(&b, " %.3f |", all.KindRecall(k))
+	}
+	fmt.Fprintf(&b, " %.3f |\n", all.FalseMatchRate())
+	return b.String()
+}
+
+// TestCalibration prints the cross-validated tables (make eval): over the development
+// set and the project's own labelled queries together, and over each alone.
+func TestCalibration(t *testing.T) {
+	if os.Getenv("WAYSTATION_EVAL") == "" {
+		t.Skip("make eval runs the calibration tables (WAYSTATION_EVAL=1)")
+	}
+	fx := setup(t)
+	if fx.hybrid == nil {
+		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
+	}
+	dev := readDevSet(t)
+	fx.checkLabels(t, dev)
+	samples := fx.labelled(t, dev, "dev")
+	kinds := []string{"paraphrase", "task", "keyword"}
+	out := cvTable("dev set", samples, kinds)
+	if _, err := os.Stat(NewSetPath); err == nil {
+		own := readJSONLSet(t, NewSetPath, "own set ("+NewSetPath+")")
+		fx.checkLabels(t, own)
+		more := fx.labelled(t, own, "own")
+		out += cvTable("own labelled set", more, kinds)
+		out += cvTable("dev and own sets together", append(samples, more...), kinds)
+	}
+	fmt.Print(out)
+}
