@@ -17,6 +17,7 @@ import (
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // Subscriber wakes a waiter when an event is appended to a session.
@@ -78,6 +79,9 @@ type Authenticated struct {
 	// Webhooks keeps the users' webhooks; without it (or without Sealer) their
 	// routes answer 404.
 	Webhooks WebhookStore
+	// WebhookGuard is the rule deliveries are sent under, asked at registration to
+	// warn of a URL whose host they will be refused on; nil warns of nothing.
+	WebhookGuard webhook.Guard
 	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
 	Captchas *captcha.Service
 	// MaxMemoryItems caps the items one user keeps (default 500).

@@ -23,14 +23,18 @@ type createWebhookRequest struct{ webhook.New }
 
 func (c *createWebhookRequest) validate() error { return c.New.Validate() }
 
-// createdWebhook is a new webhook with its secret, shown this once.
+// createdWebhook is a new webhook with its secret, shown this once, and what will go
+// wrong with it.
 type createdWebhook struct {
 	webhook.Webhook
-	Secret string `json:"secret"`
+	Secret   string   `json:"secret"`
+	Warnings []string `json:"warnings"`
 }
 
 // handleCreateWebhook registers a webhook of the user; its secret, which signs every
-// delivery, is answered this once and kept sealed.
+// delivery, is answered this once and kept sealed. A URL that every delivery will be
+// refused on is kept all the same (the operator may allow its host later), with a
+// warning.
 func (s *Server) handleCreateWebhook() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.auth.Webhooks == nil || s.auth.Sealer == nil {
@@ -47,7 +51,8 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusCreated, createdWebhook{Webhook: out, Secret: secret})
+		writeJSON(w, http.StatusCreated, createdWebhook{Webhook: out, Secret: secret,
+			Warnings: webhook.Warnings(r.Context(), s.auth.WebhookGuard, out.URL)})
 	}
 }
 

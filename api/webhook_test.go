@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -155,5 +156,38 @@ func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 	e.call("GET", "/webhooks", userKey, "").want(t, 200).into(t, &list)
 	if len(list.Items) != 1 {
 		t.Errorf("after the delete: %v", list.Items)
+	}
+}
+
+// A webhook whose host every delivery will be refused on is kept, and its 201 says
+// so in warnings, as the OpenAPI document describes; a host the operator allows, or a
+// public one, gets none.
+func TestRegisteringAWebhookWarnsOfAHostDeliveriesWillBeRefusedOn(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	e := newAuthEnv(t, func(a *api.Authenticated) {
+		a.Webhooks = a.Keys.(api.WebhookStore)
+		a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)
+	})
+	_, userKey := e.user("ada")
+	for url, want := range map[string]string{
+		"http://localhost:4022/hooks": "",
+		"http://127.0.0.1:4022/hooks": "Every delivery to 127.0.0.1:4022 will fail: it is reached on 127.0.0.1",
+		"https://10.1.2.3/hooks":      "Every delivery to 10.1.2.3 will fail: it is reached on 10.1.2.3",
+		"https://93.184.215.14/hooks": "",
+	} {
+		body := `{"url":"` + url + `","events":["session.completed"]}`
+		r := e.call("POST", "/webhooks", userKey, body).want(t, 201)
+		doc.CheckResponse(t, e.request("POST", "/webhooks", userKey, body), r.Response, r.body)
+		var created struct{ Warnings []string }
+		r.into(t, &created)
+		if created.Warnings == nil || want == "" && len(created.Warnings) != 0 ||
+			want != "" && (len(created.Warnings) != 1 || !strings.HasPrefix(created.Warnings[0], want)) {
+			t.Errorf("%s: warnings %q", url, created.Warnings)
+		}
+	}
+	var list struct{ Items []map[string]any }
+	e.call("GET", "/webhooks", userKey, "").want(t, 200).into(t, &list)
+	if len(list.Items) != 4 || list.Items[0]["warnings"] != nil {
+		t.Errorf("the webhooks kept: %v", list.Items)
 	}
 }

@@ -191,7 +191,9 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	if cfg.Secrets != nil {
 		// Deliveries go through a prober's guarded client of their own: public
 		// addresses only, and the hosts WEBHOOK_ALLOW_HOSTS names.
+		// Registration asks the same client, to warn of a URL it will refuse.
 		sender := trust.NewProber(trust.ProberConfig{Timeout: 10 * time.Second, AllowHosts: cfg.Payment.WebhookAllowHosts}, log)
+		a.WebhookGuard = sender
 		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: sender, Every: webhookEvery, Log: log}.Run(ctx)
 	}
 	if payments.Payer != nil {

@@ -209,6 +209,34 @@ func (p *Prober) allowed(addr string) bool {
 	return false
 }
 
+// Refuses reports whether the prober would refuse every address of hostport
+// ("host:port") and names the first: a host not named in AllowHosts whose addresses
+// are none of them public. A name is resolved now, and checked again at each
+// connection; one that does not resolve is not reported here.
+func (p *Prober) Refuses(ctx context.Context, hostport string) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil || p.allowed(hostport) {
+		return netip.Addr{}, false
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else if p.cfg.LookupHost != nil {
+		ips, _ = p.cfg.LookupHost(ctx, host)
+	} else {
+		ips, _ = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}
+	for _, ip := range ips {
+		if publicAddr(ip, p.cfg.AllowLoopback) {
+			return netip.Addr{}, false
+		}
+	}
+	if len(ips) == 0 {
+		return netip.Addr{}, false
+	}
+	return ips[0].Unmap(), true
+}
+
 // Send sends one exact request through the prober's guarded transport: public
 // addresses only (and the hosts named in AllowHosts), no redirect followed, the
 // prober's timeout. Payments go through it, so they reach no more than probes do.

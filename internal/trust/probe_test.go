@@ -406,6 +406,41 @@ func TestSendReachesAPrivateAddressOnlyForAHostTheOperatorNamed(t *testing.T) {
 	}
 }
 
+// Refuses tells ahead of time what Send would refuse: a host whose addresses are all
+// private, unless the operator named it; a name with one public address, or none, is
+// not refused.
+func TestRefusesNamesTheAddressAHostWouldBeRefusedOn(t *testing.T) {
+	addrs := map[string][]netip.Addr{
+		"local.example":  {netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.1")},
+		"office.example": {netip.MustParseAddr("10.1.2.3")},
+		"mixed.example":  {netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("93.184.215.14")},
+		"public.example": {netip.MustParseAddr("93.184.215.14")},
+	}
+	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
+		if a, ok := addrs[host]; ok {
+			return a, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	p := trust.NewProber(trust.ProberConfig{LookupHost: lookup, AllowHosts: []string{"office.example:8443"}}, nil)
+	for hostport, want := range map[string]string{
+		"local.example:80":      "::1",
+		"office.example:80":     "10.1.2.3",
+		"office.example:8443":   "",
+		"mixed.example:443":     "",
+		"public.example:443":    "",
+		"nowhere.example:443":   "",
+		"127.0.0.1:4022":        "127.0.0.1",
+		"[::ffff:10.0.0.1]:443": "10.0.0.1",
+		"not a host":            "",
+	} {
+		addr, refused := p.Refuses(context.Background(), hostport)
+		if got := addr.String(); refused != (want != "") || (refused && got != want) {
+			t.Errorf("%s: refused %v on %s, want %q", hostport, refused, got, want)
+		}
+	}
+}
+
 // TestProberBacksOffFromUnreachableHosts checks that a host whose every probe
 // failed to connect is skipped in the next round, and that two failures in a row
 // leave the rest of its methods for later.

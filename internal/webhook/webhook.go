@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -323,6 +325,34 @@ func (d Deliverer) post(ctx context.Context, target string, secret, body []byte)
 		return resp.StatusCode, fmt.Sprintf("the receiver answered %d", resp.StatusCode)
 	}
 	return resp.StatusCode, ""
+}
+
+// Guard tells whether deliveries to a host would be refused: the guarded client's
+// rule (public addresses only, and the hosts the operator named) asked ahead.
+type Guard interface {
+	Refuses(ctx context.Context, hostport string) (netip.Addr, bool)
+}
+
+// Warnings are what the person registering rawURL should know that does not stop it
+// being kept: that its host resolves only to addresses every delivery will be refused
+// on. A host that does not resolve yet is not warned about. g nil warns of nothing.
+func Warnings(ctx context.Context, g Guard, rawURL string) []string {
+	warnings := []string{}
+	u, err := url.Parse(rawURL)
+	if g == nil || err != nil {
+		return warnings
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if addr, refused := g.Refuses(ctx, net.JoinHostPort(u.Hostname(), port)); refused {
+		warnings = append(warnings, fmt.Sprintf("Every delivery to %s will fail: it is reached on %s, a private or loopback address, "+
+			"which this server refuses to send to unless its operator names the host in WEBHOOK_ALLOW_HOSTS.", u.Host, addr))
+	}
+	return warnings
 }
 
 // Sealer encrypts a value bound to additional data under the server's current key.

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"context"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +53,40 @@ func TestSessionEventsBecomeWebhookEvents(t *testing.T) {
 	n := New{URL: "https://ops.example/hook", Events: []string{PaymentSettled, RequestWaiting, PaymentSettled}}
 	if err := n.Validate(); err != nil || len(n.Events) != 2 {
 		t.Errorf("%+v %v", n, err)
+	}
+}
+
+// guard refuses the host:ports it holds, on the address it maps them to.
+type guard map[string]string
+
+func (g guard) Refuses(_ context.Context, hostport string) (netip.Addr, bool) {
+	a, ok := g[hostport]
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return netip.MustParseAddr(a), true
+}
+
+// A URL whose host every delivery will be refused on is warned about at registration,
+// its port the scheme's when it names none; any other is not.
+func TestWarningsTellOfAHostDeliveriesWillBeRefusedOn(t *testing.T) {
+	g := guard{"localhost:4022": "127.0.0.1", "intranet.example:443": "10.0.0.7"}
+	for url, want := range map[string]string{
+		"http://localhost:4022/hooks":    "Every delivery to localhost:4022 will fail: it is reached on 127.0.0.1",
+		"https://intranet.example/hooks": "Every delivery to intranet.example will fail: it is reached on 10.0.0.7",
+		"http://intranet.example/hooks":  "",
+		"http://localhost:4023/hooks":    "",
+		"https://hooks.example/in":       "",
+	} {
+		got := Warnings(context.Background(), g, url)
+		if want == "" && len(got) != 0 || want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], "WEBHOOK_ALLOW_HOSTS")) {
+			t.Errorf("%s: %q", url, got)
+		}
+		if got == nil {
+			t.Errorf("%s: nil, not an empty list", url)
+		}
+	}
+	if got := Warnings(context.Background(), nil, "http://localhost:4022/"); got == nil || len(got) != 0 {
+		t.Errorf("without a guard: %q", got)
 	}
 }
