@@ -38,6 +38,7 @@ help:
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 	@echo "make seller                       a local x402 seller on $(SELLER_ADDR), listed in the directory, that make run pays"
 	@echo "make llm                          a local stand-in model on $(LLM_ADDR) that make run's LLM proxy forwards to"
+	@echo "make receiver [WEBHOOK_SECRET=s]  a local webhook receiver on $(RECEIVER_ADDR) that make run delivers to"
 
 .PHONY: go
 go:
@@ -129,18 +130,25 @@ reseal: migrate
 # a key generated into var/payer-key on first use that pays on Base Sepolia, a test
 # network, only. PAYMENT_ALLOW_HOSTS lets payments reach the local seller (make
 # seller) on loopback; set it empty to refuse private addresses altogether.
+# make seller listens on SELLER_ADDR and writes it into var/seller-addr; make run lets
+# payments reach the address written there (SELLER_ADDR, when given, wins), so that
+# a seller moved to another port is named once.
 SELLER_ADDR ?= localhost:4021
+PAID_SELLER = $(if $(filter file,$(origin SELLER_ADDR)),$(or $(shell cat var/seller-addr 2>/dev/null),$(SELLER_ADDR)),$(SELLER_ADDR))
 PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var/payer-key || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/payer-key); \
-	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(SELLER_ADDR)}
+	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
 
 # The LLM proxy forwards to the local stand-in model (make llm) on LLM_ADDR, unless
-# LLM_UPSTREAM_URL names another (set it empty for no proxy).
-LLM_ADDR ?= localhost:4023
+# LLM_UPSTREAM_URL names another (set it empty for no proxy); webhooks may reach the
+# local receiver (cmd/receiver) on RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says
+# otherwise (set it empty to refuse private addresses altogether).
+LLM_ADDR      ?= localhost:4023
+RECEIVER_ADDR ?= localhost:4022
 
 .PHONY: run
 run: demo
 	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} \
-		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} $(SERVER) serve
+		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
 
 # The local x402 seller and facilitator on SELLER_ADDR (USDC on Base Sepolia, a ledger
 # at /ledger instead of a chain), listed in the local directory first. make run pays it.
@@ -149,6 +157,7 @@ seller: demo
 	$(GO) build -o $(BIN)/seller ./cmd/seller
 	$(BIN)/seller -addr $(SELLER_ADDR) -listing > var/seller.jsonl
 	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) import var/seller.jsonl
+	@echo '$(SELLER_ADDR)' > var/seller-addr
 	$(BIN)/seller -addr $(SELLER_ADDR)
 
 # A local stand-in for an OpenAI-compatible model on LLM_ADDR: it answers each chat
@@ -159,6 +168,14 @@ llm: go
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/llmecho ./cmd/llmecho
 	$(BIN)/llmecho -addr $(LLM_ADDR)
+
+# A local webhook receiver on RECEIVER_ADDR: it prints each delivery and, with
+# WEBHOOK_SECRET (the secret registration answered), checks its signature.
+.PHONY: receiver
+receiver: go
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/receiver ./cmd/receiver
+	$(BIN)/receiver -addr $(RECEIVER_ADDR)
 
 .PHONY: generate
 # The templ components, generated from the repository root so that the file names
