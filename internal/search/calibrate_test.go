@@ -40,9 +40,9 @@ func TestCalibrationLearnsWhatTellsOnTopicFromOffTopic(t *testing.T) {
 	if held.Recall() < 0.7 || held.FalseMatchRate() > 0.2 {
 		t.Errorf("on fresh queries: recall %.3f, false matches %.3f", held.Recall(), held.FalseMatchRate())
 	}
-	scores := CrossValidate(samples, CalibrationOptions{}, 5, 2)
-	if len(scores) != 10 {
-		t.Fatalf("%d fold scores, want 10", len(scores))
+	scores := CrossValidate(samples, CalibrationOptions{Folds: 2}, 5, 1)
+	if len(scores) != 5 {
+		t.Fatalf("%d fold scores, want 5", len(scores))
 	}
 	for _, s := range scores {
 		if s.On+s.Off < 70 || s.On+s.Off > 90 {
