@@ -128,15 +128,18 @@ reseal: migrate
 
 # The demo's payer: X402_PAYER_KEY (or X402_PAYER_KEY_FILE) from the environment, or
 # a key generated into var/payer-key on first use that pays on Base Sepolia, a test
-# network, only. PAYMENT_ALLOW_HOSTS lets payments reach the local seller (make
-# seller) on loopback; set it empty to refuse private addresses altogether.
+# network, only, and learns from the local seller's /rpc (its ledger) whether a payment
+# whose answer was lost settled (X402_RPC_URLS). PAYMENT_ALLOW_HOSTS lets payments reach
+# the local seller (make seller) on loopback; set it empty to refuse private addresses
+# altogether.
 # make seller listens on SELLER_ADDR and writes it into var/seller-addr; make run lets
 # payments reach the address written there (SELLER_ADDR, when given, wins), so that
 # a seller moved to another port is named once.
 SELLER_ADDR ?= localhost:4021
 PAID_SELLER = $(if $(filter file,$(origin SELLER_ADDR)),$(or $(shell cat var/seller-addr 2>/dev/null),$(SELLER_ADDR)),$(SELLER_ADDR))
 PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var/payer-key || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/payer-key); \
-	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
+	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532} \
+	X402_RPC_URLS=$${X402_RPC_URLS-eip155:84532=http://$(PAID_SELLER)/rpc}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
 
 # The LLM proxy forwards to the local stand-in model (make llm) on LLM_ADDR, unless
 # LLM_UPSTREAM_URL names another (set it empty for no proxy); webhooks may reach the
@@ -253,10 +256,12 @@ bench: go db model
 # Search relevance on the real catalog: a table per labelled query set (the own one in
 # internal/search/eval/testdata, and the development set in ../shared/eval when it is
 # there), a row per search system (the builtin model, PostgreSQL full-text search):
-# recall@3 overall and per kind, MRR@3 and the false-match rate.
+# recall@3 overall and per kind, MRR@3 and the false-match rate. Then the band's
+# calibration, cross-validated: recall@3 and false matches on folds of the labelled
+# queries that no threshold or weight was fitted on, per kind of evidence (ablation).
 .PHONY: eval
 eval: go db model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' ./internal/search/eval/
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^(TestRelevance|TestCalibration)$$' ./internal/search/eval/
 
 .PHONY: clean
 clean:
