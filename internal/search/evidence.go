@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
@@ -40,33 +41,42 @@ var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap
 // Neighbours is how many nearest methods a query's evidence reads.
 const Neighbours = 10
 
-// textIndex holds one snapshot's words for the evidence: each method's concepts and
-// the catalog's document frequency of each concept. Built once per snapshot.
+// textIndex holds one snapshot's words for the evidence: each method's concepts
+// (interned, sorted ids, by list position) and the catalog's document frequency of
+// each concept and count of each word. Built once per snapshot.
 type textIndex struct {
 	snap     *directory.Snapshot
-	concepts map[string]map[string]bool // by slug
-	df       map[string]int
-	n        int
+	ids      map[string]uint32 // concept to id
+	df       []int32           // by concept id
+	concepts [][]uint32        // by list position
 	// tf counts the catalog's words, tokens of them in all.
-	tf     map[string]int
+	tf     map[string]int32
 	tokens int
 }
 
 func newTextIndex(snap *directory.Snapshot) *textIndex {
-	x := &textIndex{snap: snap, concepts: map[string]map[string]bool{}, df: map[string]int{}, tf: map[string]int{}}
-	for _, m := range snap.Methods() {
-		set := map[string]bool{}
+	ms := snap.Methods()
+	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), tf: map[string]int32{}}
+	for p, m := range ms {
 		text := embedding.MethodText(m.Name, m.Provider, m.Description, m.Category, m.Endpoint.URL)
-		for _, c := range embedding.Concepts(text) {
-			set[c] = true
-			x.df[c]++
+		cs := embedding.Concepts(text)
+		own := make([]uint32, len(cs))
+		for i, c := range cs {
+			id, ok := x.ids[c]
+			if !ok {
+				id = uint32(len(x.df))
+				x.ids[c] = id
+				x.df = append(x.df, 0)
+			}
+			x.df[id]++
+			own[i] = id
 		}
+		slices.Sort(own)
+		x.concepts[p] = own
 		for _, w := range embedding.Words(text) {
 			x.tf[w]++
 			x.tokens++
 		}
-		x.concepts[m.Slug] = set
-		x.n++
 	}
 	return x
 }
@@ -81,9 +91,19 @@ func (e *Engine) textIndex(snap *directory.Snapshot) *textIndex {
 	return x
 }
 
-func (x *textIndex) idf(c string) float64 {
-	df := float64(x.df[c])
-	return math.Log(1 + (float64(x.n)-df+0.5)/(df+0.5))
+// idf is BM25's inverse document frequency of a concept the catalog has df times.
+func (x *textIndex) idf(df int32) float64 {
+	n := float64(len(x.concepts))
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// holds tells whether the method at list position p has concept id.
+func (x *textIndex) holds(p int, id uint32, known bool) bool {
+	if !known || p < 0 {
+		return false
+	}
+	_, ok := slices.BinarySearch(x.concepts[p], id)
+	return ok
 }
 
 // Gather reads the evidence of query (normalised) over its nearest methods, most
@@ -125,19 +145,29 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 	if len(concepts) == 0 {
 		return e
 	}
+	pos := make([]int, min(len(near), 3))
+	for i, n := range near[:len(pos)] {
+		pos[i] = -1
+		if p, ok := x.snap.Position(n.Slug); ok {
+			pos[i] = p
+		}
+	}
 	var total, cover, cover3 float64
 	known := 0
 	for _, c := range concepts {
-		w := x.idf(c)
-		total += w
-		if x.df[c] > 0 {
+		id, ok := x.ids[c]
+		var df int32
+		if ok {
+			df = x.df[id]
 			known++
 		}
-		if x.concepts[best.Slug][c] {
+		w := x.idf(df)
+		total += w
+		if x.holds(pos[0], id, ok) {
 			cover += w
 		}
-		for _, n := range near[:min(len(near), 3)] {
-			if x.concepts[n.Slug][c] {
+		for _, p := range pos {
+			if x.holds(p, id, ok) {
 				cover3 += w
 				break
 			}
