@@ -8,33 +8,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/search"
 )
 
-// labelled reads every query of set as calibration does: the hybrid model's nearest
-// methods, their evidence, and which of the nearest three the labels call relevant.
+// labelled reads every query of set as calibration does, under the hybrid model.
 func (fx fixture) labelled(t *testing.T, set querySet, name string) []search.Labelled {
-	ctx := context.Background()
 	out := make([]search.Labelled, 0, len(set.queries))
+	m := fx.hybrid.Models()[0]
 	for _, q := range set.queries {
-		vs, err := fx.hybridModel.Embed(ctx, []string{embedding.NormalizeQuery(q.text)})
+		kind := q.kind
+		if q.off {
+			kind = search.KindOffTopic
+		}
+		l, err := fx.hybrid.Label(context.Background(), fx.snap, m, name, search.Query{ID: q.id, Text: q.text, Relevant: q.relevant, Kind: kind})
 		if err != nil {
 			t.Fatal(err)
-		}
-		near, err := fx.store.Nearest(ctx, fx.hybridRecord, vs[0], search.Neighbours, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		search.SplitParts(fx.hybridModel, vs[0], near)
-		relevant := map[string]bool{}
-		for _, u := range q.relevant {
-			relevant[normURL(u)] = true
-		}
-		l := search.Labelled{Set: name, Kind: q.kind, Off: q.off, Evidence: fx.hybrid.Evidence(fx.snap, fx.hybrid.Models()[0], q.text, near)}
-		for _, n := range near[:min(len(near), topK)] {
-			l.Similarities = append(l.Similarities, n.Similarity)
-			l.Relevant = append(l.Relevant, relevant[normURL(fx.urlOf[n.Slug])])
 		}
 		out = append(out, l)
 	}

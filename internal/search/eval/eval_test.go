@@ -13,7 +13,6 @@ package eval
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,44 +106,20 @@ const NewSetPath = "testdata/queries.jsonl"
 
 // readJSONLSet reads a labelled set in the development set's format.
 func readJSONLSet(t *testing.T, path, name string) querySet {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
+	qs, err := search.ReadQueries(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 	set := querySet{name: name}
 	kinds := map[string]int{}
-	for n, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		var l struct {
-			ID       string   `json:"id"`
-			Query    *string  `json:"query"`
-			Relevant []string `json:"relevant"`
-			Kind     string   `json:"kind"`
-		}
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("%s:%d: %v", path, n+1, err)
-		}
-		if l.Query == nil {
-			t.Fatalf("%s:%d: no query", path, n+1)
-		}
-		q := query{id: l.ID, text: *l.Query, kind: l.Kind, relevant: l.Relevant}
-		if q.id == "" {
-			q.id = "line" + strconv.Itoa(n+1)
-		}
-		if q.kind == "" {
-			q.kind = "paraphrase"
-			if len(q.relevant) == 0 {
-				q.kind = "offtopic"
-			}
-		}
-		q.off = q.kind == "offtopic"
+	for _, l := range qs {
+		q := query{id: l.ID, text: l.Text, kind: l.Kind, relevant: l.Relevant, off: l.Kind == search.KindOffTopic}
 		if !q.off {
-			if len(q.relevant) == 0 {
-				t.Fatalf("%s:%d: on-topic query without relevant URLs", path, n+1)
-			}
 			kinds[q.kind]++
 		}
 		set.queries = append(set.queries, q)
@@ -181,56 +156,8 @@ func repoRoot(t *testing.T) string {
 	}
 }
 
-// normURL is relevance.py's loose URL identity: trimmed, scheme and host lower-cased,
-// the default port, user info, fragment and trailing slashes dropped; the path with
-// its templates (":hash") and a non-empty query kept.
-func normURL(u string) string {
-	u = strings.TrimSpace(u)
-	scheme := ""
-	if i := strings.IndexByte(u, ':'); i > 0 && strings.Trim(strings.ToLower(u[:i]), "abcdefghijklmnopqrstuvwxyz0123456789+-.") == "" {
-		scheme, u = strings.ToLower(u[:i]), u[i+1:]
-	}
-	u, _, _ = strings.Cut(u, "#")
-	u, rawQuery, _ := strings.Cut(u, "?")
-	netloc := ""
-	if rest, ok := strings.CutPrefix(u, "//"); ok {
-		i := strings.IndexByte(rest, '/')
-		if i < 0 {
-			i = len(rest)
-		}
-		host := rest[:i]
-		u = rest[i:]
-		if j := strings.LastIndexByte(host, '@'); j >= 0 {
-			host = host[j+1:]
-		}
-		port := ""
-		if j := strings.LastIndexByte(host, ':'); j >= 0 && !strings.Contains(host[j:], "]") {
-			host, port = host[:j], host[j+1:]
-		}
-		netloc = strings.ToLower(strings.Trim(host, "[]"))
-		def := 443
-		if scheme == "http" {
-			def = 80
-		}
-		if p, err := strconv.Atoi(port); err == nil && p != def {
-			netloc += ":" + strconv.Itoa(p)
-		} else if err != nil && port != "" {
-			netloc += ":" + port
-		}
-	}
-	path := u
-	if len(path) > 1 {
-		path = strings.TrimRight(path, "/")
-	}
-	if path == "/" {
-		path = ""
-	}
-	out := scheme + "://" + netloc + path
-	if rawQuery != "" {
-		out += "?" + rawQuery
-	}
-	return out
-}
+// normURL is relevance.py's loose URL identity (search.EndpointKey).
+func normURL(u string) string { return search.EndpointKey(u) }
 
 // system is one search system under evaluation: its name and the endpoint URLs it
 // answers a query with, best first. near, when set, gives its raw nearest neighbours
