@@ -3,11 +3,14 @@
 // model or is stored.
 //
 // Text and values are compared on their projection: the letters and digits alone,
-// lower-cased, so that "4242 4242-4242 4242", "ADA@Example.com" and "ada @ example
-// . com" all match their value. A value that reads as a date also matches its other
-// common forms (1990-04-17, 17/04/1990, 04/17/1990, 17.04.1990, 19900417, 17 April
-// 1990, April 17, 1990, 17 Apr 1990). Every form is a pattern of one Aho–Corasick
-// automaton, so a text is scanned once whatever the number of values.
+// in their compatibility forms without accents, lower-cased, so that "4242
+// 4242-4242 4242", "ADA@Example.com", "ada @ example . com" and the full-width
+// "ＡＤＡ＠ｅｘａｍｐｌｅ．ｃｏｍ" all match their value. A value that reads as a date also
+// matches its other common forms (1990-04-17, 17/04/1990, 04/17/1990, 17.04.1990,
+// 19900417, 17 April 1990, April 17, 1990, 17 Apr 1990). Every form is a pattern of
+// one Aho–Corasick automaton, so a text is scanned once whatever the number of
+// values. Runs of base64 and of percent-encoding are decoded and scanned too, since
+// an agent may carry a value in a token, a header or a URL.
 package redact
 
 import (
@@ -16,6 +19,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Placeholder replaces each protected value found.
@@ -89,18 +94,7 @@ func (s *Set) scan(text string, rewrite bool) (string, int) {
 	if s == nil || s.ac == nil || text == "" {
 		return text, 0
 	}
-	p := project(text)
-	if len(p.text) == 0 {
-		return text, 0
-	}
-	var spans [][2]int // byte ranges of text, in order of their end
-	s.ac.each(p.text, func(start, end int) {
-		from, to := p.from[start], p.to[end-1]
-		if end-start < shortValue && !wholeWord(text, from, to) {
-			return
-		}
-		spans = append(spans, [2]int{from, to})
-	})
+	spans := s.spans(text, 0, nil)
 	if len(spans) == 0 {
 		return text, 0
 	}
@@ -117,6 +111,26 @@ func (s *Set) scan(text string, rewrite bool) (string, int) {
 	}
 	b.WriteString(text[last:])
 	return b.String(), len(merged)
+}
+
+// spans appends to found the byte ranges of text that hold a value, in order of
+// their end for those of the projection; depth is how many encodings text was
+// decoded from.
+func (s *Set) spans(text string, depth int, found [][2]int) [][2]int {
+	p := project(text)
+	if len(p.text) > 0 {
+		s.ac.each(p.text, func(start, end int) {
+			from, to := p.from[start], p.to[end-1]
+			if end-start < shortValue && !wholeWord(text, from, to) {
+				return
+			}
+			found = append(found, [2]int{from, to})
+		})
+	}
+	if depth < maxDepth {
+		found = s.encoded(text, depth, found)
+	}
+	return found
 }
 
 // wholeWord tells whether text[from:to] has no letter or digit right before or after.
@@ -186,23 +200,39 @@ func project(s string) projection {
 			p.to = append(p.to, i+1)
 			continue
 		}
-		f := fold(r)
-		if !isAlnum(f) {
-			continue
-		}
 		end := i + utf8.RuneLen(r)
 		if r == utf8.RuneError {
 			end = i + 1
 		}
-		n := b.Len()
-		b.WriteRune(f)
-		for range b.Len() - n {
-			p.from = append(p.from, i)
-			p.to = append(p.to, end)
+		// A compatibility form (full-width Ａ, the ligature ﬁ, the circled ①) reads
+		// as what it decomposes to, and an accented letter as its base letter: every
+		// rune of its decomposition that is a letter or digit counts, the marks do not.
+		// Each maps back to the whole rune, so that blanking never splits one.
+		if d := norm.NFKD.PropertiesString(s[i:end]).Decomposition(); d != nil {
+			for _, dr := range string(d) {
+				p.add(&b, dr, i, end)
+			}
+			continue
 		}
+		p.add(&b, r, i, end)
 	}
 	p.text = b.String()
 	return p
+}
+
+// add writes r, folded, to b when it is a letter or digit, as the projection of the
+// text's bytes from to end.
+func (p *projection) add(b *strings.Builder, r rune, from, end int) {
+	f := fold(r)
+	if !isAlnum(f) {
+		return
+	}
+	n := b.Len()
+	b.WriteRune(f)
+	for range b.Len() - n {
+		p.from = append(p.from, from)
+		p.to = append(p.to, end)
+	}
 }
 
 // dateLayouts are the forms a date value is read from and written in.

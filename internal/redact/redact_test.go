@@ -2,9 +2,13 @@ package redact
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestRedactFindsValuesInTheFormsPeopleWriteThem(t *testing.T) {
@@ -42,6 +46,76 @@ func TestRedactFindsValuesInTheFormsPeopleWriteThem(t *testing.T) {
 	got, n := s.Redact("4242424242424242 and 1990-04-17")
 	if got != "[redacted] and [redacted]" || n != 2 {
 		t.Errorf("two: %q %d", got, n)
+	}
+}
+
+// fullWidth writes the ASCII letters and digits of v in their full-width forms
+// (Ａ for A, １ for 1), as some keyboards and models do.
+func fullWidth(v string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r - '!' + '！'
+		}
+		return r
+	}, v)
+}
+
+// encodings are the forms a value takes in a token, a header or a URL.
+var encodings = map[string]func(string) string{
+	"base64":         func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
+	"base64 raw":     func(v string) string { return base64.RawStdEncoding.EncodeToString([]byte(v)) },
+	"base64 url":     func(v string) string { return base64.URLEncoding.EncodeToString([]byte(v)) },
+	"base64 raw url": func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) },
+	"percent every byte": func(v string) string {
+		var b strings.Builder
+		for i := range len(v) {
+			fmt.Fprintf(&b, "%%%02X", v[i])
+		}
+		return b.String()
+	},
+	"query escape":   url.QueryEscape,
+	"percent of b64": func(v string) string { return url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(v))) },
+	"b64 of full":    func(v string) string { return base64.StdEncoding.EncodeToString([]byte(fullWidth(v))) },
+}
+
+// TestRedactSeesCompatibilityFormsAndEncodings: a value written in full-width
+// letters and digits, or with accents, matches; a value inside a base64 run (either
+// alphabet, padded or not) or a percent-encoded run makes the whole run blanked, in
+// Contains as in Redact; text that only looks encoded is left alone.
+func TestRedactSeesCompatibilityFormsAndEncodings(t *testing.T) {
+	const code, card, pin = "ZEBRA-quartz-7731", "4111111111111111", "7731"
+	s := New([]string{code, card, "Café Crème", pin})
+	for _, c := range []struct{ in, want string }{
+		{"code ＺＥＢＲＡ－ｑｕａｒｔｚ－７７３１ ok", "code [redacted] ok"},
+		{"card ４１１１ １１１１ １１１１ １１１１.", "card [redacted]."},
+		{"order a cafe creme", "order a [redacted]"},
+		{"order a CAFÉ CRÈME", "order a [redacted]"},
+		{"ligature ﬁne ①②", "ligature ﬁne ①②"},
+		{"pin ７７３１ now", "pin [redacted] now"},
+		{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("ada:"+code)), "Authorization: Basic [redacted]"},
+		{"token=" + base64.RawURLEncoding.EncodeToString([]byte(`{"card":"`+card+`"}`)) + "&x=1", "token=[redacted]&x=1"},
+		{"path/to/" + base64.StdEncoding.EncodeToString([]byte(code)), "[redacted]"},
+		{"https://shop.example/pay?c=4111%201111%201111%201111&n=2", "https://shop.example/pay?c=[redacted]&n=2"},
+		{"see https://x.example/?q=%5A%45%42%52%41%2D%71%75%61%72%74%7A%2D%37%37%33%31 here", "see https://x.example/?q=[redacted] here"},
+		{"short " + base64.StdEncoding.EncodeToString([]byte(pin)) + " too", "short [redacted] too"},
+		{"Please ship the parcel to the address we discussed", "Please ship the parcel to the address we discussed"},
+		{"aGVsbG8gd29ybGQ= 100% sure, 50%25 off", "aGVsbG8gd29ybGQ= 100% sure, 50%25 off"},
+	} {
+		got, n := s.Redact(c.in)
+		if got != c.want {
+			t.Errorf("%q: %q, want %q", c.in, got, c.want)
+		}
+		if (n > 0) != (got != c.in) || s.Contains(c.in) != (n > 0) {
+			t.Errorf("%q: count %d, contains %v", c.in, n, s.Contains(c.in))
+		}
+	}
+	for name, enc := range encodings {
+		for _, v := range []string{code, card, pin} {
+			in := "value " + enc(v) + " end"
+			if got, n := s.Redact(in); got != "value [redacted] end" || n != 1 || !s.Contains(in) {
+				t.Errorf("%s of %q: %q %d", name, v, got, n)
+			}
+		}
 	}
 }
 
@@ -89,12 +163,14 @@ func TestUnionFailsClosed(t *testing.T) {
 	}
 }
 
-// FuzzRedact: redacting never panics, never leaves a planted value (in the spaced and
-// upper-cased form too), and leaves a text without values as it was.
+// FuzzRedact: redacting never panics, never leaves a planted value (spaced,
+// upper-cased, full-width, base64- or percent-encoded), and leaves a text without
+// values as it was.
 func FuzzRedact(f *testing.F) {
 	f.Add("some text", "4242424242424242")
 	f.Add("ünïcode ÄÖ 12", "äö12ab")
 	f.Add("", "1990-04-17")
+	f.Add("token=%2F", "zebra-quartz-7731")
 	f.Fuzz(func(t *testing.T, text, value string) {
 		s := New([]string{value})
 		if s.Len() == 0 {
@@ -104,14 +180,22 @@ func FuzzRedact(f *testing.F) {
 			return
 		}
 		p := project(value).text
-		for _, planted := range []string{text + " " + value + " " + text, text + " " + strings.ToUpper(value) + " x"} {
+		planted := []string{text + " " + value + " " + text, text + " " + strings.ToUpper(value) + " x", text + " " + fullWidth(value) + " x"}
+		// Encoded, a value is seen when it is text: valid UTF-8 without control
+		// characters.
+		if utf8.ValidString(value) && !strings.ContainsFunc(value, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			for _, enc := range encodings {
+				planted = append(planted, text+" "+enc(value)+" "+text)
+			}
+		}
+		for _, planted := range planted {
 			got, n := s.Redact(planted)
 			if len(p) >= shortValue && n == 0 {
 				t.Fatalf("value %q not found in %q", value, planted)
 			}
-			// What is left between placeholders never holds the value.
+			// What is left between placeholders never holds the value, in any form.
 			for _, seg := range strings.Split(got, Placeholder) {
-				if len(p) >= shortValue && strings.Contains(project(seg).text, p) {
+				if len(p) >= shortValue && (strings.Contains(project(seg).text, p) || s.Contains(seg)) {
 					t.Fatalf("value %q left in %q -> %q", value, planted, got)
 				}
 			}
