@@ -58,6 +58,16 @@ func decode(body []byte, v validator) error {
 	return v.validate()
 }
 
+// decodeNumbers is raw, valid JSON, decoded with its numbers as written
+// (json.Number), so that a number is checked for protected values digit for digit.
+func decodeNumbers(raw []byte) any {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	d.Decode(&v)
+	return v
+}
+
 var memberName = regexp.MustCompile(`^"[a-zA-Z][a-zA-Z0-9_]{0,63}"$`)
 
 // decodeSealed is decode for bodies that carry values people provide: its errors

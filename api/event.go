@@ -49,9 +49,7 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 		if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 			data = json.RawMessage(`{}`)
 		}
-		var decoded any
-		json.Unmarshal(data, &decoded)
-		if s.refuseProtected(w, r, decoded) {
+		if s.refuseProtected(w, r, decodeNumbers(data)) {
 			return
 		}
 		route := "POST /sessions/" + id + "/events"

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,45 +55,120 @@ func unavailableRedaction(err error) error {
 	return p
 }
 
-// structural are the members whose string values say what a part is, not what it
-// holds; they are not rewritten.
-var structural = map[string]bool{"model": true, "role": true, "type": true, "id": true, "tool_call_id": true}
+// modelRequest is the one rule for a request body the proxy forwards to a model:
+// every string of it, member names and numbers included, is scanned for the user's
+// protected values. Free text is blanked, as a model reads it the same with a value
+// missing. What cannot be blanked without changing what the request means — a member
+// name, a number, the value of a member that says what a part is rather than what it
+// holds — is refused with protected_value_detected, and nothing is forwarded. Each
+// upstream API the proxy speaks has its rule; they differ in the members they fix.
+type modelRequest struct {
+	// fixed are the members whose string values (or arrays of them) say what a part
+	// is, not what it holds: the model, a role, a part's type, an id.
+	fixed map[string]bool
+	// tokenMaps are the top-level members whose member names must be token ids
+	// (decimal integers), since the upstream reads them as numbers.
+	tokenMaps []string
+}
 
-// redactJSON blanks protected values in every string of v (a decoded JSON value)
-// but those of structural members, and returns how many it blanked.
-func redactJSON(set *redact.Set, v any) int {
+// chatCompletions is the rule of OpenAI's chat completion requests.
+var chatCompletions = modelRequest{
+	fixed:     map[string]bool{"model": true, "role": true, "type": true, "id": true, "tool_call_id": true},
+	tokenMaps: []string{"logit_bias"},
+}
+
+// tokenID is what a member name of a token map must be.
+var tokenID = regexp.MustCompile(`^[0-9]{1,10}$`)
+
+// clean blanks the protected values in the free text of body, a decoded JSON object
+// whose numbers are json.Number, and returns how many it blanked; an error, and a
+// body to drop, when a value sits where it cannot be blanked or a token map holds a
+// member name that is not a token id.
+func (m modelRequest) clean(set *redact.Set, body map[string]any) (int, error) {
+	n, err := m.walk(set, body, "")
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range m.tokenMaps {
+		switch x := body[name].(type) {
+		case nil:
+		case map[string]any:
+			for k := range x {
+				if !tokenID.MatchString(k) {
+					return 0, problem.Invalid(name + " must map token ids, decimal integers, to numbers.")
+				}
+			}
+		default:
+			return 0, problem.Invalid(name + " must be an object.")
+		}
+	}
+	return n, nil
+}
+
+// walk blanks the free text of v, the value of member (or of an element of its
+// array), in place, and counts what it blanked.
+func (m modelRequest) walk(set *redact.Set, v any, member string) (int, error) {
 	n := 0
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if str, ok := e.(string); ok {
-				if structural[k] {
-					continue
-				}
+			if set.Contains(k) {
+				return 0, m.refusal()
+			}
+			if str, ok := e.(string); ok && !m.fixed[k] {
 				r, c := set.Redact(str)
 				x[k], n = r, n+c
 				continue
 			}
-			n += redactJSON(set, e)
+			c, err := m.walk(set, e, k)
+			if err != nil {
+				return 0, err
+			}
+			n += c
 		}
 	case []any:
 		for i, e := range x {
-			if str, ok := e.(string); ok {
+			if str, ok := e.(string); ok && !m.fixed[member] {
 				r, c := set.Redact(str)
 				x[i], n = r, n+c
 				continue
 			}
-			n += redactJSON(set, e)
+			c, err := m.walk(set, e, member)
+			if err != nil {
+				return 0, err
+			}
+			n += c
+		}
+	case string: // a fixed member's
+		if set.Contains(x) {
+			return 0, m.refusal()
+		}
+	case json.Number:
+		if set.Contains(x.String()) {
+			return 0, m.refusal()
 		}
 	}
-	return n
+	return n, nil
 }
 
-// containsJSON tells whether any string (or member name) of v holds a protected value.
+// refusal says where a value cannot be blanked, without saying which value or
+// member held it.
+func (m modelRequest) refusal() error {
+	fixed := slices.Sorted(maps.Keys(m.fixed))
+	return problem.New(problem.ProtectedValueDetected, "A member name, a number or the value of "+strings.Join(fixed, ", ")+
+		" holds one of the user's protected values, in some written form; the proxy cannot blank those, so nothing was forwarded. Refer to values by handle.")
+}
+
+// containsJSON tells whether any string, member name or number of v holds a
+// protected value.
 func containsJSON(set *redact.Set, v any) bool {
 	switch x := v.(type) {
 	case string:
 		return set.Contains(x)
+	case json.Number:
+		return set.Contains(x.String())
+	case float64:
+		return set.Contains(strconv.FormatFloat(x, 'f', -1, 64))
 	case map[string]any:
 		for k, e := range x {
 			if set.Contains(k) || containsJSON(set, e) {
@@ -201,7 +279,11 @@ func (s *Server) handleChatCompletions() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		count := redactJSON(set, body)
+		count, err := chatCompletions.clean(set, body)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
 		out, _ := json.Marshal(body)
 		if count > 0 && sessionID != "" {
 			data, _ := json.Marshal(map[string]int{"count": count})
@@ -315,8 +397,8 @@ func (s *Server) refuseProtected(w http.ResponseWriter, r *http.Request, v any) 
 	return false
 }
 
-// hasText tells whether v holds a string (or member name) of four letters or digits
-// or more: anything shorter matches no protected value.
+// hasText tells whether v holds a string, member name or number of four letters or
+// digits or more: anything shorter matches no protected value.
 func hasText(v any) bool {
 	long := func(s string) bool {
 		n := 0
@@ -332,6 +414,10 @@ func hasText(v any) bool {
 	switch x := v.(type) {
 	case string:
 		return long(x)
+	case json.Number:
+		return long(x.String())
+	case float64:
+		return long(strconv.FormatFloat(x, 'f', -1, 64))
 	case map[string]any:
 		for k, e := range x {
 			if long(k) || hasText(e) {

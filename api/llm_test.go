@@ -3,17 +3,21 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/redact/redacttest"
 )
 
 // stubLLM is an upstream OpenAI-compatible server on loopback that keeps every byte
@@ -65,6 +69,13 @@ func newStubLLM(t *testing.T) *stubLLM {
 		s.Close()
 	})
 	return s
+}
+
+// calls is how many requests the upstream received.
+func (s *stubLLM) calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.received)
 }
 
 func (s *stubLLM) all() string {
@@ -176,6 +187,80 @@ func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
 	e.call("POST", "/llm/v1/chat/completions", userKey, `{"model":"stub-1","messages":[{"role":"user","content":"hi"}]}`).want(t, 403, "wrong_key_scope")
 }
 
+// Invariant 2 for every string of the body and every written form: a value in free
+// text, plain, full-width, base64 or percent-encoded, is blanked; a value where the
+// proxy cannot blank it (the model, a role, an id, a member name such as a key of
+// logit_bias or of a tool's schema, a number) is refused with
+// protected_value_detected and nothing is forwarded; logit_bias takes token ids only.
+func TestLLMProxyBlanksOrRefusesAProtectedValueWhereverItIs(t *testing.T) {
+	stub := newStubLLM(t)
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const canary, pin = "Quartz-Canary-4417", "5150981273"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","askBeforeUse":false,"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Pin","askBeforeUse":false,"fields":[{"fieldRef":"pin","label":"Pin","secret":true,"value":"`+pin+`"}]}`).want(t, 201)
+	forms := redacttest.Forms(canary)
+	chat := func(members string) string {
+		return `{"model":"stub-1","messages":[{"role":"user","content":"hello"}]` + members + `}`
+	}
+	quote := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+
+	// Free text, in every form: blanked, counted, forwarded.
+	for name, form := range forms {
+		body := `{"model":"stub-1","messages":[{"role":"user","content":` + quote("the code is "+form+", use it") + `}],"stop":[` + quote(form) + `],"user":` + quote(form) + `}`
+		r := e.call("POST", "/llm/v1/chat/completions", agentKey, body).want(t, 200)
+		if r.Header.Get("X-Redactions") != "3" {
+			t.Errorf("%s in free text: X-Redactions %q", name, r.Header.Get("X-Redactions"))
+		}
+	}
+	sent := stub.calls()
+	if sent != len(forms) {
+		t.Fatalf("the upstream got %d calls, want %d", sent, len(forms))
+	}
+
+	// Where it cannot be blanked: refused, in every form, and nothing forwarded.
+	for name, form := range forms {
+		for _, body := range []string{
+			`{"model":` + quote(form) + `,"messages":[{"role":"user","content":"hello"}]}`,
+			chat(`,"logit_bias":{` + quote(form) + `:-100}`),
+			chat(`,` + quote(form) + `:true`),
+			`{"model":"stub-1","messages":[{"role":` + quote(form) + `,"content":"hello"}]}`,
+			`{"model":"stub-1","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":` + quote(form) + `,"type":"function","function":{"name":"pay","arguments":"{}"}}]}]}`,
+			chat(`,"tools":[{"type":"function","function":{"name":"pay","parameters":{"type":"object","properties":{` + quote(form) + `:{"type":"string"}}}}}]`),
+		} {
+			r := e.call("POST", "/llm/v1/chat/completions", agentKey, body).want(t, 422, "protected_value_detected")
+			for _, f := range forms {
+				if strings.Contains(string(r.body), f) {
+					t.Errorf("%s: the refusal repeats the value: %s", name, r.body)
+				}
+			}
+		}
+	}
+	for _, body := range []string{chat(`,"logit_bias":{"` + pin + `":-100}`), chat(`,"seed":` + pin), chat(`,"max_tokens":` + pin)} {
+		e.call("POST", "/llm/v1/chat/completions", agentKey, body).want(t, 422, "protected_value_detected")
+	}
+
+	// logit_bias maps token ids, decimal integers, and nothing else.
+	for _, bias := range []string{`{"a":1}`, `{"-1":1}`, `{"1.5":1}`, `{" 7":1}`, `[]`, `"x"`} {
+		e.call("POST", "/llm/v1/chat/completions", agentKey, chat(`,"logit_bias":`+bias)).want(t, 422, "validation_failed")
+	}
+	e.call("POST", "/llm/v1/chat/completions", agentKey, chat(`,"logit_bias":{"50256":-100,"7":5}`)).want(t, 200)
+	if stub.calls() != sent+1 || !strings.Contains(stub.all(), `"logit_bias":{"50256":-100,"7":5}`) {
+		t.Errorf("a refused body was forwarded, or a valid one was not: %d calls", stub.calls()-sent)
+	}
+
+	got := stub.all()
+	for name, form := range forms {
+		if strings.Contains(got, form) {
+			t.Errorf("the upstream received the value %s", name)
+		}
+	}
+	if strings.Contains(got, pin) {
+		t.Error("the upstream received the pin")
+	}
+}
+
 // The proxy fails closed: without the protected values it forwards nothing, and
 // without an upstream it says so.
 func TestLLMProxyFailsClosed(t *testing.T) {
@@ -203,15 +288,20 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 	return nil, errors.New("the vault is sealed")
 }
 
-// An agent cannot write a protected value, in any form, into the event log or a
-// request's context: 422 protected_value_detected, and nothing is stored.
+// An agent cannot write a protected value, in any form (spaced, full-width, base64,
+// percent-encoded, as a member name or a number), into the event log or a request's
+// context: 422 protected_value_detected, and nothing is stored.
 func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)
 	sid := e.openSession(agentKey, "s1")
-	for i, data := range []string{`{"card":"4111 1111 1111 1111"}`, `{"note":["paid","4111-1111-1111-1111"]}`, `{"4111111111111111":true}`} {
+	datas := []string{`{"card":"4111 1111 1111 1111"}`, `{"note":["paid","4111-1111-1111-1111"]}`, `{"4111111111111111":true}`, `{"card":4111111111111111}`}
+	for _, form := range redacttest.Forms("4111111111111111") {
+		datas = append(datas, `{"card":"`+form+`"}`, `{"`+form+`":1}`)
+	}
+	for i, data := range datas {
 		body := fmt.Sprintf(`{"type":"runtime.step","clientEventId":"e%d","data":%s}`, i, data)
 		r := e.call("POST", "/sessions/"+sid+"/events", agentKey, body).want(t, 422, "protected_value_detected")
 		if strings.Contains(string(r.body), "4111") {
@@ -221,5 +311,5 @@ func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
 	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r1","kind":"confirm","params":{"summary":"Pay with 4111 1111 1111 1111"}}`).want(t, 422, "protected_value_detected")
 	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r2","kind":"confirm","context":{"reason":"card 4111111111111111"},"params":{"summary":"Pay"}}`).want(t, 422, "protected_value_detected")
 	e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"ok","data":{"card":"the saved one"}}`).want(t, 201)
-	noCanaryAnywhere(t, e, "4111111111111111", "4111 1111")
+	noCanaryAnywhere(t, e, append(slices.Collect(maps.Values(redacttest.Forms("4111111111111111"))), "4111 1111")...)
 }

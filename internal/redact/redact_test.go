@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/waystation/waystation/internal/redact/redacttest"
 )
 
 func TestRedactFindsValuesInTheFormsPeopleWriteThem(t *testing.T) {
@@ -49,17 +51,6 @@ func TestRedactFindsValuesInTheFormsPeopleWriteThem(t *testing.T) {
 	}
 }
 
-// fullWidth writes the ASCII letters and digits of v in their full-width forms
-// (Ａ for A, １ for 1), as some keyboards and models do.
-func fullWidth(v string) string {
-	return strings.Map(func(r rune) rune {
-		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
-			return r - '!' + '！'
-		}
-		return r
-	}, v)
-}
-
 // encodings are the forms a value takes in a token, a header or a URL.
 var encodings = map[string]func(string) string{
 	"base64":         func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
@@ -75,7 +66,7 @@ var encodings = map[string]func(string) string{
 	},
 	"query escape":   url.QueryEscape,
 	"percent of b64": func(v string) string { return url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(v))) },
-	"b64 of full":    func(v string) string { return base64.StdEncoding.EncodeToString([]byte(fullWidth(v))) },
+	"b64 of full":    func(v string) string { return base64.StdEncoding.EncodeToString([]byte(redacttest.FullWidth(v))) },
 }
 
 // TestRedactSeesCompatibilityFormsAndEncodings: a value written in full-width
@@ -180,7 +171,7 @@ func FuzzRedact(f *testing.F) {
 			return
 		}
 		p := project(value).text
-		planted := []string{text + " " + value + " " + text, text + " " + strings.ToUpper(value) + " x", text + " " + fullWidth(value) + " x"}
+		planted := []string{text + " " + value + " " + text, text + " " + strings.ToUpper(value) + " x", text + " " + redacttest.FullWidth(value) + " x"}
 		// Encoded, a value is seen when it is text: valid UTF-8 without control
 		// characters.
 		if utf8.ValidString(value) && !strings.ContainsFunc(value, func(r rune) bool { return r < ' ' || r == 0x7f }) {
