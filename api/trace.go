@@ -98,7 +98,9 @@ type spanPage struct {
 	NextCursor *string      `json:"nextCursor"`
 }
 
-// handleSessionTraces lists a session's spans by start time.
+// handleSessionTraces lists a session's spans by start time, cleaned again with the
+// user's protected values of now: a value saved after a span was kept is not
+// answered either.
 func (s *Server) handleSessionTraces() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := sessionID(r)
@@ -123,10 +125,19 @@ func (s *Server) handleSessionTraces() http.HandlerFunc {
 				return
 			}
 		}
-		spans, next, err := s.auth.Traces.Spans(r.Context(), principal(r), id, after, int(limit))
+		p := principal(r)
+		spans, next, err := s.auth.Traces.Spans(r.Context(), p, id, after, int(limit))
 		if err != nil {
 			s.error(w, r, err)
 			return
+		}
+		set, err := s.protectedSet(r.Context(), p.UserID)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		for i := range spans {
+			spans[i].Clean(set)
 		}
 		out := spanPage{Items: spans}
 		if out.Items == nil {

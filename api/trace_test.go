@@ -5,8 +5,12 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/waystation/waystation/internal/redact/redacttest"
 )
 
 // span is one OTLP/JSON span naming session sid, with extra attributes.
@@ -86,6 +90,78 @@ func TestTracesAreTiedToSessionsAndCleaned(t *testing.T) {
 		t.Error("ada's agent wrote into bob's session")
 	}
 	noCanaryAnywhere(t, e, "4111111111111111", "4111 1111", "token=abc")
+}
+
+// Invariant 1 for spans: a protected value as an attribute's key (of the span, of
+// its resource, of a nested list), in any written form, is blanked like a value
+// before the span is kept, and a span answered is cleaned with the values saved
+// since it was kept.
+func TestTraceAttributeKeysAreCleanedWhenKeptAndWhenAnswered(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const canary, later = "Quartz-Canary-4417", "Lantern-Canary-8090"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	forms := redacttest.Forms(canary)
+	var spans []string
+	i := 0
+	for _, form := range forms {
+		i++
+		spans = append(spans, span(sid, fmt.Sprintf("%016x", i), "step", form, "one", "note "+form, "two"))
+	}
+	i++
+	nested := `{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"` + fmt.Sprintf("%016x", i) + `","name":"nested","attributes":[
+		{"key":"workflow.session.id","value":{"stringValue":"` + sid + `"}},
+		{"key":"form","value":{"kvlistValue":{"values":[{"key":"` + forms["base64"] + `","value":{"stringValue":"x"}},{"key":"` + forms["full-width"] + `","value":{"stringValue":"y"}}]}}}]}`
+	i++
+	laterSpan := span(sid, fmt.Sprintf("%016x", i), "later", later, "three")
+	body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"` + forms["percent"] + `","value":{"stringValue":"shopper"}}]},
+		"scopeSpans":[{"scope":{"name":"agent"},"spans":[` + strings.Join(append(spans, nested, laterSpan), ",") + `]}]}]}`
+	e.call("POST", "/traces", agentKey, body).want(t, 200)
+	// A value saved after the span was kept is not answered either.
+	e.call("POST", "/memory/items", userKey, `{"label":"Lamp","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+later+`"}]}`).want(t, 201)
+
+	raw := e.call("GET", "/sessions/"+sid+"/traces", userKey, "").want(t, 200)
+	var page struct {
+		Items []struct {
+			Name       string
+			Attributes map[string]any
+		}
+	}
+	json.Unmarshal(raw.body, &page)
+	if len(page.Items) != len(forms)+2 {
+		t.Fatalf("spans: %s", raw.body)
+	}
+	for _, sp := range page.Items {
+		switch sp.Name {
+		case "step":
+			// The span's own attribute and its resource's blank alike; both are kept
+			// unless they had the same key to begin with.
+			var blanked []string
+			for k, v := range sp.Attributes {
+				if strings.HasPrefix(k, "[redacted]") {
+					blanked = append(blanked, v.(string))
+				}
+			}
+			if !slices.Contains(blanked, "one") || sp.Attributes["note [redacted]"] != "two" || len(blanked) == 2 && !slices.Contains(blanked, "shopper") {
+				t.Errorf("kept span: %v", sp.Attributes)
+			}
+		case "nested":
+			if f, _ := sp.Attributes["form"].(map[string]any); f["[redacted]"] == nil || f["[redacted] (2)"] == nil {
+				t.Errorf("nested keys: %v", sp.Attributes)
+			}
+		}
+	}
+	for name, form := range forms {
+		if strings.Contains(string(raw.body), form) {
+			t.Errorf("the answer holds the value %s: %s", name, raw.body)
+		}
+	}
+	if strings.Contains(string(raw.body), later) || !strings.Contains(string(raw.body), `":"three"`) {
+		t.Errorf("a value saved later is answered: %s", raw.body)
+	}
+	noCanaryAnywhere(t, e, slices.Collect(maps.Values(forms))...)
 }
 
 func TestTraceExportsAreBoundedAndJSONOnly(t *testing.T) {

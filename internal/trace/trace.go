@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -190,9 +191,10 @@ func hexID(s string, n int) bool {
 }
 
 // Clean blanks the user's protected values out of a span's name, status message and
-// every string attribute, and drops the query and fragment of every URL (and the
+// every attribute, its key as its string values (an exporter writes whatever it is
+// given as a key too), and drops the query and fragment of every URL (and the
 // url.query attribute), since queries carry tokens and values. It returns how many
-// values it blanked.
+// values it blanked. Two keys that blank alike are kept apart by a number.
 func (s *Span) Clean(set *redact.Set) int {
 	n := 0
 	text := func(v string) string {
@@ -214,14 +216,36 @@ func (s *Span) Clean(set *redact.Set) int {
 				x[i] = walk(x[i])
 			}
 		case map[string]any:
+			// Keys without a value stay as they are; blanked ones take the next
+			// free number, in the order of the keys they were.
+			out := make(map[string]any, len(x))
+			var blanked []string
 			for k, e := range x {
-				x[k] = walk(e)
+				if set.Contains(k) {
+					blanked = append(blanked, k)
+					continue
+				}
+				out[k] = walk(e)
 			}
+			slices.Sort(blanked)
+			for _, k := range blanked {
+				base, c := set.Redact(k)
+				n += c
+				key := base
+				for i := 2; ; i++ {
+					if _, taken := out[key]; !taken {
+						break
+					}
+					key = base + " (" + strconv.Itoa(i) + ")"
+				}
+				out[key] = walk(x[k])
+			}
+			return out
 		}
 		return v
 	}
-	for k, v := range s.Attributes {
-		s.Attributes[k] = walk(v)
+	if s.Attributes != nil {
+		s.Attributes = walk(s.Attributes).(map[string]any)
 	}
 	return n
 }
