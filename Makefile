@@ -33,12 +33,14 @@ help:
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | clean"
+	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
 	@echo "make reseal                       re-seal every stored value under the first key of SECRETS_KEY"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
 	@echo "make seller                       a local x402 seller on $(SELLER_ADDR), listed in the directory, that make run pays"
 	@echo "make llm                          a local stand-in model on $(LLM_ADDR) that make run's LLM proxy forwards to"
 	@echo "make receiver [WEBHOOK_SECRET=s]  a local webhook receiver on $(RECEIVER_ADDR) that make run delivers to"
+	@echo "make walk                         the README's walk, run block by block against servers of its own"
 
 .PHONY: go
 go:
@@ -180,6 +182,12 @@ receiver: go
 	$(GO) build -o $(BIN)/receiver ./cmd/receiver
 	$(BIN)/receiver -addr $(RECEIVER_ADDR)
 
+# The README's walk, pasted block by block into one shell as a newcomer would, against
+# make run, make seller and make llm started for it on a throwaway database.
+.PHONY: walk
+walk: go db
+	@.ci/walk.sh
+
 .PHONY: generate
 # The templ components, generated from the repository root so that the file names
 # recorded in *_templ.go are the same for everyone.
@@ -262,6 +270,16 @@ bench: go db model
 .PHONY: eval
 eval: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^(TestRelevance|TestCalibration)$$' ./internal/search/eval/
+
+# The search band of the model search answers with (the provider's with EMBEDDINGS_URL
+# set, else the builtin), fitted on the labelled queries (the project's own, and the
+# development set when it is beside the repository) over the real catalog: prints the
+# cross-validated figures and writes the band into the model's embedding_models row.
+# CALIBRATE_FLAGS=-n prints without writing.
+LABELLED := internal/search/eval/testdata/queries.jsonl $(wildcard ../shared/eval/dev-queries.jsonl)
+.PHONY: calibrate
+calibrate: demo import
+	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) calibrate $(CALIBRATE_FLAGS) $(LABELLED)
 
 .PHONY: clean
 clean:

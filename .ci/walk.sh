@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The README's walk, run as a newcomer pastes it: every ```sh block that follows a
+# "<!-- walk -->" line, in order, in one bash, from the repository's root, against
+# `make run`, `make seller` and `make llm`, which this script starts on loopback on a
+# throwaway database of the local cluster (and stops, by their process ids, when it
+# ends). Its ports are not the usual ones, so that a server of your own may keep
+# running, and so that the walk is seen to follow them: PORT, SELLER_ADDR, LLM_ADDR and
+# RECEIVER_ADDR move them.
+#
+# It fails when any curl of the walk gets an answer of 400 or more (but the one the
+# README says it gets) or none at all, or when the walk does not print what the README
+# says it prints. Its output and the servers' logs are in var/walk/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PORT=${PORT:-18080}
+export SELLER_ADDR=${SELLER_ADDR:-localhost:14021}
+export LLM_ADDR=${LLM_ADDR:-localhost:14023}
+export RECEIVER_ADDR=${RECEIVER_ADDR:-localhost:14022}
+export HOST=127.0.0.1 SITE_DIR=var/walk/site
+# What make run derives from the addresses above, not from this shell.
+unset PAYMENT_ALLOW_HOSTS WEBHOOK_ALLOW_HOSTS LLM_UPSTREAM_URL CAPTCHA_SOLVER_URL METRICS_TOKEN
+
+OUT=var/walk
+DB=waystation_walk
+rm -rf "$OUT" && mkdir -p "$OUT"
+note() { printf 'walk: %s\n' "$*" >&2; }
+die() { note "$*"; exit 1; }
+command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
+
+# The throwaway database.
+make -s db
+ADMIN=$(.ci/db.sh url postgres)
+psql -q "$ADMIN" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
+export DATABASE_URL=$(.ci/db.sh url "$DB")
+
+# make seller writes its address where make run reads it: keep the one there was.
+saved=""
+[[ -f var/seller-addr ]] && saved=$(cat var/seller-addr)
+
+pids=()
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill -TERM -- "-$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	if [[ -n $saved ]]; then echo "$saved" >var/seller-addr; else rm -f var/seller-addr; fi
+	psql -q "$ADMIN" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+# start NAME MAKE-TARGET: the target in a process group of its own, so that it stops
+# with everything it started.
+start() {
+	setsid make -s "$2" </dev/null >"$OUT/$1.log" 2>&1 &
+	pids+=($!)
+}
+
+# until SECONDS WHAT COMMAND...: wait for COMMAND to succeed.
+until_ok() {
+	local limit=$1 what=$2
+	shift 2
+	for ((i = 0; i < limit * 2; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	die "$what did not come up in ${limit}s; see $OUT/"
+}
+
+BASE=http://localhost:$PORT
+start server run
+until_ok 600 "make run" curl -sf "$BASE/functions/v1/api/health"
+start llm llm
+start seller seller
+until_ok 120 "make llm" curl -sf "http://$LLM_ADDR/v1/models"
+until_ok 300 "make seller" curl -sf "http://$SELLER_ADDR/ledger"
+# The seller is in the directory once a snapshot after its import is served.
+until_ok 60 "the seller's listing" bash -c "curl -sf '$BASE/functions/v1/api/api/public/v1/services?hostname=localhost' | jq -e '.total > 0'"
+
+# The walk, as the README has it, after a prelude that notes the status of every curl.
+{
+	echo 'curl() { command curl -w "%{stderr}walk-http %{http_code} %{url_effective}\n" "$@"; }'
+	awk '/^<!-- walk -->$/ { want = 1; next }
+		want && /^```sh$/ { inside = 1; n++; printf "# block %d (README.md line %d)\n", n, NR; next }
+		inside && /^```$/ { inside = 0; want = 0; next }
+		inside { print }' README.md
+} >"$OUT/walk.sh"
+blocks=$(grep -c '^# block ' "$OUT/walk.sh")
+note "running $blocks blocks of the README (the walk: $OUT/walk.sh)"
+bash "$OUT/walk.sh" >"$OUT/walk.out" 2>"$OUT/walk.err" || true
+grep -v '^walk-http ' "$OUT/walk.err" >&2 || true
+
+fail=0
+# Every answer below 400, but the one 422 the README shows: a widget CAPTCHA without a solver.
+expected='walk-http 422 .*/captcha/tasks$'
+grep '^walk-http ' "$OUT/walk.err" >"$OUT/calls" || true
+calls=$(wc -l <"$OUT/calls")
+bad=$(grep -Ev '^walk-http [1-3][0-9][0-9] ' "$OUT/calls" || true)
+if [[ $(grep -Ec "$expected" <<<"$bad") != 1 ]]; then
+	note "the widget CAPTCHA was not answered 422"
+	fail=1
+fi
+bad=$(grep -Ev "$expected" <<<"$bad" || true)
+if [[ -n $bad ]]; then
+	note "answers the walk does not expect:"
+	printf '%s\n' "$bad" >&2
+	fail=1
+fi
+# What the README says the walk prints.
+for want in \
+	'"hostname":"api.tidewatch.example"' \
+	'"handle":"wh_' \
+	'"status":"released","value":"ada@example.com"' \
+	'X-Redactions: 1' \
+	'user: Email the receipt to [redacted]' \
+	'"delta":{"content":"[redacted]"}' \
+	'data: [DONE]' \
+	'"id":"echo"' \
+	'fulfilled' \
+	'settled' \
+	'"today": "0.01"' \
+	'"warnings": []' \
+	'signature verified' \
+	'"status":"delivered"' \
+	"Every delivery to 127.0.0.1:9 will fail" \
+	'"solution": "W4Y5T"' \
+	'validation_failed' \
+	'waystation_http_requests_total' \
+	'snapshot'; do
+	if ! grep -qF -- "$want" "$OUT/walk.out"; then
+		note "the walk did not print $want"
+		fail=1
+	fi
+done
+((fail == 0)) || die "FAILED: $blocks blocks, $calls calls; the walk's output is $OUT/walk.out, its errors $OUT/walk.err"
+note "ok: $blocks blocks, $calls calls, every answer as the README says"
