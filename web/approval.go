@@ -25,6 +25,7 @@ import (
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // Approvals is what the approval pages are served from: one store per resource, and
@@ -51,6 +52,9 @@ type Approvals struct {
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks Webhooks
 	Memory   memory.Store
+	// WebhookGuard is the rule webhook deliveries are sent under, asked when one is
+	// registered to warn of a URL they will be refused on; nil warns of nothing.
+	WebhookGuard webhook.Guard
 	// Passkeys keeps the people's passkeys; without it they sign in with keys alone.
 	Passkeys auth.PasskeyStore
 	// SignInAttempts counts sign-in attempts for every replica; without it each

@@ -126,7 +126,7 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 			return
 		}
 		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
-		_, secret, err := webhook.Register(r.Context(), s.approvals.Webhooks, s.approvals.Sealer, ws.Principal, n)
+		hook, secret, err := webhook.Register(r.Context(), s.approvals.Webhooks, s.approvals.Sealer, ws.Principal, n)
 		switch code := problem.CodeOf(err); {
 		case code == problem.ValidationFailed:
 			p, _ := problem.As(err)
@@ -140,7 +140,11 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		s.webhooksPage(w, r, ws, "Registered. Copy its secret now: it is shown this once.", secret, http.StatusCreated)
+		msg := "Registered. Copy its secret now: it is shown this once."
+		for _, warning := range webhook.Warnings(r.Context(), s.approvals.WebhookGuard, hook.URL) {
+			msg += " " + warning
+		}
+		s.webhooksPage(w, r, ws, msg, secret, http.StatusCreated)
 	}
 }
 

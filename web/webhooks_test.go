@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/trust"
 )
 
 // The console registers a webhook (its secret shown on that page alone), lists it with
@@ -54,5 +55,24 @@ func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
 	}
 	if p := b.get("/app/webhooks"); strings.Contains(p.body, "https://ops.example/hook") {
 		t.Error("the deleted webhook is still listed")
+	}
+}
+
+// A webhook whose host every delivery will be refused on is registered, and the page
+// that shows its secret says why its deliveries will fail.
+func TestConsoleWarnsOfAWebhookHostDeliveriesWillBeRefusedOn(t *testing.T) {
+	e := newAppEnv(t, func(a *Approvals) {
+		a.Webhooks = a.Requests.(Webhooks)
+		a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)
+	})
+	_, adaKey := e.user("ada")
+	b := e.browser()
+	b.mustSignIn(adaKey, "")
+	for target, warned := range map[string]bool{"http://127.0.0.1:9/hook": true, "http://localhost:4022/hook": false} {
+		page := b.get("/app/webhooks")
+		p := b.post("/app/webhooks", url.Values{"csrf": {csrfOf(t, page)}, "url": {target}, "events": {"session.completed"}})
+		if p.status != http.StatusCreated || strings.Contains(p.body, "will fail") != warned {
+			t.Errorf("%s: %d, warned %v: %.1500s", target, p.status, !warned, p.body)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/web"
 )
 
@@ -18,5 +19,7 @@ func withApprovals(cfg Config, store *postgres.Store, payments *payment.Service)
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 	}
+	// Registering a webhook asks the deliveries' rule whether they will be refused.
+	a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: cfg.Payment.WebhookAllowHosts}, nil)
 	return web.WithApprovals(a)
 }
