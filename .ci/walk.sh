@@ -31,7 +31,7 @@ command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
 # The throwaway database.
 make -s db
 ADMIN=$(.ci/db.sh url postgres)
-psql -q "$ADMIN" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
+PGOPTIONS="-c client_min_messages=warning" psql -q "$ADMIN" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 export DATABASE_URL=$(.ci/db.sh url "$DB")
 
 # make seller writes its address where make run reads it: keep the one there was.
