@@ -33,7 +33,6 @@ help:
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | clean"
-	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
 	@echo "make reseal                       re-seal every stored value under the first key of SECRETS_KEY"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
@@ -270,16 +269,6 @@ bench: go db model
 .PHONY: eval
 eval: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^(TestRelevance|TestCalibration)$$' ./internal/search/eval/
-
-# The search band of the model search answers with (the provider's with EMBEDDINGS_URL
-# set, else the builtin), fitted on the labelled queries (the project's own, and the
-# development set when it is beside the repository) over the real catalog: prints the
-# cross-validated figures and writes the band into the model's embedding_models row.
-# CALIBRATE_FLAGS=-n prints without writing.
-LABELLED := internal/search/eval/testdata/queries.jsonl $(wildcard ../shared/eval/dev-queries.jsonl)
-.PHONY: calibrate
-calibrate: demo import
-	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) calibrate $(CALIBRATE_FLAGS) $(LABELLED)
 
 .PHONY: clean
 clean:
