@@ -59,18 +59,28 @@ start() {
 	pids+=($!)
 }
 
-# until SECONDS WHAT COMMAND...: wait for COMMAND to succeed.
+# until SECONDS WHAT COMMAND...: wait for COMMAND to succeed, while everything started
+# still runs.
 until_ok() {
-	local limit=$1 what=$2
+	local limit=$1 what=$2 pid
 	shift 2
 	for ((i = 0; i < limit * 2; i++)); do
 		"$@" >/dev/null 2>&1 && return 0
+		for pid in "${pids[@]}"; do
+			kill -0 "$pid" 2>/dev/null || { tail -n 20 "$OUT"/*.log >&2; die "$what: a server it needs stopped; see $OUT/"; }
+		done
 		sleep 0.5
 	done
 	die "$what did not come up in ${limit}s; see $OUT/"
 }
 
 BASE=http://localhost:$PORT
+# The walk must reach the servers it starts, not others on the same ports.
+for addr in "localhost:$PORT" "$SELLER_ADDR" "$LLM_ADDR" "$RECEIVER_ADDR"; do
+	if curl -s -o /dev/null --max-time 2 "http://$addr/"; then
+		die "something already answers on $addr: stop it, or move the walk (PORT, SELLER_ADDR, LLM_ADDR, RECEIVER_ADDR)"
+	fi
+done
 start server run
 until_ok 600 "make run" curl -sf "$BASE/functions/v1/api/health"
 start llm llm
