@@ -1,9 +1,6 @@
 package redact
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "strings"
 
 // Encoded forms: a value sent as base64 (a Basic credential, a token, a data field)
 // or percent-encoded (a URL, a form body) shows none of its letters to the
@@ -18,10 +15,14 @@ const (
 	// minEncoded is the shortest base64 run decoded: six characters carry the four
 	// bytes of the shortest value matched.
 	minEncoded = 6
-	// maxSeparators bounds the decodings of one base64 run that start after one of
-	// its + / - _ (a path or a name glued in front of the encoding), so that a run
-	// of separators costs a few decodings, not one per separator.
-	maxSeparators = 4
+	// maxSeparators bounds the decodings of one base64 run of the text itself that
+	// start after one of its + / - _ (a URL's path or a name glued in front of the
+	// encoding), so that a run of separators costs a few decodings, not one per
+	// separator; a decoded text's runs are decoded from their start only, so that
+	// nesting does not multiply them.
+	maxSeparators = 16
+	// minDecoded is the fewest bytes of text a decoding must give to be scanned.
+	minDecoded = 4
 )
 
 // b64 is the value of each byte in base64, either alphabet (standard and URL); -1
@@ -84,15 +85,19 @@ func (s *Set) encoded(text string, depth int, found [][2]int) [][2]int {
 }
 
 // base64Holds tells whether run, a run of base64 characters, decodes to a text
-// holding a value: from its start or, when it has separators (+ / - _), from just
-// after one of its first ones.
+// holding a value: from its start or, when it has separators (+ / - _) and is of the
+// text itself, from just after one of its first ones.
 func (s *Set) base64Holds(run string, separators bool, depth int) bool {
 	var buf [256]byte
-	for k, tries := 0, 0; len(run)-k >= minEncoded; tries++ {
-		if d, ok := decode64(run[k:], buf[:0]); ok && s.spans(string(d), depth+1, nil) != nil {
+	tries := 0
+	if separators && depth == 0 {
+		tries = maxSeparators
+	}
+	for k := 0; len(run)-k >= minEncoded; tries-- {
+		if d := decode64(run[k:], buf[:0]); len(d) >= minDecoded && s.spans(string(d), depth+1, nil) != nil {
 			return true
 		}
-		if !separators || tries == maxSeparators {
+		if tries == 0 {
 			return false
 		}
 		for k < len(run) && b64[run[k]] < 62 {
@@ -103,13 +108,14 @@ func (s *Set) base64Holds(run string, separators bool, depth int) bool {
 	return false
 }
 
-// decode64 appends to buf the bytes run encodes, in either alphabet, a last partial
-// group dropped; ok is false as soon as they cannot be text (a control byte, or a
-// byte out of place in UTF-8), which most words that merely look like base64 show in
-// their first byte.
-func decode64(run string, buf []byte) (out []byte, ok bool) {
+// decode64 appends to buf the text run encodes, in either alphabet: the bytes it
+// decodes to up to the first that cannot be text (a control byte, or a byte out of
+// place in UTF-8), which most words that merely look like base64 show at once and an
+// encoding followed by more of the run (a path's next segment) shows where it ends.
+func decode64(run string, buf []byte) []byte {
 	var acc uint32
 	bits, follow := 0, 0 // follow: continuation bytes the last UTF-8 lead byte wants
+	whole := len(buf)    // buf up to the last whole character
 	for i := 0; i < len(run); i++ {
 		acc = acc<<6 | uint32(b64[run[i]])
 		if bits += 6; bits < 8 {
@@ -120,11 +126,11 @@ func decode64(run string, buf []byte) (out []byte, ok bool) {
 		switch {
 		case follow > 0:
 			if c&0xc0 != 0x80 {
-				return nil, false
+				return buf[:whole]
 			}
 			follow--
 		case c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f:
-			return nil, false
+			return buf[:whole]
 		case c < 0x80:
 		case 0xc2 <= c && c <= 0xdf:
 			follow = 1
@@ -133,11 +139,14 @@ func decode64(run string, buf []byte) (out []byte, ok bool) {
 		case 0xf0 <= c && c <= 0xf4:
 			follow = 3
 		default:
-			return nil, false
+			return buf[:whole]
 		}
 		buf = append(buf, c)
+		if follow == 0 {
+			whole = len(buf)
+		}
 	}
-	return buf, len(buf) > 0 && utf8.Valid(buf)
+	return buf[:whole]
 }
 
 // escape tells whether text[i] starts a percent escape: % and two hex digits.

@@ -86,6 +86,7 @@ func TestRedactSeesCompatibilityFormsAndEncodings(t *testing.T) {
 		{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("ada:"+code)), "Authorization: Basic [redacted]"},
 		{"token=" + base64.RawURLEncoding.EncodeToString([]byte(`{"card":"`+card+`"}`)) + "&x=1", "token=[redacted]&x=1"},
 		{"path/to/" + base64.StdEncoding.EncodeToString([]byte(code)), "[redacted]"},
+		{"GET /functions/v1/api/sessions/" + base64.RawURLEncoding.EncodeToString([]byte(code)) + "/events?limit=1", "GET [redacted]?limit=1"},
 		{"https://shop.example/pay?c=4111%201111%201111%201111&n=2", "https://shop.example/pay?c=[redacted]&n=2"},
 		{"see https://x.example/?q=%5A%45%42%52%41%2D%71%75%61%72%74%7A%2D%37%37%33%31 here", "see https://x.example/?q=[redacted] here"},
 		{"short " + base64.StdEncoding.EncodeToString([]byte(pin)) + " too", "short [redacted] too"},
