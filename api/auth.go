@@ -173,6 +173,28 @@ func principal(r *http.Request) auth.Principal {
 	return p
 }
 
+// keyOwner is the user whose key the request carries: the principal's once
+// authenticated, else the owner of the valid key of its Authorization header (a
+// route that does not exist answers before authentication); "" for none.
+func (s *Server) keyOwner(r *http.Request) string {
+	if p := principal(r); p.UserID != "" {
+		return p.UserID
+	}
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 || s.auth.Keys == nil {
+		return ""
+	}
+	scheme, token, _ := strings.Cut(values[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	stored, err := auth.Authenticate(r.Context(), s.auth.Keys, s.auth.Pepper, token)
+	if err != nil {
+		return ""
+	}
+	return stored.UserID
+}
+
 // authenticate lets through requests that carry a valid, unrevoked key in
 // Authorization: Bearer, checked against the database on every call. The header is
 // never logged.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -68,8 +67,6 @@ func decodeNumbers(raw []byte) any {
 	return v
 }
 
-var memberName = regexp.MustCompile(`^"[a-zA-Z][a-zA-Z0-9_]{0,63}"$`)
-
 // decodeSealed is decode for bodies that carry values people provide: its errors
 // name no member and no value, since a misplaced value could sit in either.
 func decodeSealed(body []byte, v validator) error {
@@ -81,7 +78,9 @@ func decodeSealed(body []byte, v validator) error {
 	return err
 }
 
-// jsonErrorText describes a decoding error without echoing the body's values.
+// jsonErrorText describes a decoding error without echoing anything of the body: a
+// member it names is one of the route's own, never one the caller made up, since a
+// caller's member name may be a protected value as well as any string.
 func jsonErrorText(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
@@ -91,12 +90,8 @@ func jsonErrorText(err error) string {
 	if errors.As(err, &syntaxErr) {
 		return "malformed JSON at byte " + strconv.FormatInt(syntaxErr.Offset, 10) + "."
 	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		// Named only when it looks like a member name, not like a misplaced value.
-		if name := strings.TrimPrefix(msg, "json: unknown field "); memberName.MatchString(name) {
-			return "unknown member " + name + "."
-		}
-		return "an unknown member."
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		return "a member it does not take; the OpenAPI document lists the members of each body."
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "the body is empty or cut short."

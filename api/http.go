@@ -38,7 +38,7 @@ func (s *Server) publicRead(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		default:
 			h["Allow"] = hdrAllowRead
-			s.error(w, r, problem.New(problem.MethodNotAllowed, r.Method+" is not allowed here: the directory is read-only."))
+			s.error(w, r, problem.New(problem.MethodNotAllowed, "The directory is read-only: it takes GET, HEAD and OPTIONS."))
 		}
 	})
 }

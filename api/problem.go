@@ -27,7 +27,7 @@ type problemBody struct {
 // table of codes. The store and the domain return problems already; anything else is
 // an internal error, logged with the request id and its text not shown. A problem
 // caused by a failure underneath (a database that cannot be reached) is logged too.
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id string, err error) {
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, instance string, err error) {
 	p, ok := problem.As(err)
 	ctx := r.Context()
 	// The log lines of a request carry its ids through the context (telemetry's
@@ -54,7 +54,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id str
 	}
 	body, _ := json.Marshal(problemBody{
 		Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
-		Detail: p.Detail, Instance: r.URL.EscapedPath(), Parameter: p.Parameter, RequestID: id,
+		Detail: p.Detail, Instance: instance, Parameter: p.Parameter, RequestID: id,
 	})
 	if rec, ok := w.(*recorded); ok {
 		rec.code = p.Code // so that once knows a refusal that may pass

@@ -123,6 +123,7 @@ func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		s.error(w, r, problem.New(problem.MethodNotAllowed, r.Method+" is not allowed here."))
+		// The method is not named: any token is a method, so it is the caller's text.
+		s.error(w, r, problem.New(problem.MethodNotAllowed, "This path does not take this method; the Allow header lists those it takes."))
 	}
 }

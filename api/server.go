@@ -14,6 +14,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/telemetry"
@@ -126,6 +127,40 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// error answers err as problem+json. An answer to a user's key repeats nothing the
+// request sent (its path as instance, a parameter's name, a detail quoting it)
+// unless that passed the check for the user's protected values: an answer that
+// would repeat one, or cannot be checked, says its code alone and why.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	writeError(w, r, s.log, requestID(r), err)
+	instance := r.URL.EscapedPath()
+	if why := s.echoesProtected(r, err, instance); why != "" {
+		if p, ok := problem.As(err); ok {
+			err = &problem.Error{Code: p.Code, Detail: why, RetryAfter: p.RetryAfter, Err: p.Err}
+		}
+		instance = ""
+	}
+	writeError(w, r, s.log, requestID(r), instance, err)
+}
+
+// echoesProtected says why the answer of err to a user's key may not repeat the
+// request: it would repeat one of the user's protected values, or they cannot be
+// loaded to check; "" when it may. Without a source of protected values there are
+// none, since nothing can be sealed.
+func (s *Server) echoesProtected(r *http.Request, err error, instance string) string {
+	if s.auth.Protected == nil {
+		return ""
+	}
+	user := s.keyOwner(r)
+	if user == "" {
+		return ""
+	}
+	set, serr := s.protectedSet(r.Context(), user)
+	if serr != nil {
+		return "The user's protected values could not be loaded to check this answer, so it repeats nothing of the request."
+	}
+	p, ok := problem.As(err)
+	if set.Contains(instance) || ok && (set.Contains(p.Detail) || set.Contains(p.Parameter)) {
+		return "The request holds one of the user's protected values, in some written form; this answer repeats none of it."
+	}
+	return ""
 }

@@ -1,0 +1,53 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/waystation/waystation/internal/redact/redacttest"
+)
+
+// Invariant 1 for error bodies: an answer to a key repeats nothing of the request
+// that holds one of its user's protected values, in any written form: not a body's
+// unknown member, not an unknown query parameter, not a path segment (as instance),
+// not a method. The code still says what went wrong.
+func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const canary = "Quartz_Canary_4417"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	forms := redacttest.Forms(canary)
+	quote := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	var answers []response
+	for _, form := range forms {
+		answers = append(answers,
+			e.call("POST", "/sessions", agentKey, `{"type":"checkout","description":"x","clientSessionId":"c",`+quote(form)+`:1}`).want(t, 422, "validation_failed"),
+			e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"e",`+quote(form)+`:{}}`).want(t, 422, "validation_failed"),
+			e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r","kind":"confirm","params":{"summary":"s",`+quote(form)+`:"1"}}`).want(t, 422, "validation_failed"),
+			e.call("GET", "/sessions?"+url.QueryEscape(form)+"=1", agentKey, "").want(t, 400, "unknown_parameter"),
+			e.call("GET", "/sessions/"+sid+"/events?limit=1&"+url.QueryEscape(form)+"=1", userKey, "").want(t, 400, "unknown_parameter"),
+			e.call("GET", "/sessions/"+url.PathEscape(form), agentKey, "").want(t, 404, "not_found"),
+			e.call("GET", "/memory/items/"+url.PathEscape(form)+"/x", userKey, "").want(t, 404, "not_found"),
+		)
+	}
+	answers = append(answers, e.call(strings.ToUpper(canary), "/sessions", agentKey, "").want(t, 405, "method_not_allowed"))
+	for _, r := range answers {
+		for name, form := range forms {
+			if strings.Contains(string(r.body), form) || strings.Contains(string(r.body), strings.ToUpper(form)) {
+				t.Errorf("%s %s: the answer repeats the value (%s): %s", r.Request.Method, r.Request.URL, name, r.body)
+			}
+		}
+	}
+	// Without a value in it, the same mistake is named as ever.
+	if r := e.call("GET", "/sessions?colour=1", agentKey, "").want(t, 400, "unknown_parameter"); !strings.Contains(string(r.body), `"parameter":"colour"`) {
+		t.Errorf("the parameter is not named: %s", r.body)
+	}
+	if r := e.call("GET", "/sessions/nope", agentKey, "").want(t, 404); !strings.Contains(string(r.body), `"instance":"/functions/v1/api/sessions/nope"`) {
+		t.Errorf("the instance is not the path: %s", r.body)
+	}
+	noCanaryAnywhere(t, e, canary, forms["full-width"], forms["base64"])
+}
