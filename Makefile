@@ -33,6 +33,7 @@ help:
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | clean"
+	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
 	@echo "make reseal                       re-seal every stored value under the first key of SECRETS_KEY"
 	@echo "make probe | override HOST=h VERDICT=v REASON=r [EXPIRES=72h] | override-remove HOST=h"
@@ -235,8 +236,13 @@ tools:
 	@.ci/tools.sh
 
 .PHONY: test
+# The relevance package (internal/search/eval) runs without the race detector: it
+# measures, has no concurrency of its own, and under the detector its sentence encoder
+# takes minutes to embed the real catalog.
+RELEVANCE := ./internal/search/eval
 test: go db tools lint model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 ./...
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz
@@ -268,7 +274,17 @@ bench: go db model
 # queries that no threshold or weight was fitted on, per kind of evidence (ablation).
 .PHONY: eval
 eval: go db model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^(TestRelevance|TestCalibration)$$' ./internal/search/eval/
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' $(RELEVANCE)
+
+# The search band of the model search answers with (the provider's with EMBEDDINGS_URL
+# set, else the builtin), fitted on the labelled queries (the project's own, and the
+# development set when it is beside the repository) over the real catalog: prints the
+# cross-validated figures and writes the band into the model's embedding_models row.
+# CALIBRATE_FLAGS=-n prints without writing.
+LABELLED := internal/search/eval/testdata/queries.jsonl $(wildcard ../shared/eval/dev-queries.jsonl)
+.PHONY: calibrate
+calibrate: demo import
+	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) calibrate $(CALIBRATE_FLAGS) $(LABELLED)
 
 .PHONY: clean
 clean:

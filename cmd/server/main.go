@@ -54,6 +54,9 @@ commands:
                    create the user (and agent) if missing and print a new API key once
   reseal           re-seal every stored value (saved and provided) under the first key
                    of SECRETS_KEY, so that older keys can be dropped from it
+  calibrate [-max-false-match 0.15] [-n] QUERIES.jsonl...
+                   fit the search band of the model search answers with on labelled
+                   queries, print its cross-validated figures and store it
 `
 
 // Config is everything the server reads from its environment.
@@ -225,6 +228,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return issueKey(ctx, store, rest, getenv, stdout, stderr)
 	case "reseal":
 		return reseal(ctx, store, getenv, stdout)
+	case "calibrate":
+		return calibrate(ctx, cfg.Search, store, rest, stdout, stderr)
 	}
 	fs.Usage()
 	return fmt.Errorf("unknown command %q", cmd)

@@ -125,11 +125,12 @@ func registerModels(ctx context.Context, cfg SearchConfig, store search.ModelSto
 		return nil, nil, err
 	}
 	fallback = &search.Model{Embedder: builtin}
-	floor, margin := builtinFloor, builtinMargin
+	rec := search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: builtinFloor, Margin: builtinMargin}
 	if builtin.Model() == embedding.HybridModel {
-		floor, margin = search.HybridFloor, search.HybridMargin
+		c := search.HybridCalibration
+		rec.Floor, rec.Margin, rec.Calibration = search.HybridFloor, search.HybridMargin, &c
 	}
-	fallback.Record, err = store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: floor, Margin: margin})
+	fallback.Record, err = store.RegisterModel(ctx, rec)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -80,19 +81,36 @@ func (s *Store) RegisterModel(ctx context.Context, m search.ModelRecord) (search
 	}
 	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext('waystation.register_model'))`)
 
+	var cal []byte
+	if m.Calibration != nil {
+		if cal, err = json.Marshal(m.Calibration); err != nil {
+			return m, fmt.Errorf("postgres: register model %s: %w", m.ID, err)
+		}
+	}
+	// A model's calibration (an operator's, from make calibrate) is kept while it was
+	// fitted on the evidence this version reads; else the one given replaces it (none,
+	// for a model without a default: its floor and margin answer until make
+	// calibrate runs again).
 	var got search.ModelRecord
+	var stored []byte
 	err = conn.QueryRow(ctx, `
 		WITH ins AS (
-			INSERT INTO embedding_models (id, dimensions, similarity_floor, similarity_margin)
-			VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING
-			RETURNING id, dimensions, similarity_floor, similarity_margin)
-		SELECT id, dimensions, similarity_floor::float8, similarity_margin::float8 FROM ins
-		UNION ALL
-		SELECT id, dimensions, similarity_floor::float8, similarity_margin::float8
-		FROM embedding_models WHERE id = $1`, m.ID, m.Dimensions, m.Floor, m.Margin).
-		Scan(&got.ID, &got.Dimensions, &got.Floor, &got.Margin)
+			INSERT INTO embedding_models (id, dimensions, similarity_floor, similarity_margin, calibration)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE
+				SET calibration = CASE WHEN embedding_models.calibration->>'evidence' = $6
+					THEN embedding_models.calibration ELSE excluded.calibration END
+			RETURNING id, dimensions, similarity_floor, similarity_margin, calibration)
+		SELECT id, dimensions, similarity_floor::float8, similarity_margin::float8, calibration FROM ins`,
+		m.ID, m.Dimensions, m.Floor, m.Margin, cal, search.EvidenceVersion).
+		Scan(&got.ID, &got.Dimensions, &got.Floor, &got.Margin, &stored)
 	if err != nil {
 		return m, fmt.Errorf("postgres: register model %s: %w", m.ID, err)
+	}
+	if stored != nil {
+		got.Calibration = new(search.Calibration)
+		if err := json.Unmarshal(stored, got.Calibration); err != nil {
+			return m, fmt.Errorf("postgres: register model %s: calibration: %w", m.ID, err)
+		}
 	}
 	if got.Dimensions != m.Dimensions {
 		return got, fmt.Errorf("postgres: model %s is registered with %d dimensions, not %d", m.ID, got.Dimensions, m.Dimensions)
@@ -120,6 +138,22 @@ func (s *Store) RegisterModel(ctx context.Context, m search.ModelRecord) (search
 		}
 	}
 	return got, nil
+}
+
+// SetCalibration sets a model's calibrated band (make calibrate).
+func (s *Store) SetCalibration(ctx context.Context, id string, c search.Calibration) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("postgres: set calibration of %s: %w", id, err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE embedding_models SET calibration = $2, updated_at = now() WHERE id = $1`, id, b)
+	if err == nil && tag.RowsAffected() != 1 {
+		err = errors.New("no such model")
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: set calibration of %s: %w", id, err)
+	}
+	return nil
 }
 
 // SetBand changes a model's similarity band.

@@ -166,3 +166,35 @@ func TestRegisteringReplacesAnIndexOfAnOlderRecipe(t *testing.T) {
 		t.Fatalf("indexes: %q", defs)
 	}
 }
+
+// TestAModelKeepsItsCalibrationWhileItsEvidenceIsTheSame: a model registered with a
+// default calibration gets it; make calibrate's survives the next registration; one
+// fitted on another recipe of evidence is replaced by the default (or dropped).
+func TestAModelKeepsItsCalibrationWhileItsEvidenceIsTheSame(t *testing.T) {
+	store := pgtest.New(t)
+	ctx := context.Background()
+	def := search.Calibration{Bias: -1, Least: 0.4, Margin: 0.15, Evidence: search.EvidenceVersion}
+	def.Weights[search.FeatCover] = 2
+	m := search.ModelRecord{ID: "test:calibrated", Dimensions: 4, Floor: 0.2, Margin: 0.1, Calibration: &def}
+	got, err := store.RegisterModel(ctx, m)
+	if err != nil || got.Calibration == nil || *got.Calibration != def {
+		t.Fatalf("registered: %+v %v", got.Calibration, err)
+	}
+	tuned := def
+	tuned.Least = 0.55
+	if err := store.SetCalibration(ctx, m.ID, tuned); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = store.RegisterModel(ctx, m); err != nil || got.Calibration == nil || *got.Calibration != tuned {
+		t.Fatalf("after make calibrate: %+v %v", got.Calibration, err)
+	}
+	if _, err := store.Pool().Exec(ctx, `UPDATE embedding_models SET calibration = jsonb_set(calibration, '{evidence}', '"evidence-v0"') WHERE id = $1`, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = store.RegisterModel(ctx, m); err != nil || got.Calibration == nil || *got.Calibration != def {
+		t.Fatalf("a calibration of older evidence: %+v %v, want the default", got.Calibration, err)
+	}
+	if err := store.SetCalibration(ctx, "test:none", tuned); err == nil {
+		t.Error("a calibration was set on a model that is not registered")
+	}
+}

@@ -91,3 +91,26 @@ func TestACalibrationStoresItsWeightsByName(t *testing.T) {
 		t.Error("a calibration weighing an unknown feature was read")
 	}
 }
+
+func TestTheCalibratedBandKeepsWithinItsMarginOnlyAboveItsLeast(t *testing.T) {
+	c := &Calibration{Least: 0.5, Margin: 0.1}
+	near := []Neighbour{{Slug: "a", Similarity: 0.6}, {Slug: "b", Similarity: 0.55}, {Slug: "c", Similarity: 0.45}, {Slug: "d", Similarity: 0.44}}
+	if got := c.Band(0.49, near, 3); got != nil {
+		t.Errorf("under least: %v", got)
+	}
+	if got := c.Band(0.7, near, 3); len(got) != 2 {
+		t.Errorf("within the margin: %v, want a and b", got)
+	}
+	if got := c.Band(0.7, near, 1); len(got) != 1 {
+		t.Errorf("at most one: %v", got)
+	}
+	r := c.Report(Evidence{}, near)
+	if !r.Calibrated || r.Least != 0.5 || r.Margin != 0.1 || r.Confidence != 0.5 {
+		t.Errorf("report %+v: the probability of zero evidence with no bias is one half", r)
+	}
+	// A neighbour of one part under the least probability is not "below the floor":
+	// the calibrated band has no floor of similarity.
+	if why := whyNot(Neighbour{Similarity: 0.3}, 0.35, 1, r); why != "" {
+		t.Errorf("within the margin of a calibrated band: %q", why)
+	}
+}

@@ -38,6 +38,11 @@ const (
 var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap", "lead", "agree", "cover", "cover3", "known", "words",
 	"domain", "domain_min"}
 
+// EvidenceVersion names the evidence's recipe (its features and how each is read):
+// a calibration fitted on another recipe weighs other numbers, and is not used. Change
+// it with any change to Gather.
+const EvidenceVersion = "evidence-v1"
+
 // Neighbours is how many nearest methods a query's evidence reads.
 const Neighbours = 10
 
@@ -210,6 +215,8 @@ type Calibration struct {
 	Bias    float64
 	Least   float64
 	Margin  float64
+	// Evidence is the EvidenceVersion it was fitted on.
+	Evidence string
 }
 
 // Probability is the model's probability that the catalog answers a query with
@@ -225,15 +232,16 @@ func (c Calibration) Probability(e Evidence) float64 {
 // calibrationJSON is a Calibration as stored: the weights by feature name, so that a
 // stored calibration names what it weighs.
 type calibrationJSON struct {
-	Weights map[string]float64 `json:"weights"`
-	Bias    float64            `json:"bias"`
-	Least   float64            `json:"least"`
-	Margin  float64            `json:"margin"`
+	Evidence string             `json:"evidence"`
+	Weights  map[string]float64 `json:"weights"`
+	Bias     float64            `json:"bias"`
+	Least    float64            `json:"least"`
+	Margin   float64            `json:"margin"`
 }
 
 // MarshalJSON writes the weights by feature name.
 func (c Calibration) MarshalJSON() ([]byte, error) {
-	out := calibrationJSON{Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin}
+	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin}
 	for i, w := range c.Weights {
 		out.Weights[FeatureNames[i]] = w
 	}
@@ -247,7 +255,7 @@ func (c *Calibration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin}
+	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Evidence: in.Evidence}
 	for name, w := range in.Weights {
 		i := featureIndex(name)
 		if i < 0 {
@@ -270,10 +278,40 @@ func featureIndex(name string) int {
 // Evidence is the evidence of query over its nearest methods in snap, most similar
 // first, as the band reads it.
 func (e *Engine) Evidence(snap *directory.Snapshot, m *Model, query string, near []Neighbour) Evidence {
-	g, _ := embedding.Find[interface{ GeneralLogProb(string) float64 }](m.Embedder)
-	var general func(string) float64
-	if g != nil {
-		general = g.GeneralLogProb
+	return e.textIndex(snap).Gather(embedding.NormalizeQuery(query), near, generalEnglish(m))
+}
+
+// generalEnglish is m's model of general English, when it has one.
+func generalEnglish(m *Model) func(string) float64 {
+	if g, ok := embedding.Find[interface{ GeneralLogProb(string) float64 }](m.Embedder); ok {
+		return g.GeneralLogProb
 	}
-	return e.textIndex(snap).Gather(embedding.NormalizeQuery(query), near, general)
+	return nil
+}
+
+// Report explains the calibrated band's decision on a query with evidence ev over
+// near.
+func (c *Calibration) Report(ev Evidence, near []Neighbour) BandReport {
+	r := BandReport{Confidence: c.Probability(ev), Least: c.Least, Margin: c.Margin, Calibrated: true}
+	if len(near) > 0 && near[0].Parts {
+		r.Parts, r.Semantic, r.Lexical, r.Gap = true, near[0].Semantic, near[0].Lexical, gap(near)
+	}
+	return r
+}
+
+// Band keeps the neighbours (most similar first) the calibrated band answers with:
+// none when the probability p that the catalog answers the query is under Least, else
+// those within Margin of the nearest one's similarity, at most max of them.
+func (c *Calibration) Band(p float64, near []Neighbour, max int) []Neighbour {
+	if len(near) == 0 || p < c.Least {
+		return nil
+	}
+	var out []Neighbour
+	for _, n := range near {
+		if len(out) == max || n.Similarity < near[0].Similarity-c.Margin {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -21,8 +21,9 @@ var Reasons = []string{ReasonBelowConfidence, ReasonOutsideMargin, ReasonBelowFl
 // fetched is how many neighbours a query's vector search asks the store for: the
 // most the band keeps, and two more, so that the nearest methods outside the band
 // still fill the answer when a neighbour the store knows is not in the snapshot
-// searched (a catalog published between the two). The band reads only the first two.
-const fetched = MaxResults + 2
+// searched (a catalog published between the two); and as many as the calibrated band
+// reads the evidence of.
+const fetched = max(MaxResults+2, Neighbours)
 
 // Near is a method near the query that the band did not keep, and why: an answer
 // that keeps fewer methods than it may carries the nearest others, so that a caller
@@ -64,7 +65,7 @@ func whyNot(nb Neighbour, best float64, kept int, r BandReport) string {
 		return ReasonBelowConfidence
 	case nb.Similarity < best-r.Margin:
 		return ReasonOutsideMargin
-	case !nb.Parts && nb.Similarity < r.Least:
+	case !r.Calibrated && !nb.Parts && nb.Similarity < r.Least:
 		return ReasonBelowFloor
 	}
 	return ""

@@ -166,6 +166,9 @@ type BandReport struct {
 	Confidence float64
 	Least      float64
 	Margin     float64
+	// Calibrated tells that Confidence is the calibrated band's probability that the
+	// catalog answers the query, and Least the least it answers at.
+	Calibrated bool
 	// Parts tells that Semantic and Lexical hold the nearest method's similarity
 	// parts; Gap is how far it leads the next.
 	Parts             bool
@@ -219,7 +222,7 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 	}
 	key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: norm, filter: filterKey(f)}
 	if near, ok := e.neighbours.Get(key); ok {
-		return e.answer(Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}, snap, f, m, near), nil
+		return e.answer(Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}, snap, f, m, norm, near), nil
 	}
 	vec, err := e.embed(ctx, caller, m, norm)
 	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
@@ -252,19 +255,27 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 	SplitParts(m.Embedder, vec, near)
 	key.model = m.Record.ID // the fallback's, if the provider failed just now
 	e.neighbours.Add(key, near)
-	return e.answer(res, snap, f, m, near), nil
+	return e.answer(res, snap, f, m, norm, near), nil
 }
 
-// answer fills res with the neighbours in m's similarity band that the filter
-// allows, at most the filter's limit, and the nearest others up to that limit.
-func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, near []Neighbour) Result {
+// answer fills res with the neighbours of query norm in m's band that the filter
+// allows, at most the filter's limit: the calibrated band when m has a calibration,
+// else its floor and margin.
+func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, norm string, near []Neighbour) Result {
 	want := MaxResults
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
 	}
-	band := Report(near, m.Record)
+	var band BandReport
+	var kept []Neighbour
+	if c := m.Record.Calibration; c != nil {
+		band = c.Report(e.textIndex(snap).Gather(norm, near, generalEnglish(m)), near)
+		kept = c.Band(band.Confidence, near, want)
+	} else {
+		band = Report(near, m.Record)
+		kept = Band(near, m.Record.Floor, m.Record.Margin, want)
+	}
 	res.Band = &band
-	kept := Band(near, m.Record.Floor, m.Record.Margin, want)
 	for _, n := range kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
 			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity})

@@ -14,6 +14,10 @@ type ModelRecord struct {
 	// the best result's similarity the others may fall.
 	Floor  float64
 	Margin float64
+	// Calibration, when the model has one (make calibrate, or the builtin hybrid's
+	// default), is the band instead of Floor and Margin: a learned model of whether
+	// the catalog answers a query, over the query's Evidence.
+	Calibration *Calibration
 }
 
 // Neighbour is a method near a query vector.

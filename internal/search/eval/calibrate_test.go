@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,17 +68,8 @@ const (
 	cvRepeats = 4
 )
 
-// meanSD is a figure's mean and standard deviation over the folds.
 func meanSD(scores []search.CalibrationScore, f func(search.CalibrationScore) float64) string {
-	var sum, sq float64
-	for _, s := range scores {
-		sum += f(s)
-	}
-	mean := sum / float64(len(scores))
-	for _, s := range scores {
-		sq += (f(s) - mean) * (f(s) - mean)
-	}
-	return fmt.Sprintf("%.3f ± %.3f", mean, math.Sqrt(sq/float64(len(scores))))
+	return search.Spread(scores, f).String()
 }
 
 // cvTable is the cross-validated table: a row per feature set, each figure the mean
@@ -120,27 +111,27 @@ func cvTable(title string, samples []search.Labelled, kinds []string) string {
 	return b.String()
 }
 
-// TestCalibration prints the cross-validated tables (make eval): over the development
-// set and the project's own labelled queries together, and over each alone.
-func TestCalibration(t *testing.T) {
-	if os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval runs the calibration tables (WAYSTATION_EVAL=1)")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
-	dev := readDevSet(t)
-	fx.checkLabels(t, dev)
-	samples := fx.labelled(t, dev, "dev")
+// calibrationTables are the cross-validated tables (make eval): over the development
+// set and the project's own labelled queries, each alone and together.
+func (fx fixture) calibrationTables(t *testing.T, dev, own []search.Labelled) string {
 	kinds := []string{"paraphrase", "task", "keyword"}
-	out := cvTable("dev set", samples, kinds)
-	if _, err := os.Stat(NewSetPath); err == nil {
-		own := readJSONLSet(t, NewSetPath, "own set ("+NewSetPath+")")
-		fx.checkLabels(t, own)
-		more := fx.labelled(t, own, "own")
-		out += cvTable("own labelled set", more, kinds)
-		out += cvTable("dev and own sets together", append(samples, more...), kinds)
+	return cvTable("dev set", dev, kinds) + cvTable("own labelled set ("+NewSetPath+")", own, kinds) +
+		cvTable("dev and own sets together", append(slices.Clone(dev), own...), kinds)
+}
+
+// checkBuiltinCalibration fits the builtin hybrid's band on every labelled query (the
+// project's own and the development set), as make calibrate does, and checks that
+// search.HybridCalibration is that fit: a change to the evidence, the model or the
+// labels must come with the calibration it gives. On a mismatch it prints the literal
+// to paste.
+func checkBuiltinCalibration(t *testing.T, samples []search.Labelled) {
+	got := search.Calibrate(samples, search.CalibrationOptions{Features: search.BandFeatures})
+	want := search.HybridCalibration
+	same := math.Abs(got.Least-want.Least) < 1e-3 && got.Margin == want.Margin
+	for _, s := range samples {
+		same = same && math.Abs(got.Probability(s.Evidence)-want.Probability(s.Evidence)) < 1e-3
 	}
-	fmt.Print(out)
+	if !same {
+		t.Errorf("search.HybridCalibration is not the fit of the labelled queries; paste:\n%#v", got)
+	}
 }

@@ -223,8 +223,9 @@ func setup(t *testing.T) fixture {
 			t.Fatal(err)
 		}
 		fx.hybridModel = embedding.NewHybrid(enc)
+		c := search.HybridCalibration
 		fx.hybridRecord, err = store.RegisterModel(ctx, search.ModelRecord{ID: embedding.HybridModel, Dimensions: embedding.HybridDimensions,
-			Floor: search.HybridFloor, Margin: search.HybridMargin})
+			Floor: search.HybridFloor, Margin: search.HybridMargin, Calibration: &c})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,6 +578,7 @@ func TestRelevance(t *testing.T) {
 	t.Run("dev", func(t *testing.T) {
 		set := readDevSet(t)
 		fx.checkLabels(t, set)
+		set.name += "; in-sample for builtin:hybrid-v1, whose band was fitted on these queries (its cross-validated figures are in the calibration tables)"
 		if full {
 			report(t, set)
 		}
@@ -611,6 +613,22 @@ func TestRelevance(t *testing.T) {
 		}
 		if fm := model.falseMatchRate(); fm >= 0.10 {
 			t.Errorf("builtin false-match rate %.3f, want under 0.10", fm)
+		}
+	})
+
+	// The builtin hybrid's band is the fit of the labelled queries (the project's own
+	// and the development set); make eval prints its cross-validated figures.
+	t.Run("calibration", func(t *testing.T) {
+		if fx.hybrid == nil {
+			t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
+		}
+		dev := fx.labelled(t, readDevSet(t), "dev")
+		own := readJSONLSet(t, NewSetPath, "own set ("+NewSetPath+")")
+		fx.checkLabels(t, own)
+		mine := fx.labelled(t, own, "own")
+		checkBuiltinCalibration(t, append(slices.Clone(mine), dev...))
+		if full {
+			tables = append(tables, fx.calibrationTables(t, dev, mine))
 		}
 	})
 
