@@ -6,20 +6,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
+	"github.com/waystation/waystation/internal/cmd/localserve"
 	"github.com/waystation/waystation/internal/llmecho"
 )
 
@@ -43,12 +40,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: %w", *addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-addr %q is not a loopback address", *addr)
+	if err := localserve.CheckLoopback(*addr); err != nil {
+		return err
 	}
 	s := llmecho.New()
 	var mu sync.Mutex
@@ -57,24 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer mu.Unlock()
 		fmt.Fprintf(stdout, "received:\n  %s\n", strings.ReplaceAll(echo, "\n", "\n  "))
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	fmt.Fprintf(stdout, "local OpenAI-compatible echo model on http://%s/v1 (GET /v1/models, POST /v1/chat/completions)\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return localserve.Serve(ctx, *addr, s, stdout, stderr, func(a net.Addr) string {
+		return fmt.Sprintf("local OpenAI-compatible echo model on http://%s/v1 (GET /v1/models, POST /v1/chat/completions)", a)
+	})
 }

@@ -6,11 +6,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/waystation/waystation/internal/cmd/localserve"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
@@ -43,38 +42,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: %w", *addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-addr %q is not a loopback address", *addr)
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
+	if err := localserve.CheckLoopback(*addr); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv := &http.Server{Handler: handler([]byte(*secret), stdout, time.Now), ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	checked := "signatures not checked: no -secret"
 	if *secret != "" {
 		checked = "signatures checked"
 	}
-	fmt.Fprintf(stdout, "webhook receiver on http://%s (%s)\n", ln.Addr(), checked)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return localserve.Serve(ctx, *addr, handler([]byte(*secret), stdout, time.Now), stdout, stderr, func(a net.Addr) string {
+		return fmt.Sprintf("webhook receiver on http://%s (%s)", a, checked)
+	})
 }
 
 // handler prints each POSTed delivery, one line of what and whether its signature

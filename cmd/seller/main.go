@@ -8,18 +8,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
+	"github.com/waystation/waystation/internal/cmd/localserve"
 	"github.com/waystation/waystation/internal/seller"
 )
 
@@ -42,17 +39,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&cfg.Network, "network", seller.DefaultNetwork, "the network, CAIP-2")
 	fs.StringVar(&cfg.Asset, "asset", seller.DefaultAsset, "the token address (EIP-3009, EIP-712 name USDC version 2)")
 	fs.StringVar(&cfg.Price, "price", seller.DefaultPrice, "the price in atomic units")
-	mode := fs.String("misbehave", seller.ModeNone, "none | wrong_payee | changed_price | no_delivery")
+	mode := fs.String("misbehave", seller.ModeNone, "none | wrong_payee | changed_price | no_delivery | replay_refused")
 	listing := fs.Bool("listing", false, "print the paid routes at -addr as discovery items, one JSON line each (for the directory's import), and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: %w", *addr, err)
-	}
-	if ip := net.ParseIP(host); !*public && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-addr %q is not a loopback address; pass -public to listen there", *addr)
+	if err := localserve.CheckLoopback(*addr); err != nil && !*public {
+		return fmt.Errorf("%w; pass -public to listen there", err)
 	}
 	s := seller.New(cfg)
 	if err := s.SetMode(*mode); err != nil {
@@ -67,26 +60,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return nil
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	fmt.Fprintf(stdout, "local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, ledger /ledger, discovery /discovery/resources)\n", ln.Addr())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return localserve.Serve(ctx, *addr, s, stdout, stderr, func(a net.Addr) string {
+		return fmt.Sprintf("local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, ledger /ledger, discovery /discovery/resources, chain /rpc)", a)
+	})
 }
 
 func or(v, def string) string {
