@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/periodic"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/x402"
@@ -353,21 +354,14 @@ func (s *Service) executeLeased(ctx context.Context, p Payment) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(s.lease()/3, 10*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		every := max(s.lease()/3, 10*time.Millisecond)
+		periodic.Run(ctx, every, every, func(ctx context.Context) {
 			// A renewal that fails (the database away) is tried at the next tick.
 			if ok, err := s.Store.Renew(ctx, p); err == nil && !ok {
 				close(lost)
 				cancel()
-				return
 			}
-		}
+		})
 	}()
 	err := s.execute(ctx, p)
 	cancel()
