@@ -49,10 +49,6 @@ func (s *Server) handleCreateTask() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		// The reason is shown to the person and kept: never a protected value.
-		if s.refuseProtected(w, r, map[string]any{"reason": req.Reason, "pageUrl": req.PageURL}) {
-			return
-		}
 		route := "POST /sessions/" + id + "/captcha/tasks"
 		s.once(w, r, route, "clientTaskId:"+req.ClientTaskID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
 			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Limits.Events)

@@ -31,13 +31,53 @@ type validator interface {
 }
 
 // readJSON reads a bounded request body and decodes it into req, which validates
-// itself; the raw body is returned for idempotency checks.
+// itself; the raw body is returned for idempotency checks. What a request writes is
+// kept, shown to people or sent on, so a body holding one of the user's protected
+// values anywhere, in any written form, is refused: protected_value_detected.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, req validator) ([]byte, error) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return nil, err
 	}
-	return body, decode(body, req)
+	if err := decode(body, req); err != nil {
+		return body, err
+	}
+	return body, s.checkProtected(r, decodeNumbers(body))
+}
+
+// readValues is readJSON for a body that carries values to save (a memory item's
+// fields): the members named value are what it is for, and everything else of it
+// (labels, sites, names) is checked for the user's protected values.
+func (s *Server) readValues(w http.ResponseWriter, r *http.Request, req validator) ([]byte, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := decode(body, req); err != nil {
+		return body, err
+	}
+	return body, s.checkProtected(r, withoutValues(decodeNumbers(body)))
+}
+
+// withoutValues is v (decoded JSON) without its members named value, at any depth.
+func withoutValues(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if k != "value" {
+				out[k] = withoutValues(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutValues(e)
+		}
+		return out
+	}
+	return v
 }
 
 // decode reads exactly one JSON object into v, refusing unknown members, and

@@ -49,9 +49,6 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 		if len(data) == 0 || bytes.Equal(data, []byte("null")) {
 			data = json.RawMessage(`{}`)
 		}
-		if s.refuseProtected(w, r, decodeNumbers(data)) {
-			return
-		}
 		route := "POST /sessions/" + id + "/events"
 		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
 			ev, err := s.auth.Sessions.AppendEvent(r.Context(), principal(r), id, session.Append{

@@ -380,21 +380,31 @@ func upstreamFailed(err error) error {
 
 // refuseProtected answers protected_value_detected when any string of v (decoded
 // JSON) holds one of the user's protected values, and redaction_unavailable when they
-// cannot be loaded; true when it answered. Values too short to be a protected value
-// spare the lookup.
+// cannot be loaded; true when it answered.
 func (s *Server) refuseProtected(w http.ResponseWriter, r *http.Request, v any) bool {
-	if !hasText(v) {
-		return false
-	}
-	set, err := s.protectedSet(r.Context(), principal(r).UserID)
-	if err == nil && containsJSON(set, v) {
-		err = problem.New(problem.ProtectedValueDetected, "It holds one of the user's protected values, in some written form; refer to values by handle. Nothing was stored.")
-	}
-	if err != nil {
+	if err := s.checkProtected(r, v); err != nil {
 		s.error(w, r, err)
 		return true
 	}
 	return false
+}
+
+// checkProtected is protected_value_detected when any string, member name or number
+// of v (decoded JSON) holds one of the user's protected values, in some written form,
+// and redaction_unavailable when they cannot be loaded. Values too short to be a
+// protected value spare the lookup.
+func (s *Server) checkProtected(r *http.Request, v any) error {
+	if !hasText(v) {
+		return nil
+	}
+	set, err := s.protectedSet(r.Context(), principal(r).UserID)
+	if err != nil {
+		return err
+	}
+	if containsJSON(set, v) {
+		return problem.New(problem.ProtectedValueDetected, "It holds one of the user's protected values, in some written form; refer to values by handle. Nothing was stored.")
+	}
+	return nil
 }
 
 // hasText tells whether v holds a string, member name or number of four letters or

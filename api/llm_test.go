@@ -288,6 +288,41 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 	return nil, errors.New("the vault is sealed")
 }
 
+// Invariant 1 for every body a key writes: a session's description, its summary,
+// an agent's name, a memory item's label (its value is what it is for), the purpose
+// of a materialisation, a webhook's URL — anything of a body that holds one of the
+// user's protected values, in any written form, is refused, and nothing is kept.
+func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.Webhooks = a.Keys.(api.WebhookStore) })
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const canary = "Quartz-Canary-4417"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	forms := redacttest.Forms(canary)
+	for name, form := range forms {
+		q, _ := json.Marshal(form)
+		for _, c := range []struct{ key, path, body string }{
+			{agentKey, "/sessions", `{"type":"checkout","description":` + string(q) + `,"clientSessionId":"c-` + name + `"}`},
+			{agentKey, "/sessions", `{"type":"checkout","description":"d","clientSessionId":` + string(q) + `}`},
+			{agentKey, "/sessions/" + sid + "/complete", `{"clientCompletionId":"c","status":"completed","summary":` + string(q) + `}`},
+			{userKey, "/agents", `{"name":` + string(q) + `}`},
+			{userKey, "/memory/items", `{"label":` + string(q) + `,"fields":[{"fieldRef":"f","label":"F","value":"v"}]}`},
+			{agentKey, "/memory/items", `{"label":"L","fields":[{"fieldRef":"f","label":` + string(q) + `,"value":"v"}]}`},
+			{agentKey, "/sessions/" + sid + "/materialize", `{"handles":["h_0123456789abcdefghijklmnop"],"purpose":` + string(q) + `}`},
+			{userKey, "/webhooks", `{"url":"https://hooks.example/` + form + `","events":["request.waiting_user"]}`},
+		} {
+			r := e.call("POST", c.path, c.key, c.body).want(t, 422, "protected_value_detected")
+			if strings.Contains(string(r.body), form) {
+				t.Errorf("%s: the refusal repeats the value: %s", c.path, r.body)
+			}
+		}
+	}
+	// A value saved with an item is what the item is for.
+	e.call("POST", "/memory/items", userKey, `{"label":"Again","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	noCanaryAnywhere(t, e, slices.Collect(maps.Values(forms))...)
+}
+
 // An agent cannot write a protected value, in any form (spaced, full-width, base64,
 // percent-encoded, as a member name or a number), into the event log or a request's
 // context: 422 protected_value_detected, and nothing is stored.

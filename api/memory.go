@@ -129,7 +129,7 @@ func (s *Server) handleMemoryItem() http.HandlerFunc {
 func (s *Server) handleCreateMemoryItem() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req newItemRequest
-		if _, err := s.readJSON(w, r, &req); err != nil {
+		if _, err := s.readValues(w, r, &req); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -170,7 +170,7 @@ func (s *Server) handleUpdateMemoryItem() http.HandlerFunc {
 			return
 		}
 		var req patchItemRequest
-		if _, err := s.readJSON(w, r, &req); err != nil {
+		if _, err := s.readValues(w, r, &req); err != nil {
 			s.error(w, r, err)
 			return
 		}
