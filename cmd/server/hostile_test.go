@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/redact/redacttest"
 )
 
 // hostileStrings go into every path parameter, query parameter and body member.
@@ -104,14 +109,24 @@ var pages = []stormRoute{
 // oversized bodies, bad Authorization headers, and raw requests that only the
 // net/http parser sees. None may get a 5xx or make the log show a panic or an
 // internal error, and the service must answer normally afterwards.
+//
+// A protected value of the user goes into the storm too, in every written form
+// (plain, full-width, base64, percent-encoded), wherever hostile strings go and as a
+// model, a logit_bias key, a span's attribute key and a body's unknown member.
+// Afterwards no table of the database, read as text, no answer and no request the
+// model upstream received holds it (invariants 1 and 2).
 func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)
 	_, revokable := apiKeys(t, dbURL) // for the route that revokes the calling key
 	// No per-caller search limit: every hostile query reaches the engine and its answer.
 	// The LLM proxy forwards to an upstream on loopback that answers every call.
+	var upstreamMu sync.Mutex
+	var upstreamGot strings.Builder
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		upstreamMu.Lock()
+		io.Copy(&upstreamGot, r.Body)
+		upstreamMu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"object":"list","data":[]}`)
 	}))
@@ -122,6 +137,12 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	api := srv.base + "/functions/v1/api"
 	sid := createSession(t, api, agentKey, "storm")
 	closable := createSession(t, api, agentKey, "storm-closable")
+	if r := mustSend(t, "POST", api+"/memory/items", userKey, `{"label":"Door","askBeforeUse":false,"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+hostileCanary+`"}]}`); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the canary: %d %s", r.StatusCode, r.body)
+	}
+	canaries := redacttest.Forms(hostileCanary)
+	forms := slices.Sorted(maps.Values(canaries))
+	hostile := slices.Concat(hostileStrings, forms)
 	list := mustSend(t, "GET", api+"/api/public/v1/services", "", "")
 	var items struct {
 		Items []struct{ Slug, Hostname string }
@@ -142,7 +163,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	badAuth := []string{"Bearer", "Bearer ", "Basic YWRhOnNlY3JldA==", "Bearer sk_agent_x_y", "Bearer sk_user_0123456789abcdef_" + strings.Repeat("A", 43),
 		"Bearer " + agentKey + "x", "bearer " + strings.ToUpper(agentKey), "Bearer " + strings.Repeat("k", 8000), "Bearer ' OR 1=1 --", "Bearer {{.}}"}
 	var bodies []string
-	for _, h := range hostileStrings {
+	for _, h := range hostile {
 		q, _ := json.Marshal(h)
 		s := string(q)
 		bodies = append(bodies,
@@ -157,6 +178,25 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		`{"type":"checkout","description":"nul \u0000","clientSessionId":"nul"}`,
 		strings.Repeat("[", 100000), `{"type":"runtime.step","clientEventId":"deep","data":`+strings.Repeat(`{"a":`, 3000)+"1"+strings.Repeat("}", 3000)+"}",
 		`{"name":"`+strings.Repeat("x", 2<<20)+`"}`)
+	// The canary also goes where the storm's own bodies do not put it: as a model,
+	// a logit_bias key, a span's attribute key and name, an unknown member. Each
+	// such body goes to its route with the agent's key, and into the storm.
+	var canaryCalls []storm
+	for _, f := range forms {
+		q, _ := json.Marshal(f)
+		s := string(q)
+		llm, traces := api+"/llm/v1/chat/completions", api+"/traces"
+		canaryCalls = append(canaryCalls,
+			storm{"POST", api + "/sessions", keys[0], `{"type":"checkout","description":"d","clientSessionId":"c",` + s + `:1}`},
+			storm{"POST", llm, keys[0], `{"model":` + s + `,"messages":[{"role":"user","content":"hi"}]}`},
+			storm{"POST", llm, keys[0], `{"model":"stub-1","messages":[{"role":"user","content":"hi"}],"logit_bias":{` + s + `:1}}`},
+			storm{"POST", llm, keys[0], `{"model":"stub-1","messages":[{"role":"user","content":"the code is ` + f + `"}]}`},
+			storm{"POST", traces, keys[0], `{"resourceSpans":[{"resource":{"attributes":[{"key":` + s + `,"value":{"stringValue":"x"}}]},"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736",
+				"spanId":"00f067aa0ba902b7","name":` + s + `,"attributes":[{"key":"workflow.session.id","value":{"stringValue":"` + sid + `"}},{"key":` + s + `,"value":{"stringValue":` + s + `}}]}]}]}]}`})
+	}
+	for _, c := range canaryCalls {
+		bodies = append(bodies, c.body)
+	}
 
 	var routes []stormRoute
 	for tmpl, item := range doc.Paths {
@@ -222,7 +262,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		paths := []string{fill("", "")}
 		for _, name := range param.FindAllString(tmpl, -1) {
 			name = name[1 : len(name)-1]
-			for _, h := range hostileStrings {
+			for _, h := range hostile {
 				paths = append(paths, fill(name, url.PathEscape(h)))
 			}
 			for _, raw := range rawSegments {
@@ -237,7 +277,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		}
 		validPath := prefix + paths[0]
 		for _, qp := range append(queryParams, "verified", "unknown") {
-			for _, h := range hostileStrings {
+			for _, h := range hostile {
 				for _, m := range methods {
 					i := next()
 					reqs = append(reqs, storm{m, validPath + "?" + url.QueryEscape(qp) + "=" + url.QueryEscape(h), keyFor(i), ""})
@@ -246,6 +286,11 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		}
 		for _, q := range []string{"?a=1&a=2", "?=", "?&&&", "?;", "?q=1;q=2", "?limit=1&limit=2", "?q=" + strings.Repeat("x", 60<<10), "?" + strings.Repeat("y=1&", 30<<10)} {
 			reqs = append(reqs, storm{"GET", validPath + q, keyFor(next()), ""})
+		}
+		for _, f := range forms { // the canary as a parameter's name
+			for _, k := range keys[:2] {
+				reqs = append(reqs, storm{"GET", validPath + "?" + url.QueryEscape(f) + "=1", k, ""})
+			}
 		}
 		for _, m := range methods {
 			if m != "POST" {
@@ -264,6 +309,8 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 			reqs = append(reqs, storm{m, validPath, keyFor(next()), `{"a":1}`})
 		}
 	}
+
+	reqs = append(reqs, canaryCalls...)
 
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer client.CloseIdleConnections()
@@ -294,6 +341,17 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 				}
 				b, _ := io.ReadAll(res.Body)
 				res.Body.Close()
+				// An answer of the authenticated API to the user's key never holds the
+				// user's value. A caller without one is nobody's, and the directory's
+				// public routes and pages answer everyone alike.
+				authenticated := (s.auth == keys[0] || s.auth == keys[1]) && strings.HasPrefix(s.target, api+"/") && !strings.HasPrefix(s.target, api+"/api/public/")
+				for name, f := range canaries {
+					if authenticated && strings.Contains(string(b), f) {
+						mu.Lock()
+						fails = append(fails, fmt.Sprintf("%s %.200s (body %.200q): the answer holds the canary (%s): %.300s", s.method, s.target, s.body, name, b))
+						mu.Unlock()
+					}
+				}
 				// The search page says so, as documented, when search refuses the caller.
 				refused := res.StatusCode == http.StatusServiceUnavailable && strings.HasPrefix(s.target, srv.base+"/search?")
 				if res.StatusCode >= 500 && !refused {
@@ -381,7 +439,31 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	if r := mustSend(t, "POST", api+"/sessions", agentKey, sessionBody("after-storm")); r.StatusCode != http.StatusCreated {
 		t.Errorf("a session after the storm: %d %s", r.StatusCode, r.body)
 	}
+
+	store, err := postgres.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	dump := strings.ToLower(dumpTables(t, store))
+	upstreamMu.Lock()
+	got := upstreamGot.String()
+	upstreamMu.Unlock()
+	if !strings.Contains(got, "[redacted]") {
+		t.Error("the upstream received no blanked text: did the storm reach it?")
+	}
+	for name, f := range canaries {
+		if strings.Contains(dump, strings.ToLower(f)) {
+			t.Errorf("a table holds the canary (%s) in the clear", name)
+		}
+		if strings.Contains(got, f) {
+			t.Errorf("the model upstream received the canary (%s)", name)
+		}
+	}
 }
+
+// hostileCanary is the user's protected value the storm carries in every form.
+const hostileCanary = "Quartz-Canary-4417"
 
 // rawRequest writes raw on a new connection, then closes its writing side if
 // halfClose, and returns the status of the answer.
