@@ -222,7 +222,7 @@ var kinds = map[string]Kind{
 		"None of the handles may be released: each needs a fulfilled approval in this session (ask_before_use for a saved value that asks before use, authorize_payment for card data), or does not belong to this session.",
 		"Raise an ask_before_use request naming the handles, wait until it is fulfilled, and materialise again."},
 	ProtectedValueDetected: {http.StatusUnprocessableEntity, "Protected value detected",
-		"The event data or request context holds one of the user's protected values (a secret or card field, a value saved to ask before use, or a value provided through a request), in some written form; or a model request holds one where the LLM proxy cannot blank it (a member name, a number, the model, a role, a type or an id). Nothing was stored or forwarded: the event log, requests and the model never get values.",
+		"The body holds one of the user's protected values (a secret or card field, a value saved to ask before use, or a value provided through a request), in some written form (spaced, full-width, base64, percent-encoded), anywhere but a memory item's own values: in event data, a request's context, a session's description, a label, a name, a member name; or a model request holds one where the LLM proxy cannot blank it (a member name, a number, the model, a role, a type or an id). Nothing was stored or forwarded: what agents write, and the model, never get values.",
 		"Refer to the value by its handle instead of writing it, or leave it out."},
 	RedactionUnavailable: {http.StatusServiceUnavailable, "Redaction unavailable",
 		"The user's protected values could not be loaded, so the service cannot make sure none of them leaves: it refuses rather than forward or store unchecked text.",
