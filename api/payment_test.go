@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -723,5 +724,36 @@ func TestASolvedCaptchaAuthorisesNoPayment(t *testing.T) {
 	}
 	if n := len(p.seller.Ledger()); n != 0 {
 		t.Errorf("%d transfers after a solved CAPTCHA", n)
+	}
+}
+
+// TestAWaitOnAPaymentsRequestLastsUntilItEnds: an agent's long poll on the request of
+// an approved payment answers once the payment ends (fulfilled), not at once with
+// approved or executing.
+func TestAWaitOnAPaymentsRequestLastsUntilItEnds(t *testing.T) {
+	p := newPayEnv(t)
+	var c created
+	p.ask("wait", "/v2/report", "0.05").want(t, 201).into(t, &c)
+	p.approve(c.Request.ID).want(t, 200)
+	got := make(chan string, 1)
+	start := time.Now()
+	go func() {
+		var r struct{ Status string }
+		res := p.call("GET", "/sessions/"+p.sid+"/requests/"+c.Request.ID+"?wait=20", p.agentKey, "")
+		json.Unmarshal(res.body, &r)
+		got <- r.Status
+	}()
+	time.Sleep(300 * time.Millisecond)
+	p.run()
+	select {
+	case st := <-got:
+		if st != "fulfilled" {
+			t.Errorf("the wait answered %q, want fulfilled", st)
+		}
+		if time.Since(start) < 300*time.Millisecond {
+			t.Errorf("the wait answered before the payment was made")
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("the wait did not answer")
 	}
 }

@@ -98,6 +98,10 @@ func (s *Server) handleRequests() http.HandlerFunc {
 // handleRequest answers a request's status: at once, or with wait=N after up to N
 // seconds while it still waits for its user (a long poll, woken by the session's
 // events, that also ends when the request expires).
+// requestRecheck is how often a long poll on a request in the service's hands
+// (approved, executing) reads it again should a wake-up be missed.
+const requestRecheck = 2 * time.Second
+
 func (s *Server) handleRequest() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sid, id, err := requestIDs(r)
@@ -105,10 +109,18 @@ func (s *Server) handleRequest() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		// Waited on while it waits for its user, until it expires at the latest.
+		// Waited on until it ends: through waiting for its user (until it expires at
+		// the latest), approved and executing (a payment being made), to fulfilled,
+		// failed or another end. Every change appends a session event, which wakes
+		// the wait on any replica; the recheck is the expiry, or a while when the
+		// request is in the service's hands.
 		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {
 			out, err := s.auth.Requests.Request(r.Context(), principal(r), sid, id)
-			return s.requestBody(out), out.Status == request.StatusWaitingUser, out.ExpiresAt, err
+			recheck := out.ExpiresAt
+			if out.Status != request.StatusWaitingUser {
+				recheck = time.Now().Add(requestRecheck)
+			}
+			return s.requestBody(out), !request.Terminal(out.Status), recheck, err
 		})
 	}
 }
