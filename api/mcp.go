@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/waystation/waystation/internal/problem"
@@ -113,14 +114,44 @@ func toolResult(a apiAnswer) (*mcp.CallToolResult, map[string]any, error) {
 	}
 	var v map[string]any
 	if err := json.Unmarshal(a.body, &v); err != nil {
-		return nil, nil, fmt.Errorf("the route answered no JSON object")
+		return nil, nil, toolFailure("the route answered no JSON object")
 	}
 	return nil, v, nil
 }
 
 // toolError is a route's problem as the error a typed tool returns: the SDK makes it
 // an error result, as the protocol wants tool failures reported to the model.
-func toolError(a apiAnswer) error { return errors.New(problemText(a)) }
+func toolError(a apiAnswer) error { return toolFailure(problemText(a)) }
+
+// toolFailure is a tool's error in the service's own words: what a model may read as
+// it is, since it repeats nothing of the call (a route's problem is checked for the
+// user's protected values before it is written).
+type toolFailure string
+
+func (f toolFailure) Error() string { return string(f) }
+
+// quietCalls keeps the SDK's own refusals of a tool call from repeating it: a schema
+// the arguments do not fit names the properties the caller made up and quotes its
+// values, JSON it cannot read quotes them, and an unknown tool is named; any of them
+// may be a protected value on its way to a model. They say what failed, not what was
+// sent; the service's own failures (toolFailure) pass as they are.
+func quietCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/call" {
+			return res, err
+		}
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, &jsonrpc.Error{Code: wire.Code, Message: "The call is not one this server takes: tools/list names its tools and their input schemas. This message repeats nothing of the call."}
+		}
+		var own toolFailure
+		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError && !errors.As(r.GetError(), &own) {
+			r.Content = []mcp.Content{&mcp.TextContent{Text: "validation_failed: the arguments do not fit the tool's input schema (tools/list gives it). This message repeats nothing of them."}}
+		}
+		return res, err
+	}
+}
 
 // problemText says a route's problem to a model: the code, the status, what went
 // wrong and what to do.
@@ -142,7 +173,7 @@ func pathEscape(s string) string { return url.PathEscape(s) }
 // sessionPath is the path of one of a session's resources, its id checked first.
 func sessionPath(id string, rest ...string) (string, error) {
 	if !uuidPattern.MatchString(id) {
-		return "", fmt.Errorf("sessionId must be the id open_session answered")
+		return "", toolFailure("sessionId must be the id open_session answered")
 	}
 	return "/sessions/" + strings.ToLower(id) + strings.Join(rest, ""), nil
 }

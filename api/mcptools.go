@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "waystation", Title: "Waystation", Version: Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
+	srv.AddReceivingMiddleware(quietCalls)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptrTo(false)}
 	mcp.AddTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,
 		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Answers at most three methods, nearest first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. Same ranking and limits as the public search route."},
@@ -136,7 +136,7 @@ type methodOut struct {
 
 func (s *Server) toolMethod(ctx context.Context, _ *mcp.CallToolRequest, in slugIn) (*mcp.CallToolResult, methodOut, error) {
 	if in.Slug == "" || strings.ContainsAny(in.Slug, "/?#") {
-		return nil, methodOut{}, errors.New("validation_failed: slug must be a method's slug, as search_sellers answers it.")
+		return nil, methodOut{}, toolFailure("validation_failed: slug must be a method's slug, as search_sellers answers it.")
 	}
 	a := s.call(ctx, "GET", "/api/public/v1/services/"+pathEscape(in.Slug), nil)
 	if a.status != 200 {
@@ -172,7 +172,7 @@ func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in me
 		host = u.Hostname()
 	}
 	if host == "" || strings.ContainsAny(host, "/?#") {
-		return nil, merchantOut{}, errors.New("validation_failed: hostname must be a seller's hostname, such as api.example.com.")
+		return nil, merchantOut{}, toolFailure("validation_failed: hostname must be a seller's hostname, such as api.example.com.")
 	}
 	a := s.call(ctx, "GET", "/api/public/v1/merchants/"+pathEscape(host), nil)
 	if a.status != 200 {
@@ -225,7 +225,7 @@ func (s *Server) toolCategories(ctx context.Context, _ *mcp.CallToolRequest, _ s
 }
 
 // invalid is a tool's own refusal of its arguments, as an error result.
-func invalid(text string) error { return errors.New("validation_failed: " + text) }
+func invalid(text string) error { return toolFailure("validation_failed: " + text) }
 
 // The workflow tools: thin over the routes, each answering the route's JSON.
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/redact/redacttest"
 )
 
@@ -50,4 +51,47 @@ func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
 		t.Errorf("the instance is not the path: %s", r.body)
 	}
 	noCanaryAnywhere(t, e, canary, forms["full-width"], forms["base64"])
+}
+
+// Invariant 1 for the MCP server: a tool call's failure repeats nothing of the call
+// that holds one of the user's protected values, in any written form, whether the
+// route refused it, the SDK found the arguments off their schema (a property the
+// caller made up, a value of the wrong type) or the tool does not exist.
+func TestMCPToolErrorsNeverRepeatAProtectedValue(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const canary, pin = "Quartz_Canary_4417", "5150981273"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	e.call("POST", "/memory/items", userKey, `{"label":"Pin","fields":[{"fieldRef":"pin","label":"Pin","secret":true,"value":"`+pin+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	forms := redacttest.Forms(canary)
+	call := func(tool, args string) response {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":` + tool + `,"arguments":` + args + `}}`
+		return e.call("POST", "/mcp", agentKey, body, "Accept", "application/json, text/event-stream").want(t, 200)
+	}
+	quote := func(v string) string { b, _ := json.Marshal(v); return string(b) }
+	var answers []response
+	for _, form := range forms {
+		answers = append(answers,
+			call(`"append_event"`, `{"sessionId":"`+sid+`","type":"runtime.step",`+quote(form)+`:1}`),
+			call(`"append_event"`, `{"sessionId":"`+sid+`","type":"runtime.step","data":{"k":`+quote(form)+`}}`),
+			call(quote(form), `{}`),
+		)
+	}
+	answers = append(answers, call(`"append_event"`, `{"sessionId":"`+sid+`","type":`+pin+`}`))
+	for _, r := range answers {
+		if !strings.Contains(string(r.body), "validation_failed") && !strings.Contains(string(r.body), "protected_value_detected") &&
+			!strings.Contains(string(r.body), "tools/list") {
+			t.Errorf("the failure says nothing of what failed: %s", r.body)
+		}
+		for name, form := range forms {
+			if strings.Contains(string(r.body), form) {
+				t.Errorf("the failure repeats the value (%s): %s", name, r.body)
+			}
+		}
+		if redact.New([]string{canary, pin}).Contains(string(r.body)) {
+			t.Errorf("the failure repeats a value in some form: %s", r.body)
+		}
+	}
 }
