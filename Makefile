@@ -244,6 +244,7 @@ test: go db tools lint model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@$(MAKE) --no-print-directory walk
 
 .PHONY: fuzz
 fuzz: go model

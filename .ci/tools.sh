@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the programs the browser and edge tests drive, when they are missing:
-# chromium (headless, for the human pages) and nginx (serving the generated site, with
-# its brotli static module).
+# chromium (headless, for the human pages), nginx (serving the generated site, with
+# its brotli static module) and jq (which the README's walk pipes answers through).
 #
 #   .ci/tools.sh            install what is missing; quick when everything is present
 #   .ci/tools.sh wrk nginx  the same for the programs named (each from its package of
@@ -15,7 +15,7 @@ set -euo pipefail
 note() { printf 'tools.sh: %s\n' "$*" >&2; }
 
 wanted=("$@")
-((${#wanted[@]} > 0)) || wanted=(chromium nginx)
+((${#wanted[@]} > 0)) || wanted=(chromium nginx jq)
 missing=()
 for p in "${wanted[@]}"; do
 	command -v "$p" >/dev/null 2>&1 || [[ -x /usr/bin/$p || -x /usr/sbin/$p ]] || missing+=("$p")
