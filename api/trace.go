@@ -125,19 +125,10 @@ func (s *Server) handleSessionTraces() http.HandlerFunc {
 				return
 			}
 		}
-		p := principal(r)
-		spans, next, err := s.auth.Traces.Spans(r.Context(), p, id, after, int(limit))
+		spans, next, err := trace.Reader{Store: s.auth.Traces, Protected: s.auth.Protected}.Spans(r.Context(), principal(r), id, after, int(limit))
 		if err != nil {
 			s.error(w, r, err)
 			return
-		}
-		set, err := s.protectedSet(r.Context(), p.UserID)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		for i := range spans {
-			spans[i].Clean(set)
 		}
 		out := spanPage{Items: spans}
 		if out.Items == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
@@ -43,6 +44,9 @@ type Approvals struct {
 	// Traces gives a session's spans for its timeline; without it the timeline
 	// shows the events alone.
 	Traces trace.Store
+	// Protected gives the user's protected values, which the timeline's spans are
+	// cleaned with as they are now; without it a session with spans cannot be shown.
+	Protected redact.Source
 	// Payments shows an authorize_payment request's payment and the agent's limits
 	// and spend; Approved hears of each payment approval, to carry it out at once.
 	Payments Payments
@@ -690,7 +694,8 @@ func (s *Server) handleSession() http.HandlerFunc {
 		var spans []trace.Span
 		var more *trace.Cursor
 		if s.approvals.Traces != nil {
-			if spans, more, err = s.approvals.Traces.Spans(ctx, ws.Principal, id, nil, timelineLimit); err != nil {
+			reader := trace.Reader{Store: s.approvals.Traces, Protected: s.approvals.Protected}
+			if spans, more, err = reader.Spans(ctx, ws.Principal, id, nil, timelineLimit); err != nil {
 				s.fail(w, r, err)
 				return
 			}

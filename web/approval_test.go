@@ -60,7 +60,8 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true}
+	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true,
+		Protected: memory.Protected{Store: store, Opener: v}}
 	for _, o := range opts {
 		o(&a)
 	}

@@ -7,8 +7,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/trace"
 )
 
 // The console saves an item whose value goes sealed and never comes back on a page,
@@ -122,5 +124,33 @@ func TestConsoleChangesMemoryItems(t *testing.T) {
 	}
 	if p := b.post("/app/memory/00000000-0000-4000-8000-000000000000", url.Values{"csrf": {csrf}, "revision": {"1"}, "label": {"x"}}); p.status != http.StatusNotFound {
 		t.Errorf("an unknown item: %d", p.status)
+	}
+}
+
+// TestTheTimelineBlanksAValueSavedAfterItsSpanWasKept: a span the agent sent before
+// the person saved a value holds that value in the store; the session's timeline
+// shows it blanked with the values as they are now.
+func TestTheTimelineBlanksAValueSavedAfterItsSpanWasKept(t *testing.T) {
+	e := newAppEnv(t, func(a *Approvals) { a.Memory = a.Requests.(memory.Store) })
+	ctx := context.Background()
+	ada, adaKey := e.user("ada")
+	scout, _ := e.agent(ada, "scout")
+	pm := e.raise(scout, provideMissing("pm"))
+	const canary = "12 Canary Row, Tidewater"
+	now := uint64(time.Now().UnixNano())
+	if _, _, err := e.store.SaveSpans(ctx, scout, []trace.Span{{SessionID: pm.SessionID, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		SpanID: "00f067aa0ba902b7", Name: "ship to " + canary, Start: now, End: now + 1000}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.mustSignIn(adaKey, "")
+	form := url.Values{"csrf": {csrfOf(t, b.get("/app/memory"))}, "label": {"Home"}, "fieldRef": {"address"}, "fieldLabel": {"Street address"},
+		"valueType": {"address"}, "value": {canary}, "askBeforeUse": {"true"}}
+	if p := b.post("/app/memory", form); p.status != http.StatusSeeOther {
+		t.Fatalf("save: %d %.500s", p.status, p.body)
+	}
+	p := b.get(sessionURL(pm.SessionID))
+	if p.status != 200 || strings.Contains(p.body, "Canary Row") || !strings.Contains(p.body, "ship to [redacted]") {
+		t.Errorf("timeline %d: %.3000s", p.status, p.body)
 	}
 }

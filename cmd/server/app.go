@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
@@ -18,6 +19,7 @@ func withApprovals(cfg Config, store *postgres.Store, payments *payment.Service)
 		TrustedProxies: cfg.Search.TrustedProxies}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
+		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
 	// Registering a webhook asks the deliveries' rule whether they will be refused.
 	a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: cfg.Payment.WebhookAllowHosts}, nil)
