@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,18 +27,31 @@ type benchEnv struct {
 	snap     *directory.Snapshot
 	engine   *search.Engine
 	embedder embedding.Embedder
+	// embeddings counts the query embeddings the engine made.
+	embeddings *embeddingCounter
+	// novel numbers the novel queries asked of the engine, so that none repeats one.
+	novel *atomic.Int64
+	// sources and grown are, when the catalog was grown, the methods it was grown
+	// from and those pgtest.GrowCatalog added.
+	sources []catalogMethod
+	grown   []variant
 }
 
 // realCatalogEnv imports the real catalog into a fresh database and embeds it, and
-// optionally grows it to total methods with synthetic variants (pgtest.GrowCatalog).
+// optionally grows it to total methods with synthetic variants (pgtest.GrowCatalog),
+// every one embedded by the builtin model.
 func realCatalogEnv(b *testing.B, total int) benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	store, _ := pgtest.LoadRealCatalog(b)
+	var sources []catalogMethod
+	var grown []variant
 	if total > 0 {
+		sources = catalogMethods(b, store)
 		if err := pgtest.GrowCatalog(ctx, store, total); err != nil {
 			b.Fatal(err)
 		}
+		grown = variants(b, store, sources)
 	}
 	builtin, rec := benchModel(b)
 	model, err := store.RegisterModel(ctx, rec)
@@ -55,22 +69,38 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 	}
 	if total > 0 {
 		b.Logf("embedded %d methods in %v", total, time.Since(start).Round(time.Millisecond))
-		start = time.Now()
-		// Building the index over every vector wants the graph in memory: a store
-		// of its own whose sessions may use a gigabyte for it.
-		cfg := store.Pool().Config().ConnConfig
-		u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Path: "/" + cfg.Database,
-			RawQuery: url.Values{"host": {cfg.Host}, "port": {strconv.Itoa(int(cfg.Port))}, "sslmode": {"disable"}, "maintenance_work_mem": {"1GB"}}.Encode()}
-		builder, err := postgres.Open(ctx, u.String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := builder.RegisterModel(ctx, model); err != nil {
-			b.Fatal(err)
-		}
-		builder.Close()
-		b.Logf("built the HNSW index in %v", time.Since(start).Round(time.Millisecond))
+		buildIndex(b, store, model)
 	}
+	env := serveEnv(b, store, builtin, model)
+	env.sources, env.grown = sources, grown
+	return env
+}
+
+// buildIndex builds the model's vector index, which was dropped for a bulk load, over
+// every vector at once.
+func buildIndex(b *testing.B, store *postgres.Store, model search.ModelRecord) {
+	ctx := context.Background()
+	start := time.Now()
+	// Building the index over every vector wants the graph in memory: a store
+	// of its own whose sessions may use a gigabyte for it.
+	cfg := store.Pool().Config().ConnConfig
+	u := url.URL{Scheme: "postgres", User: url.User(cfg.User), Path: "/" + cfg.Database,
+		RawQuery: url.Values{"host": {cfg.Host}, "port": {strconv.Itoa(int(cfg.Port))}, "sslmode": {"disable"}, "maintenance_work_mem": {"1GB"}}.Encode()}
+	builder, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := builder.RegisterModel(ctx, model); err != nil {
+		b.Fatal(err)
+	}
+	builder.Close()
+	b.Logf("built the HNSW index in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// serveEnv makes the snapshot and the engine the server would answer with over the
+// vectors in store.
+func serveEnv(b *testing.B, store *postgres.Store, builtin embedding.Embedder, model search.ModelRecord) benchEnv {
+	ctx := context.Background()
 	// Fresh statistics, as autovacuum would make them, or the planner may not see
 	// that the index is worth it.
 	if _, err := store.Pool().Exec(ctx, `ANALYZE method_embeddings; ANALYZE provider_methods`); err != nil {
@@ -80,15 +110,35 @@ func realCatalogEnv(b *testing.B, total int) benchEnv {
 	if err := holder.Refresh(ctx, store, nil); err != nil {
 		b.Fatal(err)
 	}
-	engine, err := search.NewEngine(search.Config{}, store, &search.Model{Embedder: embedding.WithCache(builtin, 100_000), Record: model}, nil)
+	counter := &embeddingCounter{}
+	engine, err := search.NewEngine(search.Config{Observer: counter}, store, &search.Model{Embedder: embedding.WithCache(builtin, 100_000), Record: model}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return benchEnv{store: store, model: model, snap: holder.Current(), engine: engine, embedder: builtin}
+	return benchEnv{store: store, model: model, snap: holder.Current(), engine: engine, embedder: builtin, embeddings: counter, novel: new(atomic.Int64)}
 }
 
-// benchModel is the builtin model the server runs: the hybrid when its encoder's
-// files are there (WAYSTATION_SENTENCE_MODEL, set by make bench), else the lexical one.
+// embeddingCounter is the engine's observer in benchmarks: it counts the queries
+// embedded, so that a benchmark can tell that an answer cost none, and keeps how long
+// each took, to tell the embedding's share of a novel query's time. Benchmarks search
+// from one goroutine.
+type embeddingCounter struct {
+	n    atomic.Int64
+	took []time.Duration
+}
+
+var _ search.Observer = (*embeddingCounter)(nil)
+
+func (*embeddingCounter) Searched(outcome, model string) {}
+
+func (c *embeddingCounter) Embedded(model string, took time.Duration, err error) {
+	c.n.Add(1)
+	c.took = append(c.took, took)
+}
+
+// benchModel is the builtin model the server runs, with its default band: the hybrid
+// and its calibrated band when the encoder's files are there (WAYSTATION_SENTENCE_MODEL,
+// set by make bench), else the lexical one.
 func benchModel(b *testing.B) (embedding.Embedder, search.ModelRecord) {
 	dir := os.Getenv("WAYSTATION_SENTENCE_MODEL")
 	if dir == "" {
@@ -99,7 +149,9 @@ func benchModel(b *testing.B) (embedding.Embedder, search.ModelRecord) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return embedding.NewHybrid(enc), search.ModelRecord{ID: embedding.HybridModel, Dimensions: embedding.HybridDimensions, Floor: search.HybridFloor, Margin: search.HybridMargin}
+	c := search.HybridCalibration
+	return embedding.NewHybrid(enc), search.ModelRecord{ID: embedding.HybridModel, Dimensions: embedding.HybridDimensions,
+		Floor: search.HybridFloor, Margin: search.HybridMargin, Calibration: &c}
 }
 
 func indexName(b *testing.B, store *postgres.Store) string {
@@ -117,39 +169,115 @@ var benchQueries = []string{
 	"us inflation rate", "translate text", "company enrichment", "flight search",
 }
 
-// latency runs fn b.N times and reports the median and the 99th percentile.
-func latency(b *testing.B, fn func(i int)) {
+// latencySamples is the fewest calls latency measures its percentiles on: a second
+// of novel searches is too few for a 99th percentile.
+const latencySamples = 500
+
+// latency runs fn b.N times, then on until it has latencySamples calls (those after
+// b.Loop are not in ns/op), and reports the median and the 99th percentile, how many
+// queries the engine embedded per call and, if it did, the median embedding.
+func latency(b *testing.B, env benchEnv, fn func(i int)) {
 	var d []time.Duration
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
+	embedded := env.embeddings.n.Load()
+	env.embeddings.took = env.embeddings.took[:0]
+	call := func(i int) {
 		start := time.Now()
 		fn(i)
 		d = append(d, time.Since(start))
 	}
+	b.ResetTimer()
+	i := 0
+	for ; b.Loop(); i++ {
+		call(i)
+	}
+	for ; i < latencySamples; i++ {
+		call(i)
+	}
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds())/1e3, "p99-µs")
+	b.ReportMetric(float64(env.embeddings.n.Load()-embedded)/float64(len(d)), "embeddings/op")
+	if took := env.embeddings.took; len(took) > 0 {
+		slices.Sort(took)
+		b.ReportMetric(float64(took[len(took)/2].Nanoseconds())/1e3, "embed-p50-µs")
+	}
 }
 
+// benchSearch measures search latency (exact, repeated and novel queries) and, when
+// the development set is there, relevance (devSetRecall).
 func benchSearch(b *testing.B, env benchEnv) {
 	ctx := context.Background()
-	run := func(q string) {
-		if _, err := env.engine.Search(ctx, "", env.snap, q, directory.Filter{}); err != nil {
+	run := func(q string) search.Result {
+		res, err := env.engine.Search(ctx, "", env.snap, q, directory.Filter{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		return res
 	}
+	// The first search of a snapshot builds its exact and text indexes.
+	run(env.snap.Methods()[0].Slug)
+	run(benchQueries[0])
+	dev := devSet(b)
+	if dev != nil {
+		b.Run("dev-set", func(b *testing.B) { devSetRecall(b, env, dev) })
+	}
+	// A method's slug or name resolves in memory, with no embedding, at any size.
 	b.Run("exact", func(b *testing.B) {
 		ms := env.snap.Methods()
-		latency(b, func(i int) { run(ms[i%len(ms)].Slug) })
+		latency(b, env, func(i int) {
+			m := ms[(i/2)%len(ms)]
+			q := m.Slug
+			if i%2 == 1 {
+				q = m.Name
+			}
+			if res := run(q); res.Match != search.MatchSlug && res.Match != search.MatchMethod && res.Match != search.MatchProvider {
+				b.Fatalf("%q did not resolve exactly: %s", q, res.Match)
+			}
+		})
 	})
+	// A query repeated is answered from the neighbour cache.
 	b.Run("cached", func(b *testing.B) {
 		for _, q := range benchQueries {
 			run(q)
 		}
-		latency(b, func(i int) { run(benchQueries[i%len(benchQueries)]) })
+		latency(b, env, func(i int) { run(benchQueries[i%len(benchQueries)]) })
 	})
-	b.Run("novel", func(b *testing.B) {
-		latency(b, func(i int) { run(benchQueries[i%len(benchQueries)] + " " + strconv.Itoa(i) + " " + strconv.Itoa(b.N)) })
+	// A query never seen: its embedding, the vector search and the band. The short
+	// queries of benchQueries, and, when it is there, the development set's, which are
+	// as long as people write them (a task takes a sentence), and cost the encoder
+	// more.
+	novel := func(queries []string) func(b *testing.B) {
+		return func(b *testing.B) {
+			latency(b, env, func(i int) {
+				run(queries[i%len(queries)] + " " + strconv.FormatInt(env.novel.Add(1), 10))
+			})
+		}
+	}
+	queries := benchQueries
+	b.Run("novel", novel(benchQueries))
+	if dev != nil {
+		queries = nil
+		for _, q := range dev {
+			queries = append(queries, q.Text)
+		}
+		b.Run("novel-dev-set", novel(queries))
+	}
+	// The vector search alone, as a novel query makes it (through the index, the
+	// neighbours the band reads): what the size of the catalog costs a query.
+	b.Run("vector-search", func(b *testing.B) {
+		norm := make([]string, len(queries))
+		for i, q := range queries {
+			norm[i] = embedding.NormalizeQuery(q)
+		}
+		vecs, err := env.embedder.Embed(ctx, norm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		latency(b, env, func(i int) {
+			if _, err := env.store.Nearest(ctx, env.model, vecs[i%len(vecs)], search.Neighbours, nil); err != nil {
+				b.Fatal(err)
+			}
+		})
 	})
 }
 
