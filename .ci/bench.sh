@@ -14,7 +14,10 @@
 # the service alone on a filtered list and on search: exact (q is a method's slug),
 # cached (one query repeated) and novel (a new query each request). It prints
 # requests/s, p99 latency and the service/nginx ratio, the service's resident memory,
-# and writes them to var/bench/results.md with the raw wrk outputs beside it.
+# and writes them to var/bench/results.md with the raw wrk outputs beside it, and with
+# tables of the Go benchmarks make bench ran first (var/bench/go-bench.txt): the
+# routes' allocations, and search at the x402 Bazaar's scale (relevance on the
+# development set, latency, the cost of embedding new methods).
 #
 # Environment: WAYSTATION_TEST_DATABASE_URL (the server the databases are made on;
 # default the local cluster), CATALOG (the real catalog), BENCH_SIZES ("real 100000"),
@@ -254,6 +257,23 @@ run_wrk() {
 	ERRORS=$(awk '/Non-2xx or 3xx responses:/ {e += $NF} /Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10} END {print e + 0}' "$file")
 }
 
+# metric_rows REGEX UNIT...: a table row for each Go benchmark of go-bench.txt whose
+# line matches REGEX and reports the first UNIT: its name, then the value of each UNIT.
+metric_rows() {
+	local re=$1
+	shift
+	awk -v re="$re" -v units="$*" 'BEGIN {n = split(units, u, " ")}
+		$0 ~ re {
+			split("", m)
+			for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
+			if (!(u[1] in m)) next
+			name = $1; sub(/-[0-9]+$/, "", name)
+			line = "| " name
+			for (j = 1; j <= n; j++) line = line " | " ((u[j] in m) ? m[u[j]] : "-")
+			print line " |"
+		}' "$OUT/go-bench.txt"
+}
+
 ROWS=()
 MEMORY=()
 # row CATALOG ROUTE BYTES NGINX_RPS NGINX_P99 SERVICE_RPS SERVICE_P99 ERRORS
@@ -352,6 +372,27 @@ done
 		echo "|---|---:|---:|---:|"
 		awk '/^Benchmark(RealCatalog|Catalog100k)\// {name = $1; sub(/-[0-9]+$/, "", name); gsub(/_/, " ", name);
 			printf "| %s | %s | %s | %s |\n", name, $3, $5, $7}' "$OUT/go-bench.txt"
+		echo
+		echo "## Search at the Bazaar's scale (Go benchmarks, in process, one query at a time)"
+		echo
+		echo "The development set through the engine and its calibrated band, on the real catalog and grown"
+		echo "(15k: every distractor embedded; Twins: near-twin vectors): recall@3 of its labelled methods,"
+		echo "the false-match rate, and recall@3 of the nearest three whatever the band says."
+		echo
+		echo "| benchmark | recall@3 | paraphrase | task | keyword | false-match rate | nearest three | near-twins counted |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+		metric_rows '^BenchmarkSearch[^ ]*/dev-set' recall@3 paraphrase-recall@3 task-recall@3 keyword-recall@3 \
+			false-match-rate nearest3-recall@3 twin-recall@3
+		echo
+		echo "| benchmark | p50 µs | p99 µs | embeddings/op | embedding p50 µs |"
+		echo "|---|---:|---:|---:|---:|"
+		metric_rows '^BenchmarkSearch[^ ]*/(exact|cached|novel)' p50-µs p99-µs embeddings/op embed-p50-µs
+		echo
+		echo "Embedding new methods under the builtin model (1,500, extrapolated to 15,000):"
+		echo
+		echo "| benchmark | ms/method | model ms/method | CPU ms/method | s for 15k | heap growth MB | RSS growth MB |"
+		echo "|---|---:|---:|---:|---:|---:|---:|"
+		metric_rows '^BenchmarkEmbed' ms/method model-ms/method cpu-ms/method s/15k-methods heap-growth-MB rss-growth-MB
 	fi
 	echo
 	echo "Raw outputs: wrk/*.txt beside this file."
