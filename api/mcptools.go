@@ -23,7 +23,7 @@ func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 	srv.AddReceivingMiddleware(quietCalls)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptrTo(false)}
 	mcp.AddTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,
-		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Answers at most three methods, nearest first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. Same ranking and limits as the public search route."},
+		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Answers at most three methods, nearest first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. When fewer than three match, nearest lists the methods that come closest, none of them a match (not_a_match says why). Same ranking and limits as the public search route."},
 		s.toolSearch)
 	mcp.AddTool(srv, &mcp.Tool{Name: "get_method", Title: "Get a method", Annotations: readOnly,
 		Description: "One method of the directory by its slug: how to call it (request, example), what it answers, and how to pay it, with its trust verdict."},
@@ -63,11 +63,22 @@ type methodBrief struct {
 	Score      *int     `json:"score,omitempty"`
 	Payable    bool     `json:"payable" jsonschema:"Waystation can pay this method for you (pay_seller)"`
 	Similarity *float64 `json:"similarity,omitempty"`
+	// NotAMatch is set on a search's nearest methods alone.
+	NotAMatch *notAMatch `json:"not_a_match,omitempty" jsonschema:"set on nearest methods only: why the method is not a match"`
+}
+
+// notAMatch says why a method near the query is not a match, with the band's figures.
+type notAMatch struct {
+	Reason     string  `json:"reason" jsonschema:"below_confidence (nothing answers the query well enough), outside_margin (further below the best match than the margin) or below_floor (under the model's floor)"`
+	Confidence float64 `json:"confidence" jsonschema:"how sure the search is that its nearest method answers the query"`
+	Least      float64 `json:"least" jsonschema:"the least confidence the model accepts"`
+	Margin     float64 `json:"margin" jsonschema:"how far below the best match's similarity a match may fall"`
 }
 
 type searchOut struct {
 	Query   string        `json:"query"`
 	Results []methodBrief `json:"results"`
+	Nearest []methodBrief `json:"nearest,omitempty" jsonschema:"when fewer than three methods match: the methods nearest the query, none of them a match"`
 	Note    string        `json:"note,omitempty"`
 }
 
@@ -75,11 +86,13 @@ type searchOut struct {
 func brief(raw json.RawMessage) methodBrief {
 	var m struct {
 		directory.Method
-		Similarity *float64 `json:"similarity"`
+		Similarity *float64   `json:"similarity"`
+		NotAMatch  *notAMatch `json:"not_a_match"`
 	}
 	json.Unmarshal(raw, &m)
 	b := methodBrief{Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: m.Hostname, Category: m.Category, Kind: m.Kind,
-		Summary: cutWords(m.Description, 200), Verdict: m.Trust.Verdict, Score: m.Trust.Score, Payable: m.Payable, Similarity: m.Similarity}
+		Summary: cutWords(m.Description, 200), Verdict: m.Trust.Verdict, Score: m.Trust.Score, Payable: m.Payable, Similarity: m.Similarity,
+		NotAMatch: m.NotAMatch}
 	if p := m.Trust.Probe; p != nil && p.Price != nil && p.Price.Value != nil {
 		b.Price = *p.Price.Value
 		if p.AssetSymbol != nil {
@@ -111,6 +124,7 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in sear
 	}
 	var page struct {
 		Items    []json.RawMessage `json:"items"`
+		Nearest  []json.RawMessage `json:"nearest"`
 		Degraded bool              `json:"degraded"`
 	}
 	json.Unmarshal(a.body, &page)
@@ -118,7 +132,13 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in sear
 	for _, it := range page.Items {
 		out.Results = append(out.Results, brief(it))
 	}
-	if len(out.Results) == 0 {
+	for _, it := range page.Nearest {
+		out.Nearest = append(out.Nearest, brief(it))
+	}
+	switch {
+	case len(out.Results) == 0 && len(out.Nearest) > 0:
+		out.Note = "Nothing in the directory matches; nearest lists the methods that come closest, none of them a match: check one does what you need before you pay it, or try other words, or list_categories."
+	case len(out.Results) == 0:
 		out.Note = "Nothing in the directory is near enough; try other words, or list_categories."
 	}
 	return nil, out, nil

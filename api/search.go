@@ -20,7 +20,8 @@ func WithSearch(svc *search.Service) Option {
 
 // handleSearch answers GET /services?q=...: the search service decides who is asking
 // and whether they may, then ranks; the body is the snapshot's listing items, each
-// with its similarity.
+// with its similarity, and, when the band kept fewer than three, the nearest others,
+// marked as no match.
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *directory.Snapshot, sq servicesQuery) {
 	a, err := s.search.Search(r.Context(), search.Caller{
 		Authorization: r.Header.Values("Authorization"),
@@ -96,7 +97,35 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 	}
 	dst = append(dst, `],"count":`...)
 	dst = strconv.AppendInt(dst, int64(len(res.Hits)), 10)
+	if len(res.Nearest) > 0 && res.Band != nil {
+		dst = append(dst, `,"nearest":[`...)
+		for i, n := range res.Nearest {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendNear(dst, snap, n, res.Band)
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}')
+}
+
+// appendNear encodes a method near the query that is not a match: its listing item
+// with its similarity, as in items, and not_a_match, which says why.
+func appendNear(dst []byte, snap *directory.Snapshot, n search.Near, b *search.BandReport) []byte {
+	item := snap.Item(n.Pos)
+	dst = append(dst, item[:len(item)-1]...)
+	dst = append(dst, `,"similarity":`...)
+	dst = appendRounded(dst, n.Similarity)
+	dst = append(dst, `,"not_a_match":{"reason":"`...)
+	dst = append(dst, n.Reason...) // one of search.Reasons: nothing to escape
+	dst = append(dst, `","confidence":`...)
+	dst = appendRounded(dst, b.Confidence)
+	dst = append(dst, `,"least":`...)
+	dst = appendRounded(dst, b.Least)
+	dst = append(dst, `,"margin":`...)
+	dst = appendRounded(dst, b.Margin)
+	return append(dst, `}}`...)
 }
 
 // appendRounded appends x rounded to four decimals.

@@ -551,3 +551,183 @@ func TestKeysOfOneUserShareItsSearchQuota(t *testing.T) {
 		t.Errorf("an address after the user's share was spent: %d %s", r.StatusCode, r.body)
 	}
 }
+
+// TestSearchCarriesTheNearestMethodsWhenTheBandKeepsFewerThanThree: an embedded query
+// whose band keeps fewer than three methods also answers the nearest others in
+// nearest, under the same filters and limit, each the list's item with its similarity
+// and not_a_match, which says why, never one of the items; items stay the band's. An
+// exact match and the list have no nearest, and every answer is the document's.
+func TestSearchCarriesTheNearestMethodsWhenTheBandKeepsFewerThanThree(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{})
+	doc := openapitest.Load(t, "openapi.json")
+	snap := e.snaps.Current()
+	type notAMatch struct {
+		Reason                    string
+		Confidence, Least, Margin float64
+	}
+	type answer struct {
+		Match string
+		Band  *struct{ Confidence, Least, Margin float64 }
+		Items []struct {
+			Slug, Category string
+			Similarity     float64
+		}
+		Nearest []struct {
+			Slug, Category string
+			Similarity     float64
+			NotAMatch      *notAMatch `json:"not_a_match"`
+		}
+		Raw map[string]json.RawMessage `json:"-"`
+	}
+	get := func(target string) answer {
+		t.Helper()
+		r := e.get(target)
+		doc.CheckResponse(t, httptest.NewRequest(http.MethodGet, target, nil), r.Response, r.body)
+		var a answer
+		r.json(t, &a)
+		r.json(t, &a.Raw)
+		return a
+	}
+	reasons := map[string]int{}
+	for _, c := range []struct {
+		q, extra string
+		want     int // how many items and nearest together
+	}{
+		{"bake a chocolate cake", "", 3},
+		{"zzzqqq xxyyzz", "", 3},
+		{"weather forecast for a city", "", 3},
+		{"current weather conditions", "", 3},
+		{"ethereum block height", "", 3},
+		{"bake a chocolate cake", "&limit=1", 1},
+		{"weather forecast for a city", "&limit=1", 1},
+		{"bake a chocolate cake", "&category=blockchain", 3},
+		{"bake\a a chocolate\x7f cake", "&category=weather,blockchain&limit=2", 2},
+	} {
+		target := services + "?q=" + url.QueryEscape(c.q) + c.extra
+		a := get(target)
+		if a.Band == nil || len(a.Items)+len(a.Nearest) != c.want {
+			t.Errorf("%s: band %v, %d items and %d nearest, want %d", target, a.Band, len(a.Items), len(a.Nearest), c.want)
+			continue
+		}
+		if _, ok := a.Raw["nearest"]; ok != (len(a.Items) < c.want) {
+			t.Errorf("%s: nearest present %v with %d items", target, ok, len(a.Items))
+		}
+		var raws []json.RawMessage
+		json.Unmarshal(a.Raw["nearest"], &raws)
+		prev := 2.0
+		for i, n := range a.Nearest {
+			for _, it := range a.Items {
+				if it.Slug == n.Slug {
+					t.Errorf("%s: %s is both an item and nearest", target, n.Slug)
+				}
+			}
+			if strings.Contains(c.extra, "category") && !strings.Contains(c.extra, n.Category) {
+				t.Errorf("%s: nearest %s of category %s", target, n.Slug, n.Category)
+			}
+			if n.Similarity > prev {
+				t.Errorf("%s: nearest out of order", target)
+			}
+			prev = n.Similarity
+			m := n.NotAMatch
+			if m == nil || m.Confidence != a.Band.Confidence || m.Least != a.Band.Least || m.Margin != a.Band.Margin {
+				t.Errorf("%s: %s: not_a_match %+v, band %+v", target, n.Slug, m, a.Band)
+				continue
+			}
+			reasons[m.Reason]++
+			switch m.Reason {
+			case search.ReasonBelowConfidence:
+				if len(a.Items) > 0 || a.Match != "none" || m.Confidence >= m.Least {
+					t.Errorf("%s: %s below confidence with %d items, confidence %v", target, n.Slug, len(a.Items), m.Confidence)
+				}
+			case search.ReasonOutsideMargin:
+				if len(a.Items) == 0 || n.Similarity >= a.Items[0].Similarity-m.Margin+1e-4 {
+					t.Errorf("%s: %s at %v is within %v of %v", target, n.Slug, n.Similarity, m.Margin, a.Items)
+				}
+			case search.ReasonBelowFloor:
+				if len(a.Items) == 0 || n.Similarity >= m.Least {
+					t.Errorf("%s: %s at %v is not under the floor %v", target, n.Slug, n.Similarity, m.Least)
+				}
+			default:
+				t.Errorf("%s: reason %q", target, m.Reason)
+			}
+			// The list's item, byte for byte, then the similarity and not_a_match.
+			pos, _ := snap.Position(n.Slug)
+			item := snap.Item(pos)
+			if !bytes.HasPrefix(raws[i], item[:len(item)-1]) || !bytes.Contains(raws[i][len(item)-1:], []byte(`,"similarity":`)) {
+				t.Errorf("%s: %s differs from the list's item:\n%s", target, n.Slug, raws[i])
+			}
+		}
+	}
+	for _, r := range search.Reasons {
+		if reasons[r] == 0 {
+			t.Errorf("no query gave a nearest method %s (%v)", r, reasons)
+		}
+	}
+	// An exact match, and the list, have none.
+	m := snap.Methods()[3]
+	for _, target := range []string{services + "?q=" + url.QueryEscape(m.Slug), services + "?q=" + url.QueryEscape(m.Name), services + "?category=" + m.Category} {
+		if a := get(target); a.Raw["nearest"] != nil || len(a.Raw) == 0 {
+			t.Errorf("%s: %s", target, a.Raw["nearest"])
+		}
+	}
+}
+
+// TestMCPSearchSellersCarriesTheNearestApart: the MCP tool answers the nearest
+// methods of a query nothing matches in nearest, each saying why it is no match, and
+// its results stay the matches alone.
+func TestMCPSearchSellersCarriesTheNearestApart(t *testing.T) {
+	e := newSearchEnv(t, searchOptions{})
+	call := func(query string) map[string]any {
+		t.Helper()
+		args, _ := json.Marshal(map[string]string{"query": query})
+		req := httptest.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_sellers","arguments":`+string(args)+`}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		e.srv.ServeHTTP(rec, req)
+		body := rec.Body.String()
+		if i := strings.Index(body, "data: "); i >= 0 { // an event stream of one message
+			body = strings.TrimSpace(body[i+len("data: "):])
+		}
+		var msg struct {
+			Result struct {
+				IsError           bool           `json:"isError"`
+				StructuredContent map[string]any `json:"structuredContent"`
+			}
+		}
+		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Result.IsError || msg.Result.StructuredContent == nil {
+			t.Fatalf("%s: %d %v %s", query, rec.Code, err, rec.Body)
+		}
+		return msg.Result.StructuredContent
+	}
+	out := call("bake a chocolate cake")
+	nearest, _ := out["nearest"].([]any)
+	if results, _ := out["results"].([]any); len(results) != 0 || len(nearest) != 3 || !strings.Contains(out["note"].(string), "none of them a match") {
+		t.Fatalf("no match: %v", out)
+	}
+	for _, n := range nearest {
+		why, _ := n.(map[string]any)["not_a_match"].(map[string]any)
+		if why["reason"] != search.ReasonBelowConfidence || why["least"] == nil || n.(map[string]any)["slug"] == "" {
+			t.Errorf("nearest %v", n)
+		}
+	}
+	out = call("weather forecast for a city")
+	results, _ := out["results"].([]any)
+	nearest, _ = out["nearest"].([]any)
+	if len(results) == 0 || len(results)+len(nearest) != 3 || out["note"] != nil {
+		t.Fatalf("some matches: %v", out)
+	}
+	for _, r := range results {
+		if _, ok := r.(map[string]any)["not_a_match"]; ok {
+			t.Errorf("a match marked as none: %v", r)
+		}
+	}
+	for _, n := range nearest {
+		if why, _ := n.(map[string]any)["not_a_match"].(map[string]any); why["reason"] != search.ReasonOutsideMargin && why["reason"] != search.ReasonBelowFloor {
+			t.Errorf("nearest %v", n)
+		}
+	}
+	if out := call("send an email"); out["nearest"] != nil {
+		t.Errorf("an exact match has nearest: %v", out)
+	}
+}
