@@ -22,14 +22,18 @@ func TestPagesMatchTheirGoldenFiles(t *testing.T) {
 	merchant, _ := testViews.MerchantPage(snap, "api.tide.example")
 	problem, _ := testViews.ProblemPage(snap, "verified-reserved")
 	search := testViews.SearchPage(snap, "block", &SearchResult{Match: "semantic", Slugs: []string{"tide-block-number"}}, "")
+	alsoNear := testViews.SearchPage(snap, "block height", &SearchResult{Match: "semantic", Slugs: []string{"tide-block-number"}, Nearest: []string{"quiet-thing"}}, "")
+	nearest := testViews.SearchPage(snap, "weather on mars", &SearchResult{Match: "none", Nearest: []string{"rain-forecast", "quiet-thing"}}, "")
 	for name, c := range map[string]templ.Component{
-		"home.html":            HomePage(home),
-		"category.html":        CategoryPage(category),
-		"method.html":          MethodPageView(method),
-		"method-override.html": MethodPageView(overridden),
-		"merchant.html":        MerchantPageView(merchant),
-		"problem.html":         ProblemPageView(problem),
-		"search.html":          SearchPageView(search),
+		"home.html":             HomePage(home),
+		"category.html":         CategoryPage(category),
+		"method.html":           MethodPageView(method),
+		"method-override.html":  MethodPageView(overridden),
+		"merchant.html":         MerchantPageView(merchant),
+		"problem.html":          ProblemPageView(problem),
+		"search.html":           SearchPageView(search),
+		"search-also-near.html": SearchPageView(alsoNear),
+		"search-nearest.html":   SearchPageView(nearest),
 	} {
 		res, err := render(c)
 		if err != nil {

@@ -190,6 +190,9 @@ func (s *Server) handleSearch() http.HandlerFunc {
 				for _, h := range a.Hits {
 					res.Slugs = append(res.Slugs, snap.Methods()[h.Pos].Slug)
 				}
+				for _, n := range a.Nearest {
+					res.Nearest = append(res.Nearest, snap.Methods()[n.Pos].Slug)
+				}
 				v = s.views.SearchPage(snap, q, &res, "")
 			}
 		}

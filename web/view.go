@@ -187,6 +187,9 @@ type SearchView struct {
 	Match     string
 	Degraded  bool
 	Results   []MethodRow
+	// Nearest are the methods nearest the query that are not matches, shown apart
+	// from the results.
+	Nearest []MethodRow
 }
 
 // ProblemView is the human page behind a problem+json type.
@@ -424,11 +427,13 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 }
 
 // SearchResult is what a search engine found for a query: the matching slugs, best
-// first, and how they matched.
+// first, and how they matched; and the slugs of the methods nearest the query that
+// are not matches, when fewer than three matched.
 type SearchResult struct {
 	Match    string
 	Degraded bool
 	Slugs    []string
+	Nearest  []string
 }
 
 // SearchPage builds the search page's view from a result, or from why there is none.
@@ -449,6 +454,11 @@ func (vs Views) SearchPage(snap *directory.Snapshot, query string, res *SearchRe
 		for _, s := range res.Slugs {
 			if m, ok := snap.MethodBySlug(s); ok {
 				v.Results = append(v.Results, methodRow(m))
+			}
+		}
+		for _, s := range res.Nearest {
+			if m, ok := snap.MethodBySlug(s); ok {
+				v.Nearest = append(v.Nearest, methodRow(m))
 			}
 		}
 	}

@@ -239,6 +239,59 @@ func (exact) Search(_ context.Context, _ search.Caller, snap *directory.Snapshot
 	return search.Answer{Result: search.Result{Match: "slug", Hits: []search.Hit{{Pos: pos, Similarity: 1}}}}, nil
 }
 
+// near is a search whose band keeps the method named keep, if any, and offers the
+// others of the snapshot as nearest, not matches.
+type near struct{ keep string }
+
+func (n near) Search(_ context.Context, _ search.Caller, snap *directory.Snapshot, _ string, _ directory.Filter) (search.Answer, error) {
+	res := search.Result{Match: search.MatchNone, Band: &search.BandReport{Confidence: 0.2, Least: 0.41, Margin: 0.1}}
+	reason := search.ReasonBelowConfidence
+	if n.keep != "" {
+		pos, _ := snap.Position(n.keep)
+		res.Match, res.Hits, reason = search.MatchSemantic, []search.Hit{{Pos: pos, Similarity: 0.8}}, search.ReasonOutsideMargin
+	}
+	for pos, m := range snap.Methods() {
+		if m.Slug != n.keep && len(res.Hits)+len(res.Nearest) < search.MaxResults {
+			res.Nearest = append(res.Nearest, search.Near{Hit: search.Hit{Pos: pos, Similarity: 0.3}, Reason: reason})
+		}
+	}
+	return search.Answer{Result: res}, nil
+}
+
+// TestSearchPageShowsTheNearestApartFromTheResults: the methods nearest a query that
+// are not matches come under their own heading, after the results, in a section of
+// their own; with no result the page says there is no close match.
+func TestSearchPageShowsTheNearestApartFromTheResults(t *testing.T) {
+	snap := testSnapshot(t)
+	for _, tc := range []struct {
+		search         near
+		heading, other string
+		results        int
+	}{
+		{near{}, "No close match. Nearest:", "Also near", 0},
+		{near{"quiet-thing"}, "Also near, not a match:", "No close match", 1},
+	} {
+		srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, tc.search)
+		b := body(t, get(t, srv, "/search?q=weather+on+mars"))
+		results, nearest, ok := strings.Cut(b, `<section class="nearest"`)
+		if !ok || !strings.Contains(nearest, tc.heading) || strings.Contains(b, tc.other) {
+			t.Fatalf("%+v: no nearest section under %q:\n%s", tc.search, tc.heading, b)
+		}
+		if n := strings.Count(results, "<li>"); n != tc.results {
+			t.Errorf("%+v: %d results before the nearest, want %d", tc.search, n, tc.results)
+		}
+		if n := strings.Count(nearest, "<li>"); n != 3-tc.results {
+			t.Errorf("%+v: %d nearest, want %d", tc.search, n, 3-tc.results)
+		}
+		if tc.search.keep != "" && (!strings.Contains(results, "/methods/quiet-thing") || strings.Contains(nearest, "/methods/quiet-thing")) {
+			t.Errorf("the result is not apart from the nearest:\n%s", b)
+		}
+		if strings.Contains(b, "Nothing close enough") {
+			t.Errorf("%+v: says nothing is close while showing the nearest", tc.search)
+		}
+	}
+}
+
 func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
 	snap := testSnapshot(t)
 	for _, tc := range []struct {
