@@ -149,3 +149,25 @@ func TestExactMatchHasNoNearest(t *testing.T) {
 		t.Fatalf("%+v (store asked for %d)", res, asked)
 	}
 }
+
+// TestNearestUnderACalibratedBand: a calibrated band has no floor on similarity (its
+// least is a probability), so a method within its margin is never "below_floor", and
+// one it left out only because it had kept enough is no nearest.
+func TestNearestUnderACalibratedBand(t *testing.T) {
+	snap := nearSnapshot(t)
+	var asked int
+	near := []search.Neighbour{{Slug: "ghost", Similarity: 0.9}, {Slug: "a", Similarity: 0.85}, {Slug: "b", Similarity: 0.5}}
+	cal := &search.Calibration{Bias: 5, Least: 0.9, Margin: 0.1} // a probability of 0.993, whatever the evidence
+	model := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: cal}}
+	eng, err := search.NewEngine(search.Config{}, fixedStore{near, &asked}, model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := eng.Search(context.Background(), "", snap, "weather in a city", directory.Filter{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Hits) != 0 || len(res.Nearest) != 1 || snap.Methods()[res.Nearest[0].Pos].Slug != "b" || res.Nearest[0].Reason != search.ReasonOutsideMargin {
+		t.Fatalf("%+v", res)
+	}
+}
