@@ -89,6 +89,11 @@ var (
   "items": [` + withMember(listingItem, "similarity", 0.8123) + `], "count": 1}`
 	searchNoneBody = `{"object": "search", "query": "knitting patterns", "match": "none",
   "model": "builtin:lexhash-v1", "degraded": true, "items": [], "count": 0}`
+	nearestItem       = withMember(withMember(listingItem, "similarity", 0.41), "not_a_match", map[string]any{"reason": "below_confidence", "confidence": 0.18, "least": 0.35, "margin": 0.1})
+	searchNearestBody = `{"object": "search", "query": "knitting patterns", "match": "none",
+  "model": "builtin:hybrid-v1", "degraded": false, "items": [], "count": 0,
+  "band": {"confidence": 0.18, "least": 0.35, "margin": 0.1, "semantic": 0.52, "lexical": 0.1, "gap": 0.02},
+  "nearest": [` + nearestItem + `]}`
 	searchExactBody = `{"object": "search", "query": "OneSource", "match": "provider",
   "model": null, "degraded": false, "items": [` + withMember(listingItem, "similarity", nil) + `], "count": 1}`
 	detailBody   = withMember(listingItem, "guidance", json.RawMessage(guidance))
@@ -703,7 +708,8 @@ func TestSchemas(t *testing.T) {
 		"Facets":         {member(listBody, "facets"), `{"category": []}`},
 		"SnapshotRef":    {snapshotRef},
 		"List":           {listBody, listMinimalBody},
-		"Search":         {searchBody, searchNoneBody, searchExactBody},
+		"Search":         {searchBody, searchNoneBody, searchExactBody, searchNearestBody},
+		"NearestItem":    {nearestItem, withMember(withMember(neverProbed, "similarity", 0.3), "not_a_match", map[string]any{"reason": "outside_margin", "confidence": 0.7, "least": 0.35, "margin": 0.1})},
 		"MerchantMethod": {`{"slug": "a", "name": "A", "category": "data", "payable": false}`},
 		"ProbeRecord":    {elem(member(merchantBody, "probes"), 0), elem(member(merchantBody, "probes"), 1)},
 		"Merchant":       {merchantBody},
@@ -805,6 +811,7 @@ func TestSchemas(t *testing.T) {
 			`{"requestId": "` + uuid1 + `", "type": "choice", "choice": {"selectedOptionId": "fast"}, "claimedAt": "2026-11-20T08:00:00Z"}`},
 	}
 	bad := map[string][]string{
+		"NearestItem":              {listingItem, mutate(nearestItem, func(m map[string]any) { m["not_a_match"].(map[string]any)["reason"] = "too_far" })},
 		"Key":                      {strings.TrimSuffix(keyBody, "}") + `, "key": "sk_agent_0123456789abcdef_` + strings.Repeat("ab", 32) + `"}`},
 		"Session":                  {mutate(sessionBody, func(m map[string]any) { m["status"] = "paused" })},
 		"AppendEventRequest":       {`{"type": "session.completed", "clientEventId": "e1"}`},
