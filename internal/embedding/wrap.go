@@ -131,6 +131,19 @@ func (c *Cache) Purge() { c.cache.Purge() }
 // Unwrap returns the wrapped model.
 func (c *Cache) Unwrap() Embedder { return c.next }
 
+// Uncached is e without the query caches on top of it. Method texts are documents,
+// not queries: they go to the model as written (a query's normal form would flatten
+// the fields a hybrid model reads apart) and are never cached as queries.
+func Uncached(e Embedder) Embedder {
+	for {
+		c, ok := e.(*Cache)
+		if !ok {
+			return e
+		}
+		e = c.next
+	}
+}
+
 // Unwrap returns the wrapped model.
 func (b *Breaker) Unwrap() Embedder { return b.next }
 

@@ -39,6 +39,7 @@ func Sync(ctx context.Context, store EmbeddingStore, e embedding.Embedder) (int,
 		}
 	}
 	setFrequencies(e, all)
+	docs := embedding.Uncached(e)
 	done := 0
 	for start := 0; start < len(todo); start += syncBatch {
 		part := todo[start:min(start+syncBatch, len(todo))]
@@ -46,7 +47,7 @@ func Sync(ctx context.Context, store EmbeddingStore, e embedding.Embedder) (int,
 		for i, t := range part {
 			in[i] = t.text
 		}
-		vecs, err := e.Embed(ctx, in)
+		vecs, err := docs.Embed(ctx, in)
 		if err != nil {
 			return done, fmt.Errorf("search: embed methods under %s: %w", e.Model(), err)
 		}
