@@ -34,8 +34,9 @@ type Authenticated struct {
 	Sessions    session.Store
 	Requests    request.Store
 	Idempotency idempotency.Store
-	Memory      MemoryStore
-	Traces      trace.Store
+	// Memory is the users' saved items; without it their routes answer 404.
+	Memory *memory.Service
+	Traces trace.Store
 	// Pepper is the secret API keys are hashed with.
 	Pepper []byte
 	// Sealer encrypts the values people provide through requests; without it such
@@ -63,8 +64,6 @@ type Authenticated struct {
 	// quota_exceeded, so minting keys buys no more of what callers share.
 	MaxKeysPerUser   int
 	MaxAgentsPerUser int
-	// Opener opens sealed values, for materialize; without it nothing is released.
-	Opener memory.Opener
 	// Protected gives a user's protected values, which the LLM proxy blanks out and
 	// events and request contexts may not hold; without it those routes fail closed.
 	Protected redact.Source
@@ -84,8 +83,6 @@ type Authenticated struct {
 	WebhookGuard webhook.Guard
 	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
 	Captchas *captcha.Service
-	// MaxMemoryItems caps the items one user keeps (default 500).
-	MaxMemoryItems int
 	// Limits cap an agent's open sessions and a session's events (zero fields: no
 	// cap); past them a write is quota_exceeded.
 	Limits session.Limits
@@ -103,12 +100,6 @@ func (a Authenticated) clientIDTTL() time.Duration {
 		return 0
 	}
 	return max(a.SessionRetention, a.IdempotencyTTL)
-}
-
-// MemoryStore keeps memory items and a session's handles for them.
-type MemoryStore interface {
-	memory.Store
-	memory.Sessions
 }
 
 // Option adds to what NewServer wires.
@@ -140,9 +131,6 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.MaxAgentsPerUser <= 0 {
 			a.MaxAgentsPerUser = auth.DefaultMaxAgents
-		}
-		if a.MaxMemoryItems <= 0 {
-			a.MaxMemoryItems = 500
 		}
 		if a.LLM.Timeout <= 0 {
 			a.LLM.Timeout = 120 * time.Second

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
@@ -16,7 +15,7 @@ import (
 
 type newItemRequest struct{ memory.New }
 
-func (n *newItemRequest) validate() error { return n.New.Validate() }
+func (n *newItemRequest) validate() error { return n.New.Validate() } // the service checks again; this fails before the Idempotency-Key is held
 
 type patchItemRequest struct{ memory.Patch }
 
@@ -115,7 +114,7 @@ func (s *Server) handleMemoryItem() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		it, err := s.auth.Memory.StoredItem(r.Context(), principal(r).UserID, id)
+		it, err := s.auth.Memory.Item(r.Context(), principal(r).UserID, id)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -133,17 +132,7 @@ func (s *Server) handleCreateMemoryItem() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		p := principal(r)
-		by := memory.ByUser
-		if p.Scope == auth.ScopeAgent {
-			by = memory.ByAgent
-		}
-		st, err := memory.Build(s.auth.Sealer, p.UserID, by, req.New)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		it, err := s.auth.Memory.CreateItem(r.Context(), st, s.auth.MaxMemoryItems)
+		it, err := s.auth.Memory.Create(r.Context(), principal(r), req.New)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -174,21 +163,7 @@ func (s *Server) handleUpdateMemoryItem() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		userID := principal(r).UserID
-		cur, err := s.auth.Memory.StoredItem(r.Context(), userID, id)
-		if err == nil && cur.Revision != rev {
-			err = memory.ErrStale
-		}
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		next, err := memory.Apply(s.auth.Sealer, cur, req.Patch)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		it, err := s.auth.Memory.UpdateItem(r.Context(), next, rev)
+		it, err := s.auth.Memory.Update(r.Context(), principal(r).UserID, id, rev, req.Patch)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -211,7 +186,7 @@ func (s *Server) handleArchiveMemoryItem() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		if err := s.auth.Memory.ArchiveItem(r.Context(), principal(r).UserID, id, rev); err != nil {
+		if err := s.auth.Memory.Archive(r.Context(), principal(r).UserID, id, rev); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -260,22 +235,7 @@ type materializeRequest struct {
 	Purpose string   `json:"purpose"`
 }
 
-func (m *materializeRequest) validate() error {
-	if len(m.Handles) == 0 || len(m.Handles) > memory.MaxMaterializeLen {
-		return problem.Invalid("")
-	}
-	seen := map[string]bool{}
-	for _, h := range m.Handles {
-		if len(h) < 24 || len(h) > 100 || seen[h] {
-			return problem.Invalid("")
-		}
-		seen[h] = true
-	}
-	if strings.TrimSpace(m.Purpose) == "" || len(m.Purpose) > 500 {
-		return problem.Invalid("")
-	}
-	return nil
-}
+func (m *materializeRequest) validate() error { return memory.CheckMaterialize(m.Handles, m.Purpose) }
 
 type materializeBody struct {
 	Values []memory.Value `json:"values"`
@@ -302,8 +262,7 @@ func (s *Server) handleMaterialize() http.HandlerFunc {
 			fail(err)
 			return
 		}
-		m := memory.Materializer{Store: s.auth.Memory, Opener: s.auth.Opener}
-		values, err := m.Materialize(r.Context(), principal(r), id, req.Handles, req.Purpose)
+		values, err := s.auth.Memory.Materialize(r.Context(), principal(r), id, req.Handles, req.Purpose)
 		if err != nil {
 			fail(err)
 			return

@@ -55,7 +55,7 @@ type Approvals struct {
 	Captchas Captchas
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks Webhooks
-	Memory   memory.Store
+	Memory   *memory.Service
 	// WebhookGuard is the rule webhook deliveries are sent under, asked when one is
 	// registered to warn of a URL they will be refused on; nil warns of nothing.
 	WebhookGuard webhook.Guard

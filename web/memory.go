@@ -39,9 +39,6 @@ type MemoryFieldRow struct {
 // memoryShown is how many items the page lists.
 const memoryShown = 200
 
-// maxMemoryItems is the most items one user keeps, as the API holds them.
-const maxMemoryItems = 500
-
 func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
 	items, _, err := s.approvals.Memory.Items(r.Context(), ws.UserID, memory.Scope{}, nil, memoryShown)
 	if err != nil {
@@ -104,21 +101,12 @@ func (s *Server) handleSaveMemory() http.HandlerFunc {
 			}
 			n.Hosts = []string{host}
 		}
-		err := n.Validate()
-		var st memory.Stored
-		if err == nil && s.approvals.Sealer == nil {
-			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it saves none.", http.StatusServiceUnavailable)
-			return
-		}
-		if err == nil {
-			st, err = memory.Build(s.approvals.Sealer, ws.UserID, memory.ByUser, n)
-		}
-		if err == nil {
-			_, err = s.approvals.Memory.CreateItem(r.Context(), st, maxMemoryItems)
-		}
+		_, err := s.approvals.Memory.Create(r.Context(), ws.Principal, n)
 		switch code := problem.CodeOf(err); {
 		case err == nil:
 			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
+		case errors.Is(err, memory.ErrNoSealer):
+			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it saves none.", http.StatusServiceUnavailable)
 		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
 			p, _ := problem.As(err)
 			s.memoryPage(w, r, ws, "Nothing was saved: "+p.Detail, http.StatusUnprocessableEntity)
@@ -143,7 +131,7 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 			s.memoryPage(w, r, ws, "Nothing was changed: the form was incomplete. Change it again from this page.", http.StatusUnprocessableEntity)
 			return
 		}
-		cur, err := s.approvals.Memory.StoredItem(r.Context(), ws.UserID, id)
+		cur, err := s.approvals.Memory.Item(r.Context(), ws.UserID, id)
 		if problem.CodeOf(err) == problem.NotFound {
 			s.appNotFound(w, r)
 			return
@@ -155,10 +143,6 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 		stale := "Nothing was changed: “" + cur.Label + "” changed since you opened this page. Here it is as it is now."
 		if cur.Revision != rev {
 			s.memoryPage(w, r, ws, stale, http.StatusConflict)
-			return
-		}
-		if s.approvals.Sealer == nil {
-			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it changes none.", http.StatusServiceUnavailable)
 			return
 		}
 		label, ask, readOnly := r.PostForm.Get("label"), r.PostForm.Get("askBeforeUse") == "true", r.PostForm.Get("readOnly") == "true"
@@ -185,13 +169,12 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 				p.Fields = append(p.Fields, fp)
 			}
 		}
-		next, err := memory.Apply(s.approvals.Sealer, cur, p)
-		if err == nil {
-			_, err = s.approvals.Memory.UpdateItem(r.Context(), next, rev)
-		}
+		_, err = s.approvals.Memory.Update(r.Context(), ws.UserID, id, rev, p)
 		switch code := problem.CodeOf(err); {
 		case err == nil:
 			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
+		case errors.Is(err, memory.ErrNoSealer):
+			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it changes none.", http.StatusServiceUnavailable)
 		case errors.Is(err, memory.ErrStale):
 			s.memoryPage(w, r, ws, stale, http.StatusConflict)
 		case code == problem.ValidationFailed:
@@ -210,7 +193,7 @@ func (s *Server) handleArchiveMemory() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		switch err := s.approvals.Memory.ArchiveItem(r.Context(), ws.UserID, id, 0); problem.CodeOf(err) {
+		switch err := s.approvals.Memory.Archive(r.Context(), ws.UserID, id, 0); problem.CodeOf(err) {
 		case "":
 			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
 		case problem.NotFound:

@@ -16,7 +16,9 @@ import (
 // The console saves an item whose value goes sealed and never comes back on a page,
 // lists it by what it holds, and archives it, every form behind the CSRF token.
 func TestConsoleSavesListsAndArchivesMemory(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Memory = a.Requests.(memory.Store) })
+	e := newAppEnv(t, func(a *Approvals) {
+		a.Memory = memory.NewService(a.Requests.(memory.Store), memory.Config{Sealer: a.Sealer.(memory.Sealer)})
+	})
 	_, adaKey := e.user("ada")
 	b := e.browser()
 	b.mustSignIn(adaKey, "")
@@ -58,7 +60,10 @@ func TestConsoleSavesListsAndArchivesMemory(t *testing.T) {
 // its box is unticked.
 func TestConsoleChangesMemoryItems(t *testing.T) {
 	var sealer memory.Opener
-	e := newAppEnv(t, func(a *Approvals) { a.Memory = a.Requests.(memory.Store); sealer = a.Sealer.(memory.Opener) })
+	e := newAppEnv(t, func(a *Approvals) {
+		a.Memory = memory.NewService(a.Requests.(memory.Store), memory.Config{Sealer: a.Sealer.(memory.Sealer)})
+		sealer = a.Sealer.(memory.Opener)
+	})
 	ada, adaKey := e.user("ada")
 	ctx := context.Background()
 	b := e.browser()
@@ -131,7 +136,9 @@ func TestConsoleChangesMemoryItems(t *testing.T) {
 // the person saved a value holds that value in the store; the session's timeline
 // shows it blanked with the values as they are now.
 func TestTheTimelineBlanksAValueSavedAfterItsSpanWasKept(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Memory = a.Requests.(memory.Store) })
+	e := newAppEnv(t, func(a *Approvals) {
+		a.Memory = memory.NewService(a.Requests.(memory.Store), memory.Config{Sealer: a.Sealer.(memory.Sealer)})
+	})
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/waystation/waystation/internal/memory"
-	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/trust"
@@ -12,10 +11,10 @@ import (
 // withApprovals serves the approval pages for people, deciding through the same
 // stores and sealer as the API. Without a pepper they refuse every sign-in, as the
 // API refuses every key.
-func withApprovals(cfg Config, store *postgres.Store, payments *payment.Service) web.Option {
+func withApprovals(cfg Config, store *postgres.Store, svc services) web.Option {
 	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
 		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
-		Payments: store, Approved: func(request.Request) { payments.Kick() }, Captchas: store, Webhooks: store, Memory: store, Passkeys: store, SignInAttempts: store,
+		Payments: store, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: store, Webhooks: store, Memory: svc.memory, Passkeys: store, SignInAttempts: store,
 		TrustedProxies: cfg.Search.TrustedProxies}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets

@@ -164,7 +164,7 @@ func loadSessionLimits(getenv func(string) string) (session.Limits, time.Duratio
 // withAuthenticated starts the event listener and the expiry of requests, and
 // returns the option serving the authenticated API. Without a pepper the API fails
 // closed: it refuses every key.
-func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, payments *payment.Service, prober *trust.Prober) api.Option {
+func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, svc services) api.Option {
 	if cfg.AuthPepper == nil {
 		log.Warn("AUTH_PEPPER is not set: the authenticated API refuses every key")
 		return api.WithAuthenticated(api.Authenticated{})
@@ -175,17 +175,17 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
-		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Memory: store, Traces: store,
+		Keys: store, Agents: store, Sessions: store, Requests: store, Idempotency: store, Memory: svc.memory, Traces: store,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
 		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
 		Limits: cfg.SessionLimits, SessionRetention: cfg.SessionRetention,
 	}
 	if cfg.Secrets != nil {
-		a.Sealer, a.Opener = cfg.Secrets, cfg.Secrets
+		a.Sealer = cfg.Secrets
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
-	a.Prober, a.Payments = prober, payments
+	a.Prober, a.Payments = svc.prober, svc.payments
 	a.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 	a.Webhooks = store
 	if cfg.Secrets != nil {
@@ -196,9 +196,9 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 		a.WebhookGuard = sender
 		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: sender, Every: webhookEvery, Log: log}.Run(ctx)
 	}
-	if payments.Payer != nil {
-		go payments.Run(ctx, paymentEvery)
-		log.Info("paying sellers", "payer", payments.Payer.Signer, "networks", payments.Payer.Networks,
+	if svc.payments.Payer != nil {
+		go svc.payments.Run(ctx, paymentEvery)
+		log.Info("paying sellers", "payer", svc.payments.Payer.Signer, "networks", svc.payments.Payer.Networks,
 			"chains", cfg.Payment.Chains.Networks())
 	}
 	return api.WithAuthenticated(a)

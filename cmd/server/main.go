@@ -286,12 +286,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		observed.AccessLog = log
 	}
 
-	payments, prober := newPayments(cfg, log, store)
-	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, payments, prober), api.WithSearch(searcher))
+	svc := newServices(cfg, log, store)
+	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
-			log, snapshots, searcher, withApprovals(cfg, store, payments))),
+			log, snapshots, searcher, withApprovals(cfg, store, svc))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

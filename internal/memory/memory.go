@@ -393,8 +393,8 @@ type Scope struct {
 	AllSites bool
 }
 
-// Store keeps memory items of users. Every method sees only userID's items.
-type Store interface {
+// ItemStore keeps memory items of users. Every method sees only userID's items.
+type ItemStore interface {
 	CreateItem(ctx context.Context, s Stored, max int) (Stored, error)
 	Items(ctx context.Context, userID string, scope Scope, after *session.Cursor, limit int) ([]Stored, *session.Cursor, error)
 	StoredItem(ctx context.Context, userID, id string) (Stored, error)

@@ -15,7 +15,7 @@ import (
 	"github.com/waystation/waystation/internal/session"
 )
 
-var _ memory.Store = (*Store)(nil)
+var _ memory.ItemStore = (*Store)(nil)
 
 const itemColumns = `id, user_id, label, hosts, ask_before_use, read_only, revision, created_by, created_at, updated_at`
 
@@ -221,7 +221,7 @@ func (s *Store) ArchiveItem(ctx context.Context, userID, id string, revision int
 	return fail("archive memory item", err)
 }
 
-var _ memory.Sessions = (*Store)(nil)
+var _ memory.Store = (*Store)(nil)
 
 // openSession locks session id for tx if p may see it and it is open.
 func openSession(ctx context.Context, tx pgx.Tx, p auth.Principal, id string) (session.Session, error) {
