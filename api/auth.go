@@ -75,12 +75,8 @@ type Authenticated struct {
 	// Payments asks for and carries out payments to sellers; without it, or without
 	// its payer, the payment routes answer 501 payer_not_configured.
 	Payments *payment.Service
-	// Webhooks keeps the users' webhooks; without it (or without Sealer) their
-	// routes answer 404.
-	Webhooks WebhookStore
-	// WebhookGuard is the rule deliveries are sent under, asked at registration to
-	// warn of a URL whose host they will be refused on; nil warns of nothing.
-	WebhookGuard webhook.Guard
+	// Webhooks keeps the users' webhooks; without it their routes are not served.
+	Webhooks *webhook.Service
 	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
 	Captchas *captcha.Service
 	// Limits cap an agent's open sessions and a session's events (zero fields: no

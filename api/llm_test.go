@@ -18,6 +18,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/redact/redacttest"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // stubLLM is an upstream OpenAI-compatible server on loopback that keeps every byte
@@ -293,7 +294,9 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 // of a materialisation, a webhook's URL — anything of a body that holds one of the
 // user's protected values, in any written form, is refused, and nothing is kept.
 func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.Webhooks = a.Keys.(api.WebhookStore) })
+	e := newAuthEnv(t, func(a *api.Authenticated) {
+		a.Webhooks = webhook.NewService(a.Keys.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+	})
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary = "Quartz-Canary-4417"

@@ -54,10 +54,12 @@ func (s *Server) routes() chi.Router {
 			read(r.With(user), "/keys", s.handleKeys())
 			r.With(user).Post("/keys", s.handleCreateKey()) // never cached: the answer holds the secret
 			r.With(user).Delete("/keys/{kid}", s.handleRevokeKey())
-			r.With(user).Post("/webhooks", s.handleCreateWebhook()) // never replayed: the answer holds the secret
-			read(r.With(user), "/webhooks", s.handleWebhooks())
-			r.With(user).Delete("/webhooks/{id}", s.handleDeleteWebhook())
-			read(r.With(user), "/webhooks/{id}/deliveries", s.handleDeliveries())
+			if s.auth.Webhooks != nil {
+				r.With(user).Post("/webhooks", s.handleCreateWebhook()) // never replayed: the answer holds the secret
+				read(r.With(user), "/webhooks", s.handleWebhooks())
+				r.With(user).Delete("/webhooks/{id}", s.handleDeleteWebhook())
+				read(r.With(user), "/webhooks/{id}/deliveries", s.handleDeliveries())
+			}
 
 			r.With(agent, once).Post("/sessions", s.handleCreateSession())
 			read(r, "/sessions", s.handleSessions())

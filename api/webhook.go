@@ -1,23 +1,10 @@
 package api
 
 import (
-	"context"
 	"net/http"
 
-	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/webhook"
 )
-
-// WebhookStore keeps a user's webhooks and their deliveries.
-type WebhookStore interface {
-	CreateWebhook(ctx context.Context, p auth.Principal, id string, n webhook.New, secret webhook.Sealed) (webhook.Webhook, error)
-	Webhooks(ctx context.Context, p auth.Principal) ([]webhook.Webhook, error)
-	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
-	Deliveries(ctx context.Context, p auth.Principal, id string, limit int) ([]webhook.Delivery, error)
-}
-
-var errNoWebhooks = problem.New(problem.NotFound, "This server keeps no webhooks.")
 
 type createWebhookRequest struct{ webhook.New }
 
@@ -32,27 +19,21 @@ type createdWebhook struct {
 }
 
 // handleCreateWebhook registers a webhook of the user; its secret, which signs every
-// delivery, is answered this once and kept sealed. A URL that every delivery will be
-// refused on is kept all the same (the operator may allow its host later), with a
-// warning.
+// delivery, is answered this once and kept sealed; a URL every delivery will be
+// refused on is kept with a warning (see webhook.Service.Register).
 func (s *Server) handleCreateWebhook() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Webhooks == nil || s.auth.Sealer == nil {
-			s.error(w, r, errNoWebhooks)
-			return
-		}
 		var req createWebhookRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
 			s.error(w, r, err)
 			return
 		}
-		out, secret, err := webhook.Register(r.Context(), s.auth.Webhooks, s.auth.Sealer, principal(r), req.New)
+		reg, err := s.auth.Webhooks.Register(r.Context(), principal(r), req.New)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusCreated, createdWebhook{Webhook: out, Secret: secret,
-			Warnings: webhook.Warnings(r.Context(), s.auth.WebhookGuard, out.URL)})
+		writeJSON(w, http.StatusCreated, createdWebhook{Webhook: reg.Webhook, Secret: reg.Secret, Warnings: reg.Warnings})
 	}
 }
 
@@ -62,11 +43,7 @@ type webhookPage struct {
 
 func (s *Server) handleWebhooks() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Webhooks == nil {
-			s.error(w, r, errNoWebhooks)
-			return
-		}
-		items, err := s.auth.Webhooks.Webhooks(r.Context(), principal(r))
+		items, err := s.auth.Webhooks.List(r.Context(), principal(r))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -80,16 +57,12 @@ func webhookID(r *http.Request) (string, error) { return uuidParam(r, "id", webh
 
 func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Webhooks == nil {
-			s.error(w, r, errNoWebhooks)
-			return
-		}
 		id, err := webhookID(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		if err := s.auth.Webhooks.DeleteWebhook(r.Context(), principal(r), id); err != nil {
+		if err := s.auth.Webhooks.Delete(r.Context(), principal(r), id); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -104,10 +77,6 @@ type deliveryPage struct {
 
 func (s *Server) handleDeliveries() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Webhooks == nil {
-			s.error(w, r, errNoWebhooks)
-			return
-		}
 		id, err := webhookID(r)
 		if err != nil {
 			s.error(w, r, err)

@@ -49,7 +49,9 @@ func (rc *receiver) received() ([]http.Header, [][]byte) {
 // shown once; a failing receiver is tried again and the delivery log says so; no
 // payload holds a provided value.
 func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.Webhooks = a.Keys.(api.WebhookStore) })
+	e := newAuthEnv(t, func(a *api.Authenticated) {
+		a.Webhooks = webhook.NewService(a.Keys.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+	})
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	good, flaky := &receiver{}, &receiver{fail: 1}
@@ -165,8 +167,8 @@ func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 func TestRegisteringAWebhookWarnsOfAHostDeliveriesWillBeRefusedOn(t *testing.T) {
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.Webhooks = a.Keys.(api.WebhookStore)
-		a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)
+		a.Webhooks = webhook.NewService(a.Keys.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer),
+			Guard: trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)})
 	})
 	_, userKey := e.user("ada")
 	for url, want := range map[string]string{

@@ -54,11 +54,8 @@ type Approvals struct {
 	// Captchas gives a captcha request's task, whose image the page shows.
 	Captchas Captchas
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
-	Webhooks Webhooks
+	Webhooks *webhook.Service
 	Memory   *memory.Service
-	// WebhookGuard is the rule webhook deliveries are sent under, asked when one is
-	// registered to warn of a URL they will be refused on; nil warns of nothing.
-	WebhookGuard webhook.Guard
 	// Passkeys keeps the people's passkeys; without it they sign in with keys alone.
 	Passkeys auth.PasskeyStore
 	// SignInAttempts counts sign-in attempts for every replica; without it each

@@ -1,7 +1,7 @@
 package web
 
 import (
-	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,14 +10,6 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/webhook"
 )
-
-// Webhooks are the console's reads and writes of the person's webhooks.
-type Webhooks interface {
-	CreateWebhook(ctx context.Context, p auth.Principal, id string, n webhook.New, secret webhook.Sealed) (webhook.Webhook, error)
-	Webhooks(ctx context.Context, p auth.Principal) ([]webhook.Webhook, error)
-	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
-	Deliveries(ctx context.Context, p auth.Principal, id string, limit int) ([]webhook.Delivery, error)
-}
 
 // WebhooksView is the console's webhooks page.
 type WebhooksView struct {
@@ -45,7 +37,7 @@ type DeliveryRow struct {
 const webhookDeliveriesShown = 10
 
 func (s *Server) webhooksPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message, secret string, status int) {
-	hooks, err := s.approvals.Webhooks.Webhooks(r.Context(), ws.Principal)
+	hooks, err := s.approvals.Webhooks.List(r.Context(), ws.Principal)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -121,13 +113,12 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		if s.approvals.Sealer == nil {
+		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
+		reg, err := s.approvals.Webhooks.Register(r.Context(), ws.Principal, n)
+		switch code := problem.CodeOf(err); {
+		case errors.Is(err, webhook.ErrNoSealer):
 			s.webhooksPage(w, r, ws, "This server has no key to keep webhook secrets sealed, so it registers none.", "", http.StatusServiceUnavailable)
 			return
-		}
-		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
-		hook, secret, err := webhook.Register(r.Context(), s.approvals.Webhooks, s.approvals.Sealer, ws.Principal, n)
-		switch code := problem.CodeOf(err); {
 		case code == problem.ValidationFailed:
 			p, _ := problem.As(err)
 			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusUnprocessableEntity)
@@ -141,10 +132,10 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 			return
 		}
 		msg := "Registered. Copy its secret now: it is shown this once."
-		for _, warning := range webhook.Warnings(r.Context(), s.approvals.WebhookGuard, hook.URL) {
+		for _, warning := range reg.Warnings {
 			msg += " " + warning
 		}
-		s.webhooksPage(w, r, ws, msg, secret, http.StatusCreated)
+		s.webhooksPage(w, r, ws, msg, reg.Secret, http.StatusCreated)
 	}
 }
 
@@ -155,7 +146,7 @@ func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		switch err := s.approvals.Webhooks.DeleteWebhook(r.Context(), ws.Principal, id); problem.CodeOf(err) {
+		switch err := s.approvals.Webhooks.Delete(r.Context(), ws.Principal, id); problem.CodeOf(err) {
 		case "":
 			http.Redirect(w, r, appPath+"/webhooks", http.StatusSeeOther)
 		case problem.NotFound:

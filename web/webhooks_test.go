@@ -9,12 +9,15 @@ import (
 
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // The console registers a webhook (its secret shown on that page alone), lists it with
 // its deliveries, and deletes it, every form behind the CSRF token.
 func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Webhooks = a.Requests.(Webhooks) })
+	e := newAppEnv(t, func(a *Approvals) {
+		a.Webhooks = webhook.NewService(a.Requests.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+	})
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")
 	b := e.browser()
@@ -62,8 +65,8 @@ func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
 // that shows its secret says why its deliveries will fail.
 func TestConsoleWarnsOfAWebhookHostDeliveriesWillBeRefusedOn(t *testing.T) {
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Webhooks = a.Requests.(Webhooks)
-		a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)
+		a.Webhooks = webhook.NewService(a.Requests.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer),
+			Guard: trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)})
 	})
 	_, adaKey := e.user("ada")
 	b := e.browser()

@@ -4,7 +4,6 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/request"
-	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/web"
 )
 
@@ -14,13 +13,11 @@ import (
 func withApprovals(cfg Config, store *postgres.Store, svc services) web.Option {
 	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
 		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
-		Payments: store, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: store, Webhooks: store, Memory: svc.memory, Passkeys: store, SignInAttempts: store,
+		Payments: store, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: store, Webhooks: svc.webhooks, Memory: svc.memory, Passkeys: store, SignInAttempts: store,
 		TrustedProxies: cfg.Search.TrustedProxies}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
-	// Registering a webhook asks the deliveries' rule whether they will be refused.
-	a.WebhookGuard = trust.NewProber(trust.ProberConfig{AllowHosts: cfg.Payment.WebhookAllowHosts}, nil)
 	return web.WithApprovals(a)
 }

@@ -187,14 +187,9 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
 	a.Prober, a.Payments = svc.prober, svc.payments
 	a.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
-	a.Webhooks = store
+	a.Webhooks = svc.webhooks
 	if cfg.Secrets != nil {
-		// Deliveries go through a prober's guarded client of their own: public
-		// addresses only, and the hosts WEBHOOK_ALLOW_HOSTS names.
-		// Registration asks the same client, to warn of a URL it will refuse.
-		sender := trust.NewProber(trust.ProberConfig{Timeout: 10 * time.Second, AllowHosts: cfg.Payment.WebhookAllowHosts}, log)
-		a.WebhookGuard = sender
-		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: sender, Every: webhookEvery, Log: log}.Run(ctx)
+		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log}.Run(ctx)
 	}
 	if svc.payments.Payer != nil {
 		go svc.payments.Run(ctx, paymentEvery)

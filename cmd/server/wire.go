@@ -2,11 +2,13 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/webhook"
 )
 
 // services are the domain's use cases, each built once and handed to every adapter
@@ -16,6 +18,10 @@ type services struct {
 	// prober calls sellers for quotes and payments, never paying on its own.
 	prober *trust.Prober
 	memory *memory.Service
+	// webhooks registers webhooks; webhookSender is the guarded client their
+	// deliveries go through, and the rule registration warns by.
+	webhooks      *webhook.Service
+	webhookSender *trust.Prober
 }
 
 // newServices builds the services over store with cfg's settings.
@@ -27,5 +33,15 @@ func newServices(cfg Config, log *slog.Logger, store *postgres.Store) services {
 		mc.Sealer, mc.Opener = cfg.Secrets, cfg.Secrets
 	}
 	s.memory = memory.NewService(store, mc)
+
+	// Deliveries go through a prober's guarded client of their own: public addresses
+	// only, and the hosts WEBHOOK_ALLOW_HOSTS names. Registration asks the same rule,
+	// to warn of a URL it will refuse.
+	s.webhookSender = trust.NewProber(trust.ProberConfig{Timeout: 10 * time.Second, AllowHosts: cfg.Payment.WebhookAllowHosts}, log)
+	wc := webhook.Config{Guard: s.webhookSender}
+	if cfg.Secrets != nil {
+		wc.Sealer = cfg.Secrets
+	}
+	s.webhooks = webhook.NewService(store, wc)
 	return s
 }

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/periodic"
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -209,6 +208,12 @@ func Backoff(n int) time.Duration {
 
 // Store keeps webhooks and their deliveries.
 type Store interface {
+	// CreateWebhook keeps user p's new webhook id with its sealed secret.
+	CreateWebhook(ctx context.Context, p auth.Principal, id string, n New, secret Sealed) (Webhook, error)
+	Webhooks(ctx context.Context, p auth.Principal) ([]Webhook, error)
+	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
+	// Deliveries are webhook id's newest deliveries, at most limit.
+	Deliveries(ctx context.Context, p auth.Principal, id string, limit int) ([]Delivery, error)
 	// DueDeliveries takes up to limit pending deliveries that are due, leaving them
 	// to this deliverer for lease.
 	DueDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Delivery, error)
@@ -358,30 +363,4 @@ func Warnings(ctx context.Context, g Guard, rawURL string) []string {
 // Sealer encrypts a value bound to additional data under the server's current key.
 type Sealer interface {
 	Seal(plaintext, aad []byte) (keyID string, nonce, ciphertext []byte, err error)
-}
-
-// Creator keeps a new webhook with its sealed secret.
-type Creator interface {
-	CreateWebhook(ctx context.Context, p auth.Principal, id string, n New, secret Sealed) (Webhook, error)
-}
-
-// Register makes a webhook of user p: a fresh id and secret, the secret sealed to the
-// user and the webhook, and the webhook kept. The secret is answered to be shown once;
-// it is never kept in the clear. The API and the console register through it.
-func Register(ctx context.Context, c Creator, s Sealer, p auth.Principal, n New) (Webhook, string, error) {
-	if err := n.Validate(); err != nil {
-		return Webhook{}, "", err
-	}
-	id := memory.NewID()
-	secret, raw, err := NewSecret()
-	if err != nil {
-		return Webhook{}, "", err
-	}
-	keyID, nonce, ct, err := s.Seal(raw, AAD(p.UserID, id))
-	clear(raw)
-	if err != nil {
-		return Webhook{}, "", err
-	}
-	w, err := c.CreateWebhook(ctx, p, id, n, Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct})
-	return w, secret, err
 }
