@@ -11,8 +11,6 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
 func (b bitset) set(i int) { b[i/64] |= 1 << (uint(i) % 64) }
 
-func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
-
 // and keeps in b only the positions also in o.
 func (b bitset) and(o bitset) {
 	for i := range b {

@@ -11,15 +11,14 @@ import (
 
 // Encoder embeds text with the model. It is safe for concurrent use.
 type Encoder struct {
-	tok     *Tokenizer
-	embed   []float32 // vocabulary x width0
-	width0  int
-	timing  []float32 // inverse timescales, width0/2 of them
-	maxLen  int
-	layers  []layer
-	tanhW   []float32
-	tanhB   []float32
-	buffers sync.Pool
+	tok    *Tokenizer
+	embed  []float32 // vocabulary x width0
+	width0 int
+	timing []float32 // inverse timescales, width0/2 of them
+	maxLen int
+	layers []layer
+	tanhW  []float32
+	tanhB  []float32
 }
 
 type layer struct {
