@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -507,15 +506,12 @@ func TestDatabaseOutageKeepsTheDirectoryUpAndTheAPIRecoversWithoutRestart(t *tes
 	}
 }
 
-// buildServer compiles this command into the test's temporary directory.
+// buildServer compiles this command into the test's temporary directory, with the go
+// command that runs the test: go test puts its GOROOT's bin first on the PATH.
 func buildServer(t *testing.T) string {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	bin := filepath.Join(t.TempDir(), "waystation")
-	if out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
