@@ -640,7 +640,7 @@ func checkAllow(rt *route, allow string) []error {
 	slices.Sort(want)
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
-		return []error{fmt.Errorf("Allow %q: the document gives %s the methods %s", allow, rt.template, strings.Join(want, ", "))}
+		return []error{fmt.Errorf("header Allow %q: the document gives %s the methods %s", allow, rt.template, strings.Join(want, ", "))}
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ func calibrate(ctx context.Context, cfg SearchConfig, store *postgres.Store, arg
 		return err
 	}
 	if fs.NArg() == 0 {
+		//lint:ignore ST1005 a usage line, the ellipsis saying that several files may be given, as in the server's usage
 		return errors.New("usage: calibrate [-max-false-match 0.15] [-n] QUERIES.jsonl...")
 	}
 	primary, fallback, err := registerModels(ctx, cfg, store)
