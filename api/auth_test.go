@@ -550,7 +550,7 @@ func TestKeysAndAgentsPerUserAreCapped(t *testing.T) {
 	}
 	r := e.call("POST", "/keys", userKey, `{"scope":"user"}`).want(t, 409, "quota_exceeded")
 	check(r, "POST", "/keys")
-	r = e.call("POST", "/keys", userKey, `{"scope":"agent","agentId":"`+agentID+`"}`).want(t, 409, "quota_exceeded")
+	e.call("POST", "/keys", userKey, `{"scope":"agent","agentId":"`+agentID+`"}`).want(t, 409, "quota_exceeded")
 	r = e.call("POST", "/agents", userKey, `{"name":"runner"}`, "Idempotency-Key", "a1").want(t, 409, "quota_exceeded")
 	check(r, "POST", "/agents")
 	var keys struct{ Items []auth.Key }

@@ -188,9 +188,7 @@ func (s *Server) handleSetLimits() http.HandlerFunc {
 		}
 		in := payment.LimitsInput{PerPayment: strings.TrimSpace(r.PostForm.Get("perPayment")), Daily: strings.TrimSpace(r.PostForm.Get("daily")),
 			Monthly: strings.TrimSpace(r.PostForm.Get("monthly")), HostsMode: r.PostForm.Get("hostsMode"), Paused: r.PostForm.Get("paused") == "true"}
-		for _, h := range strings.FieldsFunc(r.PostForm.Get("hosts"), func(c rune) bool { return c == ',' || c == '\n' || c == '\r' || c == ' ' }) {
-			in.Hosts = append(in.Hosts, h)
-		}
+		in.Hosts = append(in.Hosts, strings.FieldsFunc(r.PostForm.Get("hosts"), func(c rune) bool { return c == ',' || c == '\n' || c == '\r' || c == ' ' })...)
 		l, err := in.Limits()
 		if err == nil {
 			_, err = s.approvals.Payments.SetLimits(r.Context(), ws.Principal, id, l)
