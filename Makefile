@@ -223,10 +223,13 @@ $(NODE):
 lint-openapi: $(REDOCLY) $(NODE)
 	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(NODE) $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
 
+# The OpenAPI document's linter, gofmt, go vet, staticcheck (a Go tool pinned in go.mod,
+# so that everyone runs the same checks), and the templ files regenerated to find stale ones.
 .PHONY: lint
 lint: go lint-openapi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@$(GO) tool templ generate >/dev/null
 	@git diff --exit-code --stat -- 'web/*_templ.go' || { echo "templ: the generated files above were stale; commit them" >&2; exit 1; }
 
