@@ -48,7 +48,7 @@ func (s *Server) handleAgentMe() http.HandlerFunc {
 		}
 		lim := s.limits()
 		if svc, err := s.payments(); err == nil {
-			sp, err := svc.Store.Limits(r.Context(), a.ID, svc.Clock())
+			sp, err := svc.Limits(r.Context(), a.ID)
 			if err != nil {
 				s.error(w, r, err)
 				return

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/captcha"
-	"github.com/waystation/waystation/internal/problem"
 )
 
 type createTaskRequest struct {
@@ -16,8 +15,6 @@ func (c *createTaskRequest) validate() error {
 	_, err := c.New.Validate()
 	return err
 }
-
-var errNoCaptchas = problem.New(problem.NotFound, "This server takes no CAPTCHA tasks.")
 
 // taskJSON is a task as the API shows it: the approval page a person answers it on,
 // when one does.
@@ -39,10 +36,6 @@ func (s *Server) taskBody(t captcha.Task) taskJSON {
 // clientTaskId.
 func (s *Server) handleCreateTask() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Captchas == nil {
-			s.error(w, r, errNoCaptchas)
-			return
-		}
 		var req createTaskRequest
 		id, body, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
@@ -68,10 +61,6 @@ type taskPage struct {
 // handleTasks lists a session's tasks, newest first.
 func (s *Server) handleTasks() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Captchas == nil {
-			s.error(w, r, errNoCaptchas)
-			return
-		}
 		id, err := sessionID(r)
 		if err != nil {
 			s.error(w, r, err)
@@ -82,7 +71,7 @@ func (s *Server) handleTasks() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		items, err := s.auth.Captchas.Store.Tasks(r.Context(), principal(r), id, limit)
+		items, err := s.auth.Captchas.Tasks(r.Context(), principal(r), id, limit)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -99,10 +88,6 @@ func (s *Server) handleTasks() http.HandlerFunc {
 // is pending (a long poll woken by the session's events).
 func (s *Server) handleTask() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.Captchas == nil {
-			s.error(w, r, errNoCaptchas)
-			return
-		}
 		sid, err := sessionID(r)
 		if err != nil {
 			s.error(w, r, err)
@@ -116,7 +101,7 @@ func (s *Server) handleTask() http.HandlerFunc {
 		// Waited on while pending; a solver's answer on another replica is seen within
 		// a second even without the session's events.
 		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {
-			t, err := s.auth.Captchas.Store.Task(r.Context(), principal(r), sid, id)
+			t, err := s.auth.Captchas.Task(r.Context(), principal(r), sid, id)
 			recheck := time.Now().Add(time.Second)
 			if t.ExpiresAt.Before(recheck) {
 				recheck = t.ExpiresAt

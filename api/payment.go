@@ -88,7 +88,7 @@ func (s *Server) handlePayment() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		pay, err := svc.Store.Payment(r.Context(), principal(r), sid, id)
+		pay, err := svc.Payment(r.Context(), principal(r), sid, id)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -118,7 +118,7 @@ func (s *Server) handleSpendingLimits() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		out, err := svc.Store.Limits(r.Context(), id, svc.Clock())
+		out, err := svc.Limits(r.Context(), id)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -153,7 +153,7 @@ func (s *Server) handleSetSpendingLimits() http.HandlerFunc {
 			return
 		}
 		l, _ := req.LimitsInput.Limits()
-		out, err := svc.Store.SetLimits(r.Context(), principal(r), id, l)
+		out, err := svc.SetLimits(r.Context(), principal(r), id, l)
 		if err != nil {
 			s.error(w, r, err)
 			return

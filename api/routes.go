@@ -91,9 +91,11 @@ func (s *Server) routes() chi.Router {
 			r.With(agent).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
 			read(r, "/sessions/{id}/x402/payments/{pid}", s.handlePayment())
 			read(r.With(user), "/agents/{id}/spending-limits", s.handleSpendingLimits())
-			r.With(agent).Post("/sessions/{id}/captcha/tasks", s.handleCreateTask()) // idempotent by clientTaskId
-			read(r, "/sessions/{id}/captcha/tasks", s.handleTasks())
-			read(r, "/sessions/{id}/captcha/tasks/{tid}", s.handleTask())
+			if s.auth.Captchas != nil {
+				r.With(agent).Post("/sessions/{id}/captcha/tasks", s.handleCreateTask()) // idempotent by clientTaskId
+				read(r, "/sessions/{id}/captcha/tasks", s.handleTasks())
+				read(r, "/sessions/{id}/captcha/tasks/{tid}", s.handleTask())
+			}
 			r.With(user).Put("/agents/{id}/spending-limits", s.handleSetSpendingLimits())
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 

@@ -19,8 +19,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
@@ -49,10 +51,10 @@ type Approvals struct {
 	Protected redact.Source
 	// Payments shows an authorize_payment request's payment and the agent's limits
 	// and spend; Approved hears of each payment approval, to carry it out at once.
-	Payments Payments
+	Payments *payment.Service
 	Approved func(request.Request)
 	// Captchas gives a captcha request's task, whose image the page shows.
-	Captchas Captchas
+	Captchas *captcha.Service
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks *webhook.Service
 	Memory   *memory.Service
@@ -564,7 +566,7 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 			s.fail(w, r, err)
 			return
 		}
-		lim, err := s.approvals.Payments.Limits(ctx, req.AgentID, time.Now())
+		lim, err := s.approvals.Payments.Limits(ctx, req.AgentID)
 		if err != nil {
 			s.fail(w, r, err)
 			return

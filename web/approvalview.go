@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"slices"
@@ -88,11 +87,6 @@ type RequestView struct {
 	Captcha *CaptchaView
 }
 
-// Captchas are the reads the approval page makes of CAPTCHA tasks.
-type Captchas interface {
-	TaskOfRequest(ctx context.Context, p auth.Principal, requestID string) (captcha.Task, error)
-}
-
 // CaptchaView is the CAPTCHA a person reads: its image as a data URL.
 type CaptchaView struct {
 	Image   templ.SafeURL
@@ -106,14 +100,6 @@ func captchaView(t captcha.Task) CaptchaView {
 		v.Image = templ.SafeURL("data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(t.Image))
 	}
 	return v
-}
-
-// Payments are the reads the approval page makes of payments.
-type Payments interface {
-	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (payment.Payment, error)
-	Limits(ctx context.Context, agentID string, now time.Time) (payment.LimitsAndSpend, error)
-	SetLimits(ctx context.Context, p auth.Principal, agentID string, l payment.Limits) (payment.LimitsAndSpend, error)
-	Ledger(ctx context.Context, p auth.Principal, limit int) ([]payment.LedgerEntry, error)
 }
 
 // PaymentView is a payment as its person decides on it: who is paid what, where,

@@ -162,7 +162,7 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 		row := AgentRow{ID: a.ID, Name: agentName(a), Status: a.Status, Disabled: a.Status == auth.AgentDisabled,
 			StatusAction: appPath + "/agents/" + a.ID + "/status"}
 		if s.approvals.Payments != nil {
-			l, err := s.approvals.Payments.Limits(r.Context(), a.ID, time.Now())
+			l, err := s.approvals.Payments.Limits(r.Context(), a.ID)
 			if err != nil {
 				s.fail(w, r, err)
 				return

@@ -13,7 +13,7 @@ import (
 func withApprovals(cfg Config, store *postgres.Store, svc services) web.Option {
 	a := web.Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store,
 		Pepper: cfg.AuthPepper, PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
-		Payments: store, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: store, Webhooks: svc.webhooks, Memory: svc.memory, Passkeys: store, SignInAttempts: store,
+		Payments: svc.payments, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: svc.captchas, Webhooks: svc.webhooks, Memory: svc.memory, Passkeys: store, SignInAttempts: store,
 		TrustedProxies: cfg.Search.TrustedProxies}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets

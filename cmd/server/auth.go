@@ -14,7 +14,6 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
@@ -186,7 +185,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
 	a.Prober, a.Payments = svc.prober, svc.payments
-	a.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
+	a.Captchas = svc.captchas
 	a.Webhooks = svc.webhooks
 	if cfg.Secrets != nil {
 		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log}.Run(ctx)

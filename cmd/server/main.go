@@ -286,7 +286,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		observed.AccessLog = log
 	}
 
-	svc := newServices(cfg, log, store)
+	svc := newServices(ctx, cfg, log, store)
 	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
 	srv := &http.Server{
 		Addr: cfg.Addr,

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
+	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
@@ -18,14 +20,17 @@ type services struct {
 	// prober calls sellers for quotes and payments, never paying on its own.
 	prober *trust.Prober
 	memory *memory.Service
+	// captchas takes CAPTCHA tasks, its solver working under the server's life.
+	captchas *captcha.Service
 	// webhooks registers webhooks; webhookSender is the guarded client their
 	// deliveries go through, and the rule registration warns by.
 	webhooks      *webhook.Service
 	webhookSender *trust.Prober
 }
 
-// newServices builds the services over store with cfg's settings.
-func newServices(cfg Config, log *slog.Logger, store *postgres.Store) services {
+// newServices builds the services over store with cfg's settings; work they do
+// beyond a request runs under ctx.
+func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) services {
 	var s services
 	s.payments, s.prober = newPayments(cfg, log, store)
 	mc := memory.Config{}
@@ -33,6 +38,7 @@ func newServices(cfg Config, log *slog.Logger, store *postgres.Store) services {
 		mc.Sealer, mc.Opener = cfg.Secrets, cfg.Secrets
 	}
 	s.memory = memory.NewService(store, mc)
+	s.captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 
 	// Deliveries go through a prober's guarded client of their own: public addresses
 	// only, and the hosts WEBHOOK_ALLOW_HOSTS names. Registration asks the same rule,

@@ -160,6 +160,8 @@ type Store interface {
 	CreateTask(ctx context.Context, p auth.Principal, sessionID string, n New, img []byte, via string, timeout time.Duration, maxEvents int) (t Task, created bool, err error)
 	Task(ctx context.Context, p auth.Principal, sessionID, id string) (Task, error)
 	Tasks(ctx context.Context, p auth.Principal, sessionID string, limit int) ([]Task, error)
+	// TaskOfRequest is the task a captcha request asks the person to answer.
+	TaskOfRequest(ctx context.Context, p auth.Principal, requestID string) (Task, error)
 	// SolverStarted records the solver's task id; FinishTask ends a pending task.
 	SolverStarted(ctx context.Context, id, solverTaskID string) error
 	FinishTask(ctx context.Context, id, status, solution, errText string) error
@@ -199,6 +201,21 @@ func (s *Service) Create(ctx context.Context, p auth.Principal, sessionID string
 	}
 	go s.solve(bg, t)
 	return t, nil
+}
+
+// Task is task id of session sessionID, if p may see it.
+func (s *Service) Task(ctx context.Context, p auth.Principal, sessionID, id string) (Task, error) {
+	return s.Store.Task(ctx, p, sessionID, id)
+}
+
+// Tasks are session sessionID's newest tasks, at most limit.
+func (s *Service) Tasks(ctx context.Context, p auth.Principal, sessionID string, limit int) ([]Task, error) {
+	return s.Store.Tasks(ctx, p, sessionID, limit)
+}
+
+// TaskOfRequest is the task captcha request requestID asks its person to answer.
+func (s *Service) TaskOfRequest(ctx context.Context, p auth.Principal, requestID string) (Task, error) {
+	return s.Store.TaskOfRequest(ctx, p, requestID)
 }
 
 // solve has the solver answer t within SolverTimeout and records the outcome.

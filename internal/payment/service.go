@@ -96,6 +96,8 @@ type Store interface {
 	Payment(ctx context.Context, p auth.Principal, sessionID, id string) (Payment, error)
 	// PaymentOfRequest is the payment request requestID approves, if p may see it.
 	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (Payment, error)
+	// Ledger is user p's newest payments, at most limit, with what each was for.
+	Ledger(ctx context.Context, p auth.Principal, limit int) ([]LedgerEntry, error)
 	// Take moves one approved payment to executing (or takes back one whose
 	// executor stopped more than lease ago), checking the agent's limits first: a
 	// payment that would pass one fails with FailLimit instead. nil when none waits.
@@ -165,6 +167,31 @@ type Service struct {
 	afterSend func(Payment) error
 
 	kick chan struct{}
+}
+
+// Payment is payment id of session sessionID, if p may see it.
+func (s *Service) Payment(ctx context.Context, p auth.Principal, sessionID, id string) (Payment, error) {
+	return s.Store.Payment(ctx, p, sessionID, id)
+}
+
+// PaymentOfRequest is the payment request requestID approves, if p may see it.
+func (s *Service) PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (Payment, error) {
+	return s.Store.PaymentOfRequest(ctx, p, requestID)
+}
+
+// Limits are agent agentID's limits and its spend now.
+func (s *Service) Limits(ctx context.Context, agentID string) (LimitsAndSpend, error) {
+	return s.Store.Limits(ctx, agentID, s.now())
+}
+
+// SetLimits sets what one of user p's agents may spend.
+func (s *Service) SetLimits(ctx context.Context, p auth.Principal, agentID string, l Limits) (LimitsAndSpend, error) {
+	return s.Store.SetLimits(ctx, p, agentID, l)
+}
+
+// Ledger is user p's newest payments, at most limit.
+func (s *Service) Ledger(ctx context.Context, p auth.Principal, limit int) ([]LedgerEntry, error) {
+	return s.Store.Ledger(ctx, p, limit)
 }
 
 // Clock is the service's time: what spend is counted at.
