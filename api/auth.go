@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
@@ -164,12 +163,8 @@ func (s *Server) keyOwner(r *http.Request) string {
 	if p := principal(r); p.UserID != "" {
 		return p.UserID
 	}
-	values := r.Header.Values("Authorization")
-	if len(values) != 1 || s.auth.Keys == nil {
-		return ""
-	}
-	scheme, token, _ := strings.Cut(values[0], " ")
-	if !strings.EqualFold(scheme, "Bearer") {
+	token, ok := auth.Bearer(r.Header.Values("Authorization"))
+	if !ok || s.auth.Keys == nil {
 		return ""
 	}
 	stored, err := auth.Authenticate(r.Context(), s.auth.Keys, s.auth.Pepper, token)
@@ -191,8 +186,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.error(w, r, problem.New(problem.Unauthenticated, "Send an API key in the Authorization header: Bearer sk_..."))
 			return
 		}
-		scheme, token, _ := strings.Cut(values[0], " ")
-		if len(values) > 1 || !strings.EqualFold(scheme, "Bearer") {
+		token, ok := auth.Bearer(values)
+		if !ok {
 			w.Header()["Www-Authenticate"] = hdrChallengeInvalid
 			s.error(w, r, problem.New(problem.InvalidAPIKey, "Send exactly one API key as Authorization: Bearer sk_..."))
 			return

@@ -44,3 +44,23 @@ func TestParseRefusesMalformedKeys(t *testing.T) {
 		}
 	}
 }
+
+// Bearer takes exactly one Authorization value of the Bearer scheme, in any case.
+func TestBearer(t *testing.T) {
+	for _, c := range []struct {
+		values []string
+		token  string
+		ok     bool
+	}{
+		{[]string{"Bearer sk_agent_x"}, "sk_agent_x", true},
+		{[]string{"bearer sk_user_y"}, "sk_user_y", true},
+		{[]string{"Basic dXNlcjpwYXNz"}, "", false},
+		{[]string{"sk_agent_x"}, "", false},
+		{[]string{"Bearer a", "Bearer b"}, "", false},
+		{nil, "", false},
+	} {
+		if token, ok := Bearer(c.values); token != c.token || ok != c.ok {
+			t.Errorf("Bearer(%q) = %q, %v; want %q, %v", c.values, token, ok, c.token, c.ok)
+		}
+	}
+}

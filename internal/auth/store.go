@@ -62,6 +62,20 @@ var (
 	errRevokedKey = problem.New(problem.KeyRevoked, "The API key was revoked.")
 )
 
+// Bearer is the token of an Authorization header's values: exactly one value, of
+// the Bearer scheme (in any case); false for anything else. Every reader of API keys
+// takes them through it.
+func Bearer(authorization []string) (string, bool) {
+	if len(authorization) != 1 {
+		return "", false
+	}
+	scheme, token, _ := strings.Cut(authorization[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return token, true
+}
+
 // Authenticate checks a token against the store and the pepper: the stored key of a
 // valid, unrevoked key of the scope the token names. Errors are problems: a token
 // that is malformed, unknown, of another scope or whose secret does not match is

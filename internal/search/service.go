@@ -144,11 +144,8 @@ func (s *Service) caller(ctx context.Context, c Caller) string {
 // keyUser returns the user of the valid, unrevoked API key in Authorization, if any:
 // the key's own user, or its agent's.
 func (s *Service) keyUser(ctx context.Context, authorization []string) (string, bool) {
-	if len(authorization) != 1 || s.Keys == nil {
-		return "", false
-	}
-	scheme, token, _ := strings.Cut(authorization[0], " ")
-	if !strings.EqualFold(scheme, "Bearer") {
+	token, ok := auth.Bearer(authorization)
+	if !ok || s.Keys == nil {
 		return "", false
 	}
 	k, err := auth.Authenticate(ctx, s.Keys, s.Pepper, token)
