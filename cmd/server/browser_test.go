@@ -38,7 +38,7 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(browserProfile(t)),
 		chromedp.WindowSize(412, 915),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -346,6 +346,28 @@ func textOf(t *testing.T, ctx context.Context, sel string) string {
 	return strings.TrimSpace(s)
 }
 
+// browserProfile is a fresh Chromium profile directory, removed after the test once
+// the browser is gone. Chromium's helper processes may write to it for a moment after
+// the browser exits, so removal is retried; a profile left behind is logged, not a
+// failure of the test.
+func browserProfile(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "waystation-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 30 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("the browser profile %s was left behind", dir)
+	})
+	return dir
+}
+
 func startBrowser(t *testing.T, chromium string) (ctx context.Context, problems func() []string) {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
@@ -360,7 +382,7 @@ func startBrowser(t *testing.T, chromium string) (ctx context.Context, problems 
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(browserProfile(t)),
 		chromedp.WindowSize(412, 915),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
