@@ -296,7 +296,21 @@ func (n *New) Validate() error {
 	if err := n.Context.validate(); err != nil {
 		return err
 	}
-	p := n.Params
+	if err := n.Params.check(); err != nil {
+		return err
+	}
+	if err := n.checkShape(); err != nil {
+		return err
+	}
+	if err := n.checkFields(); err != nil {
+		return err
+	}
+	return n.checkOptions()
+}
+
+// check is what holds of params whatever the kind: bounded text, an amount with its
+// currency, and none of the service's own members.
+func (p Params) check() error {
 	for _, f := range []struct {
 		name, v string
 		max     int
@@ -317,6 +331,13 @@ func (n *New) Validate() error {
 	if (p.Amount == "") != (p.Currency == "") {
 		return problem.Invalid("params.amount and params.currency go together.")
 	}
+	return nil
+}
+
+// checkShape is what each kind holds: a confirm's summary and amount, a choice's
+// options, the fields of those that fill fields, and nothing that belongs to another.
+func (n *New) checkShape() error {
+	p := n.Params
 	wantFields := n.Kind == KindProvideMissing || n.Kind == KindAskBeforeUse || n.Kind == KindChooseCandidate
 	switch {
 	case n.Kind == KindConfirm && strings.TrimSpace(p.Summary) == "":
@@ -334,6 +355,12 @@ func (n *New) Validate() error {
 	case !wantFields && len(n.Fields) > 0:
 		return problem.Invalid("fields belong to provide_missing, ask_before_use and choose_candidate requests.")
 	}
+	return nil
+}
+
+// checkFields checks each field and fills in its defaults: text when no type is
+// given, secret when its type always is. Only ask_before_use names handles.
+func (n *New) checkFields() error {
 	seen := map[string]bool{}
 	for i := range n.Fields {
 		f := &n.Fields[i]
@@ -359,7 +386,13 @@ func (n *New) Validate() error {
 			return problem.Invalid(at + ".handle must be a handle of this session's memory catalog.")
 		}
 	}
-	clear(seen)
+	return nil
+}
+
+// checkOptions checks each option: distinct ids (a choose_candidate's are handles of
+// the session's catalog), a label, a bounded description.
+func (n *New) checkOptions() error {
+	seen := map[string]bool{}
 	for i, o := range n.Options {
 		at := "options[" + strconv.Itoa(i) + "]"
 		if !keyPattern.MatchString(o.ID) || seen[o.ID] {
