@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/session"
@@ -241,58 +242,23 @@ func (s *Server) handleChatCompletions() http.HandlerFunc {
 			s.error(w, r, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server."))
 			return
 		}
-		raw, err := s.readBody(w, r)
+		body, err := s.readModelBody(w, r)
 		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		var body map[string]any
-		if err := d.Decode(&body); err != nil || d.More() {
-			s.error(w, r, problem.Invalid("The body must be one JSON object: an OpenAI chat completion request."))
-			return
-		}
-		if err := textOnly(body); err != nil {
 			s.error(w, r, err)
 			return
 		}
 		p := principal(r)
-		var sessionID string
-		if v := r.Header.Get("X-Session-Id"); v != "" {
-			if !uuidPattern.MatchString(v) {
-				s.error(w, r, session.ErrNotFound)
-				return
-			}
-			sess, err := s.auth.Sessions.Session(r.Context(), p, strings.ToLower(v))
-			if err == nil && sess.Status != session.StatusOpen {
-				err = session.ErrClosed
-			}
-			if err != nil {
-				s.error(w, r, err)
-				return
-			}
-			sessionID = sess.ID
-		}
-		set, err := s.protectedSet(r.Context(), p.UserID)
+		sessionID, err := s.llmSession(r, p)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		count, err := chatCompletions.clean(set, body)
+		count, err := s.cleanForModel(r.Context(), p, sessionID, chatCompletions, body)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
 		out, _ := json.Marshal(body)
-		if count > 0 && sessionID != "" {
-			data, _ := json.Marshal(map[string]int{"count": count})
-			if _, err := s.auth.Sessions.AppendEvent(r.Context(), p, sessionID, session.Append{
-				Type: EventLLMRedacted, Actor: session.ActorSystem, Data: data}, 0); err != nil {
-				s.error(w, r, err)
-				return
-			}
-		}
 		res, cancel, err := s.upstream(r, http.MethodPost, "/chat/completions", out)
 		if err != nil {
 			s.error(w, r, err)
@@ -300,41 +266,98 @@ func (s *Server) handleChatCompletions() http.HandlerFunc {
 		}
 		defer cancel()
 		defer res.Body.Close()
-		h := w.Header()
-		h.Set("X-Redactions", strconv.Itoa(count))
-		h["Cache-Control"] = hdrNoStore
-		ct := res.Header.Get("Content-Type")
-		if ct == "" {
-			ct = hdrJSON[0]
-		}
-		h.Set("Content-Type", ct)
-		// A stream may outlast the server's write timeout: it ends with the upstream's.
-		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.auth.LLM.Timeout + 5*time.Second))
-		w.WriteHeader(http.StatusOK)
-		flusher, _ := w.(http.Flusher)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := res.Body.Read(buf)
-			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					return
-				}
-				if flusher != nil {
-					flusher.Flush()
-				}
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					s.log.WarnContext(r.Context(), "llm stream ended early", "err", upstreamFailed(err))
-				}
+		s.relay(w, r, res, count)
+	}
+}
+
+// readModelBody reads a model request: one JSON object (numbers kept as written) of
+// text only.
+func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
+	raw, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var body map[string]any
+	if err := d.Decode(&body); err != nil || d.More() {
+		return nil, problem.Invalid("The body must be one JSON object: an OpenAI chat completion request.")
+	}
+	if err := textOnly(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// llmSession is the open session of agent p that X-Session-Id names, which hears how
+// many values were blanked out; "" when the header is absent.
+func (s *Server) llmSession(r *http.Request, p auth.Principal) (string, error) {
+	v := r.Header.Get("X-Session-Id")
+	if v == "" {
+		return "", nil
+	}
+	if !uuidPattern.MatchString(v) {
+		return "", session.ErrNotFound
+	}
+	sess, err := s.auth.Sessions.Session(r.Context(), p, strings.ToLower(v))
+	if err == nil && sess.Status != session.StatusOpen {
+		err = session.ErrClosed
+	}
+	return sess.ID, err
+}
+
+// cleanForModel blanks user p's protected values out of body under rule m, refusing
+// what cannot be blanked, and tells session sessionID (when there is one) how many
+// were; it answers that count.
+func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID string, m modelRequest, body map[string]any) (int, error) {
+	set, err := s.protectedSet(ctx, p.UserID)
+	if err != nil {
+		return 0, err
+	}
+	count, err := m.clean(set, body)
+	if err != nil || count == 0 || sessionID == "" {
+		return count, err
+	}
+	data, _ := json.Marshal(map[string]int{"count": count})
+	_, err = s.auth.Sessions.AppendEvent(ctx, p, sessionID, session.Append{Type: EventLLMRedacted, Actor: session.ActorSystem, Data: data}, 0)
+	return count, err
+}
+
+// relay answers the upstream's answer as it comes, a stream included, with how many
+// values were blanked out of the request.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, res *http.Response, redactions int) {
+	h := w.Header()
+	h.Set("X-Redactions", strconv.Itoa(redactions))
+	h["Cache-Control"] = hdrNoStore
+	ct := res.Header.Get("Content-Type")
+	if ct == "" {
+		ct = hdrJSON[0]
+	}
+	h.Set("Content-Type", ct)
+	// A stream may outlast the server's write timeout: it ends with the upstream's.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.auth.LLM.Timeout + 5*time.Second))
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := res.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.log.WarnContext(r.Context(), "llm stream ended early", "err", upstreamFailed(err))
+			}
+			return
 		}
 	}
 }
 
-// upstream calls the upstream model; a refusal or failure of its own is
-// upstream_error, without its body. cancel ends the call once its answer is read.
 func (s *Server) upstream(r *http.Request, method, path string, body []byte) (*http.Response, context.CancelFunc, error) {
 	l := s.auth.LLM
 	if l.URL == "" {
