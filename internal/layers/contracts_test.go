@@ -1,0 +1,98 @@
+package layers_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// storeContracts reads the domain's store contracts (the interfaces of internal/...
+// named Store, ...Store or Sessions) and answers each by its qualified name
+// (memory.Store) with its method names.
+func storeContracts(t *testing.T, root string) (contracts map[string]bool, methods map[string]string) {
+	t.Helper()
+	contracts, methods = map[string]bool{}, map[string]string{}
+	eachInterface(t, filepath.Join(root, "internal"), func(pkg, name string, it *ast.InterfaceType) {
+		if pkg == "postgres" || pkg == "cmd" || (!strings.HasSuffix(name, "Store") && name != "Sessions") {
+			return
+		}
+		contracts[pkg+"."+name] = true
+		for _, m := range it.Methods.List {
+			for _, n := range m.Names {
+				methods[n.Name] = pkg + "." + name
+			}
+		}
+	})
+	return contracts, methods
+}
+
+// eachInterface calls f with each interface type declared in the non-test Go files
+// under dir, and the name of its package.
+func eachInterface(t *testing.T, dir string, f func(pkg, name string, it *ast.InterfaceType)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range file.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range g.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if it, ok := ts.Type.(*ast.InterfaceType); ok {
+					f(file.Name.Name, ts.Name.Name, it)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdaptersHoldNoCopyOfAStoreContract: api, web and the generator reach a
+// resource through its domain service, so none declares an interface that repeats,
+// embeds or overlaps a store contract of the domain: each contract has one home.
+func TestAdaptersHoldNoCopyOfAStoreContract(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	root := filepath.Clean(strings.TrimSpace(string(out)))
+	contracts, methods := storeContracts(t, root)
+	if len(contracts) < 10 || methods["CreateItem"] == "" {
+		t.Fatalf("read %d store contracts: the domain looks incomplete", len(contracts))
+	}
+	for _, adapter := range []string{"api", "web", "generator"} {
+		eachInterface(t, filepath.Join(root, adapter), func(pkg, name string, it *ast.InterfaceType) {
+			for _, m := range it.Methods.List {
+				if len(m.Names) == 0 { // an embedded interface
+					if sel, ok := m.Type.(*ast.SelectorExpr); ok {
+						if q := sel.X.(*ast.Ident).Name + "." + sel.Sel.Name; contracts[q] {
+							t.Errorf("%s.%s embeds %s: hold the resource's service instead", pkg, name, q)
+						}
+					}
+					continue
+				}
+				for _, n := range m.Names {
+					if c, ok := methods[n.Name]; ok {
+						t.Errorf("%s.%s declares %s, a method of %s: hold the resource's service instead", pkg, name, n.Name, c)
+					}
+				}
+			}
+		})
+	}
+}
