@@ -13,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
@@ -172,6 +173,12 @@ func (s *Server) keyOwner(r *http.Request) string {
 		return ""
 	}
 	return stored.UserID
+}
+
+// searchCaller is who a search is charged to: the key's user (see keyOwner), else
+// the client's address as the request and a trusted proxy tell it.
+func (s *Server) searchCaller(r *http.Request) search.Caller {
+	return search.Caller{User: s.keyOwner(r), RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")}
 }
 
 // authenticate lets through requests that carry a valid, unrevoked key in

@@ -118,10 +118,7 @@ func (s *Server) handleResolve() http.HandlerFunc {
 			}
 		}
 		if len(out.Providers) == 0 && strings.TrimSpace(req.Intent) != "" {
-			a, err := s.search.Search(r.Context(), search.Caller{
-				Authorization: r.Header.Values("Authorization"), RemoteAddr: r.RemoteAddr,
-				ForwardedFor: r.Header.Values("X-Forwarded-For"),
-			}, snap, req.Intent, directory.Filter{})
+			a, err := s.search.Search(r.Context(), s.searchCaller(r), snap, req.Intent, directory.Filter{})
 			if err != nil {
 				s.error(w, r, err)
 				return

@@ -23,11 +23,7 @@ func WithSearch(svc *search.Service) Option {
 // with its similarity, and, when the band kept fewer than three, the nearest others,
 // marked as no match.
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *directory.Snapshot, sq servicesQuery) {
-	a, err := s.search.Search(r.Context(), search.Caller{
-		Authorization: r.Header.Values("Authorization"),
-		RemoteAddr:    r.RemoteAddr,
-		ForwardedFor:  r.Header.Values("X-Forwarded-For"),
-	}, snap, sq.Q, sq.Filter)
+	a, err := s.search.Search(r.Context(), s.searchCaller(r), snap, sq.Q, sq.Filter)
 	// The caller's quota is told only on answers no shared cache keeps: a 429, or any
 	// answer to a caller named by its key (made private). On a public answer a CDN
 	// would replay one caller's quota to everyone.

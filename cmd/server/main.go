@@ -267,8 +267,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		go probeRounds(cfg.Probe, log, probeCounter{store, metrics}).Run(ctx)
 	}
 	searcher := &search.Service{
-		Limiter: search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
-		Keys:    store, Pepper: cfg.AuthPepper, TrustedProxies: cfg.Search.TrustedProxies, Log: log,
+		Limiter:        search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
+		TrustedProxies: cfg.Search.TrustedProxies, Log: log,
 	}
 	if searcher.Engine, err = startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store, metrics); err != nil {
 		if store.Ping(ctx) == nil {

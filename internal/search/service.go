@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
@@ -23,12 +22,6 @@ type Service struct {
 	Engine *Engine
 	// Limiter holds each caller to its rate; nil means no per-caller limit.
 	Limiter *Limiter
-	// Keys and Pepper verify API keys, so that a caller with a valid key is charged
-	// as the key's user rather than by address (all the keys of a user and of its
-	// agents share one bucket and one share of the allowance); without them every
-	// caller is an address.
-	Keys   auth.KeyStore
-	Pepper []byte
 	// TrustedProxies are the networks whose X-Forwarded-For names the caller.
 	TrustedProxies clientip.Proxies
 	// RetryAfter, in seconds, is what a search refused for want of a model says
@@ -37,12 +30,14 @@ type Service struct {
 	Log        *slog.Logger
 }
 
-// Caller is what tells who sends a search: the request's Authorization values, the
-// address it came from, and the X-Forwarded-For values a trusted proxy added.
+// Caller is who sends a search: the user of the valid API key it carried, when it
+// carried one (all the keys of a user and of its agents share one bucket and one share
+// of the allowance, so that minting keys buys no more searches); else the address it
+// came from, and the X-Forwarded-For values a trusted proxy added.
 type Caller struct {
-	Authorization []string
-	RemoteAddr    string
-	ForwardedFor  []string
+	User         string
+	RemoteAddr   string
+	ForwardedFor []string
 }
 
 // Answer is a search's result and the caller's rate-limit state after it.
@@ -67,7 +62,7 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 		return Answer{}, p
 	}
 	var a Answer
-	caller := s.caller(ctx, c)
+	caller := s.caller(c)
 	a.Keyed = strings.HasPrefix(caller, "user:")
 	a.Rate = s.Limiter.Allow(caller)
 	if !a.Rate.OK {
@@ -131,26 +126,11 @@ func (s *Service) retryAfter() int {
 
 func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
-// caller names who a search is charged to: the user of the API key when a valid one
-// is sent (so that minting keys buys no more searches), else the client (see
-// clientip). An invalid key is not refused here: the directory needs none.
-func (s *Service) caller(ctx context.Context, c Caller) string {
-	if user, ok := s.keyUser(ctx, c.Authorization); ok {
-		return "user:" + user
+// caller names who a search is charged to: the key's user when there is one, else
+// the client (see clientip).
+func (s *Service) caller(c Caller) string {
+	if c.User != "" {
+		return "user:" + c.User
 	}
 	return s.TrustedProxies.Of(c.RemoteAddr, c.ForwardedFor)
-}
-
-// keyUser returns the user of the valid, unrevoked API key in Authorization, if any:
-// the key's own user, or its agent's.
-func (s *Service) keyUser(ctx context.Context, authorization []string) (string, bool) {
-	token, ok := auth.Bearer(authorization)
-	if !ok || s.Keys == nil {
-		return "", false
-	}
-	k, err := auth.Authenticate(ctx, s.Keys, s.Pepper, token)
-	if err != nil {
-		return "", false
-	}
-	return k.UserID, true
 }

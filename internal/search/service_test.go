@@ -8,45 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/search"
 )
-
-var testPepper = []byte("test-pepper-of-at-least-32-bytes!!")
-
-// keys is a key store holding keys by kid.
-type keys map[string]auth.StoredKey
-
-func (k keys) StoredKey(_ context.Context, kid string) (auth.StoredKey, error) {
-	if s, ok := k[kid]; ok {
-		return s, nil
-	}
-	return auth.StoredKey{}, auth.ErrKeyNotFound
-}
-func (keys) TouchKey(context.Context, string) error { return nil }
-func (keys) InsertKey(context.Context, auth.NewKey, string, string, int) (auth.Key, error) {
-	return auth.Key{}, nil
-}
-func (keys) Keys(context.Context, string) ([]auth.Key, error)        { return nil, nil }
-func (keys) RevokeKey(context.Context, string, string, string) error { return nil }
-
-// add issues a key of userID (an agent key when agentID is set) and returns its token.
-func (k keys) add(t *testing.T, userID, agentID string) string {
-	t.Helper()
-	scope := auth.ScopeUser
-	if agentID != "" {
-		scope = auth.ScopeAgent
-	}
-	nk, err := auth.Generate(scope, testPepper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k[nk.KID] = auth.StoredKey{Principal: auth.Principal{KID: nk.KID, Scope: scope, UserID: userID, AgentID: agentID}, SecretHash: nk.Hash}
-	return nk.Token
-}
 
 // counter is a store that answers no neighbours and counts the allowance and each
 // caller's share as the database does.
@@ -71,7 +37,7 @@ func (c *counter) UseAllowance(_ context.Context, _ time.Time, limit int, caller
 	return true, nil
 }
 
-func newService(t *testing.T, cfg search.Config, lim *search.Limiter, ks keys) (*search.Service, *directory.Snapshot) {
+func newService(t *testing.T, cfg search.Config, lim *search.Limiter) (*search.Service, *directory.Snapshot) {
 	t.Helper()
 	snap, err := directory.NewSnapshot(time.Now(), nil, nil)
 	if err != nil {
@@ -82,34 +48,31 @@ func newService(t *testing.T, cfg search.Config, lim *search.Limiter, ks keys) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &search.Service{Engine: eng, Limiter: lim, Keys: ks, Pepper: testPepper}, snap
+	return &search.Service{Engine: eng, Limiter: lim}, snap
 }
 
-func bearer(token string) search.Caller {
-	return search.Caller{Authorization: []string{"Bearer " + token}, RemoteAddr: "192.0.2.1:1234"}
-}
+// keyed is a caller named by its key's user, from the address every test caller
+// shares.
+func keyed(user string) search.Caller { return search.Caller{User: user, RemoteAddr: "192.0.2.1:1234"} }
 
-// TestKeysOfOneUserShareOneSearchBucket: minting keys, of the user or of its agents,
-// buys no more searches; another user and an address keep their own buckets.
-func TestKeysOfOneUserShareOneSearchBucket(t *testing.T) {
+// TestCallersOfOneUserShareOneSearchBucket: a user's searches (from any of its keys
+// or its agents', which the API names by the user) share one bucket; another user and
+// an address keep their own. The API's TestKeysOfOneUserShareItsSearchQuota checks
+// that its keys name their user.
+func TestCallersOfOneUserShareOneSearchBucket(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	ks := keys{}
-	first, second, agent := ks.add(t, "u1", ""), ks.add(t, "u1", ""), ks.add(t, "u1", "a1")
-	other := ks.add(t, "u2", "")
-	s, snap := newService(t, search.Config{}, search.NewLimiter(60, 2, 100, func() time.Time { return now }), ks)
+	s, snap := newService(t, search.Config{}, search.NewLimiter(60, 2, 100, func() time.Time { return now }))
 	ctx := context.Background()
-	for i, tok := range []string{first, second} {
-		a, err := s.Search(ctx, bearer(tok), snap, "weather", directory.Filter{})
+	for i := range 2 {
+		a, err := s.Search(ctx, keyed("u1"), snap, "weather", directory.Filter{})
 		if err != nil || !a.Keyed {
 			t.Fatalf("search %d of the user: %v (keyed %v)", i, err, a.Keyed)
 		}
 	}
-	for _, tok := range []string{first, second, agent, ks.add(t, "u1", "")} {
-		if _, err := s.Search(ctx, bearer(tok), snap, "weather", directory.Filter{}); problem.CodeOf(err) != problem.RateLimited {
-			t.Fatalf("a key of a user whose bucket is empty: %v, want rate_limited", err)
-		}
+	if _, err := s.Search(ctx, keyed("u1"), snap, "weather", directory.Filter{}); problem.CodeOf(err) != problem.RateLimited {
+		t.Fatalf("a user whose bucket is empty: %v, want rate_limited", err)
 	}
-	if _, err := s.Search(ctx, bearer(other), snap, "weather", directory.Filter{}); err != nil {
+	if _, err := s.Search(ctx, keyed("u2"), snap, "weather", directory.Filter{}); err != nil {
 		t.Fatalf("another user: %v", err)
 	}
 	if a, err := s.Search(ctx, search.Caller{RemoteAddr: "192.0.2.1:1234"}, snap, "weather", directory.Filter{}); err != nil || a.Keyed {
@@ -121,25 +84,23 @@ func TestKeysOfOneUserShareOneSearchBucket(t *testing.T) {
 // a caller (all its keys together) is refused as when the allowance is spent, with
 // Retry-After, while another caller still searches.
 func TestCallerSpendsOnlyItsShareOfTheAllowance(t *testing.T) {
-	ks := keys{}
-	first, agent, other := ks.add(t, "u1", ""), ks.add(t, "u1", "a1"), ks.add(t, "u2", "")
-	s, snap := newService(t, search.Config{DailyAllowance: 10, CallerShare: 0.2}, nil, ks)
+	s, snap := newService(t, search.Config{DailyAllowance: 10, CallerShare: 0.2}, nil)
 	ctx := context.Background()
-	for i, tok := range []string{first, agent} {
-		if _, err := s.Search(ctx, bearer(tok), snap, "novel query "+strconv.Itoa(i), directory.Filter{}); err != nil {
+	for i := range 2 {
+		if _, err := s.Search(ctx, keyed("u1"), snap, "novel query "+strconv.Itoa(i), directory.Filter{}); err != nil {
 			t.Fatalf("novel query %d within the share: %v", i, err)
 		}
 	}
-	_, err := s.Search(ctx, bearer(first), snap, "novel query 2", directory.Filter{})
+	_, err := s.Search(ctx, keyed("u1"), snap, "novel query 2", directory.Filter{})
 	p, ok := problem.As(err)
 	if !ok || p.Code != problem.AllowanceExhausted || p.RetryAfter < 1 || p.RetryAfter > 86400 {
 		t.Fatalf("past the share: %v, want search_allowance_exhausted with Retry-After", err)
 	}
-	if _, err := s.Search(ctx, bearer(first), snap, "novel query 0", directory.Filter{}); err != nil {
+	if _, err := s.Search(ctx, keyed("u1"), snap, "novel query 0", directory.Filter{}); err != nil {
 		t.Fatalf("a repeated query past the share: %v", err)
 	}
 	for i := range 2 {
-		if _, err := s.Search(ctx, bearer(other), snap, "other query "+strconv.Itoa(i), directory.Filter{}); err != nil {
+		if _, err := s.Search(ctx, keyed("u2"), snap, "other query "+strconv.Itoa(i), directory.Filter{}); err != nil {
 			t.Fatalf("another caller's novel query %d: %v", i, err)
 		}
 	}
@@ -176,7 +137,7 @@ func (h *heard) Embedded(model string, took time.Duration, err error) {
 func TestObserverHearsOutcomesAndNovelEmbeddings(t *testing.T) {
 	h := &heard{}
 	now := time.Now()
-	s, snap := newService(t, search.Config{DailyAllowance: 2, Observer: h}, search.NewLimiter(60, 4, 100, func() time.Time { return now }), keys{})
+	s, snap := newService(t, search.Config{DailyAllowance: 2, Observer: h}, search.NewLimiter(60, 4, 100, func() time.Time { return now }))
 	ctx := context.Background()
 	caller := search.Caller{RemoteAddr: "192.0.2.9:1"}
 	for _, q := range []string{"first query", "first query", "second query", "third query", "fourth query"} {
