@@ -232,20 +232,21 @@ func (s *Server) handleLLMs() http.HandlerFunc {
 }
 
 // LLMs is /llms.txt: what the service is, where its machine-readable descriptions
-// are, how agents connect, and every route in a line.
+// are, how agents connect, and every route in a line, each a Markdown link to its
+// place on the reference page.
 func (ref *Reference) LLMs() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Waystation\n\n> A directory of pay-per-call (x402) sellers for AI agents, with an advisory trust verdict on each seller, and an API through which agents run workflows for their person: sessions, approval requests, sealed memory, payments the service makes after the person approves, CAPTCHA tasks. Payment and identity values stay behind approvals and never reach a language model: agents hold handles.\n\n")
 	fmt.Fprintf(&b, "## Start here\n\n")
 	fmt.Fprintf(&b, "- [OpenAPI document](%s): every route, its parameters, answers and errors (OpenAPI 3.1, version %s)\n", ref.DocURL, ref.Version)
 	fmt.Fprintf(&b, "- [API reference](%s): the same, as a page\n", referencePath)
-	fmt.Fprintf(&b, "- MCP server: Streamable HTTP at %s/mcp (no key: the directory's tools; `Authorization: Bearer sk_agent_...`: the workflow's tools)\n", ref.Base)
-	fmt.Fprintf(&b, "- The directory as JSON: %s/api/public/v1/services (key-less, cacheable; `?q=` searches)\n\n", ref.Base)
+	fmt.Fprintf(&b, "- [MCP server](%s/mcp): Streamable HTTP (no key: the directory's tools; `Authorization: Bearer sk_agent_...`: the workflow's tools)\n", ref.Base)
+	fmt.Fprintf(&b, "- [The directory as JSON](%s/api/public/v1/services): key-less, cacheable; `?q=` searches\n\n", ref.Base)
 	fmt.Fprintf(&b, "## Rules\n\n- Errors are RFC 9457 problem+json with a stable `code`; branch on it.\n- Trust verdicts are advisory; only the person's approval authorises a payment.\n- Keys: `sk_agent_...` acts as one agent, `sk_user_...` as its person; never send a user key from an agent.\n- Values the person keeps are released only by POST /sessions/{id}/materialize, to the agent's runtime, after an approval; never put them in a prompt.\n\n")
 	for _, g := range ref.Groups {
 		fmt.Fprintf(&b, "## %s\n\n", g.Tag)
 		for _, op := range g.Ops {
-			fmt.Fprintf(&b, "- %s %s%s: %s (key: %s)\n", op.Method, ref.Base, op.Path, op.Summary, op.Auth)
+			fmt.Fprintf(&b, "- [%s %s%s](%s#%s): %s (key: %s)\n", op.Method, ref.Base, op.Path, referencePath, op.ID, op.Summary, op.Auth)
 		}
 		b.WriteString("\n")
 	}

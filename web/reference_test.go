@@ -48,9 +48,20 @@ func TestReferenceAndLLMsTxtCoverEveryOperationOfTheDocument(t *testing.T) {
 			if !strings.Contains(page.Body.String(), `id="`+op.OperationID+`"`) {
 				t.Errorf("the page lacks %s %s", method, path)
 			}
-			if !strings.Contains(llms.Body.String(), strings.ToUpper(method)+" /functions/v1/api"+path+":") {
-				t.Errorf("llms.txt lacks %s %s", method, path)
+			if !strings.Contains(llms.Body.String(), "- ["+strings.ToUpper(method)+" /functions/v1/api"+path+"](/docs/api#"+op.OperationID+"): ") {
+				t.Errorf("llms.txt lacks %s %s as a link to its place on the reference page", method, path)
 			}
+		}
+	}
+	// Every entry of llms.txt but its rules is a Markdown link, as the llms.txt
+	// proposal has them.
+	section := ""
+	for line := range strings.SplitSeq(llms.Body.String(), "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			section = h
+		}
+		if strings.HasPrefix(line, "- ") && section != "Rules" && !strings.HasPrefix(line, "- [") {
+			t.Errorf("llms.txt (%s): an entry that is no link: %s", section, line)
 		}
 	}
 	if n := strings.Count(page.Body.String(), `class="operation"`); n != ops || ops < 50 {
