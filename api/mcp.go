@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -57,12 +58,44 @@ func (s *Server) handleMCP() http.Handler {
 	})
 	keyed := s.authenticate(s.requireScope("agent")(serve))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.mcpOrigin(r.Header.Values("Origin")) {
+			w.Header()["Cache-Control"] = hdrNoStore
+			s.error(w, r, problem.New(problem.OriginNotAllowed, "This MCP server answers pages of the service's own origin and of this machine only."))
+			return
+		}
 		if len(r.Header.Values("Authorization")) > 0 {
 			keyed.ServeHTTP(w, r)
 			return
 		}
 		serve.ServeHTTP(w, r)
 	})
+}
+
+// mcpOrigin tells whether a request with these Origin values may call the MCP
+// server, as the transport asks against DNS rebinding: none (a program, not a
+// browser), the service's own public origin, or a loopback one (a server on this
+// machine). A rebinding page's origin is its own host name, which is neither.
+func (s *Server) mcpOrigin(origins []string) bool {
+	if len(origins) == 0 {
+		return true
+	}
+	if len(origins) > 1 {
+		return false
+	}
+	u, err := url.Parse(origins[0])
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+		return false
+	}
+	if pub, err := url.Parse(s.auth.PublicURL); err == nil && s.auth.PublicURL != "" &&
+		strings.EqualFold(pub.Scheme, u.Scheme) && strings.EqualFold(pub.Host, u.Host) {
+		return true
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // apiAnswer is what a route answered a tool.

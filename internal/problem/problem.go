@@ -127,6 +127,7 @@ const (
 	OfferNotPayable        = "offer_not_payable"
 	PriceAboveMaximum      = "price_above_maximum"
 	OverrideRequired       = "override_required"
+	OriginNotAllowed       = "origin_not_allowed"
 )
 
 // Kind is what the table says of a code.
@@ -248,6 +249,9 @@ var kinds = map[string]Kind{
 	HostNotAllowed: {http.StatusForbidden, "Host not allowed",
 		"The person's host list for this agent does not let it pay this seller.",
 		"Read the host list in GET /agent/me; ask the person to allow the host."},
+	OriginNotAllowed: {http.StatusForbidden, "Origin not allowed",
+		"A page of another origin called the MCP server from a browser: it answers pages of the service's own origin and of this machine only, so that no page can reach it through DNS rebinding.",
+		"Call it from a program, which sends no Origin, or from a page on the service's own origin."},
 	OfferNotPayable: {http.StatusUnprocessableEntity, "Offer not payable",
 		"The seller did not answer with an x402 offer this server's payer can pay: no 402, an invalid offer, another scheme, network or asset, or an address it may not reach.",
 		"Quote the seller (POST /tools/x402/quote) to see what it answers; pay another way, or choose another seller."},
