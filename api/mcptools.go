@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,10 +36,31 @@ func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 		Description: "The directory's categories with how many methods each holds, to narrow a search."},
 		s.toolCategories)
 	if !workflow {
+		srv.AddReceivingMiddleware(keyedToolsNeedAKey)
 		return srv
 	}
 	s.addWorkflowTools(srv)
 	return srv
+}
+
+// workflowTools are the tools an agent key adds to the directory's.
+var workflowTools = []string{"open_session", "complete_session", "append_event", "raise_request", "wait_request",
+	"claim_artifact", "resolve_fields", "quote_seller", "pay_seller", "create_captcha_task", "get_captcha_task"}
+
+// keyedToolsNeedAKey answers a call of a workflow tool made without a key with an
+// error result that says it takes an agent key, where the SDK would say only that
+// the tool is unknown.
+func keyedToolsNeedAKey(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && slices.Contains(workflowTools, p.Name) {
+				r := &mcp.CallToolResult{}
+				r.SetError(toolFailure("unauthenticated: " + p.Name + " is one of the workflow's tools, which take an agent key: connect with Authorization: Bearer sk_agent_..., and tools/list names them."))
+				return r, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
