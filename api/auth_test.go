@@ -144,8 +144,16 @@ func (r response) want(t *testing.T, status int, code ...string) response {
 		t.Fatalf("%s %s: status %d, want %d: %s", r.Request.Method, r.Request.URL.Path, r.StatusCode, status, r.body)
 	}
 	if len(code) > 0 {
-		var p struct{ Code string }
+		// problem+json has the code at the top; the LLM proxy's OpenAI-shaped errors
+		// under error.
+		var p struct {
+			Code  string
+			Error struct{ Code string }
+		}
 		json.Unmarshal(r.body, &p)
+		if p.Code == "" {
+			p.Code = p.Error.Code
+		}
 		if p.Code != code[0] {
 			t.Fatalf("%s %s: code %q, want %q: %s", r.Request.Method, r.Request.URL.Path, p.Code, code[0], r.body)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/redact/redacttest"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -350,4 +351,58 @@ func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
 	e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r2","kind":"confirm","context":{"reason":"card 4111111111111111"},"params":{"summary":"Pay"}}`).want(t, 422, "protected_value_detected")
 	e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"ok","data":{"card":"the saved one"}}`).want(t, 201)
 	noCanaryAnywhere(t, e, append(slices.Collect(maps.Values(redacttest.Forms("4111111111111111"))), "4111 1111")...)
+}
+
+// The LLM proxy answers its errors in OpenAI's shape, which OpenAI's clients read
+// (error.message, error.type), with the problem's code as error.code, and as the
+// OpenAPI document says: a missing key, a user key, a body that is not a chat, a
+// protected value, no upstream configured.
+func TestLLMProxyErrorsAreInOpenAIsShape(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	stub := newStubLLM(t)
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const canary = "zebra-quartz-7731"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","askBeforeUse":false,"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
+	off := newAuthEnv(t)
+	offUID, _ := off.user("bo")
+	_, offKey := off.agent(offUID, "scout")
+	chat := func(content string) string {
+		return `{"model":"stub-1","messages":[{"role":"user","content":"` + content + `"}]}`
+	}
+	for _, c := range []struct {
+		env               *authEnv
+		method, path, key string
+		body              string
+		status            int
+		code, typ         string
+	}{
+		{e, "POST", "/llm/v1/chat/completions", "", chat("hi"), 401, "unauthenticated", "authentication_error"},
+		{e, "GET", "/llm/v1/models", "sk_agent_nottherightlength", "", 401, "invalid_api_key", "authentication_error"},
+		{e, "POST", "/llm/v1/chat/completions", userKey, chat("hi"), 403, "wrong_key_scope", "permission_error"},
+		{e, "POST", "/llm/v1/chat/completions", agentKey, `{"model":"stub-1"}`, 422, "validation_failed", "invalid_request_error"},
+		{e, "POST", "/llm/v1/chat/completions", agentKey, `{"model":"` + canary + `","messages":[{"role":"user","content":"hi"}]}`, 422, "protected_value_detected", "invalid_request_error"},
+		{off, "POST", "/llm/v1/chat/completions", offKey, chat("hi"), 503, "llm_not_configured", "api_error"},
+	} {
+		r := c.env.call(c.method, c.path, c.key, c.body)
+		var got struct {
+			Error struct{ Message, Type, Code string }
+		}
+		if err := json.Unmarshal(r.body, &got); err != nil || r.StatusCode != c.status || got.Error.Code != c.code || got.Error.Type != c.typ || got.Error.Message == "" ||
+			r.Header.Get("Content-Type") != "application/json; charset=utf-8" || r.Header.Get("X-Request-Id") == "" {
+			t.Errorf("%s %s: %d %s %s, want %d with error.code %s and error.type %s", c.method, c.path, r.StatusCode, r.Header.Get("Content-Type"), r.body, c.status, c.code, c.typ)
+		}
+		if strings.Contains(string(r.body), canary) {
+			t.Errorf("%s %s: the error repeats the protected value: %s", c.method, c.path, r.body)
+		}
+		doc.CheckResponse(t, c.env.request(c.method, c.path, c.key, c.body), r.Response, r.body)
+	}
+	if got := stub.all(); got != "" {
+		t.Errorf("the upstream received %q", got)
+	}
+	// The rest of the API keeps problem+json.
+	if r := e.call("GET", "/sessions/not-a-session", agentKey, ""); r.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("outside the proxy: %s", r.Header.Get("Content-Type"))
+	}
 }

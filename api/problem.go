@@ -1,10 +1,12 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/telemetry"
@@ -52,16 +54,20 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 		log.ErrorContext(ctx, "unknown problem code", append(where, "code", p.Code)...)
 		p, kind = problem.New(problem.Internal, ""), mustKind(problem.Internal)
 	}
+	contentType := "application/problem+json"
 	body, _ := json.Marshal(problemBody{
 		Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
 		Detail: p.Detail, Instance: instance, Parameter: p.Parameter, RequestID: id,
 	})
+	if llmRoute(r) {
+		contentType, body = hdrJSON[0], llmErrorBody(kind, p)
+	}
 	if rec, ok := w.(*recorded); ok {
 		rec.code = p.Code // so that once knows a refusal that may pass
 	}
 	h := w.Header()
 	h.Set("X-Request-Id", id)
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Del("ETag")
 	h.Del("Content-Encoding")
@@ -78,6 +84,45 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
+}
+
+// llmRoute tells whether r is for the LLM proxy, whose clients (OpenAI's SDKs and
+// those made like them) read errors in OpenAI's shape, not as problem+json.
+func llmRoute(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, BasePath+LLMPath+"/") }
+
+// LLMPath is where the OpenAI-compatible proxy answers, under the API's base path.
+const LLMPath = "/llm/v1"
+
+// llmError is a problem in OpenAI's error shape: message, type and param as its
+// clients read them, and the problem's code as code.
+type llmError struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Param   string `json:"param,omitempty"`
+		Code    string `json:"code"`
+	} `json:"error"`
+}
+
+func llmErrorBody(kind problem.Kind, p *problem.Error) []byte {
+	var e llmError
+	e.Error.Message, e.Error.Param, e.Error.Code = cmp.Or(p.Detail, kind.Title), p.Parameter, p.Code
+	switch {
+	case kind.Status == http.StatusUnauthorized:
+		e.Error.Type = "authentication_error"
+	case kind.Status == http.StatusForbidden:
+		e.Error.Type = "permission_error"
+	case kind.Status == http.StatusNotFound:
+		e.Error.Type = "not_found_error"
+	case kind.Status == http.StatusTooManyRequests:
+		e.Error.Type = "rate_limit_error"
+	case kind.Status >= 500:
+		e.Error.Type = "api_error"
+	default:
+		e.Error.Type = "invalid_request_error"
+	}
+	b, _ := json.Marshal(e)
+	return b
 }
 
 func mustKind(code string) problem.Kind {

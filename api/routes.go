@@ -100,8 +100,8 @@ func (s *Server) routes() chi.Router {
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 
 			// The OpenAI-compatible proxy: the user's protected values never reach it.
-			read(r, "/llm/v1/models", s.handleLLMModels())
-			r.With(agent).Post("/llm/v1/chat/completions", s.handleChatCompletions()) // never replayed: a stream
+			read(r, LLMPath+"/models", s.handleLLMModels())
+			r.With(agent).Post(LLMPath+"/chat/completions", s.handleChatCompletions()) // never replayed: a stream
 		})
 	})
 	return r

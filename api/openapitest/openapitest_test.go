@@ -716,6 +716,8 @@ func TestSchemas(t *testing.T) {
 		"HealthSnapshot": {member(healthBody, "snapshot")},
 		"Health":         {healthBody},
 		"ProblemCode":    {`"verified_reserved"`, `"search_unavailable"`},
+		"LLMError": {`{"error": {"message": "The body holds a protected value.", "type": "invalid_request_error", "code": "protected_value_detected"}}`,
+			`{"error": {"message": "Unknown parameter.", "type": "invalid_request_error", "param": "logit_bias", "code": "validation_failed"}}`},
 		"Problem": {problem(400, "verified_reserved", "verified"),
 			`{"type": "/problems/not-found", "title": "Not found", "status": 404, "code": "not_found"}`},
 		"OpenAPIDocument": {mustRead(t, docPath)},
@@ -842,7 +844,9 @@ func TestSchemas(t *testing.T) {
 		"ListingItem":  {withMember(listingItem, "guidance", map[string]any{})},
 		"MethodDetail": {withMember(detailBody, "similarity", 1)},
 		"Problem":      {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
-		"Health":       {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+		"LLMError": {`{"error": {"message": "m", "type": "invalid_request_error", "code": "no_such_code"}}`,
+			`{"error": {"message": "m", "type": "teapot_error", "code": "internal"}}`, `{"code": "internal"}`},
+		"Health": {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
 	}
 	names := d.SchemaNames()
 	for _, name := range names {
