@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -964,4 +965,32 @@ func runTB(f func(tb testing.TB)) *fakeTB {
 	}()
 	<-done
 	return ft
+}
+
+// Every array schema says what its items are, as Spectral's array-items rule (in
+// spectral:oas) and code generators want.
+func TestEveryArraySaysItsItems(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal([]byte(mustRead(t, docPath)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			typ := v["type"]
+			list, _ := typ.([]any)
+			if _, ok := v["items"]; !ok && (typ == "array" || slices.Contains(list, any("array"))) {
+				t.Errorf("%s: an array with no items", at)
+			}
+			for k, x := range v {
+				walk(x, at+"/"+k)
+			}
+		case []any:
+			for i, x := range v {
+				walk(x, at+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc, "#")
 }
