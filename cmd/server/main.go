@@ -257,7 +257,7 @@ func loadDemo(ctx context.Context, store *postgres.Store, stdout io.Writer) erro
 }
 
 func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
-	snapshots, err := startSnapshots(ctx, cfg, log, store, store.Migrate)
+	snapshots, generated, err := startSnapshots(ctx, cfg, log, store, store.Migrate)
 	if err != nil {
 		return err
 	}
@@ -321,6 +321,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	// The snapshot generator stops with ctx; a publication under way is written out
+	// before the server says it stopped, so nothing writes to SITE_DIR after.
+	select {
+	case <-generated:
+	case <-shutdownCtx.Done():
+		log.Warn("the snapshot generator did not stop within the shutdown timeout")
 	}
 	log.Info("stopped", "ms", time.Since(start).Milliseconds())
 	return nil

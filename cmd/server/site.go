@@ -35,8 +35,9 @@ func loadSiteConfig(c *Config, getenv func(string) string) error {
 // startSnapshots puts a snapshot in force before the server listens: the newest one
 // published on disk, so that the directory answers even while PostgreSQL is down, then
 // a fresh build. migrate runs between the two; its failure only stops the server when
-// there is nothing on disk to serve. The generator then runs until ctx ends.
-func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store trust.RecordStore, migrate func(context.Context) error) (*generator.Holder, error) {
+// there is nothing on disk to serve. The generator then runs until ctx ends; the
+// channel closes once it has, its last publication written out.
+func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store trust.RecordStore, migrate func(context.Context) error) (*generator.Holder, <-chan struct{}, error) {
 	holder := generator.NewHolder()
 	fromDisk := false
 	if snap, err := generator.LoadSite(cfg.SiteDir); err != nil {
@@ -49,7 +50,7 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 	}
 	if err := migrate(ctx); err != nil {
 		if !fromDisk {
-			return nil, err
+			return nil, nil, err
 		}
 		log.Warn("database unavailable; serving the snapshot on disk", "err", err)
 	}
@@ -65,8 +66,12 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 			log.Warn("first snapshot failed; serving an empty directory until the next", "err", err)
 		}
 	}
-	go g.Run(ctx)
-	return holder, nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Run(ctx)
+	}()
+	return holder, done, nil
 }
 
 // newHandler serves the API's paths with the API, /metrics with metrics and
