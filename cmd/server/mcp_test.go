@@ -148,8 +148,10 @@ func TestMCPDirectoryToolsWithoutAKey(t *testing.T) {
 	}
 	c.call("get_method", map[string]any{"slug": "no-such-method"}, true)
 	c.call("check_merchant", map[string]any{"hostname": "not a host"}, true)
-	if _, err := c.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{"description": "x"}}); err == nil {
-		t.Error("a workflow tool answered without a key")
+	// A workflow tool called without a key does nothing and says it takes an agent key.
+	res, err := c.session.CallTool(context.Background(), &mcp.CallToolParams{Name: "open_session", Arguments: map[string]any{"description": "x"}})
+	if err != nil || !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "agent key") {
+		t.Errorf("a workflow tool without a key: %+v %v, want an error result saying it takes an agent key", res, err)
 	}
 	if _, err := connectMCP(t, srv.base, "sk_agent_0123456789abcdef_"+strings.Repeat("a", 43)); err == nil {
 		t.Error("a wrong key connected")
