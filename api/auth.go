@@ -34,7 +34,8 @@ type Authenticated struct {
 	Sessions    session.Store
 	Requests    request.Store
 	Idempotency idempotency.Store
-	// Memory is the users' saved items; without it their routes answer 404.
+	// Memory is the users' saved items; without it their routes (and resolve, which
+	// reads them) are not served.
 	Memory *memory.Service
 	Traces trace.Store
 	// Pepper is the secret API keys are hashed with.

@@ -76,14 +76,16 @@ func (s *Server) routes() chi.Router {
 			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/cancel", s.handleCancelRequest())
 			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/claim", s.handleClaim())
 
-			read(r, "/memory/items", s.handleMemoryItems())
-			r.With(once).Post("/memory/items", s.handleCreateMemoryItem())
-			read(r, "/memory/items/{id}", s.handleMemoryItem())
-			r.With(user).Patch("/memory/items/{id}", s.handleUpdateMemoryItem())
-			r.With(user).Delete("/memory/items/{id}", s.handleArchiveMemoryItem())
-			read(r.With(agent), "/sessions/{id}/memory/catalog", s.handleMemoryCatalog())
-			r.With(agent).Post("/sessions/{id}/materialize", s.handleMaterialize()) // never replayed
-			r.With(agent, once).Post("/sessions/{id}/resolve", s.handleResolve())
+			if s.auth.Memory != nil {
+				read(r, "/memory/items", s.handleMemoryItems())
+				r.With(once).Post("/memory/items", s.handleCreateMemoryItem())
+				read(r, "/memory/items/{id}", s.handleMemoryItem())
+				r.With(user).Patch("/memory/items/{id}", s.handleUpdateMemoryItem())
+				r.With(user).Delete("/memory/items/{id}", s.handleArchiveMemoryItem())
+				read(r.With(agent), "/sessions/{id}/memory/catalog", s.handleMemoryCatalog())
+				r.With(agent).Post("/sessions/{id}/materialize", s.handleMaterialize()) // never replayed
+				r.With(agent, once).Post("/sessions/{id}/resolve", s.handleResolve())
+			}
 
 			r.With(once).Post("/traces", s.handleTraces())
 			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())

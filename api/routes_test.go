@@ -11,13 +11,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/captcha"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
 // everyRoute is a server with every service that adds routes configured.
 func everyRoute() *Server {
 	return NewServer(Config{}, nil, nil, nil, WithAuthenticated(Authenticated{
-		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}}))
+		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}, Memory: memory.NewService(nil, memory.Config{})}))
 }
 
 // TestEveryRouteIsInTheOpenAPIDocument walks the router and finds each route, with
