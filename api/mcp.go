@@ -59,7 +59,6 @@ func (s *Server) handleMCP() http.Handler {
 	keyed := s.authenticate(s.requireScope("agent")(serve))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.mcpOrigin(r.Header.Values("Origin")) {
-			w.Header()["Cache-Control"] = hdrNoStore
 			s.error(w, r, problem.New(problem.OriginNotAllowed, "This MCP server answers pages of the service's own origin and of this machine only."))
 			return
 		}

@@ -54,13 +54,16 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 		log.ErrorContext(ctx, "unknown problem code", append(where, "code", p.Code)...)
 		p, kind = problem.New(problem.Internal, ""), mustKind(problem.Internal)
 	}
-	contentType := "application/problem+json"
-	body, _ := json.Marshal(problemBody{
-		Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
-		Detail: p.Detail, Instance: instance, Parameter: p.Parameter, RequestID: id,
-	})
+	var contentType string
+	var body []byte
 	if llmRoute(r) {
 		contentType, body = hdrJSON[0], llmErrorBody(kind, p)
+	} else {
+		contentType = "application/problem+json"
+		body, _ = json.Marshal(problemBody{
+			Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
+			Detail: p.Detail, Instance: instance, Parameter: p.Parameter, RequestID: id,
+		})
 	}
 	if rec, ok := w.(*recorded); ok {
 		rec.code = p.Code // so that once knows a refusal that may pass
