@@ -558,6 +558,11 @@ func parseResource(resource string) (*url.URL, string, error) {
 	if resource == "" {
 		return nil, "", errors.New("empty resource URL")
 	}
+	// url.Parse refuses control characters before the fragment only; PostgreSQL
+	// cannot keep a NUL anywhere.
+	if strings.ContainsFunc(resource, unicode.IsControl) {
+		return nil, "", errors.New("resource URL: holds a control character")
+	}
 	u, err := url.Parse(resource)
 	if err != nil {
 		return nil, "", fmt.Errorf("resource URL: %w", err)
