@@ -88,6 +88,7 @@ func (s *Server) routes() chi.Router {
 			}
 
 			r.With(once).Post("/traces", s.handleTraces())
+			r.With(once).Post("/v1/traces", s.handleTraces()) // where an OTLP exporter sends, given the base
 			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())
 			r.With(agent).Post("/tools/x402/quote", s.handleQuote())
 			r.With(agent).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
