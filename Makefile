@@ -223,6 +223,22 @@ $(NODE):
 lint-openapi: $(REDOCLY) $(NODE)
 	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(NODE) $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
 
+# The OpenAPI document through Spectral's own OpenAPI ruleset (api/.spectral.yaml), pinned
+# and installed like Redocly, on the same Node.js: a second linter, with other eyes.
+SPECTRAL_VERSION := 6.16.3
+SPECTRAL_DIR     := var/tools/spectral-$(SPECTRAL_VERSION)
+SPECTRAL         := $(SPECTRAL_DIR)/node_modules/.bin/spectral
+
+$(SPECTRAL):
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenAPI linter" >&2; exit 1; }
+	@mkdir -p $(SPECTRAL_DIR)
+	@npm install --prefix $(SPECTRAL_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @stoplight/spectral-cli@$(SPECTRAL_VERSION) >/dev/null
+
+.PHONY: lint-spectral
+lint-spectral: $(SPECTRAL) $(NODE)
+	@$(NODE) $(SPECTRAL) lint --ruleset api/.spectral.yaml --fail-severity error --display-only-failures api/openapi.json
+
 # A Go client generated from the OpenAPI document with oapi-codegen (pinned in go.mod as
 # a tool), in a module of its own under var/, and compiled: the document stays one that
 # the commonest Go generator takes without edits.
@@ -235,11 +251,11 @@ lint-codegen: go
 		$(GO) get github.com/oapi-codegen/runtime@$(OAPI_RUNTIME) >/dev/null 2>&1 && $(GO) mod tidy >/dev/null 2>&1 && \
 		$(GO) build ./... && $(GO) vet ./...
 
-# The OpenAPI document's linter and a client generated from it, gofmt, go vet,
+# The OpenAPI document's linters and a client generated from it, gofmt, go vet,
 # staticcheck (a Go tool pinned in go.mod, so that everyone runs the same checks), and
 # the templ files regenerated to find stale ones.
 .PHONY: lint
-lint: go lint-openapi lint-codegen
+lint: go lint-openapi lint-spectral lint-codegen
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
