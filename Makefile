@@ -24,7 +24,8 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzParseBazaar \
 	./internal/x402:FuzzParseOffer \
 	./internal/embedding/sentence:FuzzTokenizer \
-	./internal/redact:FuzzRedact
+	./internal/redact:FuzzRedact \
+	./internal/trace:FuzzParse
 
 .PHONY: help
 help:
@@ -239,6 +240,18 @@ $(SPECTRAL):
 lint-spectral: $(SPECTRAL) $(NODE)
 	@$(NODE) $(SPECTRAL) lint --ruleset api/.spectral.yaml --fail-severity error --display-only-failures api/openapi.json
 
+# The MCP Inspector's CLI, pinned and installed like Redocly: a test has it list the MCP
+# server's tools with --strict, and fails on any schema-portability finding.
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR_DIR     := var/tools/mcp-inspector-$(INSPECTOR_VERSION)
+INSPECTOR         := $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js
+
+$(INSPECTOR):
+	@command -v npm >/dev/null || { echo "npm is needed to install the MCP Inspector" >&2; exit 1; }
+	@mkdir -p $(INSPECTOR_DIR)
+	@npm install --prefix $(INSPECTOR_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) >/dev/null
+
 # A Go client generated from the OpenAPI document with oapi-codegen (pinned in go.mod as
 # a tool), in a module of its own under var/, and compiled: the document stays one that
 # the commonest Go generator takes without edits.
@@ -272,8 +285,9 @@ tools:
 # measures, has no concurrency of its own, and under the detector its sentence encoder
 # takes minutes to embed the real catalog.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+test: go db tools lint model $(INSPECTOR) $(NODE)
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' \
+	WAYSTATION_NODE='$(abspath $(NODE))' WAYSTATION_MCP_INSPECTOR='$(abspath $(INSPECTOR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk
