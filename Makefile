@@ -252,6 +252,19 @@ $(INSPECTOR):
 	@npm install --prefix $(INSPECTOR_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
 		--loglevel=error --no-progress @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) >/dev/null
 
+# OpenTelemetry's JavaScript SDK and its OTLP/HTTP JSON exporter, pinned and installed
+# like Redocly: a test exports spans with it, as an agent written in JavaScript does.
+OTEL_JS_VERSION := 0.301.0
+OTEL_JS_DIR     := var/tools/otel-js-$(OTEL_JS_VERSION)
+OTEL_JS         := $(OTEL_JS_DIR)/node_modules/@opentelemetry/exporter-trace-otlp-http/package.json
+
+$(OTEL_JS):
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenTelemetry JavaScript exporter" >&2; exit 1; }
+	@mkdir -p $(OTEL_JS_DIR)
+	@npm install --prefix $(OTEL_JS_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @opentelemetry/exporter-trace-otlp-http@$(OTEL_JS_VERSION) \
+		@opentelemetry/sdk-trace@3.1.0 @opentelemetry/resources@3.1.0 @opentelemetry/api@1.10.0 >/dev/null
+
 # A Go client generated from the OpenAPI document with oapi-codegen (pinned in go.mod as
 # a tool), in a module of its own under var/, and compiled: the document stays one that
 # the commonest Go generator takes without edits.
@@ -285,9 +298,10 @@ tools:
 # measures, has no concurrency of its own, and under the detector its sentence encoder
 # takes minutes to embed the real catalog.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model $(INSPECTOR) $(NODE)
+test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE)
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' \
-	WAYSTATION_NODE='$(abspath $(NODE))' WAYSTATION_MCP_INSPECTOR='$(abspath $(INSPECTOR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+	WAYSTATION_NODE='$(abspath $(NODE))' WAYSTATION_MCP_INSPECTOR='$(abspath $(INSPECTOR))' \
+	WAYSTATION_OTEL_JS='$(abspath $(OTEL_JS_DIR))/node_modules' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk
