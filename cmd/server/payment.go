@@ -23,6 +23,9 @@ type PaymentConfig struct {
 	// Chains are X402_RPC_URLS: the JSON-RPC endpoints a payment whose outcome is
 	// unknown is settled from (nil: such payments stay unknown).
 	Chains *x402.Chains
+	// Lease is PAYMENT_LEASE: how long a payment whose replica stopped renewing it
+	// waits before another replica takes it up (0: the service's default, 15s).
+	Lease time.Duration
 }
 
 // chainTimeout bounds one look-up of an authorization on a chain.
@@ -37,8 +40,8 @@ var defaultPayerNetworks = payment.Networks{"eip155:8453"}
 // key is funded on, comma-separated; a test network only when named) and
 // PAYMENT_ALLOW_HOSTS (hosts, or host:port, that payments, quotes and probes may
 // reach on private addresses; empty by default) and X402_RPC_URLS (network=URL
-// pairs, comma-separated: where the state of an authorization is read). Errors never
-// quote the key.
+// pairs, comma-separated: where the state of an authorization is read) and
+// PAYMENT_LEASE. Errors never quote the key.
 func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	var c PaymentConfig
 	var err error
@@ -47,6 +50,13 @@ func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	}
 	if c.WebhookAllowHosts, err = allowHosts(getenv, "WEBHOOK_ALLOW_HOSTS"); err != nil {
 		return c, err
+	}
+	if v := getenv("PAYMENT_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 10*time.Minute {
+			return c, fmt.Errorf("PAYMENT_LEASE %q: want a duration from 1s to 10m", v)
+		}
+		c.Lease = d
 	}
 	if v := getenv("X402_RPC_URLS"); v != "" {
 		if c.Chains, err = x402.ParseChains(v, &http.Client{Timeout: chainTimeout}); err != nil {

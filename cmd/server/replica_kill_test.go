@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/seller"
+	"github.com/waystation/waystation/internal/x402"
+)
+
+// TestAReplicaKilledAtEveryStepOfAPayment runs two replicas on one database and kills
+// the one doing the work, with SIGKILL, at each step of a payment: after the ask,
+// after the approval, with the payment taken but not signed (the executor re-reading
+// the offer), signed and sent but never settled by the seller, settled by the seller
+// but not answered, and answered but not recorded (its body still coming). The other
+// replica must finish the payment within seconds (a payment left behind is taken up
+// once its lease runs out): settled, exactly one transfer in the seller's ledger, the
+// service's record in agreement with it, the request fulfilled and its receipt
+// claimable, the agent's spend counting it once.
+func TestAReplicaKilledAtEveryStepOfAPayment(t *testing.T) {
+	bin := buildServer(t)
+	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step) })
+	}
+}
+
+// paymentLease is the lease the replicas run with: a payment left behind by a dead
+// replica is taken up within it.
+const paymentLease = 3 * time.Second
+
+func killAtStep(t *testing.T, bin, step string) {
+	ts := httptest.NewUnstartedServer(nil)
+	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
+	// A sending repeated after a settlement is refused, as the reference stack
+	// refuses a used nonce.
+	if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
+		t.Fatal(err)
+	}
+	var armed, fired atomic.Bool
+	reached := make(chan string, 1) // the address of the replica at the step
+	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paid := r.Header.Get(x402.HeaderPaymentV2) != "" || r.Header.Get(x402.HeaderPaymentV1) != ""
+		hold := armed.Load() && r.URL.Path == "/v2/report" && (paid == (step != "taken")) && fired.CompareAndSwap(false, true)
+		if !hold {
+			sel.ServeHTTP(w, r)
+			return
+		}
+		switch step {
+		case "taken", "signed":
+			// The offer's re-reading, or the paid call, is never answered: the
+			// seller settles nothing.
+		case "sent":
+			sel.ServeHTTP(httptest.NewRecorder(), r) // settled; the answer never leaves
+		case "answered":
+			rec := httptest.NewRecorder()
+			sel.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes()[:1]) // the settlement and the body's first byte
+			w.(http.Flusher).Flush()
+		}
+		reached <- r.RemoteAddr
+		<-r.Context().Done()
+	})
+	ts.Start()
+	t.Cleanup(ts.Close)
+	host := "localhost" + ts.URL[strings.LastIndex(ts.URL, ":"):]
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	env := func() map[string]string {
+		return map[string]string{"DATABASE_URL": dbURL, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+			"PAYMENT_ALLOW_HOSTS": host, "X402_RPC_URLS": seller.DefaultNetwork + "=" + ts.URL + "/rpc", "SITE_DIR": t.TempDir(),
+			"PAYMENT_LEASE": paymentLease.String()}
+	}
+	a, b := startChild(t, bin, env()), startChild(t, bin, env())
+	kill := func(c *child) (survivor *child) {
+		t.Helper()
+		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-c.done
+		if c == a {
+			return b
+		}
+		return a
+	}
+
+	agentA := agentCall(t, a.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agentA("POST", "/sessions", `{"type":"purchase","description":"Buy a report","clientSessionId":"kill-`+step+`"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var asked struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agentA("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"0.02",
+		"httpRequest":{"url":"http://`+host+`/v2/report?topic=tides"}}`, &asked); code != 201 {
+		t.Fatalf("ask: %d", code)
+	}
+	approve := func(c *child) {
+		t.Helper()
+		if code := agentCall(t, c.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/decision",
+			`{"decision":"approve"}`, nil); code != 200 {
+			t.Fatalf("approve: %d", code)
+		}
+	}
+	var survivor *child
+	var killed time.Time
+	switch step {
+	case "asked":
+		survivor = kill(a)
+		killed = time.Now()
+		approve(survivor)
+	case "approved":
+		approve(a)
+		survivor = kill(a)
+		killed = time.Now()
+	default:
+		armed.Store(true)
+		approve(a)
+		var peer string
+		select {
+		case peer = <-reached:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no replica reached the step\nA:\n%s\nB:\n%s", a.logs, b.logs)
+		}
+		worker, err := childOfPeer(peer, a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		survivor = kill(worker)
+		killed = time.Now()
+	}
+
+	call := agentCall(t, survivor.base, agentKey, nil)
+	var pay struct {
+		Status      string
+		Failure     *string
+		Transaction *string
+	}
+	if !eventually(30*time.Second, func() bool {
+		call("GET", "/sessions/"+s.ID+"/x402/payments/"+asked.Payment.ID, "", &pay)
+		return pay.Status == "settled" || pay.Status == "failed"
+	}) || pay.Status != "settled" {
+		t.Fatalf("payment %s %v 30s after the kill, want settled\n%s", pay.Status, pay.Failure, survivor.logs)
+	}
+	t.Logf("killed %s: the other replica settled the payment %s after the kill (lease %s)", step, time.Since(killed).Round(100*time.Millisecond), paymentLease)
+	ledger := sel.Ledger()
+	if len(ledger) != 1 {
+		t.Fatalf("%d transfers, want 1", len(ledger))
+	}
+	if pay.Transaction != nil && *pay.Transaction != ledger[0].Transaction {
+		t.Errorf("the record says transaction %s, the ledger %s", *pay.Transaction, ledger[0].Transaction)
+	}
+	var req struct{ Status string }
+	call("GET", "/sessions/"+s.ID+"/requests/"+asked.Request.ID, "", &req)
+	if req.Status != "fulfilled" {
+		t.Errorf("request %s, want fulfilled", req.Status)
+	}
+	var art struct {
+		Type    string
+		Payment struct{ Status, Amount string }
+	}
+	if code := call("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/claim", "", &art); code != 200 ||
+		art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != "10000" {
+		t.Errorf("claim: %d %+v", code, art)
+	}
+	var me struct {
+		Limits struct {
+			Spending struct{ Spent struct{ Today string } }
+		}
+	}
+	call("GET", "/agent/me", "", &me)
+	if got := me.Limits.Spending.Spent.Today; got != "0.01" {
+		t.Errorf("spent today %s, want 0.01", got)
+	}
+}
+
+// childOfPeer finds which of the children holds the TCP connection whose far end
+// (seen from the seller) is peer: the socket bound to peer's port, among the
+// children's open files.
+func childOfPeer(peer string, children ...*child) (*child, error) {
+	_, port, err := net.SplitHostPort(peer)
+	if err != nil {
+		return nil, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("peer %q: %v", peer, err)
+	}
+	var inodes []string
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(table)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || !strings.HasSuffix(fields[1], fmt.Sprintf(":%04X", p)) {
+				continue
+			}
+			inodes = append(inodes, fields[9])
+		}
+		f.Close()
+	}
+	for _, c := range children {
+		dir := filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "fd")
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			link, _ := os.Readlink(filepath.Join(dir, fd.Name()))
+			for _, inode := range inodes {
+				if link == "socket:["+inode+"]" {
+					return c, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("no child holds the connection from %s (sockets %v)", peer, inodes)
+}
