@@ -32,6 +32,7 @@ func TestTheServicePaysSellersBuiltFromTheX402ReferencePackages(t *testing.T) {
 		name, script, dirEnv, dirGlob string
 	}{
 		{"v2", "x402-seller-v2.mjs", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*"},
+		{"v1", "x402-seller-v1.mjs", "WAYSTATION_X402_V1_DIR", "../../var/tools/x402-express-1.*"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			dir := referenceTool(t, "the x402 "+v.name+" reference packages", v.dirEnv, v.dirGlob)
@@ -119,6 +120,7 @@ func payReferenceSeller(t *testing.T, seller referenceSeller) {
 	if pay.Offer.Amount != "10000" || !strings.EqualFold(pay.Offer.PayTo, referencePayTo) {
 		t.Errorf("the payment's offer %+v", pay.Offer)
 	}
+	t.Logf("settled once: %s, %s atomic units to %s", l.Transaction, l.Value, l.To)
 	if art.Payment.Transaction != nil && !strings.EqualFold(*art.Payment.Transaction, l.Transaction) {
 		t.Errorf("the claim names the transaction %s, the chain %s", *art.Payment.Transaction, l.Transaction)
 	}
@@ -225,7 +227,7 @@ func startReferenceSeller(t *testing.T, node, script, dir string) referenceSelle
 			t.Fatalf("%s: start line %q\n%s", script, line, s.logs)
 		}
 		// Reached as localhost, as the other local sellers are.
-		s.base = "http://localhost:" + strings.TrimSpace(line[i+len("http://127.0.0.1:"):])
+		s.base = "http://localhost:" + strings.Fields(line[i+len("http://127.0.0.1:"):])[0]
 	case <-done:
 		t.Fatalf("%s exited before listening\n%s", script, s.logs)
 	case <-time.After(60 * time.Second):
