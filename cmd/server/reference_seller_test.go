@@ -45,7 +45,6 @@ func TestTheServicePaysSellersBuiltFromTheX402ReferencePackages(t *testing.T) {
 // payReferenceSeller drives one payment to the seller at base through the service
 // and checks its one settlement.
 func payReferenceSeller(t *testing.T, seller referenceSeller) {
-	t.Helper()
 	host := strings.TrimPrefix(seller.base, "http://")
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)
