@@ -1,0 +1,202 @@
+// A fake EVM chain for the sellers built from the x402 reference packages: one USDC
+// contract (EIP-3009) kept in memory, reached through the client methods the reference
+// facilitators call (readContract, verifyTypedData, writeContract,
+// waitForTransactionReceipt, getCode). Nothing else is faked: the facilitators'
+// own logic verifies and settles. The contract checks a transferWithAuthorization as
+// FiatTokenV2 does (the time window, an unused nonce, the signer, the balance), both
+// when it is simulated with readContract and when it is sent with writeContract;
+// a sent one moves the balance, marks the nonce used and is written to the ledger,
+// and its receipt carries the ERC-20 Transfer log.
+//
+// viem is passed in, so that the chain uses the same copy as the packages do.
+
+const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+const START_BALANCE = 1_000_000_000_000n; // a million USDC, in atomic units
+
+const tokenABI = [
+  { type: "function", name: "balanceOf", stateMutability: "view", inputs: [{ name: "account", type: "address" }], outputs: [{ type: "uint256" }] },
+  { type: "function", name: "name", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
+  { type: "function", name: "version", stateMutability: "view", inputs: [], outputs: [{ type: "string" }] },
+  { type: "function", name: "decimals", stateMutability: "view", inputs: [], outputs: [{ type: "uint8" }] },
+  {
+    type: "function", name: "authorizationState", stateMutability: "view",
+    inputs: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }], outputs: [{ type: "bool" }],
+  },
+  {
+    type: "function", name: "transferWithAuthorization", stateMutability: "nonpayable",
+    inputs: [
+      { name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" },
+      { name: "validAfter", type: "uint256" }, { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" },
+      { name: "v", type: "uint8" }, { name: "r", type: "bytes32" }, { name: "s", type: "bytes32" },
+    ],
+    outputs: [],
+  },
+  {
+    type: "function", name: "transferWithAuthorization", stateMutability: "nonpayable",
+    inputs: [
+      { name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" },
+      { name: "validAfter", type: "uint256" }, { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" },
+      { name: "signature", type: "bytes" },
+    ],
+    outputs: [],
+  },
+  {
+    type: "event", name: "Transfer", anonymous: false,
+    inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }],
+  },
+];
+
+const authorizationTypes = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" }, { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" },
+  ],
+};
+
+class Revert extends Error {}
+
+/**
+ * fakeChain returns a client of a chain holding one USDC contract at asset, and the
+ * ledger of the transfers it settled.
+ */
+export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", facilitator }) {
+  const token = viem.getAddress(asset);
+  const used = new Set(); // authorizer|nonce
+  const spent = new Map(); // address -> atomic units sent
+  const received = new Map();
+  const receipts = new Map(); // hash -> receipt
+  const ledger = [];
+  let block = 1_000_000n;
+
+  const balanceOf = (a) => START_BALANCE - (spent.get(viem.getAddress(a)) ?? 0n) + (received.get(viem.getAddress(a)) ?? 0n);
+  const key = (from, nonce) => `${viem.getAddress(from)}|${nonce.toLowerCase()}`;
+
+  // The contract's transferWithAuthorization, checked; send makes it happen.
+  async function transferWithAuthorization(args, send) {
+    const [from, to, value, validAfter, validBefore, nonce] = args;
+    let signature;
+    if (args.length === 9) {
+      const v = Number(args[6]);
+      signature = viem.serializeSignature(v < 27 ? { r: args[7], s: args[8], yParity: v } : { r: args[7], s: args[8], v: BigInt(v) });
+    } else if (args.length === 7) {
+      signature = args[6];
+    } else {
+      throw new Revert("transferWithAuthorization: wrong number of arguments");
+    }
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    if (now <= BigInt(validAfter)) throw new Revert("FiatTokenV2: authorization is not yet valid");
+    if (now >= BigInt(validBefore)) throw new Revert("FiatTokenV2: authorization is expired");
+    if (used.has(key(from, nonce))) throw new Revert("FiatTokenV2: authorization is used or canceled");
+    const ok = await viem.verifyTypedData({
+      address: from,
+      domain: { name, version, chainId, verifyingContract: token },
+      types: authorizationTypes,
+      primaryType: "TransferWithAuthorization",
+      message: { from, to, value: BigInt(value), validAfter: BigInt(validAfter), validBefore: BigInt(validBefore), nonce },
+      signature,
+    }).catch(() => false);
+    if (!ok) throw new Revert("FiatTokenV2: invalid signature");
+    if (balanceOf(from) < BigInt(value)) throw new Revert("ERC20: transfer amount exceeds balance");
+    if (!send) return undefined;
+
+    used.add(key(from, nonce));
+    spent.set(viem.getAddress(from), (spent.get(viem.getAddress(from)) ?? 0n) + BigInt(value));
+    received.set(viem.getAddress(to), (received.get(viem.getAddress(to)) ?? 0n) + BigInt(value));
+    block += 1n;
+    const hash = viem.keccak256(viem.toHex(`${chainId}|${token}|${key(from, nonce)}|${block}`));
+    receipts.set(hash, {
+      status: "success",
+      transactionHash: hash,
+      blockNumber: block,
+      from: facilitator,
+      to: token,
+      logs: [{
+        address: token,
+        topics: viem.encodeEventTopics({ abi: tokenABI, eventName: "Transfer", args: { from, to } }),
+        data: viem.encodeAbiParameters([{ type: "uint256" }], [BigInt(value)]),
+        blockNumber: block,
+        blockHash: viem.keccak256(viem.toHex(block)),
+        logIndex: 0,
+        transactionHash: hash,
+        transactionIndex: 0,
+        removed: false,
+      }],
+    });
+    ledger.push({
+      transaction: hash,
+      from: viem.getAddress(from),
+      to: viem.getAddress(to),
+      value: BigInt(value).toString(),
+      nonce,
+      asset: token,
+    });
+    return hash;
+  }
+
+  // A call of the contract by name; a revert is thrown.
+  async function call(functionName, args = [], send = false) {
+    switch (functionName) {
+      case "balanceOf": return balanceOf(args[0]);
+      case "name": return name;
+      case "version": return version;
+      case "decimals": return 6;
+      case "authorizationState": return used.has(key(args[0], args[1]));
+      case "transferWithAuthorization": return transferWithAuthorization(args, send);
+      default: throw new Revert(`the token has no function ${functionName}`);
+    }
+  }
+
+  const isToken = (address) => viem.isAddressEqual(address, token);
+
+  const client = {
+    chain: { id: chainId, name: "fake", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [] } } },
+    account: { address: facilitator, type: "json-rpc" },
+    getAddresses: () => [facilitator],
+    async getCode({ address }) {
+      return isToken(address) || viem.isAddressEqual(address, MULTICALL3) ? "0x6080604052" : undefined;
+    },
+    async verifyTypedData(args) {
+      return viem.verifyTypedData(args);
+    },
+    async readContract({ address, functionName, args }) {
+      if (viem.isAddressEqual(address, MULTICALL3) && functionName === "tryAggregate") {
+        const [requireSuccess, calls] = args;
+        const out = [];
+        for (const { target, callData } of calls) {
+          try {
+            if (!isToken(target)) throw new Revert("no contract at " + target);
+            const { functionName: fn, args: a } = viem.decodeFunctionData({ abi: tokenABI, data: callData });
+            const result = await call(fn, a ?? []);
+            const returnData = fn === "transferWithAuthorization" ? "0x" : viem.encodeFunctionResult({ abi: tokenABI, functionName: fn, result });
+            out.push({ success: true, returnData });
+          } catch (err) {
+            if (requireSuccess) throw err;
+            out.push({ success: false, returnData: "0x" });
+          }
+        }
+        return out;
+      }
+      if (!isToken(address)) throw new Revert("no contract at " + address);
+      return call(functionName, args ?? []);
+    },
+    async simulateContract({ address, functionName, args }) {
+      if (!isToken(address)) throw new Revert("no contract at " + address);
+      return { result: await call(functionName, args ?? []), request: { address, functionName, args } };
+    },
+    async writeContract({ address, functionName, args }) {
+      if (!isToken(address) || functionName !== "transferWithAuthorization") {
+        throw new Error(`the fake chain only sends the token's transferWithAuthorization, not ${functionName} to ${address}`);
+      }
+      return call(functionName, args, true);
+    },
+    async sendTransaction() {
+      throw new Error("the fake chain deploys no contracts");
+    },
+    async waitForTransactionReceipt({ hash }) {
+      const r = receipts.get(hash);
+      if (!r) throw new Error(`no transaction ${hash}`);
+      return r;
+    },
+  };
+  return { client, ledger };
+}

@@ -1,0 +1,68 @@
+// An x402 v2 seller made of the reference packages: an express app whose one paid
+// route, GET /report, is guarded by @x402/express's payment middleware, with
+// @x402/evm's exact EVM scheme on the resource server; its facilitator is @x402/core's
+// x402Facilitator with @x402/evm's exact EVM facilitator scheme, run in-process. Only
+// the chain is faked (x402-chain.mjs); GET /ledger lists the transfers it settled.
+//
+//   node x402-seller-v2.mjs PACKAGES_DIR PORT PAYTO
+//
+// PACKAGES_DIR holds the packages' node_modules (make installs them into var/tools);
+// PORT may be 0. The first line written to stdout names the address listened on.
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fakeChain } from "./x402-chain.mjs";
+
+const [dir, port = "0", payTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"] = process.argv.slice(2);
+if (!dir) {
+  console.error("usage: node x402-seller-v2.mjs PACKAGES_DIR [PORT] [PAYTO]");
+  process.exit(2);
+}
+const require = createRequire(join(dir, "package.json"));
+const express = require("express");
+const viem = require("viem");
+const { paymentMiddleware, x402ResourceServer } = require("@x402/express");
+const { ExactEvmScheme: ExactEvmServer } = require("@x402/evm/exact/server");
+const { ExactEvmScheme: ExactEvmFacilitator } = require("@x402/evm/exact/facilitator");
+const { x402Facilitator } = require("@x402/core/facilitator");
+
+const network = "eip155:84532"; // Base Sepolia
+const usdc = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"; // its USDC, EIP-712 name USDC version 2
+const { client: chain, ledger } = fakeChain(viem, {
+  chainId: 84532,
+  asset: usdc,
+  facilitator: "0x1111111111111111111111111111111111111111",
+});
+
+// The reference facilitator, in-process, as the resource server's facilitator client.
+const facilitator = new x402Facilitator().register(network, new ExactEvmFacilitator(chain));
+const facilitatorClient = {
+  verify: (payload, requirements) => facilitator.verify(payload, requirements),
+  settle: (payload, requirements) => facilitator.settle(payload, requirements),
+  getSupported: async () => facilitator.getSupported(),
+};
+const server = new x402ResourceServer(facilitatorClient).register(network, new ExactEvmServer());
+
+const app = express();
+app.get("/ledger", (req, res) => res.json(ledger));
+app.use(
+  paymentMiddleware(
+    {
+      "GET /report": {
+        accepts: { scheme: "exact", price: "$0.01", network, payTo },
+        description: "A short report on a topic",
+        mimeType: "application/json",
+      },
+    },
+    server,
+  ),
+);
+app.get("/report", (req, res) => {
+  const topic = String(req.query.topic ?? "everything");
+  res.json({ topic, report: `On ${topic}: the reference seller's report.` });
+});
+
+const listener = app.listen(Number(port), "127.0.0.1", () => {
+  const { address, port } = listener.address();
+  console.log(`x402 v2 reference seller on http://${address}:${port}`);
+});
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => listener.close(() => process.exit(0)));
