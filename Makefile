@@ -309,11 +309,14 @@ $(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed: var/tools/%/.installed:
 .PHONY: x402-reference
 x402-reference: $(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed $(NODE)
 
-# make test installs them and tells the test where they are.
+# make test installs the tools its tests drive (these, and the MCP Inspector and the
+# OpenTelemetry JavaScript exporter above) and tells the tests where they are.
 test: x402-reference
 test: export WAYSTATION_NODE = $(abspath $(NODE))
 test: export WAYSTATION_X402_V2_DIR = $(abspath $(X402_V2_DIR))
 test: export WAYSTATION_X402_V1_DIR = $(abspath $(X402_V1_DIR))
+test: export WAYSTATION_MCP_INSPECTOR = $(abspath $(INSPECTOR))
+test: export WAYSTATION_OTEL_JS = $(abspath $(OTEL_JS_DIR))/node_modules
 
 # chromium and nginx, which the browser and edge tests drive.
 .PHONY: tools
@@ -326,9 +329,7 @@ tools:
 # takes minutes to embed the real catalog.
 RELEVANCE := ./internal/search/eval
 test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE)
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' \
-	WAYSTATION_NODE='$(abspath $(NODE))' WAYSTATION_MCP_INSPECTOR='$(abspath $(INSPECTOR))' \
-	WAYSTATION_OTEL_JS='$(abspath $(OTEL_JS_DIR))/node_modules' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk
