@@ -95,13 +95,12 @@ func (s *Server) handleRequests() http.HandlerFunc {
 	}
 }
 
-// handleRequest answers a request's status: at once, or with wait=N after up to N
-// seconds while it still waits for its user (a long poll, woken by the session's
-// events, that also ends when the request expires).
 // requestRecheck is how often a long poll on a request in the service's hands
 // (approved, executing) reads it again should a wake-up be missed.
 const requestRecheck = 2 * time.Second
 
+// handleRequest answers a request's status: at once, or with wait=N after up to N
+// seconds while it has not ended (a long poll, woken by the session's events).
 func (s *Server) handleRequest() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sid, id, err := requestIDs(r)

@@ -234,3 +234,78 @@ func childOfPeer(peer string, children ...*child) (*child, error) {
 	}
 	return nil, fmt.Errorf("no child holds the connection from %s (sockets %v)", peer, inodes)
 }
+
+// TestLongPollsWakeAcrossReplicas: a long poll and an event stream on one replica
+// answer within a second of a change written through the other: the session's events
+// and a request's end are told to every replica through the database.
+func TestLongPollsWakeAcrossReplicas(t *testing.T) {
+	bin := buildServer(t)
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	env := func() map[string]string { return map[string]string{"DATABASE_URL": dbURL, "SITE_DIR": t.TempDir()} }
+	a, b := startChild(t, bin, env()), startChild(t, bin, env())
+	agentA, agentB := agentCall(t, a.base, agentKey, nil), agentCall(t, b.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agentA("POST", "/sessions", `{"type":"task","description":"Wake-ups","clientSessionId":"wake"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	const slow = time.Second
+	// An event appended on A wakes a long poll on B.
+	for i := range 3 {
+		type page struct {
+			Items []struct{ Seq int64 }
+		}
+		var seen, woke page
+		agentB("GET", "/sessions/"+s.ID+"/events?limit=200", "", &seen)
+		last := int64(0)
+		for _, e := range seen.Items {
+			last = max(last, e.Seq)
+		}
+		done := make(chan time.Time, 1)
+		go func() {
+			agentB("GET", fmt.Sprintf("/sessions/%s/events?after=%d&wait=20", s.ID, last), "", &woke)
+			done <- time.Now()
+		}()
+		time.Sleep(300 * time.Millisecond) // the poll is waiting
+		start := time.Now()
+		if code := agentA("POST", "/sessions/"+s.ID+"/events", fmt.Sprintf(`{"type":"runtime.step","clientEventId":"e%d"}`, i), nil); code != 201 {
+			t.Fatalf("event: %d", code)
+		}
+		select {
+		case at := <-done:
+			took := at.Sub(start)
+			t.Logf("event on A woke a long poll on B in %s", took.Round(time.Millisecond))
+			if took > slow || len(woke.Items) == 0 {
+				t.Errorf("the long poll on B answered %v after the event on A, with %d events", took, len(woke.Items))
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the long poll on B was never woken")
+		}
+	}
+	// A request denied on A wakes the agent's long poll on B.
+	var asked struct{ ID string }
+	if code := agentA("POST", "/sessions/"+s.ID+"/requests", `{"clientRequestId":"r1","kind":"confirm","params":{"summary":"Go on?"}}`, &asked); code != 201 {
+		t.Fatalf("request: %d", code)
+	}
+	done := make(chan time.Time, 1)
+	var got struct{ Status string }
+	go func() {
+		agentB("GET", "/sessions/"+s.ID+"/requests/"+asked.ID+"?wait=20", "", &got)
+		done <- time.Now()
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if code := agentCall(t, a.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+asked.ID+"/decision", `{"decision":"deny"}`, nil); code != 200 {
+		t.Fatalf("deny: %d", code)
+	}
+	select {
+	case at := <-done:
+		took := at.Sub(start)
+		t.Logf("a denial on A woke a long poll on B in %s", took.Round(time.Millisecond))
+		if took > slow || got.Status != "denied" {
+			t.Errorf("the long poll on B answered %q %v after the denial on A", got.Status, took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request's long poll on B was never woken")
+	}
+}
