@@ -270,6 +270,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		Limiter:        search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
 		TrustedProxies: cfg.Search.TrustedProxies, Log: log,
 	}
+	searcher.Limiter.Shared = store // every replica takes from the same buckets
 	if searcher.Engine, err = startSearch(ctx, cfg.Search, cfg.SnapshotInterval, log, store, metrics); err != nil {
 		if store.Ping(ctx) == nil {
 			return err

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -9,16 +10,32 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Limiter is a token bucket per caller: Rate queries a minute, bursts of Burst. The
-// buckets live in a bounded LRU, so a flood of distinct callers costs bounded memory
-// (a forgotten caller starts again with a full bucket). Limits are per replica.
+// Limiter is a token bucket per caller: Rate queries a minute, bursts of Burst. With
+// a Shared store the buckets are every replica's at once, so that N replicas give a
+// caller the rate, not N times it; without one, or while the store fails, they live
+// in this replica, in a bounded LRU, so that a flood of distinct callers costs
+// bounded memory (a forgotten caller starts again with a full bucket).
 type Limiter struct {
 	every rate.Limit
 	burst int
 	mu    sync.Mutex
 	lims  *lru.Cache[string, *rate.Limiter]
 	now   func() time.Time
+	// Shared, when set, keeps the buckets where every replica takes from them.
+	Shared RateStore
 }
+
+// RateStore keeps callers' buckets for every replica.
+type RateStore interface {
+	// TakeSearchToken takes one query from caller's bucket of burst queries that
+	// fills one every interval, if it holds one; it answers when the bucket is full
+	// again and whether it held one.
+	TakeSearchToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (full time.Time, ok bool, err error)
+}
+
+// sharedTimeout bounds one take from the shared store; past it the replica's own
+// bucket decides.
+const sharedTimeout = 250 * time.Millisecond
 
 // Window is how long an empty bucket takes to fill again: the time over which its
 // Burst queries are allowed, as a quota policy's window.
@@ -59,12 +76,21 @@ func NewLimiter(perMinute float64, burst, callers int, now func() time.Time) *Li
 	return l
 }
 
-// Allow takes one token from caller's bucket.
-func (l *Limiter) Allow(caller string) Decision {
+// Allow takes one token from caller's bucket: the shared one when there is a Shared
+// store that answers, else this replica's.
+func (l *Limiter) Allow(ctx context.Context, caller string) Decision {
 	if l == nil || l.every == rate.Inf {
 		return Decision{OK: true}
 	}
 	now := l.now()
+	if l.Shared != nil {
+		ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		full, ok, err := l.Shared.TakeSearchToken(ctx, caller, now, l.interval(), l.burst)
+		cancel()
+		if err == nil {
+			return l.shared(now, full, ok)
+		}
+	}
 	l.mu.Lock()
 	lim, ok := l.lims.Get(caller)
 	if !ok {
@@ -83,5 +109,24 @@ func (l *Limiter) Allow(caller string) Decision {
 	tokens := lim.TokensAt(now)
 	d.Remaining = max(0, int(math.Floor(tokens)))
 	d.Reset = time.Duration((float64(l.burst) - tokens) / float64(l.every) * float64(time.Second))
+	return d
+}
+
+// interval is how long the bucket takes to gain one query.
+func (l *Limiter) interval() time.Duration {
+	return time.Duration(float64(time.Second) / float64(l.every))
+}
+
+// shared is the decision of a take from the shared bucket, which is full again at
+// full: it holds what the time until then has not yet refilled.
+func (l *Limiter) shared(now, full time.Time, ok bool) Decision {
+	d := Decision{OK: ok, Limit: l.burst}
+	T, window := l.interval(), time.Duration(l.burst)*l.interval()
+	ahead := max(0, full.Sub(now))
+	d.Reset = ahead
+	d.Remaining = max(0, int((window-ahead)/T))
+	if !ok {
+		d.RetryAfter = max(time.Millisecond, ahead+T-window)
+	}
 	return d
 }

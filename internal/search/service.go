@@ -64,7 +64,7 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	var a Answer
 	caller := s.caller(c)
 	a.Keyed = strings.HasPrefix(caller, "user:")
-	a.Rate = s.Limiter.Allow(caller)
+	a.Rate = s.Limiter.Allow(ctx, caller)
 	if !a.Rate.OK {
 		s.observe(OutcomeRateLimited, "")
 		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")

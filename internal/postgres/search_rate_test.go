@@ -1,0 +1,75 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/search"
+)
+
+// Two replicas' limiters on one store share each caller's bucket: together they
+// allow the burst, then refuse with a time to retry, and refill at the rate, as one
+// limiter does; concurrent queries from both never take more than the bucket held.
+func TestReplicasShareTheSearchRate(t *testing.T) {
+	store := pgtest.New(t)
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	a, b := search.NewLimiter(60, 2, 10, clock), search.NewLimiter(60, 2, 10, clock)
+	a.Shared, b.Shared = store, store
+	ctx := context.Background()
+	if d := a.Allow(ctx, "ada"); !d.OK || d.Remaining != 1 || d.Limit != 2 || d.Reset != time.Second {
+		t.Fatalf("first on A: %+v", d)
+	}
+	if d := b.Allow(ctx, "ada"); !d.OK || d.Remaining != 0 {
+		t.Fatalf("second on B: %+v", d)
+	}
+	d := a.Allow(ctx, "ada")
+	if d.OK || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
+		t.Fatalf("third, on A: %+v", d)
+	}
+	if !b.Allow(ctx, "bob").OK {
+		t.Fatal("callers share a bucket")
+	}
+	now = now.Add(time.Second)
+	if !b.Allow(ctx, "ada").OK || b.Allow(ctx, "ada").OK {
+		t.Fatal("the bucket did not refill by one query a second")
+	}
+
+	// A burst from both at once takes what the bucket holds, no more.
+	now = now.Add(time.Hour)
+	wide := []*search.Limiter{search.NewLimiter(60, 20, 10, clock), search.NewLimiter(60, 20, 10, clock)}
+	var allowed atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 80 {
+		l := wide[i%2]
+		l.Shared = store
+		wg.Go(func() {
+			if l.Allow(ctx, "carol").OK {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != 20 {
+		t.Errorf("%d of 80 concurrent queries allowed on two replicas, want the burst of 20", n)
+	}
+}
+
+// BenchmarkSharedSearchToken is what a search pays for a rate shared by every
+// replica: one statement on the store (an unlogged table).
+func BenchmarkSharedSearchToken(b *testing.B) {
+	store := pgtest.New(b)
+	l := search.NewLimiter(1e9, 1<<30, 10, nil)
+	l.Shared = store
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if !l.Allow(ctx, "caller").OK {
+			b.Fatal("refused")
+		}
+	}
+}
