@@ -108,4 +108,3 @@ func portable(s map[string]any) map[string]any {
 	}
 	return s
 }
-
