@@ -18,9 +18,10 @@ import (
 const brotliModule = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
 
 // startNginx runs nginx in the foreground as a child of the test, with the example
-// configuration pointed at the site and the service, on a free loopback port. It is
-// killed by its pid when the test ends.
-func startNginx(t *testing.T, siteDir, origin string) string {
+// configuration pointed at the site and the service (its replicas, when there are
+// more, in round robin), on a free loopback port. It is killed by its pid when the
+// test ends.
+func startNginx(t *testing.T, siteDir string, origins ...string) string {
 	t.Helper()
 	bin := tool(t, "nginx", "/usr/sbin/nginx")
 	example, err := os.ReadFile(filepath.Join("..", "..", "generator", "nginx.conf.example"))
@@ -41,7 +42,7 @@ func startNginx(t *testing.T, siteDir, origin string) string {
 	}
 	conf := strings.NewReplacer(
 		"/srv/waystation/site", site,
-		"server 127.0.0.1:8080;", "server "+origin+";",
+		"server 127.0.0.1:8080;", "server "+strings.Join(origins, ";\n    server ")+";",
 		"listen 8081;", "listen "+addr+";",
 	).Replace(string(example))
 	// The brotli static module, which make test installs; without it (a developer's

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -307,5 +310,132 @@ func TestLongPollsWakeAcrossReplicas(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the request's long poll on B was never woken")
+	}
+}
+
+// TestTwoReplicasBehindNginx drives the whole flow only through nginx, with the
+// repository's example configuration balancing two replicas in round robin: search,
+// a session, an event, a request, its approval, a payment to the local seller and its
+// claim, a webhook delivery, spans and an MCP call. Both replicas answer some of it,
+// the payment is made once, and the webhook's receiver gets each event once.
+func TestTwoReplicasBehindNginx(t *testing.T) {
+	bin := buildServer(t)
+	ts := httptest.NewUnstartedServer(nil)
+	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
+	ts.Config.Handler = sel
+	ts.Start()
+	t.Cleanup(ts.Close)
+	sellerHost := "localhost" + ts.URL[strings.LastIndex(ts.URL, ":"):]
+
+	type delivery struct{ ID, Type string }
+	var mu sync.Mutex
+	var delivered []delivery
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d delivery
+		json.NewDecoder(r.Body).Decode(&d)
+		mu.Lock()
+		delivered = append(delivered, d)
+		mu.Unlock()
+	}))
+	t.Cleanup(receiver.Close)
+	receiverHost := "localhost" + receiver.URL[strings.LastIndex(receiver.URL, ":"):]
+
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	site := t.TempDir()
+	env := func(siteDir string) map[string]string {
+		return map[string]string{"DATABASE_URL": dbURL, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+			"PAYMENT_ALLOW_HOSTS": sellerHost, "WEBHOOK_ALLOW_HOSTS": receiverHost, "SITE_DIR": siteDir,
+			"LOG_LEVEL": "INFO", "ACCESS_LOG": "true"}
+	}
+	a, b := startChild(t, bin, env(site)), startChild(t, bin, env(t.TempDir()))
+	edge := startNginx(t, site, strings.TrimPrefix(a.base, "http://"), strings.TrimPrefix(b.base, "http://"))
+	agent, user := agentCall(t, edge, agentKey, nil), agentCall(t, edge, userKey, nil)
+
+	var hook struct{ ID string }
+	if code := user("POST", "/webhooks", `{"url":"http://`+receiverHost+`/hook","events":["request.waiting_user","request.fulfilled"]}`, &hook); code != 201 {
+		t.Fatalf("webhook: %d", code)
+	}
+	var found struct{ Items []struct{ Slug string } }
+	if code := agent("GET", "/api/public/v1/services?q=weather+forecast", "", &found); code != 200 {
+		t.Fatalf("search: %d", code)
+	}
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a report","clientSessionId":"edge"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/events", `{"type":"runtime.step","clientEventId":"e1"}`, nil); code != 201 {
+		t.Fatalf("event: %d", code)
+	}
+	var asked struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"0.02",
+		"httpRequest":{"url":"http://`+sellerHost+`/v2/report?topic=tides"}}`, &asked); code != 201 {
+		t.Fatalf("ask: %d", code)
+	}
+	if code := user("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var req struct{ Status string }
+	if code := agent("GET", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"?wait=25", "", &req); code != 200 || req.Status != "fulfilled" {
+		t.Fatalf("the request's long poll: %d %s", code, req.Status)
+	}
+	var art struct {
+		Type    string
+		Payment struct{ Status string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/claim", "", &art); code != 200 || art.Payment.Status != "settled" {
+		t.Fatalf("claim: %d %+v", code, art)
+	}
+	if n := len(sel.Ledger()); n != 1 {
+		t.Errorf("%d transfers, want 1", n)
+	}
+	span := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7","name":"step",
+		"attributes":[{"key":"workflow.session.id","value":{"stringValue":"` + s.ID + `"}}]}]}]}]}`
+	if code := agent("POST", "/v1/traces", span, nil); code != 200 {
+		t.Fatalf("traces: %d", code)
+	}
+	var spans struct{ Items []struct{ Name string } }
+	if agent("GET", "/sessions/"+s.ID+"/traces", "", &spans); len(spans.Items) != 1 {
+		t.Errorf("spans: %+v", spans)
+	}
+	mcp, err := connectMCP(t, edge, agentKey)
+	if err != nil {
+		t.Fatalf("MCP through nginx: %v", err)
+	}
+	if res, err := mcp.session.ListTools(context.Background(), nil); err != nil || len(res.Tools) != 15 {
+		t.Errorf("MCP tools through nginx: %v", err)
+	}
+
+	// Each event the webhook asked for reached its receiver once.
+	if !eventually(15*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(delivered) >= 2
+	}) {
+		t.Fatalf("deliveries: %+v", delivered)
+	}
+	time.Sleep(2 * time.Second) // a second sending would come by now
+	mu.Lock()
+	ids := map[string]int{}
+	for _, d := range delivered {
+		ids[d.ID]++
+	}
+	mu.Unlock()
+	for id, n := range ids {
+		if n != 1 {
+			t.Errorf("delivery %s sent %d times", id, n)
+		}
+	}
+	if len(ids) != 2 {
+		t.Errorf("deliveries %+v, want request.waiting_user and request.fulfilled", delivered)
+	}
+	// Both replicas answered calls the balancer sent them.
+	for name, c := range map[string]*child{"A": a, "B": b} {
+		if n := strings.Count(c.logs.String(), "path=/functions/v1/api/"); n < 3 {
+			t.Errorf("replica %s answered %d calls through the balancer", name, n)
+		}
 	}
 }
