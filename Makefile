@@ -219,6 +219,31 @@ $(NODE):
 	@npm install --prefix $(NODE_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
 		--loglevel=error --no-progress node-linux-$(NODE_ARCH)@$(NODE_VERSION) >/dev/null
 
+# The official OpenAI and Anthropic clients for Node.js, pinned, which the LLM proxy's
+# client test (cmd/server) drives on $(NODE) against the proxy and the stand-in model.
+OPENAI_JS_VERSION    := 6.49.0
+OPENAI_JS_DIR        := var/tools/openai-$(OPENAI_JS_VERSION)
+ANTHROPIC_JS_VERSION := 1.14.0
+ANTHROPIC_JS_DIR     := var/tools/anthropic-sdk-$(ANTHROPIC_JS_VERSION)
+
+$(OPENAI_JS_DIR)/node_modules/openai/package.json:
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenAI client for the LLM proxy's test" >&2; exit 1; }
+	@mkdir -p $(OPENAI_JS_DIR)
+	@npm install --prefix $(OPENAI_JS_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress openai@$(OPENAI_JS_VERSION) >/dev/null
+
+$(ANTHROPIC_JS_DIR)/node_modules/@anthropic-ai/sdk/package.json:
+	@command -v npm >/dev/null || { echo "npm is needed to install the Anthropic client for the LLM proxy's test" >&2; exit 1; }
+	@mkdir -p $(ANTHROPIC_JS_DIR)
+	@npm install --prefix $(ANTHROPIC_JS_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @anthropic-ai/sdk@$(ANTHROPIC_JS_VERSION) >/dev/null
+
+.PHONY: llm-clients
+llm-clients: $(NODE) $(OPENAI_JS_DIR)/node_modules/openai/package.json $(ANTHROPIC_JS_DIR)/node_modules/@anthropic-ai/sdk/package.json
+
+# Where the client test finds them (cmd/server/llmclients_test.go).
+LLM_CLIENTS_ENV = WAYSTATION_NODE='$(abspath $(NODE))' WAYSTATION_OPENAI_JS='$(abspath $(OPENAI_JS_DIR))' WAYSTATION_ANTHROPIC_JS='$(abspath $(ANTHROPIC_JS_DIR))'
+
 .PHONY: lint-openapi
 lint-openapi: $(REDOCLY) $(NODE)
 	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(NODE) $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
@@ -256,8 +281,8 @@ tools:
 # measures, has no concurrency of its own, and under the detector its sentence encoder
 # takes minutes to embed the real catalog.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+test: go db tools lint model llm-clients
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(LLM_CLIENTS_ENV) $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk
