@@ -144,7 +144,8 @@ PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var
 	X402_RPC_URLS=$${X402_RPC_URLS-eip155:84532=http://$(PAID_SELLER)/rpc}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
 
 # The LLM proxy forwards to the local stand-in model (make llm) on LLM_ADDR, unless
-# LLM_UPSTREAM_URL names another (set it empty for no proxy); webhooks may reach the
+# LLM_UPSTREAM_URL (LLM_ANTHROPIC_URL for the Messages route) names another (set it
+# empty for no proxy); webhooks may reach the
 # local receiver (cmd/receiver) on RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says
 # otherwise (set it empty to refuse private addresses altogether).
 LLM_ADDR      ?= localhost:4023
@@ -153,7 +154,7 @@ RECEIVER_ADDR ?= localhost:4022
 .PHONY: run
 run: demo
 	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} \
-		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
+		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} LLM_ANTHROPIC_URL=$${LLM_ANTHROPIC_URL-http://$(LLM_ADDR)} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
 
 # The local x402 seller and facilitator on SELLER_ADDR (USDC on Base Sepolia, a ledger
 # at /ledger instead of a chain), listed in the local directory first. make run pays it.
@@ -165,9 +166,10 @@ seller: demo
 	@echo '$(SELLER_ADDR)' > var/seller-addr
 	$(BIN)/seller -addr $(SELLER_ADDR)
 
-# A local stand-in for an OpenAI-compatible model on LLM_ADDR: it answers each chat
-# completion (streamed too) with the messages it received, so the proxy's redaction
-# can be seen without a provider. make run's LLM proxy forwards to it.
+# A local stand-in for an OpenAI-compatible model and an Anthropic one on LLM_ADDR: it
+# answers each chat completion, response and message (streamed too) with what it
+# received, so the proxy's redaction can be seen without a provider. make run's LLM
+# proxy forwards to it.
 .PHONY: llm
 llm: go
 	@mkdir -p $(BIN)
