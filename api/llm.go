@@ -309,8 +309,22 @@ func responsesTextOnly(body map[string]any) error {
 }
 
 // messagesTextOnly refuses a Messages API request whose system or messages hold a
-// block that is not text: text, a tool call, a tool result of text, thinking.
+// block that is not text (text, a tool call, a tool result of text, thinking), or
+// that lacks what Anthropic's API requires of every request: a model and max_tokens.
 func messagesTextOnly(body map[string]any) error {
+	if err := messagesText(body); err != nil {
+		return err
+	}
+	if m, _ := body["model"].(string); m == "" {
+		return problem.Invalid("model must be a model's name.")
+	}
+	if n, ok := body["max_tokens"].(json.Number); !ok || !tokenID.MatchString(n.String()) || n.String()[0] == '0' {
+		return problem.Invalid("max_tokens must be a whole number of at least 1.")
+	}
+	return nil
+}
+
+func messagesText(body map[string]any) error {
 	if sys, ok := body["system"]; ok {
 		if err := textParts(sys, "system", "text"); err != nil {
 			return err

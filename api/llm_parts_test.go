@@ -86,6 +86,11 @@ func TestReadModelBodyOfResponsesAndMessages(t *testing.T) {
 		"messages: a document result": {messages, `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document"}]}]}]}`, "messages[0].content[0].content"},
 		"messages: a system image":    {messages, `{"system":[{"type":"image"}],"messages":[{"role":"user","content":"hi"}]}`, "system holds a part"},
 		"messages: a number":          {messages, `{"messages":[{"role":"user","content":7}]}`, "a string or an array of parts"},
+		"messages: no model":          {messages, `{"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, "model must be"},
+		"messages: no max_tokens":     {messages, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "max_tokens must be"},
+		"messages: max_tokens 0":      {messages, `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens must be"},
+		"messages: max_tokens 1.5":    {messages, `{"model":"m","max_tokens":1.5,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens must be"},
+		"messages: max_tokens text":   {messages, `{"model":"m","max_tokens":"8","messages":[{"role":"user","content":"hi"}]}`, "max_tokens must be"},
 	} {
 		err := read(c.m, c.body)
 		if p, ok := problem.As(err); !ok || p.Code != problem.ValidationFailed || !strings.Contains(p.Detail, c.want) {

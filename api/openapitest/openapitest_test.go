@@ -862,8 +862,9 @@ func TestSchemas(t *testing.T) {
 		"AnthropicError": {`{"error": {"message": "m", "type": "invalid_request_error", "code": "protected_value_detected"}}`,
 			`{"type": "error", "error": {"message": "m", "type": "teapot_error", "code": "internal"}}`},
 		"ResponsesRequest": {`{"input": 7}`, `{"input": [{"role": "user", "content": [{"type": "input_image"}]}]}`},
-		"MessagesRequest":  {`{"model": "claude"}`, `{"messages": [{"role": "user", "content": [{"type": "image"}]}]}`},
-		"Health":           {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+		"MessagesRequest": {`{"model": "claude", "max_tokens": 8}`, `{"model": "claude", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image"}]}]}`,
+			`{"model": "claude", "max_tokens": 0, "messages": [{"role": "user", "content": "hi"}]}`, `{"model": "claude", "messages": [{"role": "user", "content": "hi"}]}`},
+		"Health": {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
 	}
 	names := d.SchemaNames()
 	for _, name := range names {

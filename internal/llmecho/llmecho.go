@@ -139,10 +139,14 @@ func (c chatRequest) echo() string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(m.Role + ": " + text(m.Content, "text"))
-		for _, call := range m.ToolCalls {
-			b.WriteString(" " + call.Function.Name + call.Function.Arguments)
+		parts := []string{text(m.Content, "text")}
+		if parts[0] == "" {
+			parts = nil
 		}
+		for _, call := range m.ToolCalls {
+			parts = append(parts, call.Function.Name+call.Function.Arguments)
+		}
+		b.WriteString(m.Role + ": " + strings.Join(parts, " "))
 	}
 	return b.String()
 }
