@@ -255,6 +255,11 @@ func textOnly(body map[string]any) error {
 // an array of text items: messages of text parts, tool calls and their outputs as
 // text, reasoning and references to items the upstream keeps.
 func responsesTextOnly(body map[string]any) error {
+	switch body["instructions"].(type) {
+	case nil, string:
+	default:
+		return problem.Invalid("instructions must be a string.")
+	}
 	switch in := body["input"].(type) {
 	case string:
 		return nil

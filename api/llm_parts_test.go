@@ -75,6 +75,7 @@ func TestReadModelBodyOfResponsesAndMessages(t *testing.T) {
 		"responses: not an object":    {responses, `[]`, "an OpenAI Responses API request"},
 		"responses: null":             {responses, `null`, "one JSON object"},
 		"responses: input a number":   {responses, `{"input":7}`, "input must be a string or an array"},
+		"responses: instructions":     {responses, `{"instructions":[{"role":"user","content":[{"type":"input_image"}]}],"input":"hi"}`, "instructions must be a string"},
 		"responses: an image":         {responses, `{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:"}]}]}`, "not one of input_text"},
 		"responses: a file item":      {responses, `{"input":[{"type":"computer_call_output","call_id":"c","output":{}}]}`, "not a text item"},
 		"responses: an item a string": {responses, `{"input":["hi"]}`, "input[0] must be an object"},
