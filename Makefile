@@ -24,7 +24,8 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzParseBazaar \
 	./internal/x402:FuzzParseOffer \
 	./internal/embedding/sentence:FuzzTokenizer \
-	./internal/redact:FuzzRedact
+	./internal/redact:FuzzRedact \
+	./internal/trace:FuzzParse
 
 .PHONY: help
 help:
@@ -145,9 +146,9 @@ PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var
 
 # The LLM proxy forwards to the local stand-in model (make llm) on LLM_ADDR, unless
 # LLM_UPSTREAM_URL (LLM_ANTHROPIC_URL for the Messages route) names another (set it
-# empty for no proxy); webhooks may reach the
-# local receiver (cmd/receiver) on RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says
-# otherwise (set it empty to refuse private addresses altogether).
+# empty for no proxy); webhooks may reach the local receiver (cmd/receiver) on
+# RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says otherwise (set it empty to refuse
+# private addresses altogether).
 LLM_ADDR      ?= localhost:4023
 RECEIVER_ADDR ?= localhost:4022
 
@@ -250,6 +251,47 @@ LLM_CLIENTS_ENV = WAYSTATION_NODE='$(abspath $(NODE))' WAYSTATION_OPENAI_JS='$(a
 lint-openapi: $(REDOCLY) $(NODE)
 	@REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(NODE) $(REDOCLY) lint --config api/redocly.yaml --format stylish api/openapi.json
 
+# The OpenAPI document through Spectral's own OpenAPI ruleset (api/.spectral.yaml), pinned
+# and installed like Redocly, on the same Node.js: a second linter, with other eyes.
+SPECTRAL_VERSION := 6.16.3
+SPECTRAL_DIR     := var/tools/spectral-$(SPECTRAL_VERSION)
+SPECTRAL         := $(SPECTRAL_DIR)/node_modules/.bin/spectral
+
+$(SPECTRAL):
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenAPI linter" >&2; exit 1; }
+	@mkdir -p $(SPECTRAL_DIR)
+	@npm install --prefix $(SPECTRAL_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @stoplight/spectral-cli@$(SPECTRAL_VERSION) >/dev/null
+
+.PHONY: lint-spectral
+lint-spectral: $(SPECTRAL) $(NODE)
+	@$(NODE) $(SPECTRAL) lint --ruleset api/.spectral.yaml --fail-severity error --display-only-failures api/openapi.json
+
+# The MCP Inspector's CLI, pinned and installed like Redocly: a test has it list the MCP
+# server's tools with --strict, and fails on any schema-portability finding.
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR_DIR     := var/tools/mcp-inspector-$(INSPECTOR_VERSION)
+INSPECTOR         := $(INSPECTOR_DIR)/node_modules/@modelcontextprotocol/inspector/clients/cli/build/index.js
+
+$(INSPECTOR):
+	@command -v npm >/dev/null || { echo "npm is needed to install the MCP Inspector" >&2; exit 1; }
+	@mkdir -p $(INSPECTOR_DIR)
+	@npm install --prefix $(INSPECTOR_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) >/dev/null
+
+# OpenTelemetry's JavaScript SDK and its OTLP/HTTP JSON exporter, pinned and installed
+# like Redocly: a test exports spans with it, as an agent written in JavaScript does.
+OTEL_JS_VERSION := 0.301.0
+OTEL_JS_DIR     := var/tools/otel-js-$(OTEL_JS_VERSION)
+OTEL_JS         := $(OTEL_JS_DIR)/node_modules/@opentelemetry/exporter-trace-otlp-http/package.json
+
+$(OTEL_JS):
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenTelemetry JavaScript exporter" >&2; exit 1; }
+	@mkdir -p $(OTEL_JS_DIR)
+	@npm install --prefix $(OTEL_JS_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @opentelemetry/exporter-trace-otlp-http@$(OTEL_JS_VERSION) \
+		@opentelemetry/sdk-trace@3.1.0 @opentelemetry/resources@3.1.0 @opentelemetry/api@1.10.0 >/dev/null
+
 # A Go client generated from the OpenAPI document with oapi-codegen (pinned in go.mod as
 # a tool), in a module of its own under var/, and compiled: the document stays one that
 # the commonest Go generator takes without edits.
@@ -262,11 +304,11 @@ lint-codegen: go
 		$(GO) get github.com/oapi-codegen/runtime@$(OAPI_RUNTIME) >/dev/null 2>&1 && $(GO) mod tidy >/dev/null 2>&1 && \
 		$(GO) build ./... && $(GO) vet ./...
 
-# The OpenAPI document's linter and a client generated from it, gofmt, go vet,
+# The OpenAPI document's linters and a client generated from it, gofmt, go vet,
 # staticcheck (a Go tool pinned in go.mod, so that everyone runs the same checks), and
 # the templ files regenerated to find stale ones.
 .PHONY: lint
-lint: go lint-openapi lint-codegen
+lint: go lint-openapi lint-spectral lint-codegen
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
@@ -283,8 +325,10 @@ tools:
 # measures, has no concurrency of its own, and under the detector its sentence encoder
 # takes minutes to embed the real catalog.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model llm-clients
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(LLM_CLIENTS_ENV) $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE) llm-clients
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' \
+	WAYSTATION_MCP_INSPECTOR='$(abspath $(INSPECTOR))' WAYSTATION_OTEL_JS='$(abspath $(OTEL_JS_DIR))/node_modules' \
+	$(LLM_CLIENTS_ENV) $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk

@@ -62,6 +62,10 @@ func (s *Server) handleMCP() http.Handler {
 			s.error(w, r, problem.New(problem.OriginNotAllowed, "This MCP server answers pages of the service's own origin and of this machine only."))
 			return
 		}
+		if o := r.Header["Origin"]; len(o) > 0 { // a page of an origin it answers
+			w.Header()["Access-Control-Allow-Origin"] = o
+			w.Header().Add("Vary", "Origin")
+		}
 		if len(r.Header.Values("Authorization")) > 0 {
 			keyed.ServeHTTP(w, r)
 			return

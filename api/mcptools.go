@@ -23,16 +23,16 @@ func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
 	srv.AddReceivingMiddleware(quietCalls)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptrTo(false)}
-	mcp.AddTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,
+	addTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,
 		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Answers at most three methods, nearest first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. When fewer than three match, nearest lists the methods that come closest, none of them a match (not_a_match says why). Same ranking and limits as the public search route."},
 		s.toolSearch)
-	mcp.AddTool(srv, &mcp.Tool{Name: "get_method", Title: "Get a method", Annotations: readOnly,
+	addTool(srv, &mcp.Tool{Name: "get_method", Title: "Get a method", Annotations: readOnly,
 		Description: "One method of the directory by its slug: how to call it (request, example), what it answers, and how to pay it, with its trust verdict."},
 		s.toolMethod)
-	mcp.AddTool(srv, &mcp.Tool{Name: "check_merchant", Title: "Check a merchant", Annotations: readOnly,
+	addTool(srv, &mcp.Tool{Name: "check_merchant", Title: "Check a merchant", Annotations: readOnly,
 		Description: "The directory's trust record for a seller's hostname: the advisory verdict and score, the last probes, settled-payment stats and its methods. Advisory: it never authorises a payment."},
 		s.toolMerchant)
-	mcp.AddTool(srv, &mcp.Tool{Name: "list_categories", Title: "List categories", Annotations: readOnly,
+	addTool(srv, &mcp.Tool{Name: "list_categories", Title: "List categories", Annotations: readOnly,
 		Description: "The directory's categories with how many methods each holds, to narrow a search."},
 		s.toolCategories)
 	if !workflow {
@@ -287,22 +287,22 @@ type completeIn struct {
 }
 
 type eventIn struct {
-	SessionID     string `json:"sessionId"`
-	Type          string `json:"type" jsonschema:"runtime.<something>, e.g. runtime.step"`
-	Data          any    `json:"data,omitempty" jsonschema:"value-free data: never a value of the person's"`
-	ClientEventID string `json:"clientEventId,omitempty"`
+	SessionID     string         `json:"sessionId"`
+	Type          string         `json:"type" jsonschema:"runtime.<something>, e.g. runtime.step"`
+	Data          map[string]any `json:"data,omitempty" jsonschema:"value-free data: never a value of the person's"`
+	ClientEventID string         `json:"clientEventId,omitempty"`
 }
 
 type raiseIn struct {
-	SessionID       string `json:"sessionId"`
-	ClientRequestID string `json:"clientRequestId" jsonschema:"makes a retry safe: the same id answers the same request"`
-	Kind            string `json:"kind" jsonschema:"confirm, choice, provide_missing, ask_before_use or choose_candidate"`
-	TTLSeconds      *int64 `json:"ttlSeconds,omitempty" jsonschema:"how long the person has (30 to 86400; default 900)"`
-	Context         any    `json:"context,omitempty" jsonschema:"{url, pageTitle, merchantName, reason}: what you are looking at and why you ask"`
-	Fields          any    `json:"fields,omitempty" jsonschema:"[{key, label, type, handle?}] for provide_missing, ask_before_use and choose_candidate"`
-	Options         any    `json:"options,omitempty" jsonschema:"[{id, label, description?}] for choice and choose_candidate"`
-	Params          any    `json:"params,omitempty" jsonschema:"{summary, amount, currency, recipient} for confirm; {purpose} for the use of values"`
-	WaitSeconds     int    `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 600) for the person, with progress notifications"`
+	SessionID       string           `json:"sessionId"`
+	ClientRequestID string           `json:"clientRequestId" jsonschema:"makes a retry safe: the same id answers the same request"`
+	Kind            string           `json:"kind" jsonschema:"confirm, choice, provide_missing, ask_before_use or choose_candidate"`
+	TTLSeconds      *int64           `json:"ttlSeconds,omitempty" jsonschema:"how long the person has (30 to 86400; default 900)"`
+	Context         map[string]any   `json:"context,omitempty" jsonschema:"{url, pageTitle, merchantName, reason}: what you are looking at and why you ask"`
+	Fields          []map[string]any `json:"fields,omitempty" jsonschema:"[{key, label, type, handle?}] for provide_missing, ask_before_use and choose_candidate"`
+	Options         []map[string]any `json:"options,omitempty" jsonschema:"[{id, label, description?}] for choice and choose_candidate"`
+	Params          map[string]any   `json:"params,omitempty" jsonschema:"{summary, amount, currency, recipient} for confirm; {purpose} for the use of values"`
+	WaitSeconds     int              `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 600) for the person, with progress notifications"`
 }
 
 type waitIn struct {
@@ -317,10 +317,10 @@ type claimIn struct {
 }
 
 type resolveIn struct {
-	SessionID string `json:"sessionId"`
-	Intent    string `json:"intent,omitempty"`
-	TargetURL string `json:"targetUrl,omitempty"`
-	Fields    any    `json:"fields,omitempty" jsonschema:"[{key, label, type}] the form asks for"`
+	SessionID string           `json:"sessionId"`
+	Intent    string           `json:"intent,omitempty"`
+	TargetURL string           `json:"targetUrl,omitempty"`
+	Fields    []map[string]any `json:"fields,omitempty" jsonschema:"[{key, label, type}] the form asks for"`
 }
 
 type quoteIn struct {
@@ -359,7 +359,7 @@ type captchaIn struct {
 const noValues = " Answers never hold the person's values: only opaque handles."
 
 func (s *Server) addWorkflowTools(srv *mcp.Server) {
-	mcp.AddTool(srv, &mcp.Tool{Name: "open_session", OutputSchema: outputSchema("Session"), Title: "Open a session",
+	addTool(srv, &mcp.Tool{Name: "open_session", OutputSchema: outputSchema("Session"), Title: "Open a session",
 		Description: "Open a session: one workflow you run for your person, holding its events, requests and payments. Answers its id." + noValues},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in openSessionIn) (*mcp.CallToolResult, map[string]any, error) {
 			if in.Type == "" {
@@ -370,7 +370,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			}
 			return toolResult(s.call(ctx, "POST", "/sessions", in))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "complete_session", OutputSchema: outputSchema("Completion"), Title: "Complete a session",
+	addTool(srv, &mcp.Tool{Name: "complete_session", OutputSchema: outputSchema("Completion"), Title: "Complete a session",
 		Description: "Close a session with its outcome; open requests in it are canceled." + noValues},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in completeIn) (*mcp.CallToolResult, map[string]any, error) {
 			p, err := sessionPath(in.SessionID, "/complete")
@@ -382,7 +382,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			}
 			return toolResult(s.call(ctx, "POST", p, map[string]string{"clientCompletionId": in.ClientCompletionID, "status": in.Status, "summary": in.Summary}))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "append_event", OutputSchema: outputSchema("Event"), Title: "Append an event",
+	addTool(srv, &mcp.Tool{Name: "append_event", OutputSchema: outputSchema("Event"), Title: "Append an event",
 		Description: "Record a step of the workflow in the session's log (runtime.* events, value-free)." + noValues},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in eventIn) (*mcp.CallToolResult, map[string]any, error) {
 			p, err := sessionPath(in.SessionID, "/events")
@@ -398,7 +398,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			}
 			return toolResult(s.call(ctx, "POST", p, body))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "raise_request", OutputSchema: outputSchema("Request"), Title: "Ask the person",
+	addTool(srv, &mcp.Tool{Name: "raise_request", OutputSchema: outputSchema("Request"), Title: "Ask the person",
 		Description: "Raise a request the person answers on its approval page: confirm, choice, provide_missing (values come back as handles), ask_before_use (of saved values, by handle), choose_candidate. With waitSeconds, waits for the answer with progress notifications." + noValues},
 		func(ctx context.Context, req *mcp.CallToolRequest, in raiseIn) (*mcp.CallToolResult, map[string]any, error) {
 			p, err := sessionPath(in.SessionID, "/requests")
@@ -406,7 +406,12 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 				return nil, nil, invalid(err.Error())
 			}
 			body := map[string]any{"clientRequestId": in.ClientRequestID, "kind": in.Kind}
-			for k, v := range map[string]any{"context": in.Context, "fields": in.Fields, "options": in.Options, "params": in.Params} {
+			for k, v := range map[string]map[string]any{"context": in.Context, "params": in.Params} {
+				if v != nil {
+					body[k] = v
+				}
+			}
+			for k, v := range map[string][]map[string]any{"fields": in.Fields, "options": in.Options} {
 				if v != nil {
 					body[k] = v
 				}
@@ -422,7 +427,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			json.Unmarshal(a.body, &r)
 			return s.waitRequest(ctx, req, in.SessionID, r.ID, in.WaitSeconds)
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "wait_request", OutputSchema: outputSchema("Request"), Title: "Wait for the person",
+	addTool(srv, &mcp.Tool{Name: "wait_request", OutputSchema: outputSchema("Request"), Title: "Wait for the person",
 		Description: "Wait for a request to leave waiting_user (and, for a payment, to be paid), sending progress notifications meanwhile; answers the request." + noValues},
 		func(ctx context.Context, req *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, map[string]any, error) {
 			if _, err := sessionPath(in.SessionID); err != nil {
@@ -433,7 +438,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			}
 			return s.waitRequest(ctx, req, in.SessionID, in.RequestID, in.WaitSeconds)
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "claim_artifact", OutputSchema: outputSchema("ClaimedArtifact"), Title: "Claim what a request yielded",
+	addTool(srv, &mcp.Tool{Name: "claim_artifact", OutputSchema: outputSchema("ClaimedArtifact"), Title: "Claim what a request yielded",
 		Description: "Claim a fulfilled request's artifact, once: handles to provided values, a confirmation, the chosen option, or a payment's receipt with the seller's answer." + noValues},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in claimIn) (*mcp.CallToolResult, map[string]any, error) {
 			if !uuidPattern.MatchString(in.RequestID) {
@@ -445,7 +450,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			}
 			return toolResult(s.call(ctx, "POST", p, nil))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "resolve_fields", OutputSchema: outputSchema("Resolution"), Title: "Resolve a form's fields",
+	addTool(srv, &mcp.Tool{Name: "resolve_fields", OutputSchema: outputSchema("Resolution"), Title: "Resolve a form's fields",
 		Description: "For a site or an intent, the directory's methods and, per field a form asks for, the person's saved values that could fill it, as handles with whether the person must approve their use, plus what is missing and the next action." + noValues},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in resolveIn) (*mcp.CallToolResult, map[string]any, error) {
 			p, err := sessionPath(in.SessionID, "/resolve")
@@ -464,12 +469,12 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			}
 			return toolResult(s.call(ctx, "POST", p, body))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "quote_seller", OutputSchema: outputSchema("Quote"), Title: "Quote a seller", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	addTool(srv, &mcp.Tool{Name: "quote_seller", OutputSchema: outputSchema("Quote"), Title: "Quote a seller", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Description: "Ask a seller's endpoint what it charges, never paying: its x402 offer, what paying it would debit, until when, and the directory's advisory word on the seller."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in quoteIn) (*mcp.CallToolResult, map[string]any, error) {
 			return toolResult(s.call(ctx, "POST", "/tools/x402/quote", in))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "pay_seller", OutputSchema: outputSchema("PaymentCreated", "Request"), Title: "Ask to pay a seller",
+	addTool(srv, &mcp.Tool{Name: "pay_seller", OutputSchema: outputSchema("PaymentCreated", "Request"), Title: "Ask to pay a seller",
 		Description: "Ask the service to pay a seller for one exact HTTP request, at most maximumDebit US dollars. The person approves the payment on its page (approvalUrl); the service then pays within the limits the person set and keeps the seller's answer, which claim_artifact gives you. With waitSeconds, waits for all that with progress notifications. You never hold a key or a signature." + noValues},
 		func(ctx context.Context, req *mcp.CallToolRequest, in payIn) (*mcp.CallToolResult, map[string]any, error) {
 			p, err := sessionPath(in.SessionID, "/x402/payments")
@@ -487,7 +492,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			json.Unmarshal(a.body, &r)
 			return s.waitRequest(ctx, req, in.SessionID, r.Request.ID, in.WaitSeconds)
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "create_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Get a CAPTCHA answered",
+	addTool(srv, &mcp.Tool{Name: "create_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Get a CAPTCHA answered",
 		Description: "Have a CAPTCHA you met answered, by the solver the server uses or by the person on its page; read the answer with get_captcha_task. The answer authorises nothing else."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in captchaIn) (*mcp.CallToolResult, map[string]any, error) {
 			p, err := sessionPath(in.SessionID, "/captcha/tasks")
@@ -497,7 +502,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			return toolResult(s.call(ctx, "POST", p, map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
 				"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}))
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "get_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Read a CAPTCHA task", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	addTool(srv, &mcp.Tool{Name: "get_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Read a CAPTCHA task", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Description: "A CAPTCHA task's status and, once solved, its answer; waits up to 30 s while it is pending."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
 			SessionID string `json:"sessionId"`

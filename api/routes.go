@@ -32,9 +32,10 @@ func (s *Server) routes() chi.Router {
 		// The MCP server, with its own key check: the directory's tools need none.
 		r.Post(MCPPath, s.handleMCP().ServeHTTP)
 
-		// The authenticated API: a Bearer key on every call, checked every time.
+		// The authenticated API: a Bearer key on every call, checked every time. Any
+		// browser origin may call it with a key (see keyedCORS).
 		r.Group(func(r chi.Router) {
-			r.Use(s.authenticate)
+			r.Use(keyedCORS, s.authenticate)
 			agent, user := s.requireScope(auth.ScopeAgent), s.requireScope(auth.ScopeUser)
 			once := s.idempotencyKey
 			// read routes GET and HEAD to one handler, so that HEAD answers with the same
@@ -88,6 +89,7 @@ func (s *Server) routes() chi.Router {
 			}
 
 			r.With(once).Post("/traces", s.handleTraces())
+			r.With(once).Post("/v1/traces", s.handleTraces()) // where an OTLP exporter sends, given the base
 			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())
 			r.With(agent).Post("/tools/x402/quote", s.handleQuote())
 			r.With(agent).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
@@ -124,11 +126,15 @@ func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
 		http.MethodPatch, http.MethodDelete, http.MethodOptions}
 	return func(w http.ResponseWriter, r *http.Request) {
-		var allowed []string
+		allowed := []string{}
 		for _, m := range methods {
 			if mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
 				allowed = append(allowed, m)
 			}
+		}
+		if r.Method == http.MethodOptions {
+			s.preflight(w, r, append(allowed, http.MethodOptions))
+			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		// The method is not named: any token is a method, so it is the caller's text.

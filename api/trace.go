@@ -18,25 +18,22 @@ import (
 // maxSpansPerSession bounds what one session keeps of traces.
 const maxSpansPerSession = 10000
 
-type exportResponse struct {
-	PartialSuccess *partialSuccess `json:"partialSuccess,omitempty"`
-}
-
-// partialSuccess is OTLP's: rejectedSpans is an int64, a string in proto3 JSON.
-type partialSuccess struct {
-	RejectedSpans string `json:"rejectedSpans"`
-	ErrorMessage  string `json:"errorMessage"`
-}
-
-// handleTraces takes an OTLP/HTTP JSON trace export (gzip too; protobuf is 415):
+// handleTraces takes an OTLP/HTTP trace export, protobuf or JSON, gzipped or not:
 // each span goes to the session its workflow.session.id names, if the key may see
 // it, cleaned of the user's protected values and of URL queries; the others are
-// counted as rejected.
+// counted as rejected in the answer, OTLP's ExportTraceServiceResponse in the
+// request's encoding. It answers at /traces and at /v1/traces, where an OTLP
+// exporter given the API's base as its endpoint sends.
 func (s *Server) handleTraces() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if ct != "application/json" {
-			s.error(w, r, problem.New(problem.UnsupportedMediaType, "Send OTLP/HTTP as JSON (Content-Type: application/json); protobuf is not taken."))
+		var enc trace.Encoding
+		switch ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct {
+		case "application/json":
+			enc = trace.JSON
+		case "application/x-protobuf", "application/protobuf":
+			enc = trace.Protobuf
+		default:
+			s.error(w, r, problem.New(problem.UnsupportedMediaType, "Send an OTLP/HTTP export as protobuf (Content-Type: application/x-protobuf) or JSON (application/json)."))
 			return
 		}
 		body, err := s.readBody(w, r)
@@ -44,28 +41,11 @@ func (s *Server) handleTraces() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		switch strings.ToLower(r.Header.Get("Content-Encoding")) {
-		case "", "identity":
-		case "gzip":
-			zr, err := gzip.NewReader(bytes.NewReader(body))
-			if err != nil {
-				s.error(w, r, problem.Invalid("The body is not gzip."))
-				return
-			}
-			body, err = io.ReadAll(io.LimitReader(zr, s.auth.MaxBody+1))
-			if err != nil {
-				s.error(w, r, problem.Invalid("The body is not gzip."))
-				return
-			}
-			if int64(len(body)) > s.auth.MaxBody {
-				s.error(w, r, problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(s.auth.MaxBody, 10)+" bytes once unzipped."))
-				return
-			}
-		default:
-			s.error(w, r, problem.New(problem.UnsupportedMediaType, "Content-Encoding must be gzip or none."))
+		if body, err = s.unzip(r, body); err != nil {
+			s.error(w, r, err)
 			return
 		}
-		spans, err := trace.Parse(body)
+		spans, err := trace.Parse(body, enc)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -84,13 +64,32 @@ func (s *Server) handleTraces() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		var out exportResponse
-		if rejected > 0 {
-			out.PartialSuccess = &partialSuccess{RejectedSpans: strconv.Itoa(rejected),
-				ErrorMessage: "Spans whose workflow.session.id names no session this key may see, or a session full of spans, were rejected."}
-		}
-		writeJSON(w, http.StatusOK, out)
+		writeBody(w, http.StatusOK, enc.ContentType(), trace.Response(enc, rejected,
+			"Spans whose workflow.session.id names no session this key may see, or a session full of spans, were rejected."))
 	}
+}
+
+// unzip undoes the body's Content-Encoding (gzip or none), to at most the body limit.
+func (s *Server) unzip(r *http.Request, body []byte) ([]byte, error) {
+	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
+	case "", "identity":
+		return body, nil
+	case "gzip":
+	default:
+		return nil, problem.New(problem.UnsupportedMediaType, "Content-Encoding must be gzip or none.")
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, problem.Invalid("The body is not gzip.")
+	}
+	body, err = io.ReadAll(io.LimitReader(zr, s.auth.MaxBody+1))
+	if err != nil {
+		return nil, problem.Invalid("The body is not gzip.")
+	}
+	if int64(len(body)) > s.auth.MaxBody {
+		return nil, problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(s.auth.MaxBody, 10)+" bytes once unzipped.")
+	}
+	return body, nil
 }
 
 type spanPage struct {

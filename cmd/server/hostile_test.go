@@ -18,6 +18,11 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/redact/redacttest"
 )
@@ -209,6 +214,23 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	for _, c := range canaryCalls {
 		bodies = append(bodies, c.body)
 	}
+	// Spans in protobuf, as OTLP exporters send them by default: the canary as a
+	// resource's and a span's attribute key, as a value, as a name; and every hostile
+	// string as a protobuf body.
+	var protoCalls []storm
+	for _, f := range forms {
+		kv := func(k, v string) *commonpb.KeyValue {
+			return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+		}
+		b, _ := proto.Marshal(&tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{
+			Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv(f, "x")}},
+			ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{TraceId: []byte("0123456789abcdef"), SpanId: []byte("01234567"), Name: f,
+				Attributes: []*commonpb.KeyValue{kv("workflow.session.id", sid), kv(f, f), kv("note", "the code is "+f)}}}}}}}})
+		protoCalls = append(protoCalls, storm{"POST", api + "/v1/traces", keys[0], string(b)})
+	}
+	for _, h := range hostileStrings {
+		protoCalls = append(protoCalls, storm{"POST", api + "/v1/traces", keys[0], h}, storm{"POST", api + "/traces", keys[1], "\x0a" + h})
+	}
 
 	var routes []stormRoute
 	for tmpl, item := range doc.Paths {
@@ -330,11 +352,16 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
 	var fails []string
-	work := make(chan storm)
+	type job struct {
+		storm
+		contentType string
+	}
+	work := make(chan job)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			for s := range work {
+			for j := range work {
+				s := j.storm
 				req, err := http.NewRequest(s.method, s.target, strings.NewReader(s.body))
 				if err != nil {
 					t.Errorf("%s %.200s: %v", s.method, s.target, err)
@@ -346,7 +373,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 					req.Header.Set("Authorization", s.auth)
 				}
 				if s.body != "" {
-					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Content-Type", j.contentType)
 				}
 				res, err := client.Do(req)
 				if err != nil {
@@ -387,11 +414,14 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	}
 	start := time.Now()
 	for _, s := range reqs {
-		work <- s
+		work <- job{s, "application/json"}
+	}
+	for _, s := range protoCalls {
+		work <- job{s, "application/x-protobuf"}
 	}
 	close(work)
 	wg.Wait()
-	t.Logf("%d requests in %s", len(reqs), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d requests in %s", len(reqs)+len(protoCalls), time.Since(start).Round(time.Millisecond))
 
 	addr := strings.TrimPrefix(srv.base, "http://")
 	bearer := "Authorization: Bearer " + agentKey + "\r\n"

@@ -1,11 +1,9 @@
-// Package trace is the domain of the spans agents send (OTLP/HTTP JSON): read, tied
+// Package trace is the domain of the spans agents send (OTLP/HTTP, JSON or protobuf): read, tied
 // to the sessions they name, cleaned of protected values and URL queries, kept.
 package trace
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/url"
 	"slices"
@@ -41,154 +39,6 @@ type Span struct {
 type Status struct {
 	Code    int    `json:"code"`
 	Message string `json:"message,omitempty"`
-}
-
-// The OTLP/JSON export request, as far as it is read.
-type export struct {
-	ResourceSpans []struct {
-		Resource struct {
-			Attributes []keyValue `json:"attributes"`
-		} `json:"resource"`
-		ScopeSpans []struct {
-			Spans []otlpSpan `json:"spans"`
-		} `json:"scopeSpans"`
-	} `json:"resourceSpans"`
-}
-
-type otlpSpan struct {
-	TraceID      string     `json:"traceId"`
-	SpanID       string     `json:"spanId"`
-	ParentSpanID string     `json:"parentSpanId"`
-	Name         string     `json:"name"`
-	Kind         int        `json:"kind"`
-	Start        flexUint   `json:"startTimeUnixNano"`
-	End          flexUint   `json:"endTimeUnixNano"`
-	Attributes   []keyValue `json:"attributes"`
-	Status       struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"status"`
-}
-
-type keyValue struct {
-	Key   string   `json:"key"`
-	Value anyValue `json:"value"`
-}
-
-type anyValue struct {
-	StringValue *string  `json:"stringValue"`
-	BoolValue   *bool    `json:"boolValue"`
-	IntValue    *flexInt `json:"intValue"`
-	DoubleValue *float64 `json:"doubleValue"`
-	BytesValue  *string  `json:"bytesValue"`
-	ArrayValue  *struct {
-		Values []anyValue `json:"values"`
-	} `json:"arrayValue"`
-	KvlistValue *struct {
-		Values []keyValue `json:"values"`
-	} `json:"kvlistValue"`
-}
-
-// flexUint and flexInt read a 64-bit integer written as a JSON number or string, as
-// OTLP/JSON allows both.
-type flexUint uint64
-
-func (f *flexUint) UnmarshalJSON(b []byte) error {
-	n, err := strconv.ParseUint(strings.Trim(string(b), `"`), 10, 64)
-	*f = flexUint(n)
-	return err
-}
-
-type flexInt int64
-
-func (f *flexInt) UnmarshalJSON(b []byte) error {
-	n, err := strconv.ParseInt(strings.Trim(string(b), `"`), 10, 64)
-	*f = flexInt(n)
-	return err
-}
-
-func (v anyValue) value() any {
-	switch {
-	case v.StringValue != nil:
-		return *v.StringValue
-	case v.BoolValue != nil:
-		return *v.BoolValue
-	case v.IntValue != nil:
-		return int64(*v.IntValue)
-	case v.DoubleValue != nil:
-		return *v.DoubleValue
-	case v.BytesValue != nil:
-		return "(bytes)" // never kept: they could hold anything, unscanned
-	case v.ArrayValue != nil:
-		out := make([]any, len(v.ArrayValue.Values))
-		for i, e := range v.ArrayValue.Values {
-			out[i] = e.value()
-		}
-		return out
-	case v.KvlistValue != nil:
-		return attributes(v.KvlistValue.Values)
-	}
-	return nil
-}
-
-func attributes(kvs []keyValue) map[string]any {
-	out := make(map[string]any, len(kvs))
-	for _, kv := range kvs {
-		out[kv.Key] = kv.Value.value()
-	}
-	return out
-}
-
-// Parse reads an OTLP/JSON export into spans, each with the session its attributes
-// (or its resource's) name ("" when none does). Malformed input is
-// validation_failed; more than MaxSpans is payload_too_large.
-func Parse(body []byte) ([]Span, error) {
-	var e export
-	if err := json.Unmarshal(body, &e); err != nil {
-		return nil, problem.Invalid("The body is not an OTLP/JSON trace export (resourceSpans, scopeSpans, spans).")
-	}
-	var out []Span
-	for _, rs := range e.ResourceSpans {
-		res := attributes(rs.Resource.Attributes)
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				if len(out) == MaxSpans {
-					return nil, problem.New(problem.PayloadTooLarge, "An export carries at most "+strconv.Itoa(MaxSpans)+" spans.")
-				}
-				if !hexID(s.TraceID, 32) || !hexID(s.SpanID, 16) || (s.ParentSpanID != "" && !hexID(s.ParentSpanID, 16)) {
-					return nil, problem.Invalid("traceId must be 32 and spanId and parentSpanId 16 hex digits, not all zero.")
-				}
-				sp := Span{TraceID: strings.ToLower(s.TraceID), SpanID: strings.ToLower(s.SpanID), ParentSpanID: strings.ToLower(s.ParentSpanID),
-					Name: s.Name, Kind: s.Kind, Start: uint64(s.Start), End: uint64(s.End), Attributes: attributes(s.Attributes),
-					Status: Status{Code: s.Status.Code, Message: s.Status.Message}}
-				sid, _ := sp.Attributes[SessionAttribute].(string)
-				if sid == "" {
-					sid, _ = res[SessionAttribute].(string)
-				}
-				sp.SessionID = strings.ToLower(sid)
-				for k, v := range res {
-					if _, ok := sp.Attributes[k]; !ok {
-						sp.Attributes[k] = v
-					}
-				}
-				out = append(out, sp)
-			}
-		}
-	}
-	return out, nil
-}
-
-func hexID(s string, n int) bool {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(s) != n {
-		return false
-	}
-	for _, c := range b {
-		if c != 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Clean blanks the user's protected values out of a span's name, status message and

@@ -287,11 +287,15 @@ func ReadSettlement(h http.Header) *Settlement {
 			Success     bool   `json:"success"`
 			ErrorReason String `json:"errorReason"`
 			Transaction String `json:"transaction"`
+			TxHash      String `json:"txHash"` // what some v1 sellers write instead
 			Network     String `json:"network"`
 			Payer       String `json:"payer"`
 		}
 		if json.Unmarshal(doc, &s) != nil {
 			return nil
+		}
+		if s.Transaction == "" {
+			s.Transaction = s.TxHash
 		}
 		return &Settlement{Success: s.Success, ErrorReason: Clean(string(s.ErrorReason), 200),
 			Transaction: Clean(string(s.Transaction), 200), Network: Clean(string(s.Network), 100), Payer: Clean(string(s.Payer), 100)}

@@ -2,6 +2,7 @@ package x402
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -187,7 +188,13 @@ func TestSettlementHeadersRoundTrip(t *testing.T) {
 			t.Errorf("v%d: %+v", v, got)
 		}
 	}
+	// A v1 seller that names the transaction txHash.
 	h := http.Header{}
+	h.Set(HeaderSettlementV1, base64.StdEncoding.EncodeToString([]byte(`{"success":true,"txHash":"`+st.Transaction+`","network":"base-sepolia"}`)))
+	if got := ReadSettlement(h); got == nil || got.Transaction != st.Transaction || got.Network != "base-sepolia" {
+		t.Errorf("txHash: %+v", got)
+	}
+	h = http.Header{}
 	h.Set(HeaderSettlementV2, "e30") // {} unpadded
 	if got := ReadSettlement(h); got == nil || got.Success {
 		t.Errorf("an empty settlement: %+v", got)
