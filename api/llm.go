@@ -428,8 +428,8 @@ func (s *Server) handleMessages() http.HandlerFunc {
 }
 
 // handleModelCall is a proxied model call of the API whose rule is m, forwarded to
-// path of the upstream to picks for the request: the body checked and blanked, the
-// answer passed back as it comes.
+// path of the upstream that to picks for the request: the body checked and blanked,
+// the answer passed back as it comes.
 func (s *Server) handleModelCall(m modelRequest, to func(*http.Request) (endpoint, error), path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		up, err := to(r)
