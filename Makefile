@@ -145,16 +145,17 @@ PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var
 	X402_RPC_URLS=$${X402_RPC_URLS-eip155:84532=http://$(PAID_SELLER)/rpc}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
 
 # The LLM proxy forwards to the local stand-in model (make llm) on LLM_ADDR, unless
-# LLM_UPSTREAM_URL names another (set it empty for no proxy); webhooks may reach the
-# local receiver (cmd/receiver) on RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says
-# otherwise (set it empty to refuse private addresses altogether).
+# LLM_UPSTREAM_URL (LLM_ANTHROPIC_URL for the Messages route) names another (set it
+# empty for no proxy); webhooks may reach the local receiver (cmd/receiver) on
+# RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says otherwise (set it empty to refuse
+# private addresses altogether).
 LLM_ADDR      ?= localhost:4023
 RECEIVER_ADDR ?= localhost:4022
 
 .PHONY: run
 run: demo
 	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} \
-		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
+		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} LLM_ANTHROPIC_URL=$${LLM_ANTHROPIC_URL-http://$(LLM_ADDR)} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
 
 # The local x402 seller and facilitator on SELLER_ADDR (USDC on Base Sepolia, a ledger
 # at /ledger instead of a chain), listed in the local directory first. make run pays it.
@@ -166,9 +167,10 @@ seller: demo
 	@echo '$(SELLER_ADDR)' > var/seller-addr
 	$(BIN)/seller -addr $(SELLER_ADDR)
 
-# A local stand-in for an OpenAI-compatible model on LLM_ADDR: it answers each chat
-# completion (streamed too) with the messages it received, so the proxy's redaction
-# can be seen without a provider. make run's LLM proxy forwards to it.
+# A local stand-in for an OpenAI-compatible model and an Anthropic one on LLM_ADDR: it
+# answers each chat completion, response and message (streamed too) with what it
+# received, so the proxy's redaction can be seen without a provider. make run's LLM
+# proxy forwards to it.
 .PHONY: llm
 llm: go
 	@mkdir -p $(BIN)
@@ -219,6 +221,32 @@ $(NODE):
 	@mkdir -p $(NODE_DIR)
 	@npm install --prefix $(NODE_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
 		--loglevel=error --no-progress node-linux-$(NODE_ARCH)@$(NODE_VERSION) >/dev/null
+
+# The official OpenAI and Anthropic clients for Node.js, pinned, which the LLM proxy's
+# client test (cmd/server) drives on $(NODE) against the proxy and the stand-in model.
+OPENAI_JS_VERSION    := 6.49.0
+OPENAI_JS_DIR        := var/tools/openai-$(OPENAI_JS_VERSION)
+ANTHROPIC_JS_VERSION := 1.14.0
+ANTHROPIC_JS_DIR     := var/tools/anthropic-sdk-$(ANTHROPIC_JS_VERSION)
+
+$(OPENAI_JS_DIR)/node_modules/openai/package.json:
+	@command -v npm >/dev/null || { echo "npm is needed to install the OpenAI client for the LLM proxy's test" >&2; exit 1; }
+	@mkdir -p $(OPENAI_JS_DIR)
+	@npm install --prefix $(OPENAI_JS_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress openai@$(OPENAI_JS_VERSION) >/dev/null
+
+$(ANTHROPIC_JS_DIR)/node_modules/@anthropic-ai/sdk/package.json:
+	@command -v npm >/dev/null || { echo "npm is needed to install the Anthropic client for the LLM proxy's test" >&2; exit 1; }
+	@mkdir -p $(ANTHROPIC_JS_DIR)
+	@npm install --prefix $(ANTHROPIC_JS_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @anthropic-ai/sdk@$(ANTHROPIC_JS_VERSION) >/dev/null
+
+.PHONY: llm-clients
+llm-clients: $(NODE) $(OPENAI_JS_DIR)/node_modules/openai/package.json $(ANTHROPIC_JS_DIR)/node_modules/@anthropic-ai/sdk/package.json
+
+# Where the client test finds them (cmd/server/llmclients_test.go).
+test: export WAYSTATION_OPENAI_JS = $(abspath $(OPENAI_JS_DIR))
+test: export WAYSTATION_ANTHROPIC_JS = $(abspath $(ANTHROPIC_JS_DIR))
 
 .PHONY: lint-openapi
 lint-openapi: $(REDOCLY) $(NODE)
@@ -328,7 +356,7 @@ tools:
 # measures, has no concurrency of its own, and under the detector its sentence encoder
 # takes minutes to embed the real catalog.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE)
+test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE) llm-clients
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)

@@ -19,7 +19,7 @@ export LLM_ADDR=${LLM_ADDR:-localhost:14023}
 export RECEIVER_ADDR=${RECEIVER_ADDR:-localhost:14022}
 export HOST=127.0.0.1 SITE_DIR=var/walk/site
 # What make run derives from the addresses above, not from this shell.
-unset PAYMENT_ALLOW_HOSTS WEBHOOK_ALLOW_HOSTS LLM_UPSTREAM_URL CAPTCHA_SOLVER_URL METRICS_TOKEN
+unset PAYMENT_ALLOW_HOSTS WEBHOOK_ALLOW_HOSTS LLM_UPSTREAM_URL LLM_ANTHROPIC_URL CAPTCHA_SOLVER_URL METRICS_TOKEN
 
 OUT=var/walk
 DB=waystation_walk
@@ -129,6 +129,8 @@ for want in \
 	'"delta":{"content":"[redacted]"}' \
 	'data: [DONE]' \
 	'"id":"echo"' \
+	'instructions: Mail [redacted]' \
+	'user: Mail [redacted]' \
 	'fulfilled' \
 	'settled' \
 	'"today": "0.01"' \

@@ -165,7 +165,7 @@ func (s *Server) keyOwner(r *http.Request) string {
 	if p := principal(r); p.UserID != "" {
 		return p.UserID
 	}
-	token, ok := auth.Bearer(r.Header.Values("Authorization"))
+	token, _, ok := requestKey(r)
 	if !ok || s.auth.Keys == nil {
 		return ""
 	}
@@ -182,22 +182,35 @@ func (s *Server) searchCaller(r *http.Request) search.Caller {
 	return search.Caller{User: s.keyOwner(r), RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")}
 }
 
+// requestKey is the API key r carries (see auth.RequestKey): in Authorization: Bearer, or
+// on the Anthropic-compatible route, whose clients send it so, in x-api-key.
+func requestKey(r *http.Request) (token string, sent, ok bool) {
+	var apiKey []string
+	if anthropicRoute(r) {
+		apiKey = r.Header.Values("X-Api-Key")
+	}
+	return auth.RequestKey(r.Header.Values("Authorization"), apiKey)
+}
+
 // authenticate lets through requests that carry a valid, unrevoked key in
-// Authorization: Bearer, checked against the database on every call. The header is
-// never logged.
+// Authorization: Bearer (or x-api-key, see requestKey), checked against the database
+// on every call. The headers are never logged.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = hdrNoStore
-		values := r.Header.Values("Authorization")
-		if len(values) == 0 {
+		token, sent, ok := requestKey(r)
+		missing, malformed := "Send an API key in the Authorization header: Bearer sk_...", "Send exactly one API key as Authorization: Bearer sk_..."
+		if anthropicRoute(r) {
+			missing, malformed = "Send an API key in the x-api-key header, or as Authorization: Bearer sk_...", "Send exactly one API key, in x-api-key or as Authorization: Bearer sk_..."
+		}
+		if !sent {
 			w.Header()["Www-Authenticate"] = hdrChallenge
-			s.error(w, r, problem.New(problem.Unauthenticated, "Send an API key in the Authorization header: Bearer sk_..."))
+			s.error(w, r, problem.New(problem.Unauthenticated, missing))
 			return
 		}
-		token, ok := auth.Bearer(values)
 		if !ok {
 			w.Header()["Www-Authenticate"] = hdrChallengeInvalid
-			s.error(w, r, problem.New(problem.InvalidAPIKey, "Send exactly one API key as Authorization: Bearer sk_..."))
+			s.error(w, r, problem.New(problem.InvalidAPIKey, malformed))
 			return
 		}
 		stored, err := auth.Authenticate(r.Context(), s.auth.Keys, s.auth.Pepper, token)

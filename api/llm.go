@@ -21,12 +21,19 @@ import (
 	"github.com/waystation/waystation/internal/telemetry"
 )
 
-// LLM is the upstream OpenAI-compatible model the proxy forwards to.
+// LLM is the upstream models the proxy forwards to: an OpenAI-compatible one (chat
+// completions, responses, models) and an Anthropic one (messages).
 type LLM struct {
-	// URL is the upstream's base URL (https://api.openai.com/v1); empty: no proxy.
+	// URL is the OpenAI-compatible upstream's base URL (https://api.openai.com/v1);
+	// empty: no proxy of OpenAI's routes.
 	URL string
 	// Key is sent as the upstream's Bearer key; it is never logged or answered.
 	Key string
+	// AnthropicURL is the Anthropic upstream's base URL (https://api.anthropic.com),
+	// to which /v1/messages is added; empty: no proxy of the Messages route.
+	AnthropicURL string
+	// AnthropicKey is sent to it as x-api-key; it is never logged or answered.
+	AnthropicKey string
 	// Timeout bounds one upstream call, a stream included (default 120s).
 	Timeout time.Duration
 	// Client makes the calls (default a client without a timeout of its own).
@@ -64,6 +71,11 @@ func unavailableRedaction(err error) error {
 // holds — is refused with protected_value_detected, and nothing is forwarded. Each
 // upstream API the proxy speaks has its rule; they differ in the members they fix.
 type modelRequest struct {
+	// name is what the body must be, for the error of one that is not.
+	name string
+	// shape refuses a body that is not of the API, or holds a part that is not text:
+	// the proxy forwards text only, which it can check for protected values.
+	shape func(body map[string]any) error
 	// fixed are the members whose string values (or arrays of them) say what a part
 	// is, not what it holds: the model, a role, a part's type, an id.
 	fixed map[string]bool
@@ -74,8 +86,34 @@ type modelRequest struct {
 
 // chatCompletions is the rule of OpenAI's chat completion requests.
 var chatCompletions = modelRequest{
+	name:      "an OpenAI chat completion request",
+	shape:     textOnly,
 	fixed:     map[string]bool{"model": true, "role": true, "type": true, "id": true, "tool_call_id": true},
 	tokenMaps: []string{"logit_bias"},
+}
+
+// responses is the rule of OpenAI's Responses API requests. Besides the model, a
+// role, a part's type and an id, an item's call_id pairs a tool call with its
+// output, previous_response_id and conversation name what the upstream keeps, and a
+// reasoning item's encrypted_content is the upstream's own ciphertext: a value there
+// cannot be blanked without changing what the request means.
+var responses = modelRequest{
+	name:  "an OpenAI Responses API request",
+	shape: responsesTextOnly,
+	fixed: map[string]bool{"model": true, "role": true, "type": true, "id": true, "call_id": true,
+		"previous_response_id": true, "conversation": true, "encrypted_content": true},
+}
+
+// messages is the rule of Anthropic's Messages API requests. Besides the model, a
+// role, a block's type and an id, a tool result's tool_use_id pairs it with its call,
+// a container names one the upstream keeps, and a thinking block's signature and a
+// redacted thinking block's data are the upstream's own, checked by it: a value there
+// cannot be blanked.
+var messages = modelRequest{
+	name:  "an Anthropic Messages API request",
+	shape: messagesTextOnly,
+	fixed: map[string]bool{"model": true, "role": true, "type": true, "id": true, "tool_use_id": true,
+		"signature": true, "data": true, "container": true},
 }
 
 // tokenID is what a member name of a token map must be.
@@ -213,10 +251,148 @@ func textOnly(body map[string]any) error {
 	return nil
 }
 
+// responsesTextOnly refuses a Responses API request whose input is not a string or
+// an array of text items: messages of text parts, tool calls and their outputs as
+// text, reasoning and references to items the upstream keeps.
+func responsesTextOnly(body map[string]any) error {
+	switch body["instructions"].(type) {
+	case nil, string:
+	default:
+		return problem.Invalid("instructions must be a string.")
+	}
+	switch in := body["input"].(type) {
+	case string:
+		return nil
+	case []any:
+		for i, it := range in {
+			at := "input[" + strconv.Itoa(i) + "]"
+			item, ok := it.(map[string]any)
+			if !ok {
+				return problem.Invalid(at + " must be an object.")
+			}
+			typ, _ := item["type"].(string)
+			if _, hasRole := item["role"]; typ == "" && hasRole {
+				typ = "message"
+			}
+			switch typ {
+			case "message":
+				if err := textParts(item["content"], at+".content", "input_text", "output_text", "refusal"); err != nil {
+					return err
+				}
+			case "function_call_output", "custom_tool_call_output":
+				if err := textParts(item["output"], at+".output", "input_text", "output_text"); err != nil {
+					return err
+				}
+			case "function_call", "custom_tool_call", "reasoning", "item_reference":
+			default:
+				return problem.Invalid(at + " is not a text item (a message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning or item_reference): the proxy forwards text only, which it can check for protected values.")
+			}
+		}
+		return nil
+	case nil: // the upstream's: after a previous response, or a prompt's
+	default:
+		return problem.Invalid("input must be a string or an array of input items.")
+	}
+	if p, ok := body["prompt"]; ok {
+		prompt, ok := p.(map[string]any)
+		if !ok {
+			return problem.Invalid("prompt must be an object.")
+		}
+		vars, ok := prompt["variables"].(map[string]any)
+		if !ok && prompt["variables"] != nil {
+			return problem.Invalid("prompt.variables must be an object.")
+		}
+		for _, v := range vars {
+			if _, isText := v.(string); !isText {
+				if err := textParts([]any{v}, "prompt.variables", "input_text"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// messagesTextOnly refuses a Messages API request whose system or messages hold a
+// block that is not text (text, a tool call, a tool result of text, thinking), or
+// that lacks what Anthropic's API requires of every request: a model and max_tokens.
+func messagesTextOnly(body map[string]any) error {
+	if err := messagesText(body); err != nil {
+		return err
+	}
+	if m, _ := body["model"].(string); m == "" {
+		return problem.Invalid("model must be a model's name.")
+	}
+	if n, ok := body["max_tokens"].(json.Number); !ok || !tokenID.MatchString(n.String()) || n.String()[0] == '0' {
+		return problem.Invalid("max_tokens must be a whole number of at least 1.")
+	}
+	return nil
+}
+
+func messagesText(body map[string]any) error {
+	if sys, ok := body["system"]; ok {
+		if err := textParts(sys, "system", "text"); err != nil {
+			return err
+		}
+	}
+	msgs, ok := body["messages"].([]any)
+	if !ok || len(msgs) == 0 {
+		return problem.Invalid("messages must be a non-empty array.")
+	}
+	for i, m := range msgs {
+		at := "messages[" + strconv.Itoa(i) + "]"
+		msg, ok := m.(map[string]any)
+		if !ok {
+			return problem.Invalid(at + " must be an object.")
+		}
+		if err := textParts(msg["content"], at+".content", "text", "tool_use", "tool_result", "thinking", "redacted_thinking"); err != nil {
+			return err
+		}
+		blocks, _ := msg["content"].([]any)
+		for j, b := range blocks {
+			if b := b.(map[string]any); b["type"] == "tool_result" {
+				if c, ok := b["content"]; ok {
+					if err := textParts(c, at+".content["+strconv.Itoa(j)+"].content", "text"); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// textParts refuses v, the content at, unless it is a string or an array of parts
+// of the types given.
+func textParts(v any, at string, types ...string) error {
+	switch c := v.(type) {
+	case string:
+		return nil
+	case []any:
+		for _, part := range c {
+			p, ok := part.(map[string]any)
+			if !ok {
+				return problem.Invalid(at + " must be a string or an array of objects.")
+			}
+			if typ, _ := p["type"].(string); !slices.Contains(types, typ) {
+				return problem.Invalid(at + " holds a part that is not one of " + strings.Join(types, ", ") + ": the proxy forwards text only, which it can check for protected values.")
+			}
+		}
+		return nil
+	default:
+		return problem.Invalid(at + " must be a string or an array of parts.")
+	}
+}
+
 // handleLLMModels lists the upstream's models.
 func (s *Server) handleLLMModels() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		res, cancel, err := s.upstream(r, http.MethodGet, "/models", nil)
+		up, err := s.auth.LLM.openAI()
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		res, cancel, err := s.upstream(r, up, http.MethodGet, "/models", nil)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -237,12 +413,31 @@ func (s *Server) handleLLMModels() http.HandlerFunc {
 // chunk). X-Redactions counts what was blanked; with X-Session-Id naming one of the
 // agent's open sessions, so does an llm.redacted event.
 func (s *Server) handleChatCompletions() http.HandlerFunc {
+	return s.handleModelCall(chatCompletions, func(*http.Request) (endpoint, error) { return s.auth.LLM.openAI() }, "/chat/completions")
+}
+
+// handleResponses is handleChatCompletions for OpenAI's Responses API.
+func (s *Server) handleResponses() http.HandlerFunc {
+	return s.handleModelCall(responses, func(*http.Request) (endpoint, error) { return s.auth.LLM.openAI() }, "/responses")
+}
+
+// handleMessages is handleChatCompletions for Anthropic's Messages API, forwarded
+// with the client's anthropic-version (2023-06-01 when it sends none).
+func (s *Server) handleMessages() http.HandlerFunc {
+	return s.handleModelCall(messages, s.auth.LLM.anthropic, "/v1/messages")
+}
+
+// handleModelCall is a proxied model call of the API whose rule is m, forwarded to
+// path of the upstream that to picks for the request: the body checked and blanked,
+// the answer passed back as it comes.
+func (s *Server) handleModelCall(m modelRequest, to func(*http.Request) (endpoint, error), path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.LLM.URL == "" {
-			s.error(w, r, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server."))
+		up, err := to(r)
+		if err != nil {
+			s.error(w, r, err)
 			return
 		}
-		body, err := s.readModelBody(w, r)
+		body, err := s.readModelBody(w, r, m)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -253,13 +448,13 @@ func (s *Server) handleChatCompletions() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		count, err := s.cleanForModel(r.Context(), p, sessionID, chatCompletions, body)
+		count, err := s.cleanForModel(r.Context(), p, sessionID, m, body, up)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
 		out, _ := json.Marshal(body)
-		res, cancel, err := s.upstream(r, http.MethodPost, "/chat/completions", out)
+		res, cancel, err := s.upstream(r, up, http.MethodPost, path, out)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -270,9 +465,9 @@ func (s *Server) handleChatCompletions() http.HandlerFunc {
 	}
 }
 
-// readModelBody reads a model request: one JSON object (numbers kept as written) of
-// text only.
-func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request) (map[string]any, error) {
+// readModelBody reads a model request of the API whose rule is m: one JSON object
+// (numbers kept as written) of text only.
+func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request, m modelRequest) (map[string]any, error) {
 	raw, err := s.readBody(w, r)
 	if err != nil {
 		return nil, err
@@ -280,10 +475,10 @@ func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request) (map[stri
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var body map[string]any
-	if err := d.Decode(&body); err != nil || d.More() {
-		return nil, problem.Invalid("The body must be one JSON object: an OpenAI chat completion request.")
+	if err := d.Decode(&body); err != nil || d.More() || body == nil {
+		return nil, problem.Invalid("The body must be one JSON object: " + m.name + ".")
 	}
-	if err := textOnly(body); err != nil {
+	if err := m.shape(body); err != nil {
 		return nil, err
 	}
 	return body, nil
@@ -307,12 +502,17 @@ func (s *Server) llmSession(r *http.Request, p auth.Principal) (string, error) {
 }
 
 // cleanForModel blanks user p's protected values out of body under rule m, refusing
-// what cannot be blanked, and tells session sessionID (when there is one) how many
-// were; it answers that count.
-func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID string, m modelRequest, body map[string]any) (int, error) {
+// what cannot be blanked (a header of the client's that goes to up among them), and
+// tells session sessionID (when there is one) how many were; it answers that count.
+func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID string, m modelRequest, body map[string]any, up endpoint) (int, error) {
 	set, err := s.protectedSet(ctx, p.UserID)
 	if err != nil {
 		return 0, err
+	}
+	for _, h := range up.fromClient {
+		if set.Contains(up.header.Get(h)) {
+			return 0, problem.New(problem.ProtectedValueDetected, "The "+h+" header holds one of the user's protected values, in some written form; nothing was forwarded.")
+		}
 	}
 	count, err := m.clean(set, body)
 	if err != nil || count == 0 || sessionID == "" {
@@ -358,20 +558,67 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, res *http.Respons
 	}
 }
 
-func (s *Server) upstream(r *http.Request, method, path string, body []byte) (*http.Response, context.CancelFunc, error) {
-	l := s.auth.LLM
+// endpoint is an upstream API the proxy forwards to: its base URL and the headers
+// that go with every call (its key among them).
+type endpoint struct {
+	url    string
+	header http.Header
+	// fromClient names the headers whose values the client gave.
+	fromClient []string
+}
+
+// openAI is the OpenAI-compatible upstream, whose key goes as a Bearer key.
+func (l LLM) openAI() (endpoint, error) {
 	if l.URL == "" {
-		return nil, nil, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server.")
+		return endpoint{}, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server.")
 	}
+	e := endpoint{url: l.URL, header: http.Header{}}
+	if l.Key != "" {
+		e.header.Set("Authorization", "Bearer "+l.Key)
+	}
+	return e, nil
+}
+
+// AnthropicVersion is the version of Anthropic's API a Messages request is
+// forwarded with when its client names none.
+const AnthropicVersion = "2023-06-01"
+
+// apiVersion is what an anthropic-version must look like: a date.
+var apiVersion = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+
+// anthropic is the Anthropic upstream, whose key goes as x-api-key, with the
+// anthropic-version r names (a date, which is checked for protected values as the
+// body is) or AnthropicVersion. No other header of the client's is forwarded:
+// anthropic-beta neither, as a beta may take parts the proxy cannot check.
+func (l LLM) anthropic(r *http.Request) (endpoint, error) {
+	if l.AnthropicURL == "" {
+		return endpoint{}, problem.New(problem.LLMNotConfigured, "No upstream Anthropic model is configured on this server.")
+	}
+	e := endpoint{url: l.AnthropicURL, header: http.Header{"Anthropic-Version": {AnthropicVersion}}}
+	if vs := r.Header.Values("Anthropic-Version"); len(vs) > 0 {
+		if len(vs) > 1 || !apiVersion.MatchString(vs[0]) {
+			return endpoint{}, problem.Invalid("anthropic-version must be one version, a date such as " + AnthropicVersion + "; without it the proxy sends " + AnthropicVersion + ".")
+		}
+		e.header.Set("Anthropic-Version", vs[0])
+		e.fromClient = []string{"anthropic-version"}
+	}
+	if l.AnthropicKey != "" {
+		e.header.Set("X-Api-Key", l.AnthropicKey)
+	}
+	return e, nil
+}
+
+// upstream calls path of the upstream up; an answer other than 2xx is
+// upstream_error, and nothing of it is passed on.
+func (s *Server) upstream(r *http.Request, up endpoint, method, path string, body []byte) (*http.Response, context.CancelFunc, error) {
+	l := s.auth.LLM
 	ctx, cancel := context.WithTimeout(r.Context(), l.Timeout)
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(l.URL, "/")+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(up.url, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		cancel()
 		return nil, nil, upstreamFailed(err)
 	}
-	if l.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+l.Key)
-	}
+	maps.Copy(req.Header, up.header)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -56,9 +56,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 	}
 	var contentType string
 	var body []byte
-	if llmRoute(r) {
+	switch {
+	case anthropicRoute(r):
+		contentType, body = hdrJSON[0], anthropicErrorBody(kind, p)
+	case llmRoute(r):
 		contentType, body = hdrJSON[0], llmErrorBody(kind, p)
-	} else {
+	default:
 		contentType = "application/problem+json"
 		body, _ = json.Marshal(problemBody{
 			Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
@@ -110,19 +113,52 @@ type llmError struct {
 func llmErrorBody(kind problem.Kind, p *problem.Error) []byte {
 	var e llmError
 	e.Error.Message, e.Error.Param, e.Error.Code = cmp.Or(p.Detail, kind.Title), p.Parameter, p.Code
+	e.Error.Type = llmErrorType(kind.Status)
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// llmErrorType is the error type OpenAI's clients, and Anthropic's, know for status.
+func llmErrorType(status int) string {
 	switch {
-	case kind.Status == http.StatusUnauthorized:
-		e.Error.Type = "authentication_error"
-	case kind.Status == http.StatusForbidden:
-		e.Error.Type = "permission_error"
-	case kind.Status == http.StatusNotFound:
-		e.Error.Type = "not_found_error"
-	case kind.Status == http.StatusTooManyRequests:
-		e.Error.Type = "rate_limit_error"
-	case kind.Status >= 500:
-		e.Error.Type = "api_error"
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "api_error"
 	default:
-		e.Error.Type = "invalid_request_error"
+		return "invalid_request_error"
+	}
+}
+
+// MessagesPath is the Anthropic-compatible proxy's route, under the API's base path.
+const MessagesPath = LLMPath + "/messages"
+
+// anthropicRoute tells whether r is for the Anthropic-compatible proxy, whose
+// clients (Anthropic's SDKs) read errors in Anthropic's shape.
+func anthropicRoute(r *http.Request) bool { return r.URL.Path == BasePath+MessagesPath }
+
+// anthropicError is a problem in Anthropic's error shape: type and message as its
+// clients read them, and the problem's code as code.
+type anthropicError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	} `json:"error"`
+}
+
+func anthropicErrorBody(kind problem.Kind, p *problem.Error) []byte {
+	e := anthropicError{Type: "error"}
+	e.Error.Type, e.Error.Message, e.Error.Code = llmErrorType(kind.Status), cmp.Or(p.Detail, kind.Title), p.Code
+	if kind.Status == http.StatusRequestEntityTooLarge {
+		e.Error.Type = "request_too_large"
 	}
 	b, _ := json.Marshal(e)
 	return b

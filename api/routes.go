@@ -106,6 +106,8 @@ func (s *Server) routes() chi.Router {
 			// The OpenAI-compatible proxy: the user's protected values never reach it.
 			read(r, LLMPath+"/models", s.handleLLMModels())
 			r.With(agent).Post(LLMPath+"/chat/completions", s.handleChatCompletions()) // never replayed: a stream
+			r.With(agent).Post(LLMPath+"/responses", s.handleResponses())
+			r.With(agent).Post(MessagesPath, s.handleMessages()) // Anthropic's; the key may come as x-api-key
 		})
 	})
 	return r

@@ -242,7 +242,7 @@ func (ref *Reference) LLMs() string {
 	fmt.Fprintf(&b, "- [API reference](%s): the same, as a page\n", referencePath)
 	fmt.Fprintf(&b, "- [MCP server](%s/mcp): Streamable HTTP (no key: the directory's tools; `Authorization: Bearer sk_agent_...`: the workflow's tools)\n", ref.Base)
 	fmt.Fprintf(&b, "- [The directory as JSON](%s/api/public/v1/services): key-less, cacheable; `?q=` searches\n\n", ref.Base)
-	fmt.Fprintf(&b, "## Rules\n\n- Errors are RFC 9457 problem+json with a stable `code`; branch on it.\n- Trust verdicts are advisory; only the person's approval authorises a payment.\n- Keys: `sk_agent_...` acts as one agent, `sk_user_...` as its person; never send a user key from an agent.\n- Values the person keeps are released only by POST /sessions/{id}/materialize, to the agent's runtime, after an approval; never put them in a prompt.\n\n")
+	fmt.Fprintf(&b, "## Rules\n\n- Errors are RFC 9457 problem+json with a stable `code`; branch on it. The LLM proxy's routes answer theirs as their clients read them, the code as `error.code`: OpenAI's shape under /llm/v1, Anthropic's on /llm/v1/messages.\n- Trust verdicts are advisory; only the person's approval authorises a payment.\n- Keys: `sk_agent_...` acts as one agent, `sk_user_...` as its person; never send a user key from an agent.\n- Values the person keeps are released only by POST /sessions/{id}/materialize, to the agent's runtime, after an approval; never put them in a prompt.\n\n")
 	for _, g := range ref.Groups {
 		fmt.Fprintf(&b, "## %s\n\n", g.Tag)
 		for _, op := range g.Ops {

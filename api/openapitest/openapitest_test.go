@@ -374,7 +374,10 @@ func TestDocument(t *testing.T) {
 			case p == "/mcp" && (len(sec) != 2 || len(sec[0].(map[string]any)) != 0 || dig(sec[1], "bearer") == nil):
 				// The MCP server takes a key, or none for the directory's tools alone.
 				t.Errorf("%s: security %v, want none or the bearer scheme", where, sec)
-			case p != "/mcp" && !public && (len(sec) != 1 || dig(sec[0], "bearer") == nil):
+			case p == "/llm/v1/messages" && (len(sec) != 2 || dig(sec[0], "bearer") == nil || dig(sec[1], "anthropicKey") == nil):
+				// Anthropic's clients send the key as x-api-key.
+				t.Errorf("%s: security %v, want the bearer scheme or x-api-key", where, sec)
+			case p != "/mcp" && p != "/llm/v1/messages" && !public && (len(sec) != 1 || dig(sec[0], "bearer") == nil):
 				t.Errorf("%s: security %v, want the bearer scheme", where, sec)
 			}
 		}
@@ -719,6 +722,15 @@ func TestSchemas(t *testing.T) {
 		"ProblemCode":    {`"verified_reserved"`, `"search_unavailable"`},
 		"LLMError": {`{"error": {"message": "The body holds a protected value.", "type": "invalid_request_error", "code": "protected_value_detected"}}`,
 			`{"error": {"message": "Unknown parameter.", "type": "invalid_request_error", "param": "logit_bias", "code": "validation_failed"}}`},
+		"AnthropicError": {`{"type": "error", "error": {"type": "invalid_request_error", "message": "The body holds a protected value.", "code": "protected_value_detected"}}`,
+			`{"type": "error", "error": {"type": "request_too_large", "message": "Payload too large", "code": "payload_too_large"}}`},
+		"ResponsesRequest": {`{"model": "gpt-5", "input": "hi"}`, `{"model": "gpt-5", "instructions": "Be brief.", "input": [{"role": "user", "content": "hi"},
+			{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}, {"type": "function_call", "call_id": "c1", "name": "pay", "arguments": "{}"},
+			{"type": "function_call_output", "call_id": "c1", "output": "ok"}], "tools": [{"type": "function", "name": "pay"}], "metadata": {"k": "v"}}`},
+		"ModelResponse": {`{"id": "resp_1", "object": "response", "output": []}`},
+		"MessagesRequest": {`{"model": "claude", "max_tokens": 64, "system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}`, `{"model": "claude", "max_tokens": 64, "system": [{"type": "text", "text": "Be brief."}],
+			"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "pay", "input": {}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]}`},
+		"Message": {`{"id": "msg_1", "type": "message", "role": "assistant", "content": []}`},
 		"Problem": {problem(400, "verified_reserved", "verified"),
 			`{"type": "/problems/not-found", "title": "Not found", "status": 404, "code": "not_found"}`},
 		"OpenAPIDocument": {mustRead(t, docPath)},
@@ -847,6 +859,11 @@ func TestSchemas(t *testing.T) {
 		"Problem":      {`{"type": "/problems/x", "title": "X", "status": 400, "code": "internal"}`},
 		"LLMError": {`{"error": {"message": "m", "type": "invalid_request_error", "code": "no_such_code"}}`,
 			`{"error": {"message": "m", "type": "teapot_error", "code": "internal"}}`, `{"code": "internal"}`},
+		"AnthropicError": {`{"error": {"message": "m", "type": "invalid_request_error", "code": "protected_value_detected"}}`,
+			`{"type": "error", "error": {"message": "m", "type": "teapot_error", "code": "internal"}}`},
+		"ResponsesRequest": {`{"input": 7}`, `{"input": [{"role": "user", "content": [{"type": "input_image"}]}]}`},
+		"MessagesRequest": {`{"model": "claude", "max_tokens": 8}`, `{"model": "claude", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image"}]}]}`,
+			`{"model": "claude", "max_tokens": 0, "messages": [{"role": "user", "content": "hi"}]}`, `{"model": "claude", "messages": [{"role": "user", "content": "hi"}]}`},
 		"Health": {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
 	}
 	names := d.SchemaNames()

@@ -1,7 +1,8 @@
-// Command llmecho runs a local stand-in for an OpenAI-compatible model, for trying the
-// LLM proxy without a provider: GET /v1/models lists one model, and POST
-// /v1/chat/completions (streamed too) answers with the messages it received, which it
-// also prints, so that a person sees what the proxy forwarded.
+// Command llmecho runs a local stand-in for an OpenAI-compatible model and an
+// Anthropic one, for trying the LLM proxy without a provider: GET /v1/models lists one
+// model, and POST /v1/chat/completions, /v1/responses and /v1/messages (streamed too)
+// answer with what they received, which it also prints, so that a person sees what
+// the proxy forwarded.
 package main
 
 import (
@@ -51,6 +52,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "received:\n  %s\n", strings.ReplaceAll(echo, "\n", "\n  "))
 	}
 	return localserve.Serve(ctx, *addr, s, stdout, stderr, func(a net.Addr) string {
-		return fmt.Sprintf("local OpenAI-compatible echo model on http://%s/v1 (GET /v1/models, POST /v1/chat/completions)", a)
+		return fmt.Sprintf("local echo model on http://%s: OpenAI-compatible at /v1 (GET /v1/models, POST /v1/chat/completions, /v1/responses), Anthropic-compatible at / (POST /v1/messages)", a)
 	})
 }

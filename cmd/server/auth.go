@@ -106,20 +106,28 @@ func loadCaps(getenv func(string) string) (keys, agents int, err error) {
 	return keys, agents, nil
 }
 
-// LLMConfig is the upstream of the LLM proxy.
+// LLMConfig is the upstreams of the LLM proxy.
 type LLMConfig struct {
-	URL, Key string
-	Timeout  time.Duration
+	URL, Key                   string
+	AnthropicURL, AnthropicKey string
+	Timeout                    time.Duration
 }
 
-// loadLLM reads LLM_UPSTREAM_URL (an OpenAI-compatible base URL; unset: no proxy),
-// LLM_UPSTREAM_KEY and LLM_TIMEOUT (120s).
+// loadLLM reads LLM_UPSTREAM_URL (an OpenAI-compatible base URL; unset: no proxy of
+// OpenAI's routes), LLM_UPSTREAM_KEY, LLM_ANTHROPIC_URL (Anthropic's base URL; unset:
+// no proxy of the Messages route), LLM_ANTHROPIC_KEY and LLM_TIMEOUT (120s).
 func loadLLM(getenv func(string) string) (LLMConfig, error) {
-	c := LLMConfig{URL: getenv("LLM_UPSTREAM_URL"), Key: getenv("LLM_UPSTREAM_KEY"), Timeout: 120 * time.Second}
-	if c.URL != "" {
-		u, err := url.Parse(c.URL)
+	c := LLMConfig{URL: getenv("LLM_UPSTREAM_URL"), Key: getenv("LLM_UPSTREAM_KEY"),
+		AnthropicURL: getenv("LLM_ANTHROPIC_URL"), AnthropicKey: getenv("LLM_ANTHROPIC_KEY"), Timeout: 120 * time.Second}
+	for _, b := range []struct{ name, value, example string }{
+		{"LLM_UPSTREAM_URL", c.URL, "https://api.openai.com/v1"}, {"LLM_ANTHROPIC_URL", c.AnthropicURL, "https://api.anthropic.com"},
+	} {
+		if b.value == "" {
+			continue
+		}
+		u, err := url.Parse(b.value)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-			return c, fmt.Errorf("LLM_UPSTREAM_URL: want a base URL such as https://api.openai.com/v1, without credentials or a query")
+			return c, fmt.Errorf("%s: want a base URL such as %s, without credentials or a query", b.name, b.example)
 		}
 	}
 	if v := getenv("LLM_TIMEOUT"); v != "" {
@@ -183,7 +191,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 		a.Sealer = cfg.Secrets
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
-	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, Timeout: cfg.LLM.Timeout}
+	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, AnthropicURL: cfg.LLM.AnthropicURL, AnthropicKey: cfg.LLM.AnthropicKey, Timeout: cfg.LLM.Timeout}
 	a.Prober, a.Payments = svc.prober, svc.payments
 	a.Captchas = svc.captchas
 	a.Webhooks = svc.webhooks

@@ -165,9 +165,11 @@ func TestSessionLimitsAreReadFromTheEnvironment(t *testing.T) {
 
 func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
 	c, err := loadLLM(func(k string) string {
-		return map[string]string{"LLM_UPSTREAM_URL": "https://api.openai.com/v1", "LLM_UPSTREAM_KEY": "sk-x", "LLM_TIMEOUT": "30s"}[k]
+		return map[string]string{"LLM_UPSTREAM_URL": "https://api.openai.com/v1", "LLM_UPSTREAM_KEY": "sk-x", "LLM_TIMEOUT": "30s",
+			"LLM_ANTHROPIC_URL": "https://api.anthropic.com", "LLM_ANTHROPIC_KEY": "sk-ant-x"}[k]
 	})
-	if err != nil || c.URL != "https://api.openai.com/v1" || c.Key != "sk-x" || c.Timeout != 30*time.Second {
+	if err != nil || c.URL != "https://api.openai.com/v1" || c.Key != "sk-x" || c.Timeout != 30*time.Second ||
+		c.AnthropicURL != "https://api.anthropic.com" || c.AnthropicKey != "sk-ant-x" {
 		t.Fatalf("%+v %v", c, err)
 	}
 	if c, err := loadLLM(func(string) string { return "" }); err != nil || c.URL != "" || c.Timeout != 120*time.Second {
@@ -176,6 +178,7 @@ func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{"LLM_UPSTREAM_URL": "ftp://x.example"}, {"LLM_UPSTREAM_URL": "https://user:pw@x.example/v1"},
 		{"LLM_UPSTREAM_URL": "https://x.example/v1?key=1"}, {"LLM_TIMEOUT": "forever"}, {"LLM_TIMEOUT": "10ms"},
+		{"LLM_ANTHROPIC_URL": "api.anthropic.com"}, {"LLM_ANTHROPIC_URL": "https://k:s@api.anthropic.com"},
 	} {
 		if _, err := loadLLM(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("%v accepted", bad)

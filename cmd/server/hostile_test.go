@@ -117,7 +117,9 @@ var pages = []stormRoute{
 //
 // A protected value of the user goes into the storm too, in every written form
 // (plain, full-width, base64, percent-encoded), wherever hostile strings go and as a
-// model, a logit_bias key, a span's attribute key and a body's unknown member.
+// model, a logit_bias key, a call_id, a metadata key, a tool call's input key, a
+// span's attribute key and a body's unknown member. Keys go as Authorization and as
+// x-api-key, which the Messages route takes.
 // Afterwards no table of the database, read as text, no answer and no request the
 // model upstream received holds it (invariants 1 and 2).
 func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
@@ -137,7 +139,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 	}))
 	defer upstream.Close()
 	// A payer is configured, so that the payment routes answer as they do in service.
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0", "LLM_UPSTREAM_URL": upstream.URL + "/v1",
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "SEARCH_RATE_PER_MIN": "0", "LLM_UPSTREAM_URL": upstream.URL + "/v1", "LLM_ANTHROPIC_URL": upstream.URL,
 		"X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532"})
 	api := srv.base + "/functions/v1/api"
 	sid := createSession(t, api, agentKey, "storm")
@@ -165,6 +167,8 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		"category": "weather", "code": "not-found", "name": "style.css",
 	}
 	keys := []string{"Bearer " + agentKey, "Bearer " + userKey, ""}
+	// A storm's auth of this prefix goes as x-api-key, as Anthropic's clients send it.
+	const apiKeyAuth = "x-api-key: "
 	badAuth := []string{"Bearer", "Bearer ", "Basic YWRhOnNlY3JldA==", "Bearer sk_agent_x_y", "Bearer sk_user_0123456789abcdef_" + strings.Repeat("A", 43),
 		"Bearer " + agentKey + "x", "bearer " + strings.ToUpper(agentKey), "Bearer " + strings.Repeat("k", 8000), "Bearer ' OR 1=1 --", "Bearer {{.}}"}
 	var bodies []string
@@ -191,7 +195,15 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		q, _ := json.Marshal(f)
 		s := string(q)
 		llm, traces := api+"/llm/v1/chat/completions", api+"/traces"
+		responses, messages, apiKey := api+"/llm/v1/responses", api+"/llm/v1/messages", apiKeyAuth+agentKey
 		canaryCalls = append(canaryCalls,
+			storm{"POST", responses, keys[0], `{"model":` + s + `,"input":"hi"}`},
+			storm{"POST", responses, keys[0], `{"model":"stub-1","input":[{"type":"function_call_output","call_id":` + s + `,"output":"ok"}]}`},
+			storm{"POST", responses, keys[0], `{"model":"stub-1","input":"hi","metadata":{` + s + `:"x"}}`},
+			storm{"POST", responses, keys[0], `{"model":"stub-1","instructions":"the code is ` + f + `","input":[{"role":"user","content":[{"type":"input_text","text":` + s + `}]}]}`},
+			storm{"POST", messages, apiKey, `{"model":` + s + `,"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`},
+			storm{"POST", messages, apiKey, `{"model":"stub-1","max_tokens":8,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{` + s + `:1}}]}]}`},
+			storm{"POST", messages, keys[0], `{"model":"stub-1","max_tokens":8,"system":` + s + `,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"the code is ` + f + `"}]}]}`},
 			storm{"POST", api + "/sessions", keys[0], `{"type":"checkout","description":"d","clientSessionId":"c",` + s + `:1}`},
 			storm{"POST", llm, keys[0], `{"model":` + s + `,"messages":[{"role":"user","content":"hi"}]}`},
 			storm{"POST", llm, keys[0], `{"model":"stub-1","messages":[{"role":"user","content":"hi"}],"logit_bias":{` + s + `:1}}`},
@@ -325,6 +337,8 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		for _, a := range badAuth {
 			for _, m := range methods {
 				reqs = append(reqs, storm{m, validPath, a, bodies[next()%len(bodies)]})
+				// The key as x-api-key: a key on the Messages route, no key elsewhere.
+				reqs = append(reqs, storm{m, validPath, apiKeyAuth + strings.TrimPrefix(a, "Bearer "), bodies[next()%len(bodies)]})
 			}
 		}
 		for _, m := range []string{"PUT", "PATCH", "DELETE", "POST", "TRACE", "PROPFIND", "OPTIONS", "HEAD"} {
@@ -353,7 +367,9 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 					t.Errorf("%s %.200s: %v", s.method, s.target, err)
 					continue
 				}
-				if s.auth != "" {
+				if key, ok := strings.CutPrefix(s.auth, apiKeyAuth); ok {
+					req.Header.Set("X-Api-Key", key)
+				} else if s.auth != "" {
 					req.Header.Set("Authorization", s.auth)
 				}
 				if s.body != "" {
@@ -371,7 +387,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 				// An answer of the authenticated API to the user's key never holds the
 				// user's value. A caller without one is nobody's, and the directory's
 				// public routes and pages answer everyone alike.
-				authenticated := (s.auth == keys[0] || s.auth == keys[1]) && strings.HasPrefix(s.target, api+"/") && !strings.HasPrefix(s.target, api+"/api/public/")
+				authenticated := (s.auth == keys[0] || s.auth == keys[1] || s.auth == apiKeyAuth+agentKey) && strings.HasPrefix(s.target, api+"/") && !strings.HasPrefix(s.target, api+"/api/public/")
 				for name, f := range canaries {
 					if authenticated && strings.Contains(string(b), f) {
 						mu.Lock()
@@ -423,6 +439,9 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 		"GET /functions/v1/api/sessions/" + sid + "/events HTTP/1.1\r\nHost: h\r\n" + bearer + "Accept: text/event-stream\r\nLast-Event-ID: \xff-1\r\n\r\n",
 		"GET /functions/v1/api/agent/me HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \xff\xfe\x00\r\n\r\n",
 		"GET /functions/v1/api/agent/me HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n",
+		"POST /functions/v1/api/llm/v1/messages HTTP/1.1\r\nHost: h\r\n" + bearer + "X-Api-Key: " + agentKey + "\r\nContent-Length: 2\r\n\r\n{}",
+		"POST /functions/v1/api/llm/v1/messages HTTP/1.1\r\nHost: h\r\nX-Api-Key: \xff\xfe\x00\r\nX-Api-Key: b\r\nContent-Length: 2\r\n\r\n{}",
+		"POST /functions/v1/api/llm/v1/messages HTTP/1.1\r\nHost: h\r\n" + bearer + "Anthropic-Version: \xff\r\nContent-Length: 2\r\n\r\n{}",
 		"GET /functions/v1/api/health HTTP/1.1\r\nHost: h\r\nX-Big: " + strings.Repeat("b", 100<<10) + "\r\n\r\n",
 		"GET /functions/v1/api/health?" + strings.Repeat("q", 100<<10) + " HTTP/1.1\r\nHost: h\r\n\r\n",
 		"GET /functions/v1/api/health HTTP/1.1\r\n\r\n",

@@ -76,6 +76,24 @@ func Bearer(authorization []string) (string, bool) {
 	return token, true
 }
 
+// RequestKey is the API key of a request: the token of its Authorization values (see
+// Bearer), or, on a route that also takes the key as Anthropic's clients send it, its
+// X-Api-Key values (apiKey; nil elsewhere). sent is false when neither header is
+// there; ok is false unless exactly one key came, in exactly one of them.
+func RequestKey(authorization, apiKey []string) (token string, sent, ok bool) {
+	switch {
+	case len(authorization) == 0 && len(apiKey) == 0:
+		return "", false, false
+	case len(apiKey) == 0:
+		token, ok = Bearer(authorization)
+		return token, true, ok
+	case len(authorization) == 0 && len(apiKey) == 1:
+		return apiKey[0], true, apiKey[0] != ""
+	default:
+		return "", true, false
+	}
+}
+
 // Authenticate checks a token against the store and the pepper: the stored key of a
 // valid, unrevoked key of the scope the token names. Errors are problems: a token
 // that is malformed, unknown, of another scope or whose secret does not match is
