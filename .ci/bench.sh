@@ -144,7 +144,7 @@ start_nginx() {
 	rm -rf -- "$prefix"
 	mkdir -p "$prefix"
 	sed -e "s#/srv/waystation/site#$OUT/site-$name#g" \
-		-e "s#server 127.0.0.1:8080;#server unix:$prefix/no-origin.sock;#" \
+		-e "s#server 127.0.0.1:8080 max_fails=0;#server unix:$prefix/no-origin.sock;#" \
 		-e "s#listen 8081;#listen 127.0.0.1:@PORT@;#" generator/nginx.conf.example >"$prefix/waystation.conf"
 	local mime=/etc/nginx/mime.types
 	[[ -r $mime ]] || { mime=$prefix/mime.types; echo 'types { text/html html; text/css css; }' >"$mime"; }

@@ -42,7 +42,7 @@ func startNginx(t *testing.T, siteDir string, origins ...string) string {
 	}
 	conf := strings.NewReplacer(
 		"/srv/waystation/site", site,
-		"server 127.0.0.1:8080;", "server "+strings.Join(origins, ";\n    server ")+";",
+		"server 127.0.0.1:8080 max_fails=0;", "server "+strings.Join(origins, " max_fails=0;\n    server ")+" max_fails=0;",
 		"listen 8081;", "listen "+addr+";",
 	).Replace(string(example))
 	// The brotli static module, which make test installs; without it (a developer's
