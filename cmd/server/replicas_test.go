@@ -576,3 +576,89 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 		}
 	}
 }
+
+// TestAReplicaKilledMidDeliveryLeavesTheWebhookToTheOther: the replica sending a
+// webhook delivery is killed while the receiver holds the request; the other replica
+// sends it again once the delivery's lease runs out, with the same id, which the
+// receiver drops repeats by; the delivery ends delivered.
+func TestAReplicaKilledMidDeliveryLeavesTheWebhookToTheOther(t *testing.T) {
+	bin := buildServer(t)
+	var mu sync.Mutex
+	var ids []string
+	var held atomic.Bool
+	reached := make(chan string, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d struct{ ID string }
+		json.NewDecoder(r.Body).Decode(&d)
+		mu.Lock()
+		ids = append(ids, d.ID)
+		mu.Unlock()
+		if held.CompareAndSwap(false, true) {
+			reached <- r.RemoteAddr
+			<-r.Context().Done() // the sender dies before it hears back
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	receiverHost := "localhost" + receiver.URL[strings.LastIndex(receiver.URL, ":"):]
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	env := func() map[string]string {
+		return map[string]string{"DATABASE_URL": dbURL, "WEBHOOK_ALLOW_HOSTS": receiverHost, "SITE_DIR": t.TempDir()}
+	}
+	a, b := startChild(t, bin, env()), startChild(t, bin, env())
+	var hook struct{ ID string }
+	if code := agentCall(t, a.base, userKey, nil)("POST", "/webhooks", `{"url":"http://`+receiverHost+`/hook","events":["request.waiting_user"]}`, &hook); code != 201 {
+		t.Fatalf("webhook: %d", code)
+	}
+	agent := agentCall(t, a.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"task","description":"Hooks","clientSessionId":"hook-kill"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/requests", `{"clientRequestId":"r1","kind":"confirm","params":{"summary":"Go on?"}}`, nil); code != 201 {
+		t.Fatalf("request: %d", code)
+	}
+	var peer string
+	select {
+	case peer = <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no replica sent the delivery")
+	}
+	sender, err := childOfPeer(peer, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender.cmd.Process.Signal(syscall.SIGKILL)
+	<-sender.done
+	killed := time.Now()
+	survivor := a
+	if sender == a {
+		survivor = b
+	}
+	if !eventually(60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ids) >= 2
+	}) {
+		t.Fatalf("the delivery was not sent again after its sender died\n%s", survivor.logs)
+	}
+	t.Logf("the other replica sent the delivery again %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	var deliveries struct {
+		Items []struct {
+			Status   string
+			Attempts int
+		}
+	}
+	if !eventually(10*time.Second, func() bool {
+		agentCall(t, survivor.base, userKey, nil)("GET", "/webhooks/"+hook.ID+"/deliveries", "", &deliveries)
+		return len(deliveries.Items) == 1 && deliveries.Items[0].Status == "delivered"
+	}) {
+		t.Errorf("deliveries: %+v", deliveries)
+	}
+	time.Sleep(2 * time.Second) // a third sending would come by now
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] != ids[1] || ids[0] == "" {
+		t.Errorf("the receiver got %v: want the same delivery twice", ids)
+	}
+}

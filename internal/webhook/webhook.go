@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
@@ -247,21 +248,45 @@ type Deliverer struct {
 // Run delivers until ctx ends.
 func (d Deliverer) Run(ctx context.Context) {
 	periodic.Run(ctx, d.Every, d.Every, func(ctx context.Context) {
-		if _, err := d.Once(ctx); err != nil && ctx.Err() == nil {
-			d.Log.Warn("webhook deliveries", "err", err)
+		for {
+			n, err := d.Once(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.Log.Warn("webhook deliveries", "err", err)
+			}
+			if err != nil || n < batch {
+				return
+			}
 		}
 	})
 }
 
-// Once delivers what is due now and says how many it tried.
+const (
+	// batch is how many due deliveries one deliverer takes at a time, and sends at
+	// once: each attempt lasts postTimeout at most, so a batch is over well within
+	// its lease.
+	batch = 16
+	// postTimeout bounds one attempt.
+	postTimeout = 10 * time.Second
+	// lease is how long a batch is left to the deliverer that took it: past it, a
+	// deliverer that died (its replica killed mid-attempt) has its deliveries taken
+	// up by another, which sends them again with the same id.
+	lease = 3 * postTimeout
+)
+
+// Once takes the deliveries due now and attempts them all at once; it says how many
+// it tried. A batch taken is another deliverer's to leave alone until each attempt
+// is recorded or the lease runs out, so each attempt goes out once, however many
+// replicas deliver.
 func (d Deliverer) Once(ctx context.Context) (int, error) {
-	due, err := d.Store.DueDeliveries(ctx, 50, time.Minute)
+	due, err := d.Store.DueDeliveries(ctx, batch, lease)
 	if err != nil {
 		return 0, err
 	}
+	var wg sync.WaitGroup
 	for _, dl := range due {
-		d.deliver(ctx, dl)
+		wg.Go(func() { d.deliver(ctx, dl) })
 	}
+	wg.Wait()
 	return len(due), nil
 }
 
@@ -308,7 +333,7 @@ func (d Deliverer) deliver(ctx context.Context, dl Delivery) {
 }
 
 func (d Deliverer) post(ctx context.Context, target string, secret, body []byte) (int, string) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, postTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(string(body)))
 	if err != nil {
