@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -348,7 +352,7 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 	env := func(siteDir string) map[string]string {
 		return map[string]string{"DATABASE_URL": dbURL, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
 			"PAYMENT_ALLOW_HOSTS": sellerHost, "WEBHOOK_ALLOW_HOSTS": receiverHost, "SITE_DIR": siteDir,
-			"LOG_LEVEL": "INFO", "ACCESS_LOG": "true"}
+			"LOG_LEVEL": "INFO", "ACCESS_LOG": "true", "LOOPBACK_HTTP": "true"}
 	}
 	a, b := startChild(t, bin, env(site)), startChild(t, bin, env(t.TempDir()))
 	edge := startNginx(t, site, strings.TrimPrefix(a.base, "http://"), strings.TrimPrefix(b.base, "http://"))
@@ -377,9 +381,11 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 		"httpRequest":{"url":"http://`+sellerHost+`/v2/report?topic=tides"}}`, &asked); code != 201 {
 		t.Fatalf("ask: %d", code)
 	}
-	if code := user("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
-		t.Fatalf("approve: %d", code)
+	var resolved struct{ Fields []any }
+	if code := agent("POST", "/sessions/"+s.ID+"/resolve", `{"targetUrl":"http://`+sellerHost+`/v2/report","fields":[{"key":"email"}]}`, &resolved); code != 200 {
+		t.Fatalf("resolve: %d", code)
 	}
+	approveInTheConsole(t, edge, userKey, asked.Request.ID)
 	var req struct{ Status string }
 	if code := agent("GET", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"?wait=25", "", &req); code != 200 || req.Status != "fulfilled" {
 		t.Fatalf("the request's long poll: %d %s", code, req.Status)
@@ -661,4 +667,42 @@ func TestAReplicaKilledMidDeliveryLeavesTheWebhookToTheOther(t *testing.T) {
 	if len(ids) != 2 || ids[0] != ids[1] || ids[0] == "" {
 		t.Errorf("the receiver got %v: want the same delivery twice", ids)
 	}
+}
+
+// csrfField is a form's CSRF token in a console page.
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// approveInTheConsole signs the person in on request id's page with their key and
+// approves it with the page's form, as a browser without scripts does, through base
+// (a balancer: each step may reach another replica).
+func approveInTheConsole(t *testing.T, base, userKey, id string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	page := func(res *http.Response, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d %.300s", res.Request.Method, res.Request.URL.Path, res.StatusCode, b)
+		}
+		return string(b)
+	}
+	csrf := func(body string) string {
+		t.Helper()
+		m := csrfField.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no form in the page: %.400s", body)
+		}
+		return html.UnescapeString(m[1])
+	}
+	signIn := page(client.Get(base + "/app/requests/" + id))
+	approval := page(client.PostForm(base+"/app/sign-in", url.Values{"csrf": {csrf(signIn)}, "key": {userKey}, "request": {id}}))
+	if !strings.Contains(approval, `value="approve"`) {
+		approval = page(client.Get(base + "/app/requests/" + id))
+	}
+	page(client.PostForm(base+"/app/requests/"+id+"/decision", url.Values{"csrf": {csrf(approval)}, "decision": {"approve"}}))
 }
