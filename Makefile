@@ -354,10 +354,12 @@ tools:
 .PHONY: test
 # The relevance package (internal/search/eval) runs without the race detector: it
 # measures, has no concurrency of its own, and under the detector its sentence encoder
-# takes minutes to embed the real catalog.
+# takes minutes to embed the real catalog. A package may take longer than go test's
+# default ten minutes on a busy two-core machine (cmd/server starts real replicas,
+# nginx and browsers): -timeout bounds each at 45, within CI's 90 for the whole run.
 RELEVANCE := ./internal/search/eval
 test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE) llm-clients
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 -timeout 45m $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk

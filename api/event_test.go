@@ -227,10 +227,13 @@ func TestEventStreamEndsWhenItsKeyIsRevokedOrItsLifeIsOver(t *testing.T) {
 	sid = e2.openSession(agentKey, "s1")
 	srv2 := httptest.NewServer(e2.srv)
 	defer srv2.Close()
-	lines, res = openStream(t, ctx, srv2, sid, agentKey)
+	// A deadline of its own: making the second database may take a while.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	lines, res = openStream(t, ctx2, srv2, sid, agentKey)
 	defer res.Body.Close()
 	e2.call("POST", "/agent/keys/current/revoke", agentKey, "").want(t, 200)
-	endsByItself(t, ctx, lines) // at the next heartbeat (50 ms here)
+	endsByItself(t, ctx2, lines) // at the next heartbeat (50 ms here)
 }
 
 func TestEventStreamsAndLongPollsAreCappedPerKey(t *testing.T) {
