@@ -244,7 +244,7 @@ func childOfPeer(peer string, children ...*child) (*child, error) {
 	return nil, fmt.Errorf("no child holds the connection from %s (sockets %v)", peer, inodes)
 }
 
-// TestLongPollsWakeAcrossReplicas: a long poll and an event stream on one replica
+// TestLongPollsWakeAcrossReplicas: long polls and an event stream on one replica
 // answer within a second of a change written through the other: the session's events
 // and a request's end are told to every replica through the database.
 func TestLongPollsWakeAcrossReplicas(t *testing.T) {
@@ -291,6 +291,41 @@ func TestLongPollsWakeAcrossReplicas(t *testing.T) {
 			t.Fatal("the long poll on B was never woken")
 		}
 	}
+	// An event stream on B carries an event appended on A.
+	req, _ := http.NewRequest("GET", b.base+"/functions/v1/api/sessions/"+s.ID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+agentKey)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("stream on B: %v", err)
+	}
+	defer res.Body.Close()
+	streamed := make(chan time.Time, 1)
+	go func() {
+		lines := bufio.NewScanner(res.Body)
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), "streamed-e") {
+				streamed <- time.Now()
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	sent := time.Now()
+	if code := agentA("POST", "/sessions/"+s.ID+"/events", `{"type":"runtime.step","clientEventId":"streamed-e"}`, nil); code != 201 {
+		t.Fatalf("event: %d", code)
+	}
+	select {
+	case at := <-streamed:
+		took := at.Sub(sent)
+		t.Logf("event on A reached a stream on B in %s", took.Round(time.Millisecond))
+		if took > slow {
+			t.Errorf("the stream on B carried the event %v after it was appended on A", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream on B never carried the event")
+	}
+
 	// A request denied on A wakes the agent's long poll on B.
 	var asked struct{ ID string }
 	if code := agentA("POST", "/sessions/"+s.ID+"/requests", `{"clientRequestId":"r1","kind":"confirm","params":{"summary":"Go on?"}}`, &asked); code != 201 {
