@@ -62,7 +62,7 @@ func (h HTTP) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if lines != nil {
-			lines.appendAccess(json, time.Now(), &accessLine{method: r.Method, path: r.URL.Path, route: route,
+			lines.appendAccess(json, start.Add(took), &accessLine{method: r.Method, path: r.URL.Path, route: route,
 				status: status, bytes: st.rec.bytes, took: took, remote: r.RemoteAddr, req: &st.req, userAgent: r.UserAgent()})
 			return
 		}
