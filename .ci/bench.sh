@@ -7,10 +7,13 @@
 # For each catalog (the real one, then the real one grown to 100,000 methods) it loads
 # a database of its own on the test server (waystation_bench, waystation_bench_100k;
 # kept between runs and reused while the catalog is unchanged), starts the server
-# binary on a free loopback port with its site in var/bench, and nginx with
-# generator/nginx.conf.example on that site. Then, route by route and back to back so
-# that the noise of a shared machine falls on both alike: the unfiltered list
-# (identity and gzip), a method and a merchant from nginx and from the service; then
+# binary on a free loopback port with its site in var/bench, its access log on as in
+# production (LOG_LEVEL=INFO, a line a request, appended to a file), and nginx twice
+# with generator/nginx.conf.example on that site: its access log off, and on, buffered
+# as production runs it (buffer=64k flush=1s). Then, route by route and back to back
+# so that the noise of a shared machine falls on all alike: the unfiltered list
+# (identity and gzip), a method and a merchant from nginx (log off, then on) and from
+# the service, each figure printed with the wrk command that measured it; then
 # the service alone on a filtered list and on search: exact (q is a method's slug),
 # cached (one query repeated) and novel (a new query each request). It prints
 # requests/s, p99 latency and the service/nginx ratio, the service's resident memory,
@@ -21,8 +24,9 @@
 #
 # Environment: WAYSTATION_TEST_DATABASE_URL (the server the databases are made on;
 # default the local cluster), CATALOG (the real catalog), BENCH_SIZES ("real 100000"),
-# BENCH_DURATION (8s a run), BENCH_THREADS (2), BENCH_CONNECTIONS (64), SEARCH_MODEL_DIR
-# (the sentence encoder's files, as make bench passes them: the hybrid builtin model).
+# BENCH_DURATION (8s a run), BENCH_THREADS (2), BENCH_CONNECTIONS (64), BENCH_SEARCH
+# (1; 0 measures the snapshot routes alone), SEARCH_MODEL_DIR (the sentence encoder's
+# files, as make bench passes them: the hybrid builtin model).
 set -euo pipefail
 
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -33,6 +37,7 @@ SIZES=${BENCH_SIZES:-real 100000}
 DURATION=${BENCH_DURATION:-8s}
 THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-64}
+SEARCH=${BENCH_SEARCH:-1}
 API=/functions/v1/api/api/public/v1
 
 note() { printf 'bench.sh: %s\n' "$*" >&2; }
@@ -119,10 +124,11 @@ start_service() {
 	local name=$1 log=$OUT/service-$1.log
 	rm -rf -- "$OUT/site-$name"
 	: >"$log" # here, not only in the background: the last run's log must not be read
+	# Appended, so that truncating the file between runs (truncate_logs) leaves no hole.
 	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
-		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=0 PROBE_INTERVAL=0 LOG_LEVEL=WARN \
+		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=0 PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
 		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
-		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" "$SERVER" serve >"$log" 2>&1 &
+		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" "$SERVER" serve >>"$log" 2>&1 &
 	SERVICE_PID=$!
 	PIDS+=("$SERVICE_PID")
 	SERVICE=''
@@ -136,11 +142,13 @@ start_service() {
 	die "the server did not listen within 10 minutes"
 }
 
-# start_nginx NAME: nginx on the service's site, on a free loopback port; sets EDGE
-# and NGINX_PID. Its origin is a socket nothing listens on, so that a request the
-# files do not answer fails (502) rather than being measured as the service's.
+# start_nginx NAME LOG: nginx on the service's site, on a free loopback port, its
+# access log off (LOG "off") or on, buffered as in production ("on"); sets EDGE and
+# NGINX_PID. Its origin is a socket nothing listens on, so that a request the files do
+# not answer fails (502) rather than being measured as the service's.
 start_nginx() {
-	local name=$1 prefix=$OUT/nginx-$1 port
+	local name=$1 prefix=$OUT/nginx-$1-log-$2 port access="access_log off;"
+	[[ $2 == on ]] && access="access_log $prefix/access.log combined buffer=64k flush=1s;"
 	rm -rf -- "$prefix"
 	mkdir -p "$prefix"
 	sed -e "s#/srv/waystation/site#$OUT/site-$name#g" \
@@ -172,7 +180,7 @@ start_nginx() {
 			events { worker_connections 1024; }
 			http {
 			    include $mime;
-			    access_log off;
+			    $access
 			    sendfile on;
 			    tcp_nopush on;
 			    keepalive_requests 1000000;
@@ -242,14 +250,37 @@ same() {
 	[[ -n $ea && $ea == "$eb" ]] || die "ETags differ for ${a#http://*/}: nginx $ea, service $eb"
 }
 
-# run_wrk FILE [OPTIONS] URL [SCRIPT ARGUMENTS]: a second's warm-up, then the run;
-# sets RPS, P99 (ms) and ERRORS.
+# truncate_logs: the access logs of the service and nginx emptied, so that a run's
+# lines do not pile up on disk.
+truncate_logs() {
+	: >"$OUT/service-$name.log"
+	: >"$OUT/nginx-$name-log-on/access.log"
+}
+
+# cpu_ticks PID...: the user and system clock ticks the processes spent so far.
+cpu_ticks() {
+	local t=0 p
+	for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
+
+# run_wrk FILE [OPTIONS] URL [SCRIPT ARGUMENTS]: a second's warm-up, then the run,
+# printed with its command; sets RPS, P99 (ms) and ERRORS, and CPU: the CPU time the
+# processes CPU_PIDS names spent per request, in µs, which the other work on a shared
+# machine disturbs less than requests/s.
 run_wrk() {
-	local file=$1
+	local file=$1 c0 n
 	shift
+	truncate_logs
+	c0=$(cpu_ticks $CPU_PIDS)
 	"$WRK" -t "$THREADS" -c "$CONNS" -d 1s --timeout 30s "$@" >/dev/null 2>&1 || true
-	"$WRK" -t "$THREADS" -c "$CONNS" -d "$DURATION" --timeout 30s --latency "$@" >"$file" 2>&1 ||
+	note "wrk -t $THREADS -c $CONNS -d $DURATION --timeout 30s --latency $*"
+	echo "wrk -t $THREADS -c $CONNS -d $DURATION --timeout 30s --latency $*" >"$file"
+	"$WRK" -t "$THREADS" -c "$CONNS" -d "$DURATION" --timeout 30s --latency "$@" >>"$file" 2>&1 ||
 		{ cat "$file" >&2; die "wrk $* failed"; }
+	n=$(awk '/requests in/ {print $1}' "$file")
+	CPU=$(awk -v t=$(($(cpu_ticks $CPU_PIDS) - c0)) -v hz="$HZ" -v n="$n" 'BEGIN {printf "%.0f", n ? t / hz * 1e6 / n : 0}')
 	RPS=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$file")
 	P99=$(awk '$1 == "99%" {v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
 		m = (u == "us") ? 0.001 : (u == "ms") ? 1 : (u == "s") ? 1000 : (u == "m") ? 60000 : 1;
@@ -276,14 +307,17 @@ metric_rows() {
 
 ROWS=()
 MEMORY=()
-# row CATALOG ROUTE BYTES NGINX_RPS NGINX_P99 SERVICE_RPS SERVICE_P99 ERRORS
+# row CATALOG ROUTE BYTES NGINX_RPS NGINX_P99 NGINX_LOG_RPS NGINX_LOG_P99 SERVICE_RPS SERVICE_P99 ERRORS
+# NGINX_CPU NGINX_LOG_CPU SERVICE_CPU: nginx with its access log off, then on; the service
+# with its own on; CPU µs a request.
 row() {
-	local ratio='' line
-	[[ -n $4 ]] && ratio=$(awk -v s="$6" -v n="$4" 'BEGIN {printf "%.2f", s / n}')
-	line="| $1 | $2 | $3 | ${4:--} | ${5:--} | $6 | $7 | ${ratio:--} | $8 |"
+	local ratio='' ratio_log='' line
+	[[ -n $4 ]] && ratio=$(awk -v s="$8" -v n="$4" 'BEGIN {printf "%.2f", s / n}')
+	[[ -n $6 ]] && ratio_log=$(awk -v s="$8" -v n="$6" 'BEGIN {printf "%.2f", s / n}')
+	line="| $1 | $2 | $3 | ${4:--} | ${5:--} | ${6:--} | ${7:--} | $8 | $9 | ${ratio:--} | ${ratio_log:--} | ${11:--} | ${12:--} | ${13} | ${10} |"
 	ROWS+=("$line")
-	printf '%-5s %-21s %9s B   nginx %6s req/s p99 %7s ms   service %6s req/s p99 %7s ms   ratio %4s   errors %s\n' \
-		"$1" "$2" "$3" "${4:--}" "${5:--}" "$6" "$7" "${ratio:--}" "$8"
+	printf '%-5s %-21s %9s B   nginx %6s req/s p99 %7s ms   nginx+log %6s req/s p99 %7s ms   service %6s req/s p99 %7s ms   ratio %4s  %4s (log)   CPU µs/req nginx %s, +log %s, service %s   errors %s\n' \
+		"$1" "$2" "$3" "${4:--}" "${5:--}" "${6:--}" "${7:--}" "$8" "$9" "${ratio:--}" "${ratio_log:--}" "${11:--}" "${12:--}" "${13}" "${10}"
 }
 
 # ---------------------------------------------------------------------------- the run
@@ -295,7 +329,10 @@ for size in $SIZES; do
 	load_db "$name" "$size"
 	note "the $size catalog: starting the service (it publishes the site first) and nginx"
 	start_service "$name"
-	start_nginx "$name"
+	start_nginx "$name" on
+	EDGE_LOG=$EDGE NGINX_LOG_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')"
+	start_nginx "$name" off
+	NGINX_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')"
 	label=$(curl -s "http://$SERVICE$API/services?limit=1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p')
 	[[ $size == real ]] || label=$((label / 1000))k
 	first=$(curl -s "http://$SERVICE$API/services?limit=1" | sed -n 's/^{"object":"list","items":\[{"slug":"\([^"]*\)".*"hostname":"\([^"]*\)".*/\1 \2/p')
@@ -310,11 +347,20 @@ for size in $SIZES; do
 		same "http://$EDGE$path" "http://$SERVICE$path" "$hdr"
 		bytes=$BYTES
 		tag=$label-${what// /-}
-		run_wrk "$OUT/wrk/$tag-nginx.txt" -H "$hdr" "http://$EDGE$path"
-		nr=$RPS np=$P99 ne=$ERRORS
-		run_wrk "$OUT/wrk/$tag-service.txt" -H "$hdr" "http://$SERVICE$path"
-		row "$label" "$what" "$bytes" "$nr" "$np" "$RPS" "$P99" "$((ne + ERRORS))"
+		same "http://$EDGE_LOG$path" "http://$SERVICE$path" "$hdr"
+		CPU_PIDS=$NGINX_PIDS run_wrk "$OUT/wrk/$tag-nginx.txt" -H "$hdr" "http://$EDGE$path"
+		nr=$RPS np=$P99 ne=$ERRORS nc=$CPU
+		CPU_PIDS=$NGINX_LOG_PIDS run_wrk "$OUT/wrk/$tag-nginx-log.txt" -H "$hdr" "http://$EDGE_LOG$path"
+		lr=$RPS lp=$P99 le=$ERRORS lc=$CPU
+		CPU_PIDS=$SERVICE_PID run_wrk "$OUT/wrk/$tag-service.txt" -H "$hdr" "http://$SERVICE$path"
+		row "$label" "$what" "$bytes" "$nr" "$np" "$lr" "$lp" "$RPS" "$P99" "$((ne + le + ERRORS))" "$nc" "$lc" "$CPU"
 	done
+	if [[ $SEARCH == 0 ]]; then
+		MEMORY+=("| $label | $(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status") | $(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status") |")
+		cleanup
+		[[ $size == real ]] || rm -rf -- "$OUT/site-$name"
+		continue
+	fi
 
 	filtered="$API/services?category=blockchain,finance&payable=true&limit=20"
 	exact="$API/services?q=$slug"
@@ -326,12 +372,12 @@ for size in $SIZES; do
 		IFS='|' read -r what path <<<"$route"
 		check service "http://$SERVICE$path"
 		bytes=$BYTES
-		run_wrk "$OUT/wrk/$label-${what// /-}-service.txt" "http://$SERVICE$path"
-		row "$label" "$what" "$bytes" "" "" "$RPS" "$P99" "$ERRORS"
+		CPU_PIDS=$SERVICE_PID run_wrk "$OUT/wrk/$label-${what// /-}-service.txt" "http://$SERVICE$path"
+		row "$label" "$what" "$bytes" "" "" "" "" "$RPS" "$P99" "$ERRORS" "" "" "$CPU"
 	done
 	check service "http://$SERVICE$API/services?q=flight+prices+$RANDOM"
-	run_wrk "$OUT/wrk/$label-novel-search-service.txt" -s "$OUT/novel.lua" "http://$SERVICE" "$API/services?q=" "$RANDOM$RANDOM"
-	row "$label" "novel search" "$BYTES" "" "" "$RPS" "$P99" "$ERRORS"
+	CPU_PIDS=$SERVICE_PID run_wrk "$OUT/wrk/$label-novel-search-service.txt" -s "$OUT/novel.lua" "http://$SERVICE" "$API/services?q=" "$RANDOM$RANDOM"
+	row "$label" "novel search" "$BYTES" "" "" "" "" "$RPS" "$P99" "$ERRORS" "" "" "$CPU"
 
 	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status")
 	hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status")
@@ -350,13 +396,15 @@ done
 	echo "One run, $STARTED, on $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)), shared with"
 	echo "everything else on the machine: read the ratios, which come from runs back to back, more"
 	echo "than the absolute figures. $("$WRK" -v 2>&1 | head -n 1 | cut -d' ' -f1-2), $THREADS threads, $CONNS connections, $DURATION a run"
-	echo "over loopback; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //') with the generator's nginx example, a worker per core;"
-	echo "the service is the server binary ($("${GO:-go}" env GOVERSION)) on the same snapshot."
+	echo "over loopback; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //') with the generator's nginx example, a worker per core,"
+	echo "its access log off, then on (buffer=64k flush=1s); the service is the server binary"
+	echo "($("${GO:-go}" env GOVERSION)) on the same snapshot, its access log on (LOG_LEVEL=INFO), as in production."
+	echo "Each wrk command is the first line of its raw output."
 	echo
 	echo "## Load (wrk)"
 	echo
-	echo "| catalog | route | body bytes | nginx req/s | nginx p99 ms | service req/s | service p99 ms | service/nginx | errors |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| catalog | route | body bytes | nginx req/s | nginx p99 ms | nginx+log req/s | nginx+log p99 ms | service req/s | service p99 ms | service/nginx | service/nginx+log | nginx CPU µs/req | nginx+log CPU µs/req | service CPU µs/req | errors |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	printf '%s\n' "${ROWS[@]}"
 	echo
 	echo "## Resident memory of the service (MB)"

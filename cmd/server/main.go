@@ -175,6 +175,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	// The access lines held back are written before the server says it stopped.
+	defer telemetry.Flush(log)
 
 	store, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {

@@ -91,6 +91,14 @@ func TestRunServesTheDemoEndToEnd(t *testing.T) {
 	if stopping < 0 || stopped < stopping {
 		t.Errorf("the stop is not logged as it begins and ends:\n%s", log)
 	}
+	// The access lines, held back in a buffer while serving, are all written by the
+	// time run returns, in the order of the requests.
+	base := strings.TrimPrefix(baseURL, "http://"+res.Request.URL.Host)
+	listLine := strings.Index(log, "msg=request method=GET path="+base+"/api/public/v1/services ")
+	healthLine := strings.Index(log, "msg=request method=GET path="+base+"/health ")
+	if listLine < 0 || healthLine < listLine || stopped < healthLine {
+		t.Errorf("the access lines are not all logged, in order, before the stop:\n%s", log)
+	}
 }
 
 func TestConfigRefusesBadValues(t *testing.T) {

@@ -22,45 +22,74 @@ type HTTP struct {
 
 // Wrap serves next with what h adds.
 func (h HTTP) Wrap(next http.Handler) http.Handler {
+	// A logger of NewLogger's has its access lines formatted here, without slog, into
+	// its buffer; any other goes through slog.
+	var lines *logWriter
+	var json bool
+	if h.AccessLog != nil {
+		if ch, ok := h.AccessLog.Handler().(contextHandler); ok && ch.access {
+			lines, json = ch.lines, ch.json
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		req := newRequest(r.Header.Values("X-Request-Id"), r.Header.Values("Traceparent"))
-		w.Header()["X-Request-Id"] = []string{req.ID}
-		rec := &recorder{ResponseWriter: w}
+		// One allocation holds what the middleware keeps of the request.
+		st := &observed{}
+		st.req.init(r.Header["X-Request-Id"], r.Header["Traceparent"], &st.hex)
+		st.id[0] = st.req.ID
+		w.Header()["X-Request-Id"] = st.id[:]
+		st.rec.ResponseWriter = w
+		st.ctx = requestContext{Context: r.Context(), req: &st.req}
 		if h.Metrics != nil {
 			h.Metrics.inFlight.Inc()
 			defer h.Metrics.inFlight.Dec()
 		}
-		next.ServeHTTP(rec, r.WithContext(With(r.Context(), req)))
+		next.ServeHTTP(&st.rec, r.WithContext(&st.ctx))
 
 		took := time.Since(start)
-		status := rec.status
+		status := st.rec.status
 		if status == 0 {
 			status = http.StatusOK // nothing written: net/http answers 200
 		}
-		route := req.Route
+		route := st.req.Route
 		if route == "" {
 			route = "unmatched"
 		}
 		if h.Metrics != nil {
 			h.Metrics.request(route, r.Method, status, took)
 		}
-		if h.AccessLog != nil && h.AccessLog.Enabled(r.Context(), slog.LevelInfo) {
-			attrs := []slog.Attr{
-				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
-				slog.Int("status", status), slog.Int64("bytes", rec.bytes),
-				slog.Float64("ms", float64(took.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
-				slog.String("request_id", req.ID), slog.String("trace_id", req.TraceID), slog.String("span_id", req.SpanID),
-			}
-			if req.ParentID != "" {
-				attrs = append(attrs, slog.String("parent_id", req.ParentID))
-			}
-			if ua := r.UserAgent(); ua != "" {
-				attrs = append(attrs, slog.String("user_agent", ua))
-			}
-			h.AccessLog.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+		if h.AccessLog == nil || !h.AccessLog.Enabled(r.Context(), slog.LevelInfo) {
+			return
 		}
+		if lines != nil {
+			lines.appendAccess(json, start.Add(took), &accessLine{method: r.Method, path: r.URL.Path, route: route,
+				status: status, bytes: st.rec.bytes, took: took, remote: r.RemoteAddr, req: &st.req, userAgent: r.UserAgent()})
+			return
+		}
+		req := &st.req
+		attrs := []slog.Attr{
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+			slog.Int("status", status), slog.Int64("bytes", st.rec.bytes),
+			slog.Float64("ms", float64(took.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
+			slog.String("request_id", req.ID), slog.String("trace_id", req.TraceID), slog.String("span_id", req.SpanID),
+		}
+		if req.ParentID != "" {
+			attrs = append(attrs, slog.String("parent_id", req.ParentID))
+		}
+		if ua := r.UserAgent(); ua != "" {
+			attrs = append(attrs, slog.String("user_agent", ua))
+		}
+		h.AccessLog.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 	})
+}
+
+// observed is what the middleware keeps of a request while it is served.
+type observed struct {
+	req Request
+	ctx requestContext
+	rec recorder
+	id  [1]string // the X-Request-Id header's value
+	hex [80]byte  // the random ids' text
 }
 
 // ChiRoute is chi middleware that records, once the router matched, the pattern of

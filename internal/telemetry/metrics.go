@@ -3,6 +3,8 @@ package telemetry
 import (
 	"crypto/subtle"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +24,21 @@ type Metrics struct {
 	searches *prometheus.CounterVec
 	embeds   *prometheus.HistogramVec
 	probes   *prometheus.CounterVec
+
+	// series holds the children of requests and duration resolved so far, by
+	// route, method and status: read without a lock, replaced whole on a miss.
+	series   atomic.Pointer[map[seriesKey]requestSeries]
+	seriesMu sync.Mutex
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type requestSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // Namespace prefixes every family of the service's own.
@@ -52,6 +69,7 @@ func NewMetrics() *Metrics {
 			Help: "Probes of sellers' methods stored, by outcome (payment_required, no_payment_required, invalid_offer, http_error, timeout, redirect, error, ...)."},
 			[]string{"outcome"}),
 	}
+	m.series.Store(&map[seriesKey]requestSeries{})
 	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.searches, m.embeds, m.probes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -77,9 +95,35 @@ func (m *Metrics) Init(models, searchOutcomes, probeOutcomes []string) {
 }
 
 func (m *Metrics) request(route, method string, status int, took time.Duration) {
-	method = methodLabel(method)
-	m.requests.WithLabelValues(route, method, statusLabel(status)).Inc()
-	m.duration.WithLabelValues(route, method).Observe(took.Seconds())
+	k := seriesKey{route, methodLabel(method), status}
+	rs, ok := (*m.series.Load())[k]
+	if !ok {
+		rs = m.addSeries(k)
+	}
+	rs.count.Inc()
+	rs.duration.Observe(took.Seconds())
+}
+
+// addSeries resolves the children of k once: routes are patterns, methods and
+// statuses few, so the map stays small.
+func (m *Metrics) addSeries(k seriesKey) requestSeries {
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	old := *m.series.Load()
+	if rs, ok := old[k]; ok {
+		return rs
+	}
+	rs := requestSeries{
+		count:    m.requests.WithLabelValues(k.route, k.method, statusLabel(k.status)),
+		duration: m.duration.WithLabelValues(k.route, k.method),
+	}
+	series := make(map[seriesKey]requestSeries, len(old)+1)
+	for k, v := range old {
+		series[k] = v
+	}
+	series[k] = rs
+	m.series.Store(&series)
+	return rs
 }
 
 // Searched counts a search's outcome (search.Observer).

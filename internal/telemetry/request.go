@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"unsafe"
 )
 
 // Request is what the service knows of one request while it is served.
@@ -135,13 +136,15 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// newRequest makes what the service knows of a request from its headers. One read
-// of the random source serves the id, the trace and the span, whichever are new.
-func newRequest(ids, traceparents []string) *Request {
+// init fills r from a request's headers. One read of the random source serves the
+// id, the trace and the span, whichever are new; their hex is written to buf, which
+// the caller never changes after (it lives as long as r).
+func (r *Request) init(ids, traceparents []string, buf *[80]byte) {
 	var b [40]byte
 	rand.Read(b[:])
-	random := hex.EncodeToString(b[:]) // id 0:32, trace 32:64, span 64:80
-	r := &Request{ID: random[0:32], SpanID: random[64:80]}
+	hex.Encode(buf[:], b[:])
+	random := unsafe.String(&buf[0], len(buf)) // id 0:32, trace 32:64, span 64:80
+	r.ID, r.SpanID = random[0:32], random[64:80]
 	if len(ids) == 1 && wellFormedID(ids[0]) {
 		r.ID = ids[0]
 	}
@@ -149,5 +152,18 @@ func newRequest(ids, traceparents []string) *Request {
 	if r.TraceID, r.ParentID, r.Sampled, ok = parseTraceparent(traceparents); !ok {
 		r.TraceID, r.ParentID, r.Sampled = random[32:64], "", false
 	}
-	return r
+}
+
+// requestContext is a request's context carrying its Request, as With's would,
+// allocated with the rest of what the middleware keeps of a request.
+type requestContext struct {
+	context.Context
+	req *Request
+}
+
+func (c *requestContext) Value(key any) any {
+	if _, ok := key.(requestKey); ok {
+		return c.req
+	}
+	return c.Context.Value(key)
 }

@@ -20,10 +20,12 @@ import (
 	"github.com/waystation/waystation/internal/telemetry"
 )
 
-// lines is a log destination safe for concurrent writes.
+// lines is a log destination safe for concurrent writes; flush, when set, writes
+// out what the logger holds back before the lines are read.
 type lines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	flush func()
 }
 
 func (l *lines) Write(p []byte) (int, error) {
@@ -32,13 +34,22 @@ func (l *lines) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// String is the lines written so far.
+func (l *lines) String() string {
+	if l.flush != nil {
+		l.flush()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // records decodes the JSON log lines written so far.
 func (l *lines) records(t *testing.T) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	raw := l.String()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(raw))
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -65,6 +76,7 @@ func newServed(t *testing.T) served {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out.flush = func() { telemetry.Flush(log) }
 	m := telemetry.NewMetrics()
 	r := chi.NewRouter()
 	r.Use(telemetry.ChiRoute)
@@ -177,7 +189,7 @@ func TestTraceparentIsHonouredAndPassedOn(t *testing.T) {
 func TestAccessLogHoldsNoCredentials(t *testing.T) {
 	s := newServed(t)
 	s.do(t, "GET", "/things/1", "Authorization", "Bearer sk_agent_0123_secretsecret", "Cookie", "__Host-waystation_session=tok3n")
-	raw := s.log.buf.String()
+	raw := s.log.String()
 	if strings.Contains(raw, "secretsecret") || strings.Contains(raw, "tok3n") {
 		t.Errorf("a credential was logged: %s", raw)
 	}
