@@ -7,6 +7,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/session"
 )
 
 // agentView is what an agent key learns about itself.
@@ -34,8 +35,8 @@ type limits struct {
 
 func (s *Server) limits() limits {
 	return limits{MaxBodyBytes: s.auth.MaxBody, MaxWaitSeconds: int(s.auth.MaxWait / time.Second),
-		MaxPageSize: maxPageSize, MaxEventDataBytes: maxEventData,
-		MaxOpenSessions: s.auth.Limits.OpenSessions, MaxSessionEvents: s.auth.Limits.Events}
+		MaxPageSize: maxPageSize, MaxEventDataBytes: session.MaxEventData,
+		MaxOpenSessions: s.auth.Sessions.Limits.OpenSessions, MaxSessionEvents: s.auth.Sessions.Limits.Events}
 }
 
 func (s *Server) handleAgentMe() http.HandlerFunc {
@@ -61,7 +62,7 @@ func (s *Server) handleAgentMe() http.HandlerFunc {
 
 func (s *Server) handleAgentStats() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.auth.Sessions.AgentStats(r.Context(), principal(r).AgentID)
+		st, err := s.auth.Sessions.Store.AgentStats(r.Context(), principal(r).AgentID)
 		if err != nil {
 			s.error(w, r, err)
 			return

@@ -29,10 +29,12 @@ type Subscriber interface {
 // and the secrets keys and values are kept under. Without it every authenticated
 // route answers 401, since no key can be verified.
 type Authenticated struct {
-	Keys        auth.KeyStore
-	Agents      auth.AgentStore
-	Sessions    session.Store
-	Requests    request.Store
+	Keys   auth.KeyStore
+	Agents auth.AgentStore
+	// Sessions is the agents' workflows, within their limits.
+	Sessions *session.Service
+	// Requests is what agents ask their people.
+	Requests    *request.Service
 	Idempotency idempotency.Store
 	// Memory is the users' saved items; without it their routes (and resolve, which
 	// reads them) are not served.
@@ -80,9 +82,6 @@ type Authenticated struct {
 	Webhooks *webhook.Service
 	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
 	Captchas *captcha.Service
-	// Limits cap an agent's open sessions and a session's events (zero fields: no
-	// cap); past them a write is quota_exceeded.
-	Limits session.Limits
 	// SessionRetention is how long a closed session is kept before it is deleted
 	// (0: for good). A client id (clientSessionId, clientEventId, clientRequestId)
 	// is remembered as long, at least IdempotencyTTL; past that a retry is still
@@ -153,8 +152,12 @@ var (
 type principalKey struct{}
 
 // principal is who the authenticated request acts for.
-func principal(r *http.Request) auth.Principal {
-	p, _ := r.Context().Value(principalKey{}).(auth.Principal)
+func principal(r *http.Request) auth.Principal { return principalOf(r.Context()) }
+
+// principalOf is the principal of the authenticated request ctx serves: a route's,
+// or the MCP request's that a tool serves.
+func principalOf(ctx context.Context) auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(auth.Principal)
 	return p
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -44,7 +45,7 @@ func (s *Server) handleCreateTask() http.HandlerFunc {
 		}
 		route := "POST /sessions/" + id + "/captcha/tasks"
 		s.once(w, r, route, "clientTaskId:"+req.ClientTaskID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
-			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Limits.Events)
+			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
 			if err != nil {
 				s.error(w, r, err)
 				return
@@ -98,15 +99,15 @@ func (s *Server) handleTask() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		// Waited on while pending; a solver's answer on another replica is seen within
-		// a second even without the session's events.
-		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {
-			t, err := s.auth.Captchas.Task(r.Context(), principal(r), sid, id)
-			recheck := time.Now().Add(time.Second)
-			if t.ExpiresAt.Before(recheck) {
-				recheck = t.ExpiresAt
-			}
-			return s.taskBody(t), t.Status == captcha.StatusPending, recheck, err
-		})
+		s.longPoll(w, r, sid, s.pollTask(r.Context(), sid, id))
+	}
+}
+
+// pollTask reads task id of session sid for a wait on it (see
+// captcha.Service.Poll), answering it as the API shows it.
+func (s *Server) pollTask(ctx context.Context, sid, id string) func() (any, bool, time.Time, error) {
+	return func() (any, bool, time.Time, error) {
+		t, pending, recheck, err := s.auth.Captchas.Poll(ctx, principalOf(ctx), sid, id)
+		return s.taskBody(t), pending, recheck, err
 	}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,12 +18,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.auth.MaxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes.")
+		return nil, bodyTooLarge(tooLarge.Limit)
 	}
 	if err != nil {
 		return nil, problem.New(problem.ValidationFailed, "The body could not be read.")
 	}
 	return body, nil
+}
+
+// bodyTooLarge refuses a body of more than limit bytes.
+func bodyTooLarge(limit int64) error {
+	return problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(limit, 10)+" bytes.")
 }
 
 // validator is a request body that checks itself once decoded.
@@ -39,10 +45,16 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, req validator)
 	if err != nil {
 		return nil, err
 	}
+	return body, s.takeJSON(r.Context(), body, req)
+}
+
+// takeJSON decodes body into req, which validates itself, and refuses it when it
+// holds one of the user's protected values, as readJSON says.
+func (s *Server) takeJSON(ctx context.Context, body []byte, req validator) error {
 	if err := decode(body, req); err != nil {
-		return body, err
+		return err
 	}
-	return body, s.checkProtected(r, decodeNumbers(body))
+	return s.checkProtected(ctx, decodeNumbers(body))
 }
 
 // readValues is readJSON for a body that carries values to save (a memory item's
@@ -56,7 +68,7 @@ func (s *Server) readValues(w http.ResponseWriter, r *http.Request, req validato
 	if err := decode(body, req); err != nil {
 		return body, err
 	}
-	return body, s.checkProtected(r, withoutValues(decodeNumbers(body)))
+	return body, s.checkProtected(r.Context(), withoutValues(decodeNumbers(body)))
 }
 
 // withoutValues is v (decoded JSON) without its members named value, at any depth.

@@ -21,20 +21,11 @@ type appendEventRequest struct {
 	Data          json.RawMessage `json:"data"`
 }
 
-func (a *appendEventRequest) validate() error {
-	if !runtimeEventType.MatchString(a.Type) {
-		return problem.Invalid("Agents append runtime events only: type must look like runtime.step or runtime.page.loaded.")
-	}
-	if len(a.Data) > 0 && !bytes.Equal(a.Data, []byte("null")) {
-		if a.Data[0] != '{' {
-			return problem.Invalid("data must be a JSON object.")
-		}
-		if len(a.Data) > maxEventData {
-			return problem.Invalid("data must be at most " + strconv.Itoa(maxEventData) + " bytes.")
-		}
-	}
-	return clientID("clientEventId", a.ClientEventID)
+func (a *appendEventRequest) event() session.RuntimeEvent {
+	return session.RuntimeEvent{Type: a.Type, ClientEventID: a.ClientEventID, Data: a.Data}
 }
+
+func (a *appendEventRequest) validate() error { return a.event().Validate() }
 
 // handleAppendEvent adds an agent's runtime event, once per clientEventId.
 func (s *Server) handleAppendEvent() http.HandlerFunc {
@@ -45,14 +36,9 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		data := req.Data
-		if len(data) == 0 || bytes.Equal(data, []byte("null")) {
-			data = json.RawMessage(`{}`)
-		}
 		route := "POST /sessions/" + id + "/events"
 		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
-			ev, err := s.auth.Sessions.AppendEvent(r.Context(), principal(r), id, session.Append{
-				Type: req.Type, Actor: session.ActorAgent, ClientEventID: &req.ClientEventID, Data: data}, s.auth.Limits.Events)
+			ev, err := s.auth.Sessions.AppendRuntime(r.Context(), principal(r), id, req.event())
 			if err != nil {
 				s.error(w, r, err)
 				return
@@ -130,7 +116,7 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		deadline := time.NewTimer(time.Duration(wait) * time.Second)
 		defer deadline.Stop()
 		for {
-			items, sess, err := s.auth.Sessions.Events(r.Context(), p, id, after, int(limit))
+			items, sess, err := s.auth.Sessions.Store.Events(r.Context(), p, id, after, int(limit))
 			if err != nil {
 				s.error(w, r, err)
 				return
@@ -177,7 +163,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		wake, cancel = s.auth.Events.Subscribe(id)
 		defer cancel()
 	}
-	items, sess, err := s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
+	items, sess, err := s.auth.Sessions.Store.Events(ctx, p, id, after, maxPageSize)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -220,7 +206,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat, life.C, p) {
 			return
 		}
-		items, sess, err = s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
+		items, sess, err = s.auth.Sessions.Store.Events(ctx, p, id, after, maxPageSize)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("event stream", "err", err, "path", r.URL.Path)

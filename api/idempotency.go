@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -34,58 +35,72 @@ func (rec *recorded) WriteHeader(status int) {
 	}
 }
 
-// once answers a request at most once per (key, route, idempotency key): the first
-// time it runs serve and keeps its response (unless it failed with a 5xx, or was
-// refused for a reason that may pass: a rate limit or a quota); a retry
-// with the same body replays that response byte for byte with Idempotent-Replayed,
-// as 200 if it was a 201; a retry with another body gets 409. ttl 0 remembers the
-// key for good.
+// once answers a request at most once per (key, route, idempotency key), as
+// remember says; a replay is sent with Idempotent-Replayed.
 func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string, body []byte, ttl time.Duration, serve func(w http.ResponseWriter)) {
-	p := principal(r)
-	sum := idempotency.Fingerprint(s.auth.Pepper, route, body)
-	prev, err := s.auth.Idempotency.ClaimIdempotency(r.Context(), p.KID, route, key, sum, ttl)
+	rec := &recorded{header: http.Header{}}
+	a, err := s.remember(r.Context(), principal(r), route, key, body, ttl, func() apiAnswer {
+		serve(rec)
+		return apiAnswer{status: rec.status, contentType: rec.header.Get("Content-Type"), body: rec.body.Bytes(), code: rec.code}
+	})
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if prev != nil {
-		switch {
-		case !hmac.Equal(prev.Fingerprint, sum):
-			s.error(w, r, problem.New(problem.IdempotencyConflict, "This idempotency key was used with another body."))
-		case prev.Status == 0:
-			p := problem.New(problem.IdempotencyInProgress, "The first request with this idempotency key is still being answered.")
-			p.RetryAfter = 1
-			s.error(w, r, p)
-		default:
-			status := prev.Status
-			if status == http.StatusCreated {
-				status = http.StatusOK
-			}
-			w.Header()["Idempotent-Replayed"] = hdrIdempotentReplays
-			writeBody(w, status, prev.ContentType, prev.Response)
-		}
-		return
-	}
-	rec := &recorded{header: http.Header{}}
-	serve(rec)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
-	ctx := context.WithoutCancel(r.Context())
-	if rec.status >= 500 || mayPass(rec.code) {
-		if err := s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key); err != nil {
-			s.log.Error("release idempotency key", "err", err)
-		}
-	} else if err := s.auth.Idempotency.FinishIdempotency(ctx, p.KID, route, key, rec.status, rec.header.Get("Content-Type"), rec.body.Bytes()); err != nil {
-		s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key)
-		s.error(w, r, err)
+	if a.replayed {
+		w.Header()["Idempotent-Replayed"] = hdrIdempotentReplays
+		writeBody(w, a.status, a.contentType, a.body)
 		return
 	}
 	for k, v := range rec.header {
 		w.Header()[k] = v
 	}
-	w.WriteHeader(rec.status)
-	w.Write(rec.body.Bytes())
+	w.WriteHeader(a.status)
+	w.Write(a.body)
+}
+
+// remember answers p's call of route at most once per idempotency key: the first
+// time it runs serve and keeps its answer (unless it failed with a 5xx, or was
+// refused for a reason that may pass: a rate limit or a quota); a retry with the
+// same body replays that answer byte for byte, marked replayed, as 200 if it was a
+// 201; a retry with another body is refused with idempotency_conflict. ttl 0
+// remembers the key for good. Every adapter of a route goes through it, so that a
+// retry is answered the same whichever way it comes.
+func (s *Server) remember(ctx context.Context, p auth.Principal, route, key string, body []byte, ttl time.Duration, serve func() apiAnswer) (apiAnswer, error) {
+	sum := idempotency.Fingerprint(s.auth.Pepper, route, body)
+	prev, err := s.auth.Idempotency.ClaimIdempotency(ctx, p.KID, route, key, sum, ttl)
+	if err != nil {
+		return apiAnswer{}, err
+	}
+	if prev != nil {
+		switch {
+		case !hmac.Equal(prev.Fingerprint, sum):
+			return apiAnswer{}, problem.New(problem.IdempotencyConflict, "This idempotency key was used with another body.")
+		case prev.Status == 0:
+			p := problem.New(problem.IdempotencyInProgress, "The first request with this idempotency key is still being answered.")
+			p.RetryAfter = 1
+			return apiAnswer{}, p
+		}
+		status := prev.Status
+		if status == http.StatusCreated {
+			status = http.StatusOK
+		}
+		return apiAnswer{status: status, contentType: prev.ContentType, body: prev.Response, replayed: true}, nil
+	}
+	a := serve()
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	ctx = context.WithoutCancel(ctx)
+	if a.status >= 500 || mayPass(a.code) {
+		if err := s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key); err != nil {
+			s.log.Error("release idempotency key", "err", err)
+		}
+	} else if err := s.auth.Idempotency.FinishIdempotency(ctx, p.KID, route, key, a.status, a.contentType, a.body); err != nil {
+		s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key)
+		return apiAnswer{}, err
+	}
+	return a, nil
 }
 
 // idempotencyKey makes a route idempotent under the Idempotency-Key header.

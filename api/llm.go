@@ -494,7 +494,7 @@ func (s *Server) llmSession(r *http.Request, p auth.Principal) (string, error) {
 	if !uuidPattern.MatchString(v) {
 		return "", session.ErrNotFound
 	}
-	sess, err := s.auth.Sessions.Session(r.Context(), p, strings.ToLower(v))
+	sess, err := s.auth.Sessions.Store.Session(r.Context(), p, strings.ToLower(v))
 	if err == nil && sess.Status != session.StatusOpen {
 		err = session.ErrClosed
 	}
@@ -519,7 +519,7 @@ func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID 
 		return count, err
 	}
 	data, _ := json.Marshal(map[string]int{"count": count})
-	_, err = s.auth.Sessions.AppendEvent(ctx, p, sessionID, session.Append{Type: EventLLMRedacted, Actor: session.ActorSystem, Data: data}, 0)
+	_, err = s.auth.Sessions.Store.AppendEvent(ctx, p, sessionID, session.Append{Type: EventLLMRedacted, Actor: session.ActorSystem, Data: data}, 0)
 	return count, err
 }
 
@@ -648,26 +648,15 @@ func upstreamFailed(err error) error {
 	return problem.Wrap(problem.UpstreamError, "The upstream language model failed; nothing of its answer is passed on.", err)
 }
 
-// refuseProtected answers protected_value_detected when any string of v (decoded
-// JSON) holds one of the user's protected values, and redaction_unavailable when they
-// cannot be loaded; true when it answered.
-func (s *Server) refuseProtected(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := s.checkProtected(r, v); err != nil {
-		s.error(w, r, err)
-		return true
-	}
-	return false
-}
-
 // checkProtected is protected_value_detected when any string, member name or number
 // of v (decoded JSON) holds one of the user's protected values, in some written form,
 // and redaction_unavailable when they cannot be loaded. Values too short to be a
 // protected value spare the lookup.
-func (s *Server) checkProtected(r *http.Request, v any) error {
+func (s *Server) checkProtected(ctx context.Context, v any) error {
 	if !hasText(v) {
 		return nil
 	}
-	set, err := s.protectedSet(r.Context(), principal(r).UserID)
+	set, err := s.protectedSet(ctx, principalOf(ctx).UserID)
 	if err != nil {
 		return err
 	}

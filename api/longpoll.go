@@ -1,16 +1,14 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"time"
 )
 
-// longPoll answers a resource of session sid that may be waited on: it reads it with
-// read, and while read says it is still pending and the caller's wait (the wait query
-// parameter, at most MaxWait) is not over, it waits for the session's next event, for
-// the time read gives (an expiry, say), or for the server's shutdown, and reads it
-// again. read answers the body, whether it is pending, and when to look again at
-// the latest.
+// longPoll answers a resource of session sid that may be waited on, for up to the
+// caller's wait (the wait query parameter, at most MaxWait): see await.
 func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, sid string, read func() (body any, pending bool, recheck time.Time, err error)) {
 	q, err := queryParams(r, "wait")
 	if err != nil {
@@ -22,23 +20,41 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, sid string, re
 		s.error(w, r, err)
 		return
 	}
+	body, err := s.await(r.Context(), sid, time.Duration(wait)*time.Second, read)
+	switch {
+	case errors.Is(err, errCallerLeft):
+	case err != nil:
+		s.error(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+// errCallerLeft is a wait its caller gave up: nobody reads its answer.
+var errCallerLeft = errors.New("the caller left")
+
+// await reads a resource of session sid that may be waited on with read, and while
+// read says it is still pending and wait is not over, waits for the session's next
+// event, for the time read gives (an expiry, say), or for the server's shutdown, and
+// reads it again; it answers the last body read, or errCallerLeft when ctx ends
+// first. read answers the body, whether it is pending, and when to look again at
+// the latest.
+func (s *Server) await(ctx context.Context, sid string, wait time.Duration, read func() (body any, pending bool, recheck time.Time, err error)) (any, error) {
 	var wake <-chan struct{}
 	if wait > 0 && s.auth.Events != nil {
 		var cancel func()
 		wake, cancel = s.auth.Events.Subscribe(sid)
 		defer cancel()
 	}
-	deadline := time.Now().Add(time.Duration(wait) * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		body, pending, recheck, err := read()
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return nil, err
 		}
 		left := time.Until(deadline)
 		if !pending || left <= 0 {
-			writeJSON(w, http.StatusOK, body)
-			return
+			return body, nil
 		}
 		timer := time.NewTimer(min(left, time.Until(recheck)+10*time.Millisecond))
 		select {
@@ -46,9 +62,9 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, sid string, re
 		case <-timer.C:
 		case <-s.draining:
 			deadline = time.Now() // shutting down: answer what is there now
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			timer.Stop()
-			return
+			return nil, errCallerLeft
 		}
 		timer.Stop()
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/search"
 )
 
 // MCPPath is where the MCP server answers, under the API's base path.
@@ -38,6 +39,13 @@ type mcpCaller struct {
 }
 
 type mcpCallerKey struct{}
+
+// mcpSearchCaller is who a tool's search is charged to: the MCP request's key's
+// user, else its client's address (see searchCaller).
+func (s *Server) mcpSearchCaller(ctx context.Context) search.Caller {
+	c, _ := ctx.Value(mcpCallerKey{}).(mcpCaller)
+	return search.Caller{User: principalOf(ctx).UserID, RemoteAddr: c.remoteAddr, ForwardedFor: c.header.Values("X-Forwarded-For")}
+}
 
 // handleMCP serves the MCP server over Streamable HTTP, stateless: every POST is
 // answered on its own, so any replica can take any call. Without a key the
@@ -101,16 +109,71 @@ func (s *Server) mcpOrigin(origins []string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// apiAnswer is what a route answered a tool.
+// apiAnswer is a route's answer, as a tool answers it too: its status and body, the
+// body's content type, a problem's code when it is one, and whether it replays an
+// answer kept for an idempotency key.
 type apiAnswer struct {
-	status int
-	body   []byte
+	status      int
+	contentType string
+	body        []byte
+	code        string
+	replayed    bool
+}
+
+// toolWrite takes the body of a tool's write as readJSON takes its route's: at most
+// MaxBody bytes, decoded into req, which validates itself, and holding none of the
+// user's protected values. It answers the body's JSON, which idempotency
+// fingerprints as the route's body.
+func (s *Server) toolWrite(ctx context.Context, body any, req validator) ([]byte, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > s.auth.MaxBody {
+		return nil, bodyTooLarge(s.auth.MaxBody)
+	}
+	return b, s.takeJSON(ctx, b, req)
+}
+
+// toolOnce answers a tool's write of the route POST path at most once per client
+// id key, as the route does (see remember), so that a retry through either gets the
+// same answer: run's value with status, or its problem.
+func (s *Server) toolOnce(ctx context.Context, path, key string, body []byte, status int, run func() (any, error)) apiAnswer {
+	a, err := s.remember(ctx, principalOf(ctx), "POST "+path, key, body, s.auth.clientIDTTL(), func() apiAnswer {
+		v, err := run()
+		return s.toolAnswer(ctx, path, status, v, err)
+	})
+	if err != nil {
+		return s.toolProblem(ctx, path, err)
+	}
+	return a
+}
+
+// toolAnswer is a use case's value v as the route of path answers it with status,
+// or its error as the route's problem.
+func (s *Server) toolAnswer(ctx context.Context, path string, status int, v any, err error) apiAnswer {
+	if err != nil {
+		return s.toolProblem(ctx, path, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return s.toolProblem(ctx, path, err)
+	}
+	return apiAnswer{status: status, contentType: hdrJSON[0], body: b}
+}
+
+// toolProblem is err as the route of path answers it (see Server.error): checked
+// for the user's protected values, logged when it is a failure.
+func (s *Server) toolProblem(ctx context.Context, path string, err error) apiAnswer {
+	instance, err := s.unechoed(ctx, principalOf(ctx).UserID, BasePath+path, err)
+	id := requestIDOf(ctx)
+	p, kind := knownProblem(ctx, s.log, id, []any{"path", BasePath + path}, err)
+	return apiAnswer{status: kind.Status, contentType: "application/problem+json", body: problemJSON(kind, p, instance, id), code: p.Code}
 }
 
 // call serves method path (under the base path) with body through the API's own
-// router, as the MCP caller: its key, its address. Tools are thin over the routes,
-// so that each rule (validation, limits, idempotency, the protected-value check) has
-// one home.
+// router, as the MCP caller: its key, its address. The directory's tools still read
+// their routes so; the workflow's call their use cases (toolWrite, toolOnce).
 func (s *Server) call(ctx context.Context, method, path string, body any) apiAnswer {
 	var rd *bytes.Reader
 	if body != nil {
@@ -213,6 +276,9 @@ func sessionPath(id string, rest ...string) (string, error) {
 	}
 	return "/sessions/" + strings.ToLower(id) + strings.Join(rest, ""), nil
 }
+
+// taskWait is how long get_captcha_task waits for a pending task.
+const taskWait = 30 * time.Second
 
 // waitStep is how long one long poll of wait_request lasts before it reports progress.
 const waitStep = 5 * time.Second

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -269,7 +270,9 @@ func (s *Server) toolCategories(ctx context.Context, _ *mcp.CallToolRequest, _ s
 // invalid is a tool's own refusal of its arguments, as an error result.
 func invalid(text string) error { return toolFailure("validation_failed: " + text) }
 
-// The workflow tools: thin over the routes, each answering the route's JSON.
+// The workflow tools: each takes its arguments as its route takes its body
+// (toolWrite), calls the same use case under the MCP request's principal, and
+// answers the route's JSON.
 
 type openSessionIn struct {
 	Description     string `json:"description" jsonschema:"what the workflow is for, shown to the person"`
@@ -368,7 +371,15 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if in.ClientSessionID == "" {
 				in.ClientSessionID = "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			}
-			return toolResult(s.call(ctx, "POST", "/sessions", in))
+			const path = "/sessions"
+			var req createSessionRequest
+			body, err := s.toolWrite(ctx, in, &req)
+			if err != nil {
+				return toolResult(s.toolProblem(ctx, path, err))
+			}
+			return toolResult(s.toolOnce(ctx, path, "clientSessionId:"+req.ClientSessionID, body, http.StatusCreated, func() (any, error) {
+				return s.auth.Sessions.Open(ctx, principalOf(ctx), req.new())
+			}))
 		})
 	addTool(srv, &mcp.Tool{Name: "complete_session", OutputSchema: outputSchema("Completion"), Title: "Complete a session",
 		Description: "Close a session with its outcome; open requests in it are canceled." + noValues},
@@ -380,7 +391,12 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if in.ClientCompletionID == "" {
 				in.ClientCompletionID = "mcp-complete"
 			}
-			return toolResult(s.call(ctx, "POST", p, map[string]string{"clientCompletionId": in.ClientCompletionID, "status": in.Status, "summary": in.Summary}))
+			var req completeSessionRequest
+			if _, err := s.toolWrite(ctx, map[string]string{"clientCompletionId": in.ClientCompletionID, "status": in.Status, "summary": in.Summary}, &req); err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			sess, dup, err := s.auth.Sessions.Complete(ctx, principalOf(ctx), strings.ToLower(in.SessionID), req.completion())
+			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, completion{Session: sess, Duplicate: dup}, err))
 		})
 	addTool(srv, &mcp.Tool{Name: "append_event", OutputSchema: outputSchema("Event"), Title: "Append an event",
 		Description: "Record a step of the workflow in the session's log (runtime.* events, value-free)." + noValues},
@@ -396,7 +412,14 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if in.Data != nil {
 				body["data"] = in.Data
 			}
-			return toolResult(s.call(ctx, "POST", p, body))
+			var req appendEventRequest
+			b, err := s.toolWrite(ctx, body, &req)
+			if err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			return toolResult(s.toolOnce(ctx, p, "clientEventId:"+req.ClientEventID, b, http.StatusCreated, func() (any, error) {
+				return s.auth.Sessions.AppendRuntime(ctx, principalOf(ctx), strings.ToLower(in.SessionID), req.event())
+			}))
 		})
 	addTool(srv, &mcp.Tool{Name: "raise_request", OutputSchema: outputSchema("Request"), Title: "Ask the person",
 		Description: "Raise a request the person answers on its approval page: confirm, choice, provide_missing (values come back as handles), ask_before_use (of saved values, by handle), choose_candidate. With waitSeconds, waits for the answer with progress notifications." + noValues},
@@ -419,12 +442,20 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if in.TTLSeconds != nil {
 				body["ttlSeconds"] = *in.TTLSeconds
 			}
-			a := s.call(ctx, "POST", p, body)
+			var raise createRequestRequest
+			b, err := s.toolWrite(ctx, body, &raise)
+			if err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			a := s.toolOnce(ctx, p, "clientRequestId:"+raise.ClientRequestID, b, http.StatusCreated, func() (any, error) {
+				out, err := s.auth.Requests.Raise(ctx, principalOf(ctx), strings.ToLower(in.SessionID), raise.New, s.auth.Sessions.Limits.Events)
+				return s.requestBody(out), err
+			})
 			if a.status >= 300 || in.WaitSeconds <= 0 {
 				return toolResult(a)
 			}
 			var r struct{ ID string }
-			json.Unmarshal(a.body, &r)
+			json.Unmarshal(a.body, &r) // a replay's too
 			return s.waitRequest(ctx, req, in.SessionID, r.ID, in.WaitSeconds)
 		})
 	addTool(srv, &mcp.Tool{Name: "wait_request", OutputSchema: outputSchema("Request"), Title: "Wait for the person",
@@ -448,7 +479,9 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, nil, invalid(err.Error())
 			}
-			return toolResult(s.call(ctx, "POST", p, nil))
+			id := strings.ToLower(in.RequestID)
+			art, at, err := s.auth.Requests.Claim(ctx, principalOf(ctx), strings.ToLower(in.SessionID), id)
+			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, claimed{RequestID: id, Artifact: art, ClaimedAt: at}, err))
 		})
 	addTool(srv, &mcp.Tool{Name: "resolve_fields", OutputSchema: outputSchema("Resolution"), Title: "Resolve a form's fields",
 		Description: "For a site or an intent, the directory's methods and, per field a form asks for, the person's saved values that could fill it, as handles with whether the person must approve their use, plus what is missing and the next action." + noValues},
@@ -467,12 +500,26 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if in.Fields != nil {
 				body["fields"] = in.Fields
 			}
-			return toolResult(s.call(ctx, "POST", p, body))
+			if s.auth.Memory == nil {
+				return toolResult(s.toolProblem(ctx, p, errNoRoute()))
+			}
+			var res resolveRequest
+			if _, err := s.toolWrite(ctx, body, &res); err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			out, err := s.resolve(ctx, s.mcpSearchCaller(ctx), strings.ToLower(in.SessionID), res)
+			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, out, err))
 		})
 	addTool(srv, &mcp.Tool{Name: "quote_seller", OutputSchema: outputSchema("Quote"), Title: "Quote a seller", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Description: "Ask a seller's endpoint what it charges, never paying: its x402 offer, what paying it would debit, until when, and the directory's advisory word on the seller."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in quoteIn) (*mcp.CallToolResult, map[string]any, error) {
-			return toolResult(s.call(ctx, "POST", "/tools/x402/quote", in))
+			const path = "/tools/x402/quote"
+			var req quoteRequest
+			if _, err := s.toolWrite(ctx, in, &req); err != nil {
+				return toolResult(s.toolProblem(ctx, path, err))
+			}
+			out, err := s.quote(ctx, req)
+			return toolResult(s.toolAnswer(ctx, path, http.StatusOK, out, err))
 		})
 	addTool(srv, &mcp.Tool{Name: "pay_seller", OutputSchema: outputSchema("PaymentCreated", "Request"), Title: "Ask to pay a seller",
 		Description: "Ask the service to pay a seller for one exact HTTP request, at most maximumDebit US dollars. The person approves the payment on its page (approvalUrl); the service then pays within the limits the person set and keeps the seller's answer, which claim_artifact gives you. With waitSeconds, waits for all that with progress notifications. You never hold a key or a signature." + noValues},
@@ -481,8 +528,22 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, nil, invalid(err.Error())
 			}
-			a := s.call(ctx, "POST", p, payment.Ask{ClientRequestID: in.ClientRequestID, MaximumDebit: in.MaximumDebit, TTLSeconds: in.TTLSeconds,
-				Reason: in.Reason, HTTPRequest: payment.Envelope(in.HTTPRequest)})
+			svc, err := s.payments()
+			if err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			var ask createPaymentRequest
+			b, err := s.toolWrite(ctx, payment.Ask{ClientRequestID: in.ClientRequestID, MaximumDebit: in.MaximumDebit, TTLSeconds: in.TTLSeconds,
+				Reason: in.Reason, HTTPRequest: payment.Envelope(in.HTTPRequest)}, &ask)
+			if err == nil {
+				err = s.checkAsk(ctx, ask.Ask)
+			}
+			if err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			a := s.toolOnce(ctx, p, "clientRequestId:"+ask.ClientRequestID, b, http.StatusCreated, func() (any, error) {
+				return s.askPayment(ctx, svc, strings.ToLower(in.SessionID), ask.Ask)
+			})
 			if a.status >= 300 || in.WaitSeconds <= 0 {
 				return toolResult(a)
 			}
@@ -499,8 +560,19 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, nil, invalid(err.Error())
 			}
-			return toolResult(s.call(ctx, "POST", p, map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
-				"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}))
+			if s.auth.Captchas == nil {
+				return toolResult(s.toolProblem(ctx, p, errNoRoute()))
+			}
+			var task createTaskRequest
+			b, err := s.toolWrite(ctx, map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
+				"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}, &task)
+			if err != nil {
+				return toolResult(s.toolProblem(ctx, p, err))
+			}
+			return toolResult(s.toolOnce(ctx, p, "clientTaskId:"+task.ClientTaskID, b, http.StatusCreated, func() (any, error) {
+				t, err := s.auth.Captchas.Create(ctx, principalOf(ctx), strings.ToLower(in.SessionID), task.New, s.auth.Sessions.Limits.Events)
+				return s.taskBody(t), err
+			}))
 		})
 	addTool(srv, &mcp.Tool{Name: "get_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Read a CAPTCHA task", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Description: "A CAPTCHA task's status and, once solved, its answer; waits up to 30 s while it is pending."},
@@ -511,11 +583,16 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if !uuidPattern.MatchString(in.TaskID) {
 				return nil, nil, invalid("taskId must be a task's id.")
 			}
-			p, err := sessionPath(in.SessionID, "/captcha/tasks/", strings.ToLower(in.TaskID), "?wait=30")
+			p, err := sessionPath(in.SessionID, "/captcha/tasks/", strings.ToLower(in.TaskID))
 			if err != nil {
 				return nil, nil, invalid(err.Error())
 			}
-			return toolResult(s.call(ctx, "GET", p, nil))
+			if s.auth.Captchas == nil {
+				return toolResult(s.toolProblem(ctx, p, errNoRoute()))
+			}
+			sid := strings.ToLower(in.SessionID)
+			body, err := s.await(ctx, sid, min(taskWait, s.auth.MaxWait), s.pollTask(ctx, sid, strings.ToLower(in.TaskID)))
+			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, body, err))
 		})
 }
 
@@ -530,23 +607,27 @@ func (s *Server) waitRequest(ctx context.Context, req *mcp.CallToolRequest, sess
 	if err != nil {
 		return nil, nil, invalid(err.Error())
 	}
+	if !uuidPattern.MatchString(id) {
+		return toolResult(s.toolProblem(ctx, p, request.ErrNotFound))
+	}
+	sid, rid := strings.ToLower(sessionID), strings.ToLower(id)
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	token := req.Params.GetProgressToken()
 	for step := 0; ; step++ {
-		wait := min(time.Until(deadline), waitStep)
-		a := s.call(ctx, "GET", p+"?wait="+strconv.Itoa(max(int(wait/time.Second), 0)), nil)
-		if a.status != 200 {
+		wait := min(time.Until(deadline), waitStep, s.auth.MaxWait).Truncate(time.Second)
+		body, err := s.await(ctx, sid, max(wait, 0), s.pollRequest(ctx, sid, rid))
+		a := s.toolAnswer(ctx, p, http.StatusOK, body, err)
+		if err != nil {
 			return toolResult(a)
 		}
-		var r struct{ Status string }
-		json.Unmarshal(a.body, &r)
-		open := r.Status == request.StatusWaitingUser || r.Status == request.StatusApproved || r.Status == request.StatusExecuting
+		status := body.(requestJSON).Status
+		open := status == request.StatusWaitingUser || status == request.StatusApproved || status == request.StatusExecuting
 		if !open || time.Now().After(deadline) || ctx.Err() != nil {
 			return toolResult(a)
 		}
 		if token != nil {
 			msg := "waiting for the person to decide"
-			if r.Status != request.StatusWaitingUser {
+			if status != request.StatusWaitingUser {
 				msg = "approved; the service is carrying it out"
 			}
 			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(step + 1), Message: msg})

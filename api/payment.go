@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -44,30 +45,45 @@ func (s *Server) handleCreatePayment() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		// The request is kept and shown to the person: never a protected value.
-		written, _ := json.Marshal(req.Ask)
-		var decoded any
-		json.Unmarshal(written, &decoded)
-		if s.refuseProtected(w, r, decoded) {
+		if err := s.checkAsk(r.Context(), req.Ask); err != nil {
+			s.error(w, r, err)
 			return
 		}
 		route := "POST /sessions/" + id + "/x402/payments"
 		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
-			u, _ := url.Parse(req.HTTPRequest.URL)
-			check, err := s.checkMerchant(u)
+			out, err := s.askPayment(r.Context(), svc, id, req.Ask)
 			if err != nil {
 				s.error(w, r, err)
 				return
 			}
-			v := payment.Verdict{Verdict: check.Verdict, Score: check.Score, Listed: check.Listed}
-			pay, rq, err := svc.Ask(r.Context(), principal(r), id, req.Ask, v, s.auth.Limits.Events)
-			if err != nil {
-				s.error(w, r, err)
-				return
-			}
-			writeJSON(w, http.StatusCreated, paymentCreated{Request: s.requestBody(rq), Payment: pay})
+			writeJSON(w, http.StatusCreated, out)
 		})
 	}
+}
+
+// checkAsk refuses an ask to pay holding one of the user's protected values in the
+// form it is kept: the request is kept and shown to the person.
+func (s *Server) checkAsk(ctx context.Context, ask payment.Ask) error {
+	written, _ := json.Marshal(ask)
+	var decoded any
+	json.Unmarshal(written, &decoded)
+	return s.checkProtected(ctx, decoded)
+}
+
+// askPayment reads the directory's word on the seller of ask and asks svc to pay it
+// in session sid (see payment.Service.Ask), answering as the API shows it.
+func (s *Server) askPayment(ctx context.Context, svc *payment.Service, sid string, ask payment.Ask) (paymentCreated, error) {
+	u, _ := url.Parse(ask.HTTPRequest.URL)
+	check, err := s.checkMerchant(u)
+	if err != nil {
+		return paymentCreated{}, err
+	}
+	v := payment.Verdict{Verdict: check.Verdict, Score: check.Score, Listed: check.Listed}
+	pay, rq, err := svc.Ask(ctx, principalOf(ctx), sid, ask, v, s.auth.Sessions.Limits.Events)
+	if err != nil {
+		return paymentCreated{}, err
+	}
+	return paymentCreated{Request: s.requestBody(rq), Payment: pay}, nil
 }
 
 // handlePayment answers a payment's state.

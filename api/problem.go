@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -30,30 +31,7 @@ type problemBody struct {
 // an internal error, logged with the request id and its text not shown. A problem
 // caused by a failure underneath (a database that cannot be reached) is logged too.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, instance string, err error) {
-	p, ok := problem.As(err)
-	ctx := r.Context()
-	// The log lines of a request carry its ids through the context (telemetry's
-	// logger adds them); served without it, the id is named here.
-	where := []any{"method", r.Method, "path", r.URL.Path}
-	if telemetry.From(ctx) == nil {
-		where = append(where, "request_id", id)
-	}
-	switch {
-	case ctx.Err() != nil && (!ok || problem.Status(p.Code) >= 500):
-		// The client left: nothing failed here, and nobody reads the answer.
-		log.DebugContext(ctx, "request ended by the client", append(where, "err", err)...)
-		p = problem.New(problem.Internal, "")
-	case !ok:
-		log.ErrorContext(ctx, "internal error", append(where, "err", err)...)
-		p = problem.New(problem.Internal, "")
-	case p.Err != nil && problem.Status(p.Code) >= 500:
-		log.WarnContext(ctx, p.Code, append(where, "err", p.Err)...)
-	}
-	kind, known := problem.Lookup(p.Code)
-	if !known {
-		log.ErrorContext(ctx, "unknown problem code", append(where, "code", p.Code)...)
-		p, kind = problem.New(problem.Internal, ""), mustKind(problem.Internal)
-	}
+	p, kind := knownProblem(r.Context(), log, id, []any{"method", r.Method, "path", r.URL.Path}, err)
 	var contentType string
 	var body []byte
 	switch {
@@ -62,11 +40,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 	case llmRoute(r):
 		contentType, body = hdrJSON[0], llmErrorBody(kind, p)
 	default:
-		contentType = "application/problem+json"
-		body, _ = json.Marshal(problemBody{
-			Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
-			Detail: p.Detail, Instance: instance, Parameter: p.Parameter, RequestID: id,
-		})
+		contentType, body = "application/problem+json", problemJSON(kind, p, instance, id)
 	}
 	if rec, ok := w.(*recorded); ok {
 		rec.code = p.Code // so that once knows a refusal that may pass
@@ -90,6 +64,43 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
+}
+
+// knownProblem is err as a problem of a known kind, as writeError answers it,
+// logged when it is a failure; where names the call in the log. The log lines of a
+// request carry its ids through the context (telemetry's logger adds them); served
+// without it, id is named too.
+func knownProblem(ctx context.Context, log *slog.Logger, id string, where []any, err error) (*problem.Error, problem.Kind) {
+	p, ok := problem.As(err)
+	if telemetry.From(ctx) == nil {
+		where = append(where, "request_id", id)
+	}
+	switch {
+	case ctx.Err() != nil && (!ok || problem.Status(p.Code) >= 500):
+		// The client left: nothing failed here, and nobody reads the answer.
+		log.DebugContext(ctx, "request ended by the client", append(where, "err", err)...)
+		p = problem.New(problem.Internal, "")
+	case !ok:
+		log.ErrorContext(ctx, "internal error", append(where, "err", err)...)
+		p = problem.New(problem.Internal, "")
+	case p.Err != nil && problem.Status(p.Code) >= 500:
+		log.WarnContext(ctx, p.Code, append(where, "err", p.Err)...)
+	}
+	kind, known := problem.Lookup(p.Code)
+	if !known {
+		log.ErrorContext(ctx, "unknown problem code", append(where, "code", p.Code)...)
+		p, kind = problem.New(problem.Internal, ""), mustKind(problem.Internal)
+	}
+	return p, kind
+}
+
+// problemJSON is p, of kind, as problem+json.
+func problemJSON(kind problem.Kind, p *problem.Error, instance, id string) []byte {
+	body, _ := json.Marshal(problemBody{
+		Status: kind.Status, Code: p.Code, Title: kind.Title, Type: problem.Type(p.Code),
+		Detail: p.Detail, Instance: instance, Parameter: p.Parameter, RequestID: id,
+	})
+	return body
 }
 
 // llmRoute tells whether r is for the LLM proxy, whose clients (OpenAI's SDKs and

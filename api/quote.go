@@ -82,36 +82,45 @@ func (s *Server) handleQuote() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		u, _ := url.Parse(req.URL)
-		check, err := s.checkMerchant(u)
+		out, err := s.quote(r.Context(), req)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		host, _ := catalog.NormalizeHostname(u.Hostname())
-		res := s.auth.Prober.Probe(r.Context(), trust.Target{Hostname: host, Method: strings.ToUpper(req.Method), URL: req.URL})
-		out := quote{URL: req.URL, Outcome: res.Outcome, HTTPStatus: res.HTTPStatus, Merchant: check, QuotedAt: res.ProbedAt}
-		if res.Reason != "" {
-			out.Reason = &res.Reason
-		}
-		if o := res.Offer; o != nil {
-			out.Offer = &quotedOffer{Version: o.Version, Scheme: o.Scheme, Network: o.Network, Asset: o.Asset, PayTo: o.PayTo,
-				Amount: o.Amount, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource}
-			d := &debit{Amount: o.Amount, Asset: o.Asset, Network: o.Network, Fee: "0"}
-			if a, ok := x402.LookupAsset(o.Network, o.Asset); ok {
-				d.Symbol, d.Testnet = &a.Symbol, a.Testnet
-				if v, ok := x402.DecimalValue(o.Amount, a.Decimals); ok {
-					d.Value = &v
-				}
-			}
-			if o.Amount != "" {
-				out.Debit = d
-			}
-			if o.MaxTimeoutSeconds > 0 {
-				at := res.ProbedAt.Add(time.Duration(o.MaxTimeoutSeconds) * time.Second)
-				out.ExpiresAt = &at
-			}
-		}
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// quote probes the seller behind req's url, never paying: see handleQuote.
+func (s *Server) quote(ctx context.Context, req quoteRequest) (quote, error) {
+	u, _ := url.Parse(req.URL)
+	check, err := s.checkMerchant(u)
+	if err != nil {
+		return quote{}, err
+	}
+	host, _ := catalog.NormalizeHostname(u.Hostname())
+	res := s.auth.Prober.Probe(ctx, trust.Target{Hostname: host, Method: strings.ToUpper(req.Method), URL: req.URL})
+	out := quote{URL: req.URL, Outcome: res.Outcome, HTTPStatus: res.HTTPStatus, Merchant: check, QuotedAt: res.ProbedAt}
+	if res.Reason != "" {
+		out.Reason = &res.Reason
+	}
+	if o := res.Offer; o != nil {
+		out.Offer = &quotedOffer{Version: o.Version, Scheme: o.Scheme, Network: o.Network, Asset: o.Asset, PayTo: o.PayTo,
+			Amount: o.Amount, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource}
+		d := &debit{Amount: o.Amount, Asset: o.Asset, Network: o.Network, Fee: "0"}
+		if a, ok := x402.LookupAsset(o.Network, o.Asset); ok {
+			d.Symbol, d.Testnet = &a.Symbol, a.Testnet
+			if v, ok := x402.DecimalValue(o.Amount, a.Decimals); ok {
+				d.Value = &v
+			}
+		}
+		if o.Amount != "" {
+			out.Debit = d
+		}
+		if o.MaxTimeoutSeconds > 0 {
+			at := res.ProbedAt.Add(time.Duration(o.MaxTimeoutSeconds) * time.Second)
+			out.ExpiresAt = &at
+		}
+	}
+	return out, nil
 }

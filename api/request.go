@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -54,7 +55,7 @@ func (s *Server) handleCreateRequest() http.HandlerFunc {
 		}
 		route := "POST /sessions/" + id + "/requests"
 		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
-			out, err := s.auth.Requests.CreateRequest(r.Context(), principal(r), id, req.New, s.auth.Limits.Events)
+			out, err := s.auth.Requests.Raise(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
 			if err != nil {
 				s.error(w, r, err)
 				return
@@ -82,7 +83,7 @@ func (s *Server) handleRequests() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		items, next, err := s.auth.Requests.Requests(r.Context(), principal(r), id, after, limit)
+		items, next, err := s.auth.Requests.Store.Requests(r.Context(), principal(r), id, after, limit)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -94,10 +95,6 @@ func (s *Server) handleRequests() http.HandlerFunc {
 		writeJSON(w, http.StatusOK, page)
 	}
 }
-
-// requestRecheck is how often a long poll on a request in the service's hands
-// (approved, executing) reads it again should a wake-up be missed.
-const requestRecheck = 2 * time.Second
 
 // handleRequest answers a request's status: at once, or with wait=N after up to N
 // seconds while it has not ended (a long poll, woken by the session's events).
@@ -113,14 +110,16 @@ func (s *Server) handleRequest() http.HandlerFunc {
 		// failed or another end. Every change appends a session event, which wakes
 		// the wait on any replica; the recheck is the expiry, or a while when the
 		// request is in the service's hands.
-		s.longPoll(w, r, sid, func() (any, bool, time.Time, error) {
-			out, err := s.auth.Requests.Request(r.Context(), principal(r), sid, id)
-			recheck := out.ExpiresAt
-			if out.Status != request.StatusWaitingUser {
-				recheck = time.Now().Add(requestRecheck)
-			}
-			return s.requestBody(out), !request.Terminal(out.Status), recheck, err
-		})
+		s.longPoll(w, r, sid, s.pollRequest(r.Context(), sid, id))
+	}
+}
+
+// pollRequest reads request id of session sid for a wait on it (see
+// request.Service.Poll), answering it as the API shows it.
+func (s *Server) pollRequest(ctx context.Context, sid, id string) func() (any, bool, time.Time, error) {
+	return func() (any, bool, time.Time, error) {
+		out, pending, recheck, err := s.auth.Requests.Poll(ctx, principalOf(ctx), sid, id)
+		return s.requestBody(out), pending, recheck, err
 	}
 }
 
@@ -163,7 +162,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 }
 
 func (s *Server) decider() request.Decider {
-	return request.Decider{Store: s.auth.Requests, Sealer: s.auth.Sealer, Approved: s.approved}
+	return request.Decider{Store: s.auth.Requests.Store, Sealer: s.auth.Sealer, Approved: s.approved}
 }
 
 // handleCancelRequest withdraws a request on its agent's word.
@@ -174,7 +173,7 @@ func (s *Server) handleCancelRequest() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		out, err := s.auth.Requests.CancelRequest(r.Context(), principal(r), sid, id)
+		out, err := s.auth.Requests.Store.CancelRequest(r.Context(), principal(r), sid, id)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -197,7 +196,7 @@ func (s *Server) handleClaim() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		art, at, err := s.auth.Requests.ClaimArtifact(r.Context(), principal(r), sid, id)
+		art, at, err := s.auth.Requests.Claim(r.Context(), principal(r), sid, id)
 		if err != nil {
 			s.error(w, r, err)
 			return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -99,44 +100,53 @@ func (s *Server) handleResolve() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		out := resolveBody{Match: search.MatchNone, Providers: []provider{}}
-		var scope memory.Scope
-		snap := s.snapshots.Current()
-		if req.TargetURL != "" {
-			if scope.Host, err = memory.HostOf(req.TargetURL); err != nil {
-				s.error(w, r, problem.Invalid("targetUrl's host is not a hostname."))
-				return
-			}
-			for _, pos := range snap.Matching(directory.Filter{Hostname: scope.Host}) {
-				if len(out.Providers) == maxProviders {
-					break
-				}
-				out.Providers = append(out.Providers, providerOf(snap.Methods()[pos]))
-			}
-			if len(out.Providers) > 0 {
-				out.Match = "host"
-			}
-		}
-		if len(out.Providers) == 0 && strings.TrimSpace(req.Intent) != "" {
-			a, err := s.search.Search(r.Context(), s.searchCaller(r), snap, req.Intent, directory.Filter{})
-			if err != nil {
-				s.error(w, r, err)
-				return
-			}
-			out.Match = a.Match
-			for _, h := range a.Hits {
-				out.Providers = append(out.Providers, providerOf(snap.Methods()[h.Pos]))
-			}
-		}
-		if scope.Host == "" {
-			scope.AllSites = true // no site named: only what is saved for every site
-		}
-		entries, _, err := s.auth.Memory.Catalog(r.Context(), principal(r), id, scope)
+		out, err := s.resolve(r.Context(), s.searchCaller(r), id, req)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		out.Fields, out.Missing, out.NextAction = memory.Match(entries, req.Fields)
 		writeJSON(w, http.StatusOK, out)
 	}
+}
+
+// resolve answers req in session sid (see handleResolve), its search charged to
+// caller.
+func (s *Server) resolve(ctx context.Context, caller search.Caller, sid string, req resolveRequest) (resolveBody, error) {
+	out := resolveBody{Match: search.MatchNone, Providers: []provider{}}
+	var scope memory.Scope
+	snap := s.snapshots.Current()
+	if req.TargetURL != "" {
+		var err error
+		if scope.Host, err = memory.HostOf(req.TargetURL); err != nil {
+			return resolveBody{}, problem.Invalid("targetUrl's host is not a hostname.")
+		}
+		for _, pos := range snap.Matching(directory.Filter{Hostname: scope.Host}) {
+			if len(out.Providers) == maxProviders {
+				break
+			}
+			out.Providers = append(out.Providers, providerOf(snap.Methods()[pos]))
+		}
+		if len(out.Providers) > 0 {
+			out.Match = "host"
+		}
+	}
+	if len(out.Providers) == 0 && strings.TrimSpace(req.Intent) != "" {
+		a, err := s.search.Search(ctx, caller, snap, req.Intent, directory.Filter{})
+		if err != nil {
+			return resolveBody{}, err
+		}
+		out.Match = a.Match
+		for _, h := range a.Hits {
+			out.Providers = append(out.Providers, providerOf(snap.Methods()[h.Pos]))
+		}
+	}
+	if scope.Host == "" {
+		scope.AllSites = true // no site named: only what is saved for every site
+	}
+	entries, _, err := s.auth.Memory.Catalog(ctx, principalOf(ctx), sid, scope)
+	if err != nil {
+		return resolveBody{}, err
+	}
+	out.Fields, out.Missing, out.NextAction = memory.Match(entries, req.Fields)
+	return out, nil
 }

@@ -117,7 +117,12 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	// A missing route is as cacheable, and as public, as the directory itself.
 	w.Header()["Access-Control-Allow-Origin"] = hdrAnyOrigin
 	w.Header()["Cache-Control"] = hdrCachePublic
-	s.error(w, r, problem.New(problem.NotFound, "No route here; the API's routes are listed at "+BasePath+"/openapi.json."))
+	s.error(w, r, errNoRoute())
+}
+
+// errNoRoute is a call of a route the server does not serve.
+func errNoRoute() error {
+	return problem.New(problem.NotFound, "No route here; the API's routes are listed at "+BasePath+"/openapi.json.")
 }
 
 // handleMethodNotAllowed answers 405 with the Allow header listing the methods the

@@ -101,8 +101,11 @@ func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 // requestID names a request in a problem body and the log line of an internal
 // error: the id the telemetry middleware gave it (and put in X-Request-Id), or,
 // served without it, a random one.
-func requestID(r *http.Request) string {
-	if id := telemetry.RequestID(r.Context()); id != "" {
+func requestID(r *http.Request) string { return requestIDOf(r.Context()) }
+
+// requestIDOf is the id of the request ctx serves, or a new one.
+func requestIDOf(ctx context.Context) string {
+	if id := telemetry.RequestID(ctx); id != "" {
 		return id
 	}
 	return telemetry.NewID()
@@ -132,29 +135,33 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
 // unless that passed the check for the user's protected values: an answer that
 // would repeat one, or cannot be checked, says its code alone and why.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	instance := r.URL.EscapedPath()
-	if why := s.echoesProtected(r, err, instance); why != "" {
-		if p, ok := problem.As(err); ok {
-			err = &problem.Error{Code: p.Code, Detail: why, RetryAfter: p.RetryAfter, Err: p.Err}
-		}
-		instance = ""
-	}
+	instance, err := s.unechoed(r.Context(), s.keyOwner(r), r.URL.EscapedPath(), err)
 	writeError(w, r, s.log, requestID(r), instance, err)
 }
 
-// echoesProtected says why the answer of err to a user's key may not repeat the
+// unechoed is err, and the instance it names, as they may be answered to user's key
+// (see echoesProtected): when they would repeat one of the user's protected values,
+// the problem's code alone and why, with no instance.
+func (s *Server) unechoed(ctx context.Context, user, instance string, err error) (string, error) {
+	why := s.echoesProtected(ctx, user, err, instance)
+	if why == "" {
+		return instance, err
+	}
+	if p, ok := problem.As(err); ok {
+		err = &problem.Error{Code: p.Code, Detail: why, RetryAfter: p.RetryAfter, Err: p.Err}
+	}
+	return "", err
+}
+
+// echoesProtected says why the answer of err to user's key may not repeat the
 // request: it would repeat one of the user's protected values, or they cannot be
 // loaded to check; "" when it may. Without a source of protected values there are
 // none, since nothing can be sealed.
-func (s *Server) echoesProtected(r *http.Request, err error, instance string) string {
-	if s.auth.Protected == nil {
+func (s *Server) echoesProtected(ctx context.Context, user string, err error, instance string) string {
+	if s.auth.Protected == nil || user == "" {
 		return ""
 	}
-	user := s.keyOwner(r)
-	if user == "" {
-		return ""
-	}
-	set, serr := s.protectedSet(r.Context(), user)
+	set, serr := s.protectedSet(ctx, user)
 	if serr != nil {
 		return "The user's protected values could not be loaded to check this answer, so it repeats nothing of the request."
 	}

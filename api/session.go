@@ -2,10 +2,6 @@ package api
 
 import (
 	"net/http"
-	"net/url"
-	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
@@ -14,12 +10,6 @@ import (
 const (
 	defaultPageSize = 50
 	maxPageSize     = 200
-	maxEventData    = 16 << 10
-)
-
-var (
-	namePattern      = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
-	runtimeEventType = regexp.MustCompile(`^runtime(\.[a-z0-9_]+){1,4}$`)
 )
 
 // readSessionRequest reads the session id from the path and the JSON body of a
@@ -36,13 +26,6 @@ func (s *Server) readSessionRequest(w http.ResponseWriter, r *http.Request, req 
 // sessionID is the {id} of the path, or a 404 if it cannot name a session.
 func sessionID(r *http.Request) (string, error) { return uuidParam(r, "id", session.ErrNotFound) }
 
-func clientID(name, v string) error {
-	if v == "" || len(v) > 200 {
-		return problem.Invalid(name + " must be 1 to 200 bytes.")
-	}
-	return nil
-}
-
 type createSessionRequest struct {
 	Type            string  `json:"type"`
 	Description     string  `json:"description"`
@@ -51,23 +34,12 @@ type createSessionRequest struct {
 	ClientSessionID string  `json:"clientSessionId"`
 }
 
-func (c *createSessionRequest) validate() error {
-	switch {
-	case !namePattern.MatchString(c.Type):
-		return problem.Invalid("type must be a lowercase word of at most 64 characters, such as checkout or research.")
-	case strings.TrimSpace(c.Description) == "" || len(c.Description) > 2000:
-		return problem.Invalid("description must be 1 to 2000 bytes.")
-	case c.MerchantName != nil && (strings.TrimSpace(*c.MerchantName) == "" || len(*c.MerchantName) > 200):
-		return problem.Invalid("merchantName must be 1 to 200 bytes when given.")
-	}
-	if c.TargetURL != nil {
-		u, err := url.Parse(*c.TargetURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(*c.TargetURL) > 2048 {
-			return problem.Invalid("targetUrl must be an absolute http or https URL of at most 2048 bytes when given.")
-		}
-	}
-	return clientID("clientSessionId", c.ClientSessionID)
+func (c *createSessionRequest) new() session.New {
+	return session.New{Type: c.Type, Description: c.Description, MerchantName: c.MerchantName,
+		TargetURL: c.TargetURL, ClientSessionID: c.ClientSessionID}
 }
+
+func (c *createSessionRequest) validate() error { return c.new().Validate() }
 
 // handleCreateSession opens a session, once per clientSessionId of the agent.
 func (s *Server) handleCreateSession() http.HandlerFunc {
@@ -79,9 +51,7 @@ func (s *Server) handleCreateSession() http.HandlerFunc {
 			return
 		}
 		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
-			sess, err := s.auth.Sessions.CreateSession(r.Context(), principal(r), session.New{
-				Type: req.Type, Description: req.Description, MerchantName: req.MerchantName,
-				TargetURL: req.TargetURL, ClientSessionID: req.ClientSessionID}, s.auth.Limits.OpenSessions)
+			sess, err := s.auth.Sessions.Open(r.Context(), principal(r), req.new())
 			if err != nil {
 				s.error(w, r, err)
 				return
@@ -98,7 +68,7 @@ func (s *Server) handleSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		sess, err := s.auth.Sessions.Session(r.Context(), principal(r), id)
+		sess, err := s.auth.Sessions.Store.Session(r.Context(), principal(r), id)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -121,7 +91,7 @@ func (s *Server) handleSessions() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		items, next, err := s.auth.Sessions.Sessions(r.Context(), principal(r), after, int(limit))
+		items, next, err := s.auth.Sessions.Store.Sessions(r.Context(), principal(r), after, int(limit))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -136,15 +106,11 @@ type completeSessionRequest struct {
 	Summary            string `json:"summary"`
 }
 
-func (c *completeSessionRequest) validate() error {
-	if !slices.Contains(session.CompletionStatuses, c.Status) {
-		return problem.Invalid("status must be one of " + strings.Join(session.CompletionStatuses, ", ") + ".")
-	}
-	if len(c.Summary) > 4000 {
-		return problem.Invalid("summary must be at most 4000 bytes.")
-	}
-	return clientID("clientCompletionId", c.ClientCompletionID)
+func (c *completeSessionRequest) completion() session.Completion {
+	return session.Completion{ClientCompletionID: c.ClientCompletionID, Status: c.Status, Summary: c.Summary}
 }
+
+func (c *completeSessionRequest) validate() error { return c.completion().Validate() }
 
 type completion struct {
 	Session   session.Session `json:"session"`
@@ -159,8 +125,7 @@ func (s *Server) handleCompleteSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		sess, dup, err := s.auth.Sessions.CompleteSession(r.Context(), principal(r), id, session.Completion{
-			ClientCompletionID: req.ClientCompletionID, Status: req.Status, Summary: req.Summary})
+		sess, dup, err := s.auth.Sessions.Complete(r.Context(), principal(r), id, req.completion())
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -174,7 +139,7 @@ type stopSessionRequest struct {
 }
 
 func (c *stopSessionRequest) validate() error {
-	if !namePattern.MatchString(c.ReasonCode) {
+	if !session.CheckName(c.ReasonCode) {
 		return problem.Invalid("reasonCode must be a lowercase code of at most 64 characters, such as user_request.")
 	}
 	return nil
@@ -188,7 +153,7 @@ func (s *Server) handleStopSession() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		sess, err := s.auth.Sessions.StopSession(r.Context(), principal(r), id, req.ReasonCode)
+		sess, err := s.auth.Sessions.Store.StopSession(r.Context(), principal(r), id, req.ReasonCode)
 		if err != nil {
 			s.error(w, r, err)
 			return

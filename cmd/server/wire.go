@@ -9,6 +9,8 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -16,6 +18,10 @@ import (
 // services are the domain's use cases, each built once and handed to every adapter
 // that serves it: the API (MCP included) and the console.
 type services struct {
+	// sessions are the agents' workflows, within their limits.
+	sessions *session.Service
+	// requests are what agents ask their people.
+	requests *request.Service
 	payments *payment.Service
 	// prober calls sellers for quotes and payments, never paying on its own.
 	prober *trust.Prober
@@ -32,6 +38,8 @@ type services struct {
 // beyond a request runs under ctx.
 func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) services {
 	var s services
+	s.sessions = &session.Service{Store: store, Limits: cfg.SessionLimits}
+	s.requests = &request.Service{Store: store}
 	s.payments, s.prober = newPayments(cfg, log, store)
 	mc := memory.Config{}
 	if cfg.Secrets != nil {

@@ -208,6 +208,19 @@ func (s *Service) Task(ctx context.Context, p auth.Principal, sessionID, id stri
 	return s.Store.Task(ctx, p, sessionID, id)
 }
 
+// Poll reads task id of session sessionID for a wait on it: the task, whether it is
+// still pending, and when to read it again at the latest should no session event
+// wake the wait: within a second (a solver's answer on another replica is seen so
+// even without the session's events), or at its expiry if sooner.
+func (s *Service) Poll(ctx context.Context, p auth.Principal, sessionID, id string) (t Task, pending bool, recheck time.Time, err error) {
+	t, err = s.Store.Task(ctx, p, sessionID, id)
+	recheck = time.Now().Add(time.Second)
+	if t.ExpiresAt.Before(recheck) {
+		recheck = t.ExpiresAt
+	}
+	return t, t.Status == StatusPending, recheck, err
+}
+
 // Tasks are session sessionID's newest tasks, at most limit.
 func (s *Service) Tasks(ctx context.Context, p auth.Principal, sessionID string, limit int) ([]Task, error) {
 	return s.Store.Tasks(ctx, p, sessionID, limit)
