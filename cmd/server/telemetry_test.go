@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The running server names every answer with X-Request-Id, logs one JSON line per
@@ -86,26 +87,39 @@ func TestServerLogsEveryRequestAndServesItsMetrics(t *testing.T) {
 		}
 	}
 
-	// One access line per request, in JSON, under the id its answer carried.
-	logged := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(srv.logs.String()))
-	for sc.Scan() {
-		var line struct {
-			Msg       string
-			RequestID string `json:"request_id"`
-			TraceID   string `json:"trace_id"`
-			Status    float64
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("a log line is not JSON: %q", sc.Text())
-		}
-		if line.Msg == "request" {
-			if line.TraceID == "" {
-				t.Errorf("access line without a trace id: %s", sc.Text())
+	// One access line per request, in JSON, under the id its answer carried. Access
+	// lines are written out in batches (every 200 ms): wait for the requests' lines.
+	var logged map[string]float64
+	read := func() {
+		logged = map[string]float64{}
+		sc := bufio.NewScanner(strings.NewReader(srv.logs.String()))
+		for sc.Scan() {
+			var line struct {
+				Msg       string
+				RequestID string `json:"request_id"`
+				TraceID   string `json:"trace_id"`
+				Status    float64
 			}
-			logged[line.RequestID] = line.Status
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				t.Fatalf("a log line is not JSON: %q", sc.Text())
+			}
+			if line.Msg == "request" {
+				if line.TraceID == "" {
+					t.Errorf("access line without a trace id: %s", sc.Text())
+				}
+				logged[line.RequestID] = line.Status
+			}
 		}
 	}
+	eventually(5*time.Second, func() bool {
+		read()
+		for id := range ids {
+			if _, ok := logged[id]; !ok {
+				return false
+			}
+		}
+		return true
+	})
 	for id, status := range ids {
 		if logged[id] != float64(status) {
 			t.Errorf("request %s (%d) logged as %v", id, status, logged[id])

@@ -42,11 +42,13 @@ func TestReplicasShareTheSearchRate(t *testing.T) {
 	// A burst from both at once takes what the bucket holds, no more.
 	now = now.Add(time.Hour)
 	wide := []*search.Limiter{search.NewLimiter(60, 20, 10, clock), search.NewLimiter(60, 20, 10, clock)}
+	for _, l := range wide {
+		l.Shared = store
+	}
 	var allowed atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 80 {
 		l := wide[i%2]
-		l.Shared = store
 		wg.Go(func() {
 			if l.Allow(ctx, "carol").OK {
 				allowed.Add(1)
