@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +67,9 @@ type Config struct {
 	LogLevel         slog.Level
 	SnapshotInterval time.Duration
 	ShutdownTimeout  time.Duration
+	// ShutdownDrain is how long a stopping server keeps serving, closing each
+	// connection after its answer, before it stops accepting (see drain).
+	ShutdownDrain time.Duration
 	// AuthPepper is the secret API keys are hashed with, Secrets the keys provided
 	// values are sealed with, PublicURL the origin of approval links (serve only).
 	AuthPepper []byte
@@ -128,6 +132,13 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("SNAPSHOT_INTERVAL %q: want a duration of at least 1s", v)
 		}
 		c.SnapshotInterval = d
+	}
+	if v := getenv("SHUTDOWN_DRAIN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > time.Minute {
+			return c, fmt.Errorf("SHUTDOWN_DRAIN %q: want a duration from 0s to 1m", v)
+		}
+		c.ShutdownDrain = d
 	}
 	if err := loadSiteConfig(&c, getenv); err != nil {
 		return c, err
@@ -291,10 +302,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 
 	svc := newServices(ctx, cfg, log, store)
 	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
+	var draining atomic.Bool
 	srv := &http.Server{
 		Addr: cfg.Addr,
-		Handler: observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
-			log, snapshots, searcher, withApprovals(cfg, store, svc))),
+		Handler: closeWhile(&draining, observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
+			log, snapshots, searcher, withApprovals(cfg, store, svc)))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -316,6 +328,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		return err
 	case <-ctx.Done():
 	}
+	if cfg.ShutdownDrain > 0 {
+		drain(log, &draining, apiServer, cfg.ShutdownDrain)
+	}
 	// In-flight requests run to their end; long polls and event streams end early.
 	log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String())
 	start := time.Now()
@@ -334,4 +349,28 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	}
 	log.Info("stopped", "ms", time.Since(start).Milliseconds())
 	return nil
+}
+
+// drain keeps a stopping server serving for d, each answer closing its connection, so
+// that a balancer in front stops reusing its keep-alive connections to this replica
+// before they are closed. Closing an idle connection races a request the balancer is
+// sending on it, which the balancer cannot pass on to another replica when the request
+// is not idempotent; a connection the balancer leaves idle longer than its own
+// keep-alive timeout it closes itself. Long polls and event streams end at once, so
+// their clients come back through the balancer.
+func drain(log *slog.Logger, draining *atomic.Bool, apiServer *api.Server, d time.Duration) {
+	log.Info("draining: serving on, closing each connection after its answer", "for", d.String())
+	draining.Store(true)
+	apiServer.Drain()
+	time.Sleep(d)
+}
+
+// closeWhile answers with Connection: close while draining is set.
+func closeWhile(draining *atomic.Bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header()["Connection"] = []string{"close"}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -107,6 +107,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DATABASE_URL": "x", "PORT": "http"},
 		{"DATABASE_URL": "x", "SNAPSHOT_INTERVAL": "soon"},
 		{"DATABASE_URL": "x", "LOG_LEVEL": "loud"},
+		{"DATABASE_URL": "x", "SHUTDOWN_DRAIN": "-1s"},
+		{"DATABASE_URL": "x", "SHUTDOWN_DRAIN": "2h"},
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
