@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -81,6 +82,14 @@ type methodDetail struct {
 // then slug) and the merchants by hostname, encodes every body and builds the index.
 // The ID hashes the bodies in that order, so the same content always gets the same ID.
 func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
+	return NewSnapshotAfter(nil, generatedAt, methods, merchants)
+}
+
+// NewSnapshotAfter is NewSnapshot for the snapshot that follows prev (nil for none):
+// a method or merchant whose body is byte for byte the one prev has shares prev's
+// encoded resource instead of being compressed again, so that a build costs what
+// changed. The result is the one NewSnapshot makes.
+func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
 	methods = slices.Clone(methods)
 	slices.SortFunc(methods, compareMethods)
 	merchants = slices.Clone(merchants)
@@ -158,9 +167,9 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 	merchantRes := make([]*resource.Resource, len(merchants))
 	parallel(n+len(merchants), func(i int) {
 		if i < n {
-			s.slugs[i] = resource.New(resource.JSON, details[i])
+			s.slugs[i] = prev.reuse(prev.method(methods[i].Slug), details[i])
 		} else {
-			merchantRes[i-n] = resource.New(resource.JSON, bodies[i-n])
+			merchantRes[i-n] = prev.reuse(prev.merchant(merchants[i-n].Hostname), bodies[i-n])
 		}
 	})
 	for i, mr := range merchants {
@@ -168,6 +177,33 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 	}
 	<-done
 	return s, nil
+}
+
+// method and merchant are prev's resources for a slug and a hostname, nil when prev
+// is nil or has none.
+func (s *Snapshot) method(slug string) *resource.Resource {
+	if s == nil {
+		return nil
+	}
+	if i, ok := s.bySlug[slug]; ok {
+		return s.slugs[i]
+	}
+	return nil
+}
+
+func (s *Snapshot) merchant(hostname string) *resource.Resource {
+	if s == nil {
+		return nil
+	}
+	return s.merchants[hostname]
+}
+
+// reuse is old when it holds body already, else body encoded anew.
+func (*Snapshot) reuse(old *resource.Resource, body []byte) *resource.Resource {
+	if old != nil && bytes.Equal(old.Body, body) {
+		return old
+	}
+	return resource.New(resource.JSON, body)
 }
 
 func compareMethods(a, b Method) int {
