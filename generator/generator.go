@@ -46,6 +46,8 @@ type Stats struct {
 	Build     time.Duration
 	Publish   time.Duration
 	Directory string
+	// Written and Files count the served files the publication wrote and has in all.
+	Written, Files int
 }
 
 // Once builds, publishes and swaps in one snapshot as of now. On error the holder
@@ -84,6 +86,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 			return st, err
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
+		st.Written, st.Files = g.Site.Written()
 	}
 	if g.Holder != nil {
 		g.Holder.Set(snap)
@@ -134,11 +137,12 @@ func (g *Generator) generate(ctx context.Context, why string, sameClock bool) {
 		return
 	}
 	g.Log.Info("snapshot generated", "why", why, "id", st.ID, "methods", st.Methods,
-		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond), "dir", st.Directory)
+		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond),
+		"written", st.Written, "files", st.Files, "dir", st.Directory)
 }
 
 // String names the generation for logs and the generator command.
 func (s Stats) String() string {
-	return fmt.Sprintf("snapshot %s: %d methods, built in %s, published in %s to %s",
-		s.ID, s.Methods, s.Build.Round(time.Millisecond), s.Publish.Round(time.Millisecond), s.Directory)
+	return fmt.Sprintf("snapshot %s: %d methods, built in %s, published in %s to %s (%d of %d files written)",
+		s.ID, s.Methods, s.Build.Round(time.Millisecond), s.Publish.Round(time.Millisecond), s.Directory, s.Written, s.Files)
 }

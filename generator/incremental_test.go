@@ -3,6 +3,7 @@ package generator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -198,5 +199,26 @@ func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 	}
 	if len(dirs) != 2 {
 		t.Errorf("site keeps %v", dirs)
+	}
+}
+
+// TestManifestIsWrittenAsJSONEncodesIt holds the manifest, written a file at a time,
+// to the bytes json.Marshal makes of it.
+func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
+	site := &Site{Dir: t.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	dir, err := site.Publish(testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Files) == 0 || m.Counts.Files != 2*len(m.Files) || !bytes.Equal(mustJSON(m), raw) {
+		t.Fatalf("manifest.json is not json.Marshal's encoding of itself:\n%s", raw)
 	}
 }

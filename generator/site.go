@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
@@ -112,6 +113,7 @@ type published struct {
 	// but these.
 	changed map[string]bool
 	before  string
+	written int // files it made and wrote, the others being kept or linked
 }
 
 // fileEntry is one served file: what it was made from, and its manifest entry.
@@ -173,19 +175,19 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		files = append(files, e.file)
 	}
 	slices.SortFunc(files, func(a, b ManifestFile) int { return strings.Compare(a.Path, b.Path) })
+	// Each written as it is encoded: at a hundred thousand methods the snapshot and
+	// the manifest are hundreds of megabytes.
 	extra := []struct {
-		name string
-		body []byte
+		name  string
+		write func(*bufio.Writer)
 	}{
-		{ManifestName, mustJSON(manifest(snap, files))},
-		{HeadersName, headersFile(files)},
-		{ETagMapName, etagMap(name, files)},
-		{SnapshotName, snapshotFile(snap)},
+		{ManifestName, func(b *bufio.Writer) { writeManifest(b, snap, files) }},
+		{HeadersName, func(b *bufio.Writer) { b.Write(headersFile(files)) }},
+		{ETagMapName, func(b *bufio.Writer) { writeETagMap(b, name, files) }},
+		{SnapshotName, func(b *bufio.Writer) { writeSnapshot(b, snap) }},
 	}
 	for _, e := range extra {
-		p := filepath.Join(w.dir, e.name)
-		os.Remove(p)
-		if err := os.WriteFile(p, e.body, 0o644); err != nil {
+		if err := writeFile(filepath.Join(w.dir, e.name), e.write); err != nil {
 			return "", fmt.Errorf("generator: site: %w", err)
 		}
 	}
@@ -201,7 +203,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	if err := s.link(name); err != nil {
 		return "", err
 	}
-	next := &published{name: name, files: w.files}
+	next := &published{name: name, files: w.files, written: int(w.written.Load())}
 	if last != nil {
 		next.before = last.name
 		next.changed = map[string]bool{}
@@ -219,6 +221,15 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	s.last = next
 	s.prune(name)
 	return final, nil
+}
+
+// Written says how many served files the last publication made and wrote, and how
+// many it has in all; the others it kept or linked from the one before.
+func (s *Site) Written() (written, files int) {
+	if s.last == nil {
+		return 0, 0
+	}
+	return s.last.written, len(s.last.files)
 }
 
 // link points current at name: a new symbolic link renamed over the old one, so
@@ -279,6 +290,8 @@ type siteWriter struct {
 	mu    sync.Mutex
 	made  map[string]bool
 	files map[string]fileEntry
+	// written counts the files made and written.
+	written atomic.Int64
 }
 
 // writeAll writes the directory's JSON, the human pages and the static files.
@@ -359,6 +372,7 @@ func (w *siteWriter) write(url, path, source string, build func() (*resource.Res
 				return fmt.Errorf("generator: write %s: %w", path, err)
 			}
 		}
+		w.written.Add(1)
 		sum := sha256.Sum256(res.Body)
 		e = fileEntry{source: source, file: ManifestFile{
 			URL: url, Path: path, ContentType: res.ContentType, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
@@ -491,6 +505,22 @@ func syncDir(dir string) error {
 	return nil
 }
 
+// writeFile writes a file anew (removed first, never truncated) through a buffer.
+func writeFile(path string, write func(*bufio.Writer)) error {
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	b := bufio.NewWriterSize(f, 1<<20)
+	write(b)
+	err = b.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
 	m := Manifest{Snapshot: snap.Info(), Files: files}
 	m.Counts.Methods = snap.Len()
@@ -503,6 +533,24 @@ func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
 		m.Counts.Bytes += f.Bytes + f.GzipBytes
 	}
 	return m
+}
+
+// writeManifest writes the manifest as json.Marshal encodes it, a file at a time.
+func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files []ManifestFile) {
+	m := manifest(snap, files)
+	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(m.Snapshot), mustJSON(m.Counts))
+	if files == nil {
+		b.WriteString("null}")
+		return
+	}
+	b.WriteByte('[')
+	for i, f := range files {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(mustJSON(f))
+	}
+	b.WriteString("]}")
 }
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
@@ -545,27 +593,24 @@ func headersFile(files []ManifestFile) []byte {
 	return b.Bytes()
 }
 
-// etagMap is the body of an nginx map from this snapshot's directory name and a URL
+// writeETagMap writes the body of an nginx map from this snapshot's directory name and a URL
 // to the ETag the live service gives that URL (unquoted, without -gzip or -br), so that nginx
 // can send the origin's ETags (see nginx.conf.example). Keyed by the directory, a map
 // loaded for an older snapshot never names a newer file: nginx then sends no ETag
 // rather than a wrong one, until it is reloaded.
-func etagMap(name string, files []ManifestFile) []byte {
-	var b bytes.Buffer
+func writeETagMap(b *bufio.Writer, name string, files []ManifestFile) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
 	for _, f := range files {
-		fmt.Fprintf(&b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
+		fmt.Fprintf(b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
 	}
-	return b.Bytes()
 }
 
-// snapshotFile is the machine-readable snapshot: the time it was made, every method
+// writeSnapshot writes the machine-readable snapshot: the time it was made, every method
 // with its guidance and every merchant record, as the live service encodes them.
 // LoadSite rebuilds the same snapshot from it.
-func snapshotFile(snap *directory.Snapshot) []byte {
-	var b bytes.Buffer
+func writeSnapshot(b *bufio.Writer, snap *directory.Snapshot) {
 	info := snap.Info()
-	fmt.Fprintf(&b, `{"id":%q,"generated_at":%s,"methods":[`, info.ID, mustJSON(info.GeneratedAt))
+	fmt.Fprintf(b, `{"id":%q,"generated_at":%s,"methods":[`, info.ID, mustJSON(info.GeneratedAt))
 	for i, m := range snap.Methods() {
 		if i > 0 {
 			b.WriteByte(',')
@@ -582,7 +627,6 @@ func snapshotFile(snap *directory.Snapshot) []byte {
 		b.Write(res.Body)
 	}
 	b.WriteString("]}\n")
-	return b.Bytes()
 }
 
 func mustJSON(v any) []byte {
