@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -120,27 +121,45 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 		}
 		b.set(i)
 	}
-	for i := range methods {
+	// Encoded on every processor; a body equal to prev's is prev's, so that what did
+	// not change is held once.
+	errs := make([]error, n)
+	parallel(n, func(i int) {
 		m := &methods[i]
-		if _, dup := s.bySlug[m.Slug]; dup {
-			return nil, fmt.Errorf("directory: duplicate slug %q", m.Slug)
-		}
-		s.bySlug[m.Slug] = i
 		item, err := json.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("directory: encode %s: %w", m.Slug, err)
+			errs[i] = fmt.Errorf("directory: encode %s: %w", m.Slug, err)
+			return
 		}
-		s.items[i] = item
 		guidance := m.Guidance
 		if len(guidance) == 0 {
 			guidance = json.RawMessage("null")
 		}
 		detail, err := json.Marshal(methodDetail{Method: *m, Guidance: guidance})
 		if err != nil {
-			return nil, fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
+			errs[i] = fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
+			return
 		}
-		details[i] = detail
-		h.Write(detail)
+		if j, ok := prev.position(m.Slug); ok {
+			if bytes.Equal(prev.items[j], item) {
+				item = prev.items[j]
+			}
+			if old := prev.slugs[j].Body; bytes.Equal(old, detail) {
+				detail = old
+			}
+		}
+		s.items[i], details[i] = item, detail
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i := range methods {
+		m := &methods[i]
+		if _, dup := s.bySlug[m.Slug]; dup {
+			return nil, fmt.Errorf("directory: duplicate slug %q", m.Slug)
+		}
+		s.bySlug[m.Slug] = i
+		h.Write(details[i])
 		mark(s.category, m.Category, i)
 		mark(s.verdict, m.Trust.Verdict, i)
 		mark(s.kind, m.Kind, i)
@@ -179,13 +198,18 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 	return s, nil
 }
 
-// method and merchant are prev's resources for a slug and a hostname, nil when prev
-// is nil or has none.
-func (s *Snapshot) method(slug string) *resource.Resource {
+// position, method and merchant are prev's position and resource for a slug and its
+// resource for a hostname; none when prev is nil or has none.
+func (s *Snapshot) position(slug string) (int, bool) {
 	if s == nil {
-		return nil
+		return 0, false
 	}
-	if i, ok := s.bySlug[slug]; ok {
+	i, ok := s.bySlug[slug]
+	return i, ok
+}
+
+func (s *Snapshot) method(slug string) *resource.Resource {
+	if i, ok := s.position(slug); ok {
 		return s.slugs[i]
 	}
 	return nil
