@@ -116,10 +116,25 @@ type published struct {
 	written int // files it made and wrote, the others being kept or linked
 }
 
-// fileEntry is one served file: what it was made from, and its manifest entry.
+// fileEntry is one served file: what it was made from, and what its manifest entry
+// is made from (its ETags are its body's hash's, see resource.NewIdentity), held
+// small: a site of a hundred thousand methods has hundreds of thousands.
 type fileEntry struct {
-	source string
-	file   ManifestFile
+	source      string
+	url         string
+	contentType string
+	sum         [sha256.Size]byte
+	sizes       [3]int32 // of the body, its gzip and its brotli
+}
+
+// manifestFile is the file's manifest entry; path is where it is.
+func (e fileEntry) manifestFile(path string) ManifestFile {
+	tag := base64.RawURLEncoding.EncodeToString(e.sum[:18])
+	return ManifestFile{
+		URL: e.url, Path: path, ContentType: e.contentType, Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
+		BrotliBytes: int(e.sizes[2]), SHA256: hex.EncodeToString(e.sum[:]), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`,
+		BrotliETag: `"` + tag + `-br"`,
+	}
 }
 
 // Publish writes the snapshot's files into a directory of their own, syncs them to
@@ -171,8 +186,8 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		return "", err
 	}
 	files := make([]ManifestFile, 0, len(w.files))
-	for _, e := range w.files {
-		files = append(files, e.file)
+	for p, e := range w.files {
+		files = append(files, e.manifestFile(p))
 	}
 	slices.SortFunc(files, func(a, b ManifestFile) int { return strings.Compare(a.Path, b.Path) })
 	// Each written as it is encoded: at a hundred thousand methods the snapshot and
@@ -373,12 +388,11 @@ func (w *siteWriter) write(url, path, source string, build func() (*resource.Res
 			}
 		}
 		w.written.Add(1)
-		sum := sha256.Sum256(res.Body)
-		e = fileEntry{source: source, file: ManifestFile{
-			URL: url, Path: path, ContentType: res.ContentType, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
-			BrotliBytes: len(res.Brotli), SHA256: hex.EncodeToString(sum[:]), ETag: res.ETag, GzipETag: res.GzipETag,
-			BrotliETag: res.BrotliETag,
-		}}
+		e = fileEntry{source: source, url: url, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
+			sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
+		if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
+			return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
