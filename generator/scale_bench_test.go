@@ -3,11 +3,13 @@ package generator
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +24,8 @@ import (
 // incrementally as after a catalog change (the first into a fresh directory, linking
 // what it can, the second into the spare, as every one after it). It reports the
 // seconds of each, the files each wrote, and the peak resident memory of the full
-// build (VmHWM, reset just before it). It runs only with WAYSTATION_BENCH_100K set
+// build (VmHWM, reset just before it), and the heap a server holds between
+// generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile). It runs only with WAYSTATION_BENCH_100K set
 // (make bench sets it).
 func BenchmarkPublish100k(b *testing.B) {
 	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
@@ -46,7 +49,7 @@ func BenchmarkPublish100k(b *testing.B) {
 	b.ReportMetric(time.Since(start).Seconds(), "full-s")
 	b.ReportMetric(float64(peakRSS(b))/(1<<20), "full-peak-MB")
 	b.ReportMetric(float64(st.Files), "files")
-	b.Logf("full: %s", st)
+	progress(b, "full: %s, peak %d MB", st, peakRSS(b)>>20)
 	for round, name := range []string{"fresh", "spare"} {
 		tag, err := store.Pool().Exec(ctx, `UPDATE provider_methods SET description = description || ' Revised '  || $1::int WHERE id % 100 = 0`, round)
 		if err != nil {
@@ -59,8 +62,32 @@ func BenchmarkPublish100k(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "1%-"+name+"-s")
 		b.ReportMetric(float64(st.Written), "1%-"+name+"-written")
-		b.Logf("1%% changed (%d methods), into the %s directory: %s", tag.RowsAffected(), name, st)
+		progress(b, "1%% changed (%d methods), into the %s directory: %s", tag.RowsAffected(), name, st)
 	}
+	// What a server holds between generations: the snapshot and what the site
+	// remembers of its files.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "held-MB")
+	if path := os.Getenv("WAYSTATION_BENCH_HEAPPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(g)
+}
+
+// progress logs a step as soon as it is done, on standard error too: removing the
+// site's directories at the end takes minutes.
+func progress(b *testing.B, format string, args ...any) {
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "BenchmarkPublish100k: "+format+"\n", args...)
 }
 
 // resetPeak resets the process's peak resident memory (VmHWM) to what it holds now.

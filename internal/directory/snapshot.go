@@ -180,7 +180,12 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 	// Compressing is most of the work: the list on one processor, the rest on all.
 	done := make(chan struct{})
 	go func() {
-		s.list = resource.New(resource.JSON, s.AppendList(nil, Filter{}))
+		// Sized to fit: the list is held as long as the snapshot, its spare capacity too.
+		size := 1 << 16
+		for _, item := range s.items {
+			size += len(item) + 1
+		}
+		s.list = resource.New(resource.JSON, s.AppendList(make([]byte, 0, size), Filter{}))
 		close(done)
 	}()
 	merchantRes := make([]*resource.Resource, len(merchants))
