@@ -3,6 +3,7 @@ package generator
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -234,8 +235,15 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		}
 	}
 	s.last = next
-	s.prune(name)
+	s.prune(name, next.before)
 	return final, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Written says how many served files the last publication made and wrote, and how
@@ -262,8 +270,10 @@ func (s Site) link(name string) error {
 	return syncDir(s.Dir)
 }
 
-// prune removes the oldest published snapshots beyond Keep, never the current one.
-func (s Site) prune(current string) {
+// prune removes the oldest published snapshots beyond Keep, never the current one,
+// nor the spare when Keep leaves room for it (snapshots made at one clock have one
+// time in their names, so the spare is not always the newest of the others).
+func (s Site) prune(current, spare string) {
 	keep := max(s.Keep, 1)
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {
@@ -275,7 +285,9 @@ func (s Site) prune(current string) {
 			names = append(names, e.Name())
 		}
 	}
-	slices.Sort(names) // by generation time
+	slices.SortFunc(names, func(a, b string) int { // by generation time, the spare last
+		return cmp.Or(cmp.Compare(b2i(a == spare), b2i(b == spare)), strings.Compare(a, b))
+	})
 	for len(names) > keep-1 {
 		os.RemoveAll(filepath.Join(s.Dir, names[0]))
 		names = names[1:]
