@@ -421,6 +421,18 @@ done
 		awk '/^Benchmark(RealCatalog|Catalog100k)\// {name = $1; sub(/-[0-9]+$/, "", name); gsub(/_/, " ", name);
 			printf "| %s | %s | %s | %s |\n", name, $3, $5, $7}' "$OUT/go-bench.txt"
 		echo
+		echo "## Publishing the snapshot at 100k methods (Go benchmark)"
+		echo
+		echo "BenchmarkPublish100k (generator/scale_bench_test.go): the real catalog grown to 100,000 methods,"
+		echo "a full build and publication with its peak resident memory (VmHWM, reset just before), then a"
+		echo "change to 1% of the methods published as after a catalog change: first into a fresh directory"
+		echo "(linking what it can), then into the spare, as every later one. Printed by"
+		echo "\`WAYSTATION_BENCH_100K=1 go test -run '^\$' -bench Publish100k -benchtime 1x ./generator\`."
+		echo
+		echo "| benchmark | full s | full peak MB | files | 1% fresh s | written | 1% spare s | written |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+		metric_rows '^BenchmarkPublish100k' full-s full-peak-MB files 1%-fresh-s 1%-fresh-written 1%-spare-s 1%-spare-written
+		echo
 		echo "## Search at the Bazaar's scale (Go benchmarks, in process, one query at a time)"
 		echo
 		echo "The development set through the engine and its calibrated band, on the real catalog and grown"

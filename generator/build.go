@@ -16,18 +16,29 @@ import (
 // Build reads the records and makes the snapshot as of now. payer is what the service
 // can pay with; nil means no payer, and then no method is payable.
 func Build(ctx context.Context, src trust.RecordStore, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
+	return BuildAfter(ctx, nil, src, now, payer)
+}
+
+// BuildAfter is Build for the snapshot that follows prev (nil for none): what is
+// unchanged since prev is not encoded again (see directory.NewSnapshotAfter).
+func BuildAfter(ctx context.Context, prev *directory.Snapshot, src trust.RecordStore, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
 	now = now.UTC().Truncate(time.Second)
 	rec, err := src.DirectoryRecords(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}
-	return Assemble(rec, now, payer)
+	return assemble(rec, now, payer, prev)
 }
 
 // Assemble computes every method's trust block, payability and stats and every
 // merchant record, and builds the snapshot. A method is payable only when its newest
 // offer follows x402 and payer pays in its network and asset (see trust.Payable).
 func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
+	return assemble(rec, now, payer, nil)
+}
+
+// assemble is Assemble for the snapshot that follows prev (nil for none).
+func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directory.Snapshot) (*directory.Snapshot, error) {
 	methods := make([]directory.Method, 0, len(rec.Methods))
 	byHost := map[string][]int{}
 	for _, r := range rec.Methods {
@@ -70,5 +81,5 @@ func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.S
 		}
 		merchants = append(merchants, mr)
 	}
-	return directory.NewSnapshot(now, methods, merchants)
+	return directory.NewSnapshotAfter(prev, now, methods, merchants)
 }

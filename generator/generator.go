@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/trust"
 )
 
@@ -35,6 +36,7 @@ type Generator struct {
 
 	fingerprint string
 	generated   bool
+	last        *directory.Snapshot
 }
 
 // Stats tell how one generation went.
@@ -44,11 +46,22 @@ type Stats struct {
 	Build     time.Duration
 	Publish   time.Duration
 	Directory string
+	// Written and Files count the served files the publication wrote and has in all.
+	Written, Files int
 }
 
-// Once builds, publishes and swaps in one snapshot. On error the holder keeps the one
-// in force.
+// Once builds, publishes and swaps in one snapshot as of now. On error the holder
+// keeps the one in force.
 func (g *Generator) Once(ctx context.Context) (Stats, error) {
+	return g.once(ctx, false)
+}
+
+// once builds, publishes and swaps in one snapshot. With sameClock, and a snapshot
+// made already, the new one is made as of that one's time: trust is judged, and ages
+// counted, at the same instant, so that a method, merchant or page that the catalog's
+// change does not touch is byte for byte what it was, and neither encoded, rendered
+// nor written again. Only Every moves the clock on.
+func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	var st Stats
 	if c, ok := g.Source.(Changes); ok && g.Watch > 0 {
 		// Taken first: a change made during the build is seen at the next look.
@@ -57,7 +70,11 @@ func (g *Generator) Once(ctx context.Context) (Stats, error) {
 		}
 	}
 	start := time.Now()
-	snap, err := Build(ctx, g.Source, start, g.Payer)
+	now := start
+	if sameClock && g.last != nil {
+		now = g.last.Info().GeneratedAt
+	}
+	snap, err := BuildAfter(ctx, g.last, g.Source, now, g.Payer)
 	if err != nil {
 		return st, err
 	}
@@ -69,16 +86,18 @@ func (g *Generator) Once(ctx context.Context) (Stats, error) {
 			return st, err
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
+		st.Written, st.Files = g.Site.Written()
 	}
 	if g.Holder != nil {
 		g.Holder.Set(snap)
 	}
-	g.generated = true
+	g.generated, g.last = true, snap
 	return st, nil
 }
 
 // Run generates at once unless Once already did, then every Every, and after each change the watch sees,
-// until ctx ends. A failed generation is logged; the directory keeps answering from
+// until ctx ends. A generation after a change keeps the clock of the snapshot in force
+// (see once), so that it costs what changed; one every Every moves it on. A failed generation is logged; the directory keeps answering from
 // the last good snapshot.
 func (g *Generator) Run(ctx context.Context) {
 	every := time.NewTicker(g.Every)
@@ -91,27 +110,26 @@ func (g *Generator) Run(ctx context.Context) {
 		watch = t.C
 	}
 	if !g.generated {
-		g.generate(ctx, "start")
+		g.generate(ctx, "start", false)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-every.C:
-			g.generate(ctx, "interval")
+			g.generate(ctx, "interval", false)
 		case <-watch:
 			fp, err := changes.Fingerprint(ctx)
 			if err != nil || fp == g.fingerprint {
 				continue
 			}
-			g.generate(ctx, "catalog changed")
-			every.Reset(g.Every)
+			g.generate(ctx, "catalog changed", true)
 		}
 	}
 }
 
-func (g *Generator) generate(ctx context.Context, why string) {
-	st, err := g.Once(ctx)
+func (g *Generator) generate(ctx context.Context, why string, sameClock bool) {
+	st, err := g.once(ctx, sameClock)
 	if err != nil {
 		if ctx.Err() == nil {
 			g.Log.Warn("snapshot generation failed; serving the previous one", "why", why, "err", err)
@@ -119,11 +137,12 @@ func (g *Generator) generate(ctx context.Context, why string) {
 		return
 	}
 	g.Log.Info("snapshot generated", "why", why, "id", st.ID, "methods", st.Methods,
-		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond), "dir", st.Directory)
+		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond),
+		"written", st.Written, "files", st.Files, "dir", st.Directory)
 }
 
 // String names the generation for logs and the generator command.
 func (s Stats) String() string {
-	return fmt.Sprintf("snapshot %s: %d methods, built in %s, published in %s to %s",
-		s.ID, s.Methods, s.Build.Round(time.Millisecond), s.Publish.Round(time.Millisecond), s.Directory)
+	return fmt.Sprintf("snapshot %s: %d methods, built in %s, published in %s to %s (%d of %d files written)",
+		s.ID, s.Methods, s.Build.Round(time.Millisecond), s.Publish.Round(time.Millisecond), s.Directory, s.Written, s.Files)
 }

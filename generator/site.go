@@ -1,12 +1,16 @@
 package generator
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -81,73 +85,174 @@ type ManifestFile struct {
 
 // Site is a directory of published snapshots: each in its own subdirectory, the one in
 // force named by the symbolic link current, swapped atomically.
+//
+// A Site publishes what changed: it remembers each file of the snapshot it published
+// last and what the file was made from (a body, by its ETag; a page, by the digest of
+// its sources), and the directory in force before that one, which then serves nothing.
+// The next snapshot is written into that spare directory, where only the files that
+// differ are written (rendered first, for a page, unless the directory in force has it,
+// when it is linked from there) and the files it no longer has are removed; then it
+// is renamed and made current. A Site that published nothing yet writes a fresh
+// directory, linking what it can from the last one it published.
 type Site struct {
 	Dir string
-	// Keep is how many published snapshots stay on disk, the current one included.
+	// Keep is how many published snapshots stay on disk, the current one included; with
+	// fewer than 2 there is no spare, and every snapshot gets a fresh directory.
 	Keep int
 	// Views builds the pages written beside the JSON.
 	Views web.Views
+
+	last *published
 }
 
-// Publish writes the snapshot's files into a fresh directory, syncs them to disk and
-// makes it current, then removes all but the newest Keep published snapshots. It
-// returns the new directory. Pages are written as they are rendered, so memory holds
-// the snapshot and little more.
-func (s Site) Publish(snap *directory.Snapshot) (string, error) {
+// published is what a Site knows of the directory it published last.
+type published struct {
+	name  string
+	files map[string]fileEntry // served files by path
+	// changed are the paths whose file that publication wrote, linked or removed: the
+	// directory before it (before, "" when there is none) has every file of this one
+	// but these.
+	changed map[string]bool
+	before  string
+	written int // files it made and wrote, the others being kept or linked
+}
+
+// fileEntry is one served file: what it was made from, and what its manifest entry
+// is made from (its ETags are its body's hash's, see resource.NewIdentity), held
+// small: a site of a hundred thousand methods has hundreds of thousands.
+type fileEntry struct {
+	source      string
+	url         string
+	contentType string
+	sum         [sha256.Size]byte
+	sizes       [3]int32 // of the body, its gzip and its brotli
+}
+
+// manifestFile is the file's manifest entry; path is where it is.
+func (e fileEntry) manifestFile(path string) ManifestFile {
+	tag := base64.RawURLEncoding.EncodeToString(e.sum[:18])
+	return ManifestFile{
+		URL: e.url, Path: path, ContentType: e.contentType, Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
+		BrotliBytes: int(e.sizes[2]), SHA256: hex.EncodeToString(e.sum[:]), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`,
+		BrotliETag: `"` + tag + `-br"`,
+	}
+}
+
+// Publish writes the snapshot's files into a directory of their own, syncs them to
+// disk and makes it current, then removes all but the newest Keep published
+// snapshots. It returns the new directory. Pages are written as they are rendered, so
+// memory holds the snapshot and little more.
+func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	info := snap.Info()
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
 	name := snapPrefix + info.GeneratedAt.UTC().Format("20060102T150405Z") + "-" + info.ID
 	final := filepath.Join(s.Dir, name)
+	last := s.last
+	if last != nil && filepath.Base(s.Current()) != last.name {
+		last = nil // another publisher made another directory current
+	}
 	if _, err := os.Stat(final); err == nil {
 		// The same snapshot was published already (the ID hashes every body).
+		if last == nil || last.name != name {
+			s.last = nil
+		}
 		return final, s.link(name)
 	}
-	tmp, err := os.MkdirTemp(s.Dir, ".tmp-")
-	if err != nil {
-		return "", fmt.Errorf("generator: site: %w", err)
+	// Until this publication succeeds, the next starts afresh: the spare is moved here.
+	s.last = nil
+	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last}
+	if last != nil {
+		w.cur = filepath.Join(s.Dir, last.name)
 	}
-	defer os.RemoveAll(tmp)
-	w := &siteWriter{dir: tmp, views: s.Views, made: map[string]bool{}}
+	if last != nil && last.before != "" && s.Keep >= 2 {
+		w.dir = filepath.Join(s.Dir, ".tmp-"+name)
+		if err := os.Rename(filepath.Join(s.Dir, last.before), w.dir); err == nil {
+			w.spare = true
+		}
+	}
+	if !w.spare {
+		tmp, err := os.MkdirTemp(s.Dir, ".tmp-")
+		if err != nil {
+			return "", fmt.Errorf("generator: site: %w", err)
+		}
+		w.dir = tmp
+	}
+	defer os.RemoveAll(w.dir)
 	if err := w.writeAll(snap); err != nil {
 		return "", err
 	}
-	files := w.files
-	slices.SortFunc(files, func(a, b ManifestFile) int { return strings.Compare(a.Path, b.Path) })
-	for i := 1; i < len(files); i++ {
-		if files[i].Path == files[i-1].Path {
-			return "", fmt.Errorf("generator: two files at %s", files[i].Path)
-		}
+	if err := w.removeGone(); err != nil {
+		return "", err
 	}
+	files := make([]ManifestFile, 0, len(w.files))
+	for p, e := range w.files {
+		files = append(files, e.manifestFile(p))
+	}
+	slices.SortFunc(files, func(a, b ManifestFile) int { return strings.Compare(a.Path, b.Path) })
+	// Each written as it is encoded: at a hundred thousand methods the snapshot and
+	// the manifest are hundreds of megabytes.
 	extra := []struct {
-		name string
-		body []byte
+		name  string
+		write func(*bufio.Writer)
 	}{
-		{ManifestName, mustJSON(manifest(snap, files))},
-		{HeadersName, headersFile(files)},
-		{ETagMapName, etagMap(name, files)},
-		{SnapshotName, snapshotFile(snap)},
+		{ManifestName, func(b *bufio.Writer) { writeManifest(b, snap, files) }},
+		{HeadersName, func(b *bufio.Writer) { b.Write(headersFile(files)) }},
+		{ETagMapName, func(b *bufio.Writer) { writeETagMap(b, name, files) }},
+		{SnapshotName, func(b *bufio.Writer) { writeSnapshot(b, snap) }},
 	}
 	for _, e := range extra {
-		if err := os.WriteFile(filepath.Join(tmp, e.name), e.body, 0o644); err != nil {
+		if err := writeFile(filepath.Join(w.dir, e.name), e.write); err != nil {
 			return "", fmt.Errorf("generator: site: %w", err)
 		}
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	if err := os.Chmod(w.dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
-	if err := syncTree(tmp); err != nil {
+	if err := syncTree(w.dir); err != nil {
 		return "", err
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err := os.Rename(w.dir, final); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
 	if err := s.link(name); err != nil {
 		return "", err
 	}
-	s.prune(name)
+	next := &published{name: name, files: w.files, written: int(w.written.Load())}
+	if last != nil {
+		next.before = last.name
+		next.changed = map[string]bool{}
+		for p, e := range w.files {
+			if last.files[p].source != e.source {
+				next.changed[p] = true
+			}
+		}
+		for p := range last.files {
+			if _, ok := w.files[p]; !ok {
+				next.changed[p] = true
+			}
+		}
+	}
+	s.last = next
+	s.prune(name, next.before)
 	return final, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Written says how many served files the last publication made and wrote, and how
+// many it has in all; the others it kept or linked from the one before.
+func (s *Site) Written() (written, files int) {
+	if s.last == nil {
+		return 0, 0
+	}
+	return s.last.written, len(s.last.files)
 }
 
 // link points current at name: a new symbolic link renamed over the old one, so
@@ -165,8 +270,10 @@ func (s Site) link(name string) error {
 	return syncDir(s.Dir)
 }
 
-// prune removes the oldest published snapshots beyond Keep, never the current one.
-func (s Site) prune(current string) {
+// prune removes the oldest published snapshots beyond Keep, never the current one,
+// nor the spare when Keep leaves room for it (snapshots made at one clock have one
+// time in their names, so the spare is not always the newest of the others).
+func (s Site) prune(current, spare string) {
 	keep := max(s.Keep, 1)
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {
@@ -178,7 +285,9 @@ func (s Site) prune(current string) {
 			names = append(names, e.Name())
 		}
 	}
-	slices.Sort(names) // by generation time
+	slices.SortFunc(names, func(a, b string) int { // by generation time, the spare last
+		return cmp.Or(cmp.Compare(b2i(a == spare), b2i(b == spare)), strings.Compare(a, b))
+	})
 	for len(names) > keep-1 {
 		os.RemoveAll(filepath.Join(s.Dir, names[0]))
 		names = names[1:]
@@ -196,70 +305,151 @@ func (s Site) Current() string {
 
 // siteWriter writes served files, each with its .gz and .br beside it, from several
 // goroutines at once, and remembers what it wrote for the manifest. Nothing is synced
-// here: syncTree flushes the whole tree once.
+// here: syncTree flushes the whole tree once. A file the directory holds already
+// (spare) is kept, one the directory in force (cur) holds is linked from there, and
+// any other is made and written.
 type siteWriter struct {
 	dir   string
+	spare bool       // dir is the spare, holding last's files but those it changed
+	last  *published // nil when nothing is known of the directory in force
+	cur   string     // the directory in force, which last describes
 	views web.Views
 	mu    sync.Mutex
 	made  map[string]bool
-	files []ManifestFile
+	files map[string]fileEntry
+	// written counts the files made and written.
+	written atomic.Int64
 }
 
 // writeAll writes the directory's JSON, the human pages and the static files.
 func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
-	if err := w.write("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
+	if err := w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
 		return err
 	}
 	methods, hosts := snap.Methods(), snap.Hostnames()
 	err := parallel(len(methods)+len(hosts), func(i int) error {
 		if i < len(methods) {
 			res, _ := snap.Method(methods[i].Slug)
-			return w.write("/"+servicesDir+methods[i].Slug, servicesDir+methods[i].Slug, res)
+			return w.writeResource("/"+servicesDir+methods[i].Slug, servicesDir+methods[i].Slug, res)
 		}
 		h := hosts[i-len(methods)]
 		res, _ := snap.Merchant(h)
-		return w.write("/"+merchantsDir+h, merchantsDir+h, res)
+		return w.writeResource("/"+merchantsDir+h, merchantsDir+h, res)
 	})
 	if err != nil {
 		return err
 	}
-	err = w.views.Pages(snap, func(url string, res *resource.Resource) error {
-		return w.write(url, pagePath(url), res)
+	pages := w.views.PageSources(snap)
+	err = parallel(len(pages), func(i int) error {
+		p := pages[i]
+		return w.write(p.URL, pagePath(p.URL), base64.RawURLEncoding.EncodeToString(p.Digest[:]), p.Render)
 	})
 	if err != nil {
 		return fmt.Errorf("generator: pages: %w", err)
 	}
 	for _, a := range web.Assets() {
-		if err := w.write(a.URL, strings.TrimPrefix(a.URL, "/"), a.Resource); err != nil {
+		if err := w.writeResource(a.URL, strings.TrimPrefix(a.URL, "/"), a.Resource); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *siteWriter) write(url, path string, res *resource.Resource) error {
+// writeResource writes an encoded body, known by its ETag.
+func (w *siteWriter) writeResource(url, path string, res *resource.Resource) error {
+	return w.write(url, path, res.ETag, func() (*resource.Resource, error) { return res, nil })
+}
+
+// suffixes are the forms of a served file: the body, then its gzip and brotli.
+var suffixes = [...]string{"", ".gz", ".br"}
+
+// write puts the file at path made from source in place: kept, linked, or made by
+// build and written.
+func (w *siteWriter) write(url, path, source string, build func() (*resource.Resource, error)) error {
 	p := filepath.Join(w.dir, filepath.FromSlash(path))
 	if err := w.mkdir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
 	}
-	if err := os.WriteFile(p, res.Body, 0o644); err != nil {
-		return fmt.Errorf("generator: write %s: %w", path, err)
+	var e fileEntry
+	var have bool
+	if w.last != nil {
+		e, have = w.last.files[path]
+		have = have && e.source == source
 	}
-	if err := os.WriteFile(p+".gz", res.Gzip, 0o644); err != nil {
-		return fmt.Errorf("generator: write %s: %w", path, err)
-	}
-	if err := os.WriteFile(p+".br", res.Brotli, 0o644); err != nil {
-		return fmt.Errorf("generator: write %s: %w", path, err)
-	}
-	sum := sha256.Sum256(res.Body)
-	f := ManifestFile{
-		URL: url, Path: path, ContentType: res.ContentType, Bytes: len(res.Body), GzipBytes: len(res.Gzip),
-		BrotliBytes: len(res.Brotli), SHA256: hex.EncodeToString(sum[:]), ETag: res.ETag, GzipETag: res.GzipETag,
-		BrotliETag: res.BrotliETag,
+	switch {
+	case have && w.spare && !w.last.changed[path]:
+		// The spare holds it already.
+	case have:
+		old := filepath.Join(w.cur, filepath.FromSlash(path))
+		for _, x := range suffixes {
+			w.remove(p + x)
+			if err := os.Link(old+x, p+x); err != nil {
+				return fmt.Errorf("generator: write %s: %w", path, err)
+			}
+		}
+	default:
+		res, err := build()
+		if err != nil {
+			return err
+		}
+		// Removed first, never truncated: the file may be linked from another directory.
+		for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
+			w.remove(p + suffixes[i])
+			if err := os.WriteFile(p+suffixes[i], body, 0o644); err != nil {
+				return fmt.Errorf("generator: write %s: %w", path, err)
+			}
+		}
+		w.written.Add(1)
+		e = fileEntry{source: source, url: url, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
+			sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
+		if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
+			return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
+		}
 	}
 	w.mu.Lock()
-	w.files = append(w.files, f)
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	if _, dup := w.files[path]; dup {
+		return fmt.Errorf("generator: two files at %s", path)
+	}
+	w.files[path] = e
+	return nil
+}
+
+// remove unlinks a file of the spare; a fresh directory has none.
+func (w *siteWriter) remove(p string) {
+	if w.spare {
+		os.Remove(p)
+	}
+}
+
+// removeGone removes from the spare the files this snapshot does not have: every
+// file it may hold is one last has or changed.
+func (w *siteWriter) removeGone() error {
+	if !w.spare {
+		return nil
+	}
+	gone := func(path string) error {
+		if _, ok := w.files[path]; ok {
+			return nil
+		}
+		p := filepath.Join(w.dir, filepath.FromSlash(path))
+		for _, x := range suffixes {
+			if err := os.Remove(p + x); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("generator: site: %w", err)
+			}
+		}
+		return nil
+	}
+	for path := range w.last.files {
+		if err := gone(path); err != nil {
+			return err
+		}
+	}
+	for path := range w.last.changed {
+		if err := gone(path); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -341,6 +531,22 @@ func syncDir(dir string) error {
 	return nil
 }
 
+// writeFile writes a file anew (removed first, never truncated) through a buffer.
+func writeFile(path string, write func(*bufio.Writer)) error {
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	b := bufio.NewWriterSize(f, 1<<20)
+	write(b)
+	err = b.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
 	m := Manifest{Snapshot: snap.Info(), Files: files}
 	m.Counts.Methods = snap.Len()
@@ -353,6 +559,24 @@ func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
 		m.Counts.Bytes += f.Bytes + f.GzipBytes
 	}
 	return m
+}
+
+// writeManifest writes the manifest as json.Marshal encodes it, a file at a time.
+func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files []ManifestFile) {
+	m := manifest(snap, files)
+	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(m.Snapshot), mustJSON(m.Counts))
+	if files == nil {
+		b.WriteString("null}")
+		return
+	}
+	b.WriteByte('[')
+	for i, f := range files {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(mustJSON(f))
+	}
+	b.WriteString("]}")
 }
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
@@ -395,27 +619,24 @@ func headersFile(files []ManifestFile) []byte {
 	return b.Bytes()
 }
 
-// etagMap is the body of an nginx map from this snapshot's directory name and a URL
+// writeETagMap writes the body of an nginx map from this snapshot's directory name and a URL
 // to the ETag the live service gives that URL (unquoted, without -gzip or -br), so that nginx
 // can send the origin's ETags (see nginx.conf.example). Keyed by the directory, a map
 // loaded for an older snapshot never names a newer file: nginx then sends no ETag
 // rather than a wrong one, until it is reloaded.
-func etagMap(name string, files []ManifestFile) []byte {
-	var b bytes.Buffer
+func writeETagMap(b *bufio.Writer, name string, files []ManifestFile) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
 	for _, f := range files {
-		fmt.Fprintf(&b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
+		fmt.Fprintf(b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
 	}
-	return b.Bytes()
 }
 
-// snapshotFile is the machine-readable snapshot: the time it was made, every method
+// writeSnapshot writes the machine-readable snapshot: the time it was made, every method
 // with its guidance and every merchant record, as the live service encodes them.
 // LoadSite rebuilds the same snapshot from it.
-func snapshotFile(snap *directory.Snapshot) []byte {
-	var b bytes.Buffer
+func writeSnapshot(b *bufio.Writer, snap *directory.Snapshot) {
 	info := snap.Info()
-	fmt.Fprintf(&b, `{"id":%q,"generated_at":%s,"methods":[`, info.ID, mustJSON(info.GeneratedAt))
+	fmt.Fprintf(b, `{"id":%q,"generated_at":%s,"methods":[`, info.ID, mustJSON(info.GeneratedAt))
 	for i, m := range snap.Methods() {
 		if i > 0 {
 			b.WriteByte(',')
@@ -432,7 +653,6 @@ func snapshotFile(snap *directory.Snapshot) []byte {
 		b.Write(res.Body)
 	}
 	b.WriteString("]}\n")
-	return b.Bytes()
 }
 
 func mustJSON(v any) []byte {

@@ -2,6 +2,9 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -27,19 +30,16 @@ const maxQuery = 1024
 // home page, each category, method, merchant and problem page. emit gets each page's
 // URL path and encoded body; it is called from several goroutines at once.
 func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *resource.Resource) error) error {
-	type job struct {
-		url string
-		c   templ.Component
-	}
-	jobs := make(chan job)
+	sources := vs.PageSources(snap)
+	jobs := make(chan PageSource)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
-			for j := range jobs {
-				res, err := render(j.c)
+			for p := range jobs {
+				res, err := p.Render()
 				if err == nil {
-					err = emit(j.url, res)
+					err = emit(p.URL, res)
 				}
 				if err != nil {
 					select {
@@ -50,23 +50,8 @@ func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *resou
 			}
 		})
 	}
-	send := func(url string, c templ.Component) { jobs <- job{url, c} }
-	send("/", HomePage(vs.Home(snap)))
-	for _, c := range Categories(snap) {
-		v, _ := vs.Category(snap, c)
-		send("/categories/"+url.PathEscape(c), CategoryPage(v))
-	}
-	for _, m := range snap.Methods() {
-		v, _ := vs.MethodPage(snap, m.Slug)
-		send("/methods/"+m.Slug, MethodPageView(v))
-	}
-	for _, h := range snap.Hostnames() {
-		v, _ := vs.MerchantPage(snap, h)
-		send("/merchants/"+h, MerchantPageView(v))
-	}
-	for _, p := range ProblemSlugs() {
-		v, _ := vs.ProblemPage(snap, p)
-		send("/problems/"+p, ProblemPageView(v))
+	for _, p := range sources {
+		jobs <- p
 	}
 	close(jobs)
 	wg.Wait()
@@ -76,6 +61,99 @@ func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *resou
 	default:
 		return nil
 	}
+}
+
+// PageSource is one page Pages renders, before it is: its URL path and a digest of
+// everything it is made from, so that a publisher holding the page made from the same
+// digest need not render it again. A method page is made from its method's body and
+// its merchant's probes, a merchant page from its record and its methods' bodies; the
+// home and category pages from the whole snapshot; all of them from the snapshot's
+// time, which each page shows.
+type PageSource struct {
+	URL    string
+	Digest [sha256.Size]byte
+	page   func() templ.Component
+}
+
+// Render makes the page.
+func (p PageSource) Render() (*resource.Resource, error) { return render(p.page()) }
+
+// PageSources lists the pages of a snapshot that Pages renders, in its order, with
+// their digests, without rendering any.
+func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
+	info := snap.Info()
+	digest := func(kind, url string, parts ...string) [sha256.Size]byte {
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s", vs.DirectoryAPI, kind, info.GeneratedAt.UnixNano(), url)
+		for _, p := range parts {
+			h.Write([]byte{0})
+			h.Write([]byte(p))
+		}
+		var d [sha256.Size]byte
+		h.Sum(d[:0])
+		return d
+	}
+	var out []PageSource
+	add := func(url string, d [sha256.Size]byte, page func() templ.Component) {
+		out = append(out, PageSource{URL: url, Digest: d, page: page})
+	}
+	add("/", digest("home", "/", info.ID), func() templ.Component { return HomePage(vs.Home(snap)) })
+	for _, c := range Categories(snap) {
+		u := "/categories/" + url.PathEscape(c)
+		add(u, digest("category", u, info.ID), func() templ.Component {
+			v, _ := vs.Category(snap, c)
+			return CategoryPage(v)
+		})
+	}
+	// What each merchant's record holds that its pages show: its methods and probes.
+	type record struct {
+		etag    string
+		methods []string // their bodies' ETags
+		probes  string   // a digest of the probes
+	}
+	records := make(map[string]record, len(snap.Hostnames()))
+	for _, h := range snap.Hostnames() {
+		res, _ := snap.Merchant(h)
+		var mr struct {
+			Methods []struct {
+				Slug string `json:"slug"`
+			} `json:"methods"`
+			Probes json.RawMessage `json:"probes"`
+		}
+		json.Unmarshal(res.Body, &mr)
+		sum := sha256.Sum256(mr.Probes)
+		r := record{etag: res.ETag, probes: string(sum[:])}
+		for _, e := range mr.Methods {
+			if m, ok := snap.Method(e.Slug); ok {
+				r.methods = append(r.methods, m.ETag)
+			}
+		}
+		records[h] = r
+	}
+	for _, m := range snap.Methods() {
+		res, _ := snap.Method(m.Slug)
+		u := "/methods/" + m.Slug
+		add(u, digest("method", u, res.ETag, records[m.Hostname].probes), func() templ.Component {
+			v, _ := vs.MethodPage(snap, m.Slug)
+			return MethodPageView(v)
+		})
+	}
+	for _, h := range snap.Hostnames() {
+		u := "/merchants/" + h
+		r := records[h]
+		add(u, digest("merchant", u, append([]string{r.etag}, r.methods...)...), func() templ.Component {
+			v, _ := vs.MerchantPage(snap, h)
+			return MerchantPageView(v)
+		})
+	}
+	for _, p := range ProblemSlugs() {
+		u := "/problems/" + p
+		add(u, digest("problem", u), func() templ.Component {
+			v, _ := vs.ProblemPage(snap, p)
+			return ProblemPageView(v)
+		})
+	}
+	return out
 }
 
 // page serves a page that depends only on the snapshot and the path: rendered once per

@@ -1,10 +1,12 @@
 package directory
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -81,6 +83,14 @@ type methodDetail struct {
 // then slug) and the merchants by hostname, encodes every body and builds the index.
 // The ID hashes the bodies in that order, so the same content always gets the same ID.
 func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
+	return NewSnapshotAfter(nil, generatedAt, methods, merchants)
+}
+
+// NewSnapshotAfter is NewSnapshot for the snapshot that follows prev (nil for none):
+// a method or merchant whose body is byte for byte the one prev has shares prev's
+// encoded resource instead of being compressed again, so that a build costs what
+// changed. The result is the one NewSnapshot makes.
+func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
 	methods = slices.Clone(methods)
 	slices.SortFunc(methods, compareMethods)
 	merchants = slices.Clone(merchants)
@@ -111,27 +121,45 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 		}
 		b.set(i)
 	}
-	for i := range methods {
+	// Encoded on every processor; a body equal to prev's is prev's, so that what did
+	// not change is held once.
+	errs := make([]error, n)
+	parallel(n, func(i int) {
 		m := &methods[i]
-		if _, dup := s.bySlug[m.Slug]; dup {
-			return nil, fmt.Errorf("directory: duplicate slug %q", m.Slug)
-		}
-		s.bySlug[m.Slug] = i
 		item, err := json.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("directory: encode %s: %w", m.Slug, err)
+			errs[i] = fmt.Errorf("directory: encode %s: %w", m.Slug, err)
+			return
 		}
-		s.items[i] = item
 		guidance := m.Guidance
 		if len(guidance) == 0 {
 			guidance = json.RawMessage("null")
 		}
 		detail, err := json.Marshal(methodDetail{Method: *m, Guidance: guidance})
 		if err != nil {
-			return nil, fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
+			errs[i] = fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
+			return
 		}
-		details[i] = detail
-		h.Write(detail)
+		if j, ok := prev.position(m.Slug); ok {
+			if bytes.Equal(prev.items[j], item) {
+				item = prev.items[j]
+			}
+			if old := prev.slugs[j].Body; bytes.Equal(old, detail) {
+				detail = old
+			}
+		}
+		s.items[i], details[i] = item, detail
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i := range methods {
+		m := &methods[i]
+		if _, dup := s.bySlug[m.Slug]; dup {
+			return nil, fmt.Errorf("directory: duplicate slug %q", m.Slug)
+		}
+		s.bySlug[m.Slug] = i
+		h.Write(details[i])
 		mark(s.category, m.Category, i)
 		mark(s.verdict, m.Trust.Verdict, i)
 		mark(s.kind, m.Kind, i)
@@ -152,15 +180,20 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 	// Compressing is most of the work: the list on one processor, the rest on all.
 	done := make(chan struct{})
 	go func() {
-		s.list = resource.New(resource.JSON, s.AppendList(nil, Filter{}))
+		// Sized to fit: the list is held as long as the snapshot, its spare capacity too.
+		size := 1 << 16
+		for _, item := range s.items {
+			size += len(item) + 1
+		}
+		s.list = resource.New(resource.JSON, s.AppendList(make([]byte, 0, size), Filter{}))
 		close(done)
 	}()
 	merchantRes := make([]*resource.Resource, len(merchants))
 	parallel(n+len(merchants), func(i int) {
 		if i < n {
-			s.slugs[i] = resource.New(resource.JSON, details[i])
+			s.slugs[i] = prev.reuse(prev.method(methods[i].Slug), details[i])
 		} else {
-			merchantRes[i-n] = resource.New(resource.JSON, bodies[i-n])
+			merchantRes[i-n] = prev.reuse(prev.merchant(merchants[i-n].Hostname), bodies[i-n])
 		}
 	})
 	for i, mr := range merchants {
@@ -168,6 +201,38 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 	}
 	<-done
 	return s, nil
+}
+
+// position, method and merchant are prev's position and resource for a slug and its
+// resource for a hostname; none when prev is nil or has none.
+func (s *Snapshot) position(slug string) (int, bool) {
+	if s == nil {
+		return 0, false
+	}
+	i, ok := s.bySlug[slug]
+	return i, ok
+}
+
+func (s *Snapshot) method(slug string) *resource.Resource {
+	if i, ok := s.position(slug); ok {
+		return s.slugs[i]
+	}
+	return nil
+}
+
+func (s *Snapshot) merchant(hostname string) *resource.Resource {
+	if s == nil {
+		return nil
+	}
+	return s.merchants[hostname]
+}
+
+// reuse is old when it holds body already, else body encoded anew.
+func (*Snapshot) reuse(old *resource.Resource, body []byte) *resource.Resource {
+	if old != nil && bytes.Equal(old.Body, body) {
+		return old
+	}
+	return resource.New(resource.JSON, body)
 }
 
 func compareMethods(a, b Method) int {

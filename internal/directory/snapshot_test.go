@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -147,5 +148,60 @@ func BenchmarkAppendListFiltered100k(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = s.AppendList(buf[:0], f)
+	}
+}
+
+// TestNewSnapshotAfterIsNewSnapshotSharingWhatDidNotChange: a snapshot made after
+// another is the one NewSnapshot makes (ID, list, every body and ETag), and holds the
+// earlier one's encoded resources for the methods and merchants it did not change.
+func TestNewSnapshotAfterIsNewSnapshotSharingWhatDidNotChange(t *testing.T) {
+	at := time.Unix(100, 0)
+	merchants := func(ms []Method) []Merchant {
+		var out []Merchant
+		for _, h := range []string{"h1.example", "h2.example"} {
+			out = append(out, Merchant{Hostname: h, Providers: []string{"p"}, Methods: []MerchantEntry{{Slug: "m-" + h}}})
+		}
+		return out
+	}
+	before := synthetic(60, 3)
+	prev, err := NewSnapshot(at, before, merchants(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := synthetic(60, 3)
+	after[7].Name = "changed"
+	after[9].Slug = "m-renamed"
+	after = append(after[:20], after[21:]...)
+	mr := merchants(after)
+	mr[1].Providers = []string{"q"}
+	got, err := NewSnapshotAfter(prev, at, after, mr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewSnapshot(at, after, mr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Info() != want.Info() || !bytes.Equal(got.List().Body, want.List().Body) || got.List().ETag != want.List().ETag {
+		t.Fatalf("snapshot %v after another, %v alone", got.Info(), want.Info())
+	}
+	for _, m := range want.Methods() {
+		a, _ := got.Method(m.Slug)
+		b, _ := want.Method(m.Slug)
+		if !bytes.Equal(a.Body, b.Body) || !bytes.Equal(a.Gzip, b.Gzip) || !bytes.Equal(a.Brotli, b.Brotli) || a.ETag != b.ETag {
+			t.Errorf("%s differs", m.Slug)
+		}
+		old, had := prev.Method(m.Slug)
+		if changed := m.Slug == "m-00007" || m.Slug == "m-renamed"; (had && old == a) == changed {
+			t.Errorf("%s: shared %v, changed %v", m.Slug, had && old == a, changed)
+		}
+	}
+	for i, h := range want.Hostnames() {
+		a, _ := got.Merchant(h)
+		b, _ := want.Merchant(h)
+		old, _ := prev.Merchant(h)
+		if a.ETag != b.ETag || !bytes.Equal(a.Brotli, b.Brotli) || (old == a) != (i == 0) {
+			t.Errorf("merchant %s: ETag %s, want %s; shared %v", h, a.ETag, b.ETag, old == a)
+		}
 	}
 }

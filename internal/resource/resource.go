@@ -120,7 +120,7 @@ func compress(body []byte, level int) []byte {
 	zw.Write(body)
 	zw.Close()
 	pool.Put(zw)
-	return buf.Bytes()
+	return fit(buf.Bytes())
 }
 
 // brotliWriters keeps a pool of writers per quality: a new one allocates its window,
@@ -141,5 +141,14 @@ func compressBrotli(body []byte, quality int) []byte {
 	bw.Write(body)
 	bw.Close()
 	pool.Put(bw)
-	return buf.Bytes()
+	return fit(buf.Bytes())
+}
+
+// fit is b, copied to a slice of its length when its spare capacity is more than a
+// quarter of it: an encoded form is held as long as its resource.
+func fit(b []byte) []byte {
+	if cap(b)-len(b) > len(b)/4 {
+		return bytes.Clone(b)
+	}
+	return b
 }

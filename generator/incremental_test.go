@@ -1,0 +1,224 @@
+package generator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/web"
+)
+
+// records is a catalog served as a record store, changed between generations.
+type records struct{ rec trust.Records }
+
+func (r *records) DirectoryRecords(context.Context, time.Time) (trust.Records, error) {
+	return r.rec, nil
+}
+
+// testRecords is a catalog of n methods on four hosts, half of them probed.
+func testRecords(n int, at time.Time) trust.Records {
+	rec := trust.Records{Probes: map[int64][]trust.Observation{}, HostProbes: map[string][]trust.Observation{}}
+	amount := "1000"
+	for i := range n {
+		host := fmt.Sprintf("api%d.example.com", i%4)
+		rec.Methods = append(rec.Methods, trust.MethodRecord{ID: int64(i + 1), Method: directory.Method{
+			Slug: fmt.Sprintf("method-%d", i), Name: fmt.Sprintf("Method %d", i), Provider: "Provider " + host,
+			Hostname: host, Description: fmt.Sprintf("Does thing number %d <carefully> & well.", i),
+			Category: []string{"blockchain", "weather", "data"}[i%3], Kind: "x402",
+			Endpoint: directory.Endpoint{Method: "GET", URL: "https://" + host + fmt.Sprintf("/v1/thing/%d", i)},
+		}})
+		if i%2 == 0 {
+			status, latency := 402, 100+i
+			rec.Probes[int64(i+1)] = []trust.Observation{{ProbedAt: at.Add(-time.Duration(i+1) * time.Minute), Outcome: trust.OutcomePaymentRequired,
+				HTTPStatus: &status, LatencyMS: &latency, Scheme: "exact", Network: "eip155:8453",
+				Asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", PayTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", Amount: &amount}}
+		}
+	}
+	for h := range 4 {
+		host := fmt.Sprintf("api%d.example.com", h)
+		status := 402
+		rec.HostProbes[host] = []trust.Observation{{ProbedAt: at.Add(-time.Hour), Outcome: trust.OutcomePaymentRequired, HTTPStatus: &status}}
+	}
+	return rec
+}
+
+// tree reads every file under dir, by path.
+func tree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestIncrementalPublicationsMatchFullBuilds changes a catalog step by step (a
+// description, a removal, a rename, a method moving to another merchant, a merchant's
+// probe, a category, a new method) and publishes each step incrementally, as the
+// generator does after a catalog change: every file of each published directory, the
+// manifest with its ETags and the nginx ETag map included, must be byte for byte
+// those a full build of the same catalog at the same instant publishes in a directory
+// of its own; a file the step did not touch must be the very file published before,
+// neither rendered nor written again.
+func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
+	src := &records{rec: testRecords(24, at)}
+	site := &Site{Dir: t.TempDir(), Keep: 3, Views: views}
+	g := &Generator{Source: src, Site: site}
+	if _, err := g.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clock := g.last.Info().GeneratedAt
+	method := func(slug string) *directory.Method {
+		for i := range src.rec.Methods {
+			if src.rec.Methods[i].Method.Slug == slug {
+				return &src.rec.Methods[i].Method
+			}
+		}
+		t.Fatalf("no method %s", slug)
+		return nil
+	}
+	steps := []struct {
+		name    string
+		change  func()
+		touched []string // files that must be new
+		kept    []string // files that must be the same as before
+	}{
+		{"a description", func() { method("method-5").Description = "Does something else now." },
+			[]string{"methods/method-5.html", "functions/v1/api/api/public/v1/services/method-5", "merchants/api1.example.com.html"},
+			[]string{"methods/method-6.html", "functions/v1/api/api/public/v1/services/method-6", "methods/method-9.html"}},
+		{"a removal", func() {
+			src.rec.Methods = slices.DeleteFunc(src.rec.Methods, func(r trust.MethodRecord) bool { return r.Method.Slug == "method-7" })
+		}, nil, []string{"methods/method-6.html"}},
+		{"a rename", func() { method("method-8").Slug = "method-8-renamed" },
+			[]string{"methods/method-8-renamed.html"}, []string{"methods/method-4.html"}},
+		{"a move to another merchant", func() {
+			m := method("method-10")
+			m.Hostname = "api3.example.com"
+			m.Endpoint.URL = "https://api3.example.com/v1/thing/10"
+		}, []string{"merchants/api3.example.com.html", "merchants/api2.example.com.html"}, []string{"methods/method-1.html"}},
+		{"a merchant's probe", func() {
+			status := 500
+			src.rec.HostProbes["api0.example.com"] = append([]trust.Observation{{ProbedAt: clock.Add(-time.Minute), Outcome: "error", HTTPStatus: &status}},
+				src.rec.HostProbes["api0.example.com"]...)
+		}, []string{"methods/method-0.html", "methods/method-4.html"}, []string{"methods/method-1.html", "functions/v1/api/api/public/v1/services/method-0"}},
+		{"a category", func() { method("method-3").Category = "finance" },
+			[]string{"categories/finance.html", "categories/blockchain.html"}, nil},
+		{"a merchant's last method gone", func() {
+			src.rec.Methods = slices.DeleteFunc(src.rec.Methods, func(r trust.MethodRecord) bool { return r.Method.Hostname == "api2.example.com" })
+		}, nil, []string{"methods/method-1.html"}},
+		{"a new method", func() {
+			src.rec.Methods = append(src.rec.Methods, trust.MethodRecord{ID: 99, Method: directory.Method{Slug: "brand-new", Name: "Brand new",
+				Provider: "Provider", Hostname: "api9.example.com", Category: "data", Kind: "x402",
+				Endpoint: directory.Endpoint{Method: "GET", URL: "https://api9.example.com/"}}})
+		}, []string{"methods/brand-new.html", "merchants/api9.example.com.html"}, []string{"methods/method-1.html"}},
+		{"nothing", func() {}, nil, []string{"methods/method-1.html", "functions/v1/api/api/public/v1/services/index.json"}},
+	}
+	for _, st := range steps {
+		before := site.Current()
+		st.change()
+		if _, err := g.once(context.Background(), true); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got := site.Current()
+		if g.last.Info().GeneratedAt != clock {
+			t.Fatalf("%s: the clock moved to %s", st.name, g.last.Info().GeneratedAt)
+		}
+		full, err := Assemble(src.rec, clock, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := &Site{Dir: t.TempDir(), Views: views}
+		want, err := fresh.Publish(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(got) != filepath.Base(want) {
+			t.Fatalf("%s: published %s, a full build %s", st.name, filepath.Base(got), filepath.Base(want))
+		}
+		a, b := tree(t, got), tree(t, want)
+		for p, body := range b {
+			if !bytes.Equal(a[p], body) {
+				t.Errorf("%s: %s differs from the full build's (%d bytes, want %d)", st.name, p, len(a[p]), len(body))
+			}
+		}
+		for p := range a {
+			if _, ok := b[p]; !ok {
+				t.Errorf("%s: %s is published, and not by a full build", st.name, p)
+			}
+		}
+		same := func(p string) bool {
+			x, err1 := os.Stat(filepath.Join(before, p))
+			y, err2 := os.Stat(filepath.Join(got, p))
+			return err1 == nil && err2 == nil && os.SameFile(x, y)
+		}
+		for _, p := range st.touched {
+			if _, ok := a[p]; !ok || same(p) {
+				t.Errorf("%s: %s was not published anew", st.name, p)
+			}
+		}
+		for _, p := range st.kept {
+			for _, x := range suffixes {
+				if !same(p + x) {
+					t.Errorf("%s: %s was written again", st.name, p+x)
+				}
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	// Two kept, however many published: the one in force and the spare the next is
+	// written into.
+	entries, _ := os.ReadDir(site.Dir)
+	var dirs []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), snapPrefix) {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if len(dirs) != 2 {
+		t.Errorf("site keeps %v", dirs)
+	}
+}
+
+// TestManifestIsWrittenAsJSONEncodesIt holds the manifest, written a file at a time,
+// to the bytes json.Marshal makes of it.
+func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
+	site := &Site{Dir: t.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	dir, err := site.Publish(testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Files) == 0 || m.Counts.Files != 2*len(m.Files) || !bytes.Equal(mustJSON(m), raw) {
+		t.Fatalf("manifest.json is not json.Marshal's encoding of itself:\n%s", raw)
+	}
+}

@@ -1,0 +1,116 @@
+package generator
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/web"
+)
+
+// BenchmarkPublish100k publishes the real catalog grown to 100,000 methods: a full
+// build, then twice a change to 1% of the methods (their descriptions), published
+// incrementally as after a catalog change (the first into a fresh directory, linking
+// what it can, the second into the spare, as every one after it). It reports the
+// seconds of each, the files each wrote, and the peak resident memory of the full
+// build (VmHWM, reset just before it), and the heap a server holds between
+// generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile). It runs only with WAYSTATION_BENCH_100K set
+// (make bench sets it).
+func BenchmarkPublish100k(b *testing.B) {
+	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
+		b.Skip("set WAYSTATION_BENCH_100K=1 (make bench) to run the 100k-method benchmark")
+	}
+	ctx := context.Background()
+	store, _ := pgtest.LoadRealCatalog(b)
+	if err := pgtest.GrowCatalog(ctx, store, 100_000); err != nil {
+		b.Fatal(err)
+	}
+	g := &Generator{Source: store, Site: &Site{Dir: b.TempDir(), Keep: 3, Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeak(b)
+	start := time.Now()
+	st, err := g.Once(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "full-s")
+	b.ReportMetric(float64(peakRSS(b))/(1<<20), "full-peak-MB")
+	b.ReportMetric(float64(st.Files), "files")
+	progress(b, "full: %s, peak %d MB", st, peakRSS(b)>>20)
+	for round, name := range []string{"fresh", "spare"} {
+		tag, err := store.Pool().Exec(ctx, `UPDATE provider_methods SET description = description || ' Revised '  || $1::int WHERE id % 100 = 0`, round)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		st, err := g.once(ctx, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "1%-"+name+"-s")
+		b.ReportMetric(float64(st.Written), "1%-"+name+"-written")
+		progress(b, "1%% changed (%d methods), into the %s directory: %s", tag.RowsAffected(), name, st)
+	}
+	// What a server holds between generations: the snapshot and what the site
+	// remembers of its files.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "held-MB")
+	if path := os.Getenv("WAYSTATION_BENCH_HEAPPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(g)
+}
+
+// progress logs a step as soon as it is done, on standard error too: removing the
+// site's directories at the end takes minutes.
+func progress(b *testing.B, format string, args ...any) {
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "BenchmarkPublish100k: "+format+"\n", args...)
+}
+
+// resetPeak resets the process's peak resident memory (VmHWM) to what it holds now.
+func resetPeak(b *testing.B) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Skipf("cannot reset the peak resident memory: %v", err)
+	}
+}
+
+// peakRSS is the process's peak resident memory in bytes (VmHWM).
+func peakRSS(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmHWM in /proc/self/status")
+	return 0
+}
