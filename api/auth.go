@@ -39,7 +39,8 @@ type Authenticated struct {
 	// Memory is the users' saved items; without it their routes (and resolve, which
 	// reads them) are not served.
 	Memory *memory.Service
-	Traces trace.Store
+	// Traces keeps and lists the spans agents export.
+	Traces *trace.Service
 	// Pepper is the secret API keys are hashed with.
 	Pepper []byte
 	// Sealer encrypts the values people provide through requests; without it such

@@ -23,6 +23,7 @@ import (
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/vault"
 )
 
@@ -52,7 +53,8 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Authenticated{Keys: store, Agents: store, Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}), Traces: store,
+	a := api.Authenticated{Keys: store, Agents: store, Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
+		Traces:    trace.NewService(store, memory.Protected{Store: store, Opener: testVault(t)}, trace.Config{}),
 		Protected: memory.Protected{Store: store, Opener: testVault(t)},
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {

@@ -8,19 +8,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/catalog"
-	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/resource"
 )
 
-// maxCachedList is the largest filtered list body kept in the cache; larger ones are
-// encoded for each request rather than crowding out the rest.
-const maxCachedList = 512 << 10
-
 // handleServices answers the list (no q) and search (q).
 func (s *Server) handleServices() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		snap := s.snapshots.Current()
+		snap := s.dir.Current()
 		if r.URL.RawQuery == "" {
 			resource.Serve(w, r, snap.List(), http.StatusOK)
 			return
@@ -34,25 +29,8 @@ func (s *Server) handleServices() http.Handler {
 			s.handleSearch(w, r, snap, sq)
 			return
 		}
-		resource.Serve(w, r, s.filteredList(snap, sq.Filter), http.StatusOK)
+		resource.Serve(w, r, s.dir.List(snap, sq.Filter), http.StatusOK)
 	})
-}
-
-// filteredList encodes a filtered list, or takes it from the cache of this snapshot's
-// lists.
-func (s *Server) filteredList(snap *directory.Snapshot, f directory.Filter) *resource.Resource {
-	if f.IsZero() {
-		return snap.List()
-	}
-	key := snap.Info().ID + "\x00" + f.Key()
-	if res, ok := s.lists.Get(key); ok {
-		return res
-	}
-	res := resource.New(resource.JSON, snap.AppendList(nil, f))
-	if len(res.Body) <= maxCachedList {
-		s.lists.Add(key, res)
-	}
-	return res
 }
 
 // handleService answers one enabled method with its guidance.
@@ -62,10 +40,9 @@ func (s *Server) handleService() http.Handler {
 			s.error(w, r, prob)
 			return
 		}
-		slug := chi.URLParam(r, "slug")
-		res, ok := s.snapshots.Current().Method(slug)
-		if !ok {
-			s.error(w, r, problem.New(problem.NotFound, "No enabled method has this slug."))
+		res, err := s.dir.Method(chi.URLParam(r, "slug"))
+		if err != nil {
+			s.error(w, r, err)
 			return
 		}
 		resource.Serve(w, r, res, http.StatusOK)
@@ -80,14 +57,9 @@ func (s *Server) handleMerchant() http.Handler {
 			s.error(w, r, prob)
 			return
 		}
-		host, err := catalog.HostnameFromPath(chi.URLParam(r, "hostname"))
+		res, err := s.dir.Merchant(chi.URLParam(r, "hostname"))
 		if err != nil {
-			s.error(w, r, problem.Param(problem.InvalidParameter, "hostname", "Not a valid hostname: "+err.Error()+"."))
-			return
-		}
-		res, ok := s.snapshots.Current().Merchant(host)
-		if !ok {
-			s.error(w, r, problem.New(problem.NotFound, "No method in the directory is served from this hostname."))
+			s.error(w, r, err)
 			return
 		}
 		resource.Serve(w, r, res, http.StatusOK)
@@ -119,10 +91,10 @@ func (s *Server) snapshotResource(r *http.Request) (res *resource.Resource, rout
 	}
 	p := r.URL.Path
 	if p == servicesPath {
-		return s.snapshots.Current().List(), servicesPath
+		return s.dir.Current().List(), servicesPath
 	}
 	if slug, ok := strings.CutPrefix(p, methodPrefix); ok && slug != "" && !strings.Contains(slug, "/") {
-		res, _ := s.snapshots.Current().Method(slug)
+		res, _ := s.dir.Current().Method(slug)
 		return res, methodRoute
 	}
 	if raw, ok := strings.CutPrefix(p, merchantPrefix); ok && raw != "" && !strings.Contains(raw, "/") {
@@ -130,7 +102,7 @@ func (s *Server) snapshotResource(r *http.Request) (res *resource.Resource, rout
 		if err != nil {
 			return nil, ""
 		}
-		res, _ := s.snapshots.Current().Merchant(host)
+		res, _ := s.dir.Current().Merchant(host)
 		return res, merchantRoute
 	}
 	return nil, ""

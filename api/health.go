@@ -44,7 +44,7 @@ func (s *Server) handleHealth() http.Handler {
 		err := dbErr
 		mu.Unlock()
 
-		snap := s.snapshots.Current()
+		snap := s.dir.Current()
 		info := snap.Info()
 		b := healthBody{
 			Status: "ok", Version: Version, Database: "ok", Search: s.search.Status(),

@@ -1,20 +1,17 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,20 +28,16 @@ Search with search_sellers, read a method with get_method (its guidance says how
 With Authorization: Bearer <agent key>: open_session first; pay with quote_seller then pay_seller, wait for the person with wait_request, and claim_artifact for the seller's answer.
 Values the person keeps (addresses, cards, passwords) never come back through these tools: only opaque handles. Your runtime reads approved values with the HTTP route POST /sessions/{id}/materialize, which is not a tool on purpose.`
 
-// mcpCaller is the HTTP caller of an MCP request, passed to the routes a tool calls so
-// that they hold it to its own limits.
-type mcpCaller struct {
-	remoteAddr string
-	header     http.Header
-}
-
+// mcpCallerKey keeps, in a tool call's context, the address of the MCP request's
+// client as the request and a trusted proxy tell it (a search.Caller without user).
 type mcpCallerKey struct{}
 
-// mcpSearchCaller is who a tool's search is charged to: the MCP request's key's
-// user, else its client's address (see searchCaller).
+// mcpSearchCaller is who a tool's search is charged to, as its route's search is
+// (see searchCaller): the MCP request's key's user, else its client's address.
 func (s *Server) mcpSearchCaller(ctx context.Context) search.Caller {
-	c, _ := ctx.Value(mcpCallerKey{}).(mcpCaller)
-	return search.Caller{User: principalOf(ctx).UserID, RemoteAddr: c.remoteAddr, ForwardedFor: c.header.Values("X-Forwarded-For")}
+	c, _ := ctx.Value(mcpCallerKey{}).(search.Caller)
+	c.User = principalOf(ctx).UserID
+	return c
 }
 
 // handleMCP serves the MCP server over Streamable HTTP, stateless: every POST is
@@ -61,7 +54,7 @@ func (s *Server) handleMCP() http.Handler {
 	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: s.log})
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = hdrNoStore
-		ctx := context.WithValue(r.Context(), mcpCallerKey{}, mcpCaller{remoteAddr: r.RemoteAddr, header: r.Header.Clone()})
+		ctx := context.WithValue(r.Context(), mcpCallerKey{}, search.Caller{RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")})
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 	keyed := s.authenticate(s.requireScope("agent")(serve))
@@ -171,37 +164,6 @@ func (s *Server) toolProblem(ctx context.Context, path string, err error) apiAns
 	return apiAnswer{status: kind.Status, contentType: "application/problem+json", body: problemJSON(kind, p, instance, id), code: p.Code}
 }
 
-// call serves method path (under the base path) with body through the API's own
-// router, as the MCP caller: its key, its address. The directory's tools still read
-// their routes so; the workflow's call their use cases (toolWrite, toolOnce).
-func (s *Server) call(ctx context.Context, method, path string, body any) apiAnswer {
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	// A fresh routing context: the /mcp route's own would make the router resume
-	// from it, as for a mounted sub-router.
-	ctx = context.WithValue(ctx, chi.RouteCtxKey, nil)
-	req := httptest.NewRequestWithContext(ctx, method, BasePath+path, rd)
-	if c, ok := ctx.Value(mcpCallerKey{}).(mcpCaller); ok {
-		req.RemoteAddr = c.remoteAddr
-		for _, k := range []string{"Authorization", "X-Forwarded-For", "Traceparent", "X-Request-Id"} {
-			if v := c.header.Values(k); len(v) > 0 {
-				req.Header[k] = v
-			}
-		}
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, req)
-	return apiAnswer{status: rec.Code, body: rec.Body.Bytes()}
-}
-
 // toolResult turns a route's answer into a tool's output: its JSON, which the SDK
 // checks against the tool's output schema and sends as structured content (and as
 // text, for clients that read only text), or, for a problem, an error the SDK sends
@@ -266,8 +228,6 @@ func problemText(a apiAnswer) string {
 	}
 	return text
 }
-
-func pathEscape(s string) string { return url.PathEscape(s) }
 
 // sessionPath is the path of one of a session's resources, its id checked first.
 func sessionPath(id string, rest ...string) (string, error) {

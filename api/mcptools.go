@@ -12,8 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/payment"
+	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
 )
 
@@ -105,17 +107,13 @@ type searchOut struct {
 	Note    string        `json:"note,omitempty"`
 }
 
-// brief makes a listing item brief; the summary is cut at 200 bytes on a word.
-func brief(raw json.RawMessage) methodBrief {
-	var m struct {
-		directory.Method
-		Similarity *float64   `json:"similarity"`
-		NotAMatch  *notAMatch `json:"not_a_match"`
-	}
+// brief makes a listing item (or a method's detail) brief; the summary is cut at 200
+// bytes on a word.
+func brief(raw []byte) methodBrief {
+	var m directory.Method
 	json.Unmarshal(raw, &m)
 	b := methodBrief{Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: m.Hostname, Category: m.Category, Kind: m.Kind,
-		Summary: cutWords(m.Description, 200), Verdict: m.Trust.Verdict, Score: m.Trust.Score, Payable: m.Payable, Similarity: m.Similarity,
-		NotAMatch: m.NotAMatch}
+		Summary: cutWords(m.Description, 200), Verdict: m.Trust.Verdict, Score: m.Trust.Score, Payable: m.Payable}
 	if p := m.Trust.Probe; p != nil && p.Price != nil && p.Price.Value != nil {
 		b.Price = *p.Price.Value
 		if p.AssetSymbol != nil {
@@ -136,27 +134,41 @@ func cutWords(s string, n int) string {
 	return strings.TrimSpace(s[:cut]) + "…"
 }
 
+// toolSearch searches as the route GET /services?q= does: its arguments checked by
+// the route's rules, the same search service, charged to the same caller; each
+// method is the route's listing item, with its similarity rounded as the route
+// writes it.
 func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in searchIn) (*mcp.CallToolResult, searchOut, error) {
-	q := url.Values{"q": {in.Query}}
+	const path = "/api/public/v1/services"
+	var f directory.Filter
 	if in.Category != "" {
-		q.Set("category", in.Category)
+		var prob *problem.Error
+		if f.Categories, prob = parseList("category", in.Category, catalog.Categories); prob != nil {
+			return nil, searchOut{}, toolError(s.toolProblem(ctx, path, prob))
+		}
 	}
-	a := s.call(ctx, "GET", "/api/public/v1/services?"+q.Encode(), nil)
-	if a.status != 200 {
-		return nil, searchOut{}, toolError(a)
+	q, prob := parseQ(in.Query)
+	if prob != nil {
+		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, prob))
 	}
-	var page struct {
-		Items    []json.RawMessage `json:"items"`
-		Nearest  []json.RawMessage `json:"nearest"`
-		Degraded bool              `json:"degraded"`
+	snap := s.dir.Current()
+	a, err := s.search.Search(ctx, s.mcpSearchCaller(ctx), snap, q, f)
+	if err != nil {
+		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, err))
 	}
-	json.Unmarshal(a.body, &page)
-	out := searchOut{Query: in.Query, Results: make([]methodBrief, 0, len(page.Items))}
-	for _, it := range page.Items {
-		out.Results = append(out.Results, brief(it))
+	out := searchOut{Query: in.Query, Results: make([]methodBrief, 0, len(a.Hits))}
+	for _, h := range a.Hits {
+		b := brief(snap.Item(h.Pos))
+		b.Similarity = ptrTo(rounded(h.Similarity))
+		out.Results = append(out.Results, b)
 	}
-	for _, it := range page.Nearest {
-		out.Nearest = append(out.Nearest, brief(it))
+	if band := a.Band; band != nil {
+		for _, n := range a.Nearest {
+			b := brief(snap.Item(n.Pos))
+			b.Similarity = ptrTo(rounded(n.Similarity))
+			b.NotAMatch = &notAMatch{Reason: n.Reason, Confidence: rounded(band.Confidence), Least: rounded(band.Least), Margin: rounded(band.Margin)}
+			out.Nearest = append(out.Nearest, b)
+		}
 	}
 	switch {
 	case len(out.Results) == 0 && len(out.Nearest) > 0:
@@ -181,16 +193,16 @@ func (s *Server) toolMethod(ctx context.Context, _ *mcp.CallToolRequest, in slug
 	if in.Slug == "" || strings.ContainsAny(in.Slug, "/?#") {
 		return nil, methodOut{}, toolFailure("validation_failed: slug must be a method's slug, as search_sellers answers it.")
 	}
-	a := s.call(ctx, "GET", "/api/public/v1/services/"+pathEscape(in.Slug), nil)
-	if a.status != 200 {
-		return nil, methodOut{}, toolError(a)
+	res, err := s.dir.Method(in.Slug)
+	if err != nil {
+		return nil, methodOut{}, toolError(s.toolProblem(ctx, "/api/public/v1/services/"+url.PathEscape(in.Slug), err))
 	}
 	var m struct {
 		Endpoint directory.Endpoint `json:"endpoint"`
 		Guidance map[string]any     `json:"guidance"`
 	}
-	json.Unmarshal(a.body, &m)
-	return nil, methodOut{methodBrief: brief(a.body), Endpoint: m.Endpoint, Guidance: m.Guidance}, nil
+	json.Unmarshal(res.Body, &m)
+	return nil, methodOut{methodBrief: brief(res.Body), Endpoint: m.Endpoint, Guidance: m.Guidance}, nil
 }
 
 type merchantIn struct {
@@ -217,12 +229,12 @@ func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in me
 	if host == "" || strings.ContainsAny(host, "/?#") {
 		return nil, merchantOut{}, toolFailure("validation_failed: hostname must be a seller's hostname, such as api.example.com.")
 	}
-	a := s.call(ctx, "GET", "/api/public/v1/merchants/"+pathEscape(host), nil)
-	if a.status != 200 {
-		return nil, merchantOut{}, toolError(a)
+	res, err := s.dir.Merchant(host)
+	if err != nil {
+		return nil, merchantOut{}, toolError(s.toolProblem(ctx, "/api/public/v1/merchants/"+url.PathEscape(host), err))
 	}
 	var m directory.Merchant
-	json.Unmarshal(a.body, &m)
+	json.Unmarshal(res.Body, &m)
 	out := merchantOut{Hostname: m.Hostname, Providers: m.Providers, Verdict: m.Trust.Verdict, Score: m.Trust.Score,
 		Advisory: m.Trust.Advisory, Stats: m.Stats, Methods: make([]string, 0, len(m.Methods))}
 	if o := m.Trust.Override; o != nil {
@@ -246,11 +258,10 @@ type categoryCount struct {
 	Methods  int    `json:"methods"`
 }
 
-func (s *Server) toolCategories(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, categoriesOut, error) {
-	a := s.call(ctx, "GET", "/api/public/v1/services?limit=1", nil)
-	if a.status != 200 {
-		return nil, categoriesOut{}, toolError(a)
-	}
+// toolCategories reads the facets of the list a route answers to GET
+// /services?limit=1.
+func (s *Server) toolCategories(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, categoriesOut, error) {
+	res := s.dir.List(s.dir.Current(), directory.Filter{Limit: 1})
 	var page struct {
 		Facets struct {
 			Category []struct {
@@ -259,7 +270,7 @@ func (s *Server) toolCategories(ctx context.Context, _ *mcp.CallToolRequest, _ s
 			} `json:"category"`
 		} `json:"facets"`
 	}
-	json.Unmarshal(a.body, &page)
+	json.Unmarshal(res.Body, &page)
 	out := categoriesOut{Categories: []categoryCount{}}
 	for _, f := range page.Facets.Category {
 		out.Categories = append(out.Categories, categoryCount{f.Value, f.Count})

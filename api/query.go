@@ -10,10 +10,8 @@ import (
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/search"
 )
-
-// MaxQueryBytes bounds q, in UTF-8 bytes after trimming.
-const MaxQueryBytes = 1024
 
 // maxPage bounds limit and offset: far above any catalog, low enough to stay an int.
 const maxPage = 1_000_000
@@ -111,8 +109,8 @@ func parseQ(v string) (string, *problem.Error) {
 	switch {
 	case v == "":
 		return "", problem.Param(problem.InvalidParameter, "q", "The query is empty; leave q out for the list.")
-	case len(v) > MaxQueryBytes:
-		return "", problem.Param(problem.QueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is 1024.")
+	case len(v) > search.MaxQueryBytes:
+		return "", problem.Param(problem.QueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is "+strconv.Itoa(search.MaxQueryBytes)+".")
 	}
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/search"
 )
 
 func TestParseServicesQueryReadsEveryFilter(t *testing.T) {
@@ -51,7 +52,7 @@ func FuzzParseServicesQuery(f *testing.F) {
 			}
 			return
 		}
-		if sq.Search && (sq.Q == "" || len(sq.Q) > MaxQueryBytes || !utf8.ValidString(sq.Q)) {
+		if sq.Search && (sq.Q == "" || len(sq.Q) > search.MaxQueryBytes || !utf8.ValidString(sq.Q)) {
 			t.Fatalf("%q: accepted query %q", raw, sq.Q)
 		}
 		if sq.Filter.Limit < 0 || sq.Filter.Offset < 0 {

@@ -114,7 +114,7 @@ func (s *Server) handleResolve() http.HandlerFunc {
 func (s *Server) resolve(ctx context.Context, caller search.Caller, sid string, req resolveRequest) (resolveBody, error) {
 	out := resolveBody{Match: search.MatchNone, Providers: []provider{}}
 	var scope memory.Scope
-	snap := s.snapshots.Current()
+	snap := s.dir.Current()
 	if req.TargetURL != "" {
 		var err error
 		if scope.Host, err = memory.HostOf(req.TargetURL); err != nil {

@@ -126,8 +126,11 @@ func appendNear(dst []byte, snap *directory.Snapshot, n search.Near, b *search.B
 
 // appendRounded appends x rounded to four decimals.
 func appendRounded(dst []byte, x float64) []byte {
-	return strconv.AppendFloat(dst, math.Round(x*1e4)/1e4, 'f', -1, 64)
+	return strconv.AppendFloat(dst, rounded(x), 'f', -1, 64)
 }
+
+// rounded is x rounded to four decimals, as a search answer says its figures.
+func rounded(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // appendJSONString appends s as a JSON string, encoded by encoding/json: control
 // characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced. (Go's string quoting

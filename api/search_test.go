@@ -678,26 +678,11 @@ func TestMCPSearchSellersCarriesTheNearestApart(t *testing.T) {
 	e := newSearchEnv(t, searchOptions{})
 	call := func(query string) map[string]any {
 		t.Helper()
-		args, _ := json.Marshal(map[string]string{"query": query})
-		req := httptest.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_sellers","arguments":`+string(args)+`}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		rec := httptest.NewRecorder()
-		e.srv.ServeHTTP(rec, req)
-		body := rec.Body.String()
-		if i := strings.Index(body, "data: "); i >= 0 { // an event stream of one message
-			body = strings.TrimSpace(body[i+len("data: "):])
+		out, failure := e.tool(t, "search_sellers", map[string]string{"query": query})
+		if failure != "" || out == nil {
+			t.Fatalf("%s: %q %v", query, failure, out)
 		}
-		var msg struct {
-			Result struct {
-				IsError           bool           `json:"isError"`
-				StructuredContent map[string]any `json:"structuredContent"`
-			}
-		}
-		if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Result.IsError || msg.Result.StructuredContent == nil {
-			t.Fatalf("%s: %d %v %s", query, rec.Code, err, rec.Body)
-		}
-		return msg.Result.StructuredContent
+		return out
 	}
 	out := call("bake a chocolate cake")
 	nearest, _ := out["nearest"].([]any)

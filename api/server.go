@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/go-chi/chi/v5"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
@@ -26,11 +25,6 @@ const Version = "1.1.0"
 // BasePath is where every API route hangs.
 const BasePath = "/functions/v1/api"
 
-// Snapshots hands out the current directory snapshot; it is never nil.
-type Snapshots interface {
-	Current() *directory.Snapshot
-}
-
 // Pinger tells whether the database answers.
 type Pinger interface {
 	Ping(ctx context.Context) error
@@ -38,22 +32,22 @@ type Pinger interface {
 
 // Config holds the server's settings.
 type Config struct {
-	// ListCacheEntries bounds the cache of encoded filtered lists.
+	// ListCacheEntries bounds the cache of encoded filtered lists (see
+	// directory.NewService).
 	ListCacheEntries int
 }
 
 // Server answers the API. It holds no request state of its own beyond caches, so
 // any number of replicas can run side by side.
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	snapshots Snapshots
-	db        Pinger
-	lists     *lru.Cache[string, *resource.Resource]
-	router    chi.Router
-	auth      Authenticated
-	waits     *waits // event streams and long polls open per key
-	search    *search.Service
+	cfg    Config
+	log    *slog.Logger
+	dir    *directory.Service
+	db     Pinger
+	router chi.Router
+	auth   Authenticated
+	waits  *waits // event streams and long polls open per key
+	search *search.Service
 
 	// draining is closed by Drain: long polls and event streams end early.
 	draining  chan struct{}
@@ -61,12 +55,8 @@ type Server struct {
 }
 
 // NewServer wires the routes; options add the authenticated API.
-func NewServer(cfg Config, log *slog.Logger, snapshots Snapshots, db Pinger, opts ...Option) *Server {
-	if cfg.ListCacheEntries <= 0 {
-		cfg.ListCacheEntries = 2048
-	}
-	lists, _ := lru.New[string, *resource.Resource](cfg.ListCacheEntries)
-	s := &Server{cfg: cfg, log: log, snapshots: snapshots, db: db, lists: lists, draining: make(chan struct{})}
+func NewServer(cfg Config, log *slog.Logger, snapshots directory.Snapshots, db Pinger, opts ...Option) *Server {
+	s := &Server{cfg: cfg, log: log, dir: directory.NewService(snapshots, cfg.ListCacheEntries), db: db, draining: make(chan struct{})}
 	WithAuthenticated(Authenticated{})(s)
 	for _, o := range opts {
 		o(s)

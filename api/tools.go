@@ -66,7 +66,7 @@ func (s *Server) checkMerchant(u *url.URL) (merchantCheck, error) {
 	if err != nil {
 		return merchantCheck{}, problem.Invalid("url's host is not a hostname.")
 	}
-	snap := s.snapshots.Current()
+	snap := s.dir.Current()
 	out := merchantCheck{URL: u.String(), Hostname: host, Verdict: directory.VerdictUnknown, Advisory: true, Reasons: []string{}, Snapshot: snap.Info().ID}
 	if u.Scheme != "https" {
 		out.Reasons = append(out.Reasons, "The URL is plain HTTP: whatever is sent to it can be read and changed on the way.")

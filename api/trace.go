@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
-	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
@@ -14,9 +12,6 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/trace"
 )
-
-// maxSpansPerSession bounds what one session keeps of traces.
-const maxSpansPerSession = 10000
 
 // handleTraces takes an OTLP/HTTP trace export, protobuf or JSON, gzipped or not:
 // each span goes to the session its workflow.session.id names, if the key may see
@@ -45,21 +40,7 @@ func (s *Server) handleTraces() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		spans, err := trace.Parse(body, enc)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		p := principal(r)
-		set, err := s.protectedSet(r.Context(), p.UserID)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		for i := range spans {
-			spans[i].Clean(set)
-		}
-		_, rejected, err := s.auth.Traces.SaveSpans(r.Context(), p, spans, maxSpansPerSession)
+		rejected, err := s.auth.Traces.Export(r.Context(), principal(r), body, enc)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -112,19 +93,19 @@ func (s *Server) handleSessionTraces() http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		limit, err := intParam(q, "limit", 200, 1, trace.MaxSpans)
+		limit, err := intParam(q, "limit", trace.DefaultPage, 1, trace.MaxSpans)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
 		var after *trace.Cursor
 		if v, ok := q["cursor"]; ok {
-			if after, err = decodeSpanCursor(v); err != nil {
+			if after, err = trace.ParseCursor("cursor", v); err != nil {
 				s.error(w, r, err)
 				return
 			}
 		}
-		spans, next, err := trace.Reader{Store: s.auth.Traces, Protected: s.auth.Protected}.Spans(r.Context(), principal(r), id, after, int(limit))
+		spans, next, err := s.auth.Traces.Spans(r.Context(), principal(r), id, after, int(limit))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -134,27 +115,9 @@ func (s *Server) handleSessionTraces() http.HandlerFunc {
 			out.Items = []trace.Span{}
 		}
 		if next != nil {
-			b, _ := json.Marshal([]any{strconv.FormatUint(next.Start, 10), next.SpanID})
-			c := base64.RawURLEncoding.EncodeToString(b)
+			c := next.Token()
 			out.NextCursor = &c
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
-}
-
-func decodeSpanCursor(v string) (*trace.Cursor, error) {
-	bad := problem.Param(problem.InvalidParameter, "cursor", "cursor must be a nextCursor this route gave.")
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return nil, bad
-	}
-	var parts []string
-	if json.Unmarshal(b, &parts) != nil || len(parts) != 2 {
-		return nil, bad
-	}
-	start, err := strconv.ParseUint(parts[0], 10, 64)
-	if err != nil || len(parts[1]) != 16 {
-		return nil, bad
-	}
-	return &trace.Cursor{Start: start, SpanID: parts[1]}, nil
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
-	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
@@ -43,12 +42,10 @@ type Approvals struct {
 	Pepper      []byte
 	// Sealer encrypts provided values; without it provide_missing approvals fail.
 	Sealer request.Sealer
-	// Traces gives a session's spans for its timeline; without it the timeline
-	// shows the events alone.
-	Traces trace.Store
-	// Protected gives the user's protected values, which the timeline's spans are
-	// cleaned with as they are now; without it a session with spans cannot be shown.
-	Protected redact.Source
+	// Traces gives a session's spans for its timeline, cleaned with the user's
+	// protected values as they are now; without it the timeline shows the events
+	// alone.
+	Traces *trace.Service
 	// Payments shows an authorize_payment request's payment and the agent's limits
 	// and spend; Approved hears of each payment approval, to carry it out at once.
 	Payments *payment.Service
@@ -693,8 +690,7 @@ func (s *Server) handleSession() http.HandlerFunc {
 		var spans []trace.Span
 		var more *trace.Cursor
 		if s.approvals.Traces != nil {
-			reader := trace.Reader{Store: s.approvals.Traces, Protected: s.approvals.Protected}
-			if spans, more, err = reader.Spans(ctx, ws.Principal, id, nil, timelineLimit); err != nil {
+			if spans, more, err = s.approvals.Traces.Spans(ctx, ws.Principal, id, nil, timelineLimit); err != nil {
 				s.fail(w, r, err)
 				return
 			}

@@ -60,8 +60,8 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Traces: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true,
-		Protected: memory.Protected{Store: store, Opener: v}}
+	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true,
+		Traces: trace.NewService(store, memory.Protected{Store: store, Opener: v}, trace.Config{})}
 	for _, o := range opts {
 		o(&a)
 	}

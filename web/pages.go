@@ -23,9 +23,6 @@ import (
 	"github.com/waystation/waystation/internal/search"
 )
 
-// maxQuery is the longest search query, in bytes, as on the API.
-const maxQuery = 1024
-
 // Pages renders every page of a snapshot that does not depend on the request: the
 // home page, each category, method, merchant and problem page. emit gets each page's
 // URL path and encoded body; it is called from several goroutines at once.
@@ -245,8 +242,8 @@ func (s *Server) handleSearch() http.HandlerFunc {
 		switch {
 		case q == "":
 			v = s.views.SearchPage(snap, q, nil, "")
-		case !utf8.ValidString(q) || len(q) > maxQuery:
-			v = s.views.SearchPage(snap, q, nil, "the query is longer than 1024 bytes; shorten it.")
+		case !utf8.ValidString(q) || len(q) > search.MaxQueryBytes:
+			v = s.views.SearchPage(snap, q, nil, "the query is longer than "+strconv.Itoa(search.MaxQueryBytes)+" bytes; shorten it.")
 			status = http.StatusBadRequest
 		case s.search == nil:
 			v = s.views.SearchPage(snap, q, nil, "the search engine is not running on this server.")

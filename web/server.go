@@ -17,11 +17,6 @@ import (
 	"github.com/waystation/waystation/internal/search"
 )
 
-// Snapshots hands out the current directory snapshot; it is never nil.
-type Snapshots interface {
-	Current() *directory.Snapshot
-}
-
 // Searcher answers a natural-language query over the directory for a caller, with
 // the caller's limits: *search.Service. Refusals are problems (rate_limited,
 // search_allowance_exhausted, search_unavailable) with their Retry-After. Without
@@ -33,7 +28,7 @@ type Searcher interface {
 // Server answers the human pages and their static files.
 type Server struct {
 	log       *slog.Logger
-	snapshots Snapshots
+	snapshots directory.Snapshots
 	search    Searcher
 	pages     *lru.Cache[string, *resource.Resource]
 	views     Views
@@ -48,7 +43,7 @@ type Server struct {
 }
 
 // NewServer wires the pages; search may be nil, and options add the approval pages.
-func NewServer(log *slog.Logger, snapshots Snapshots, views Views, search Searcher, opts ...Option) *Server {
+func NewServer(log *slog.Logger, snapshots directory.Snapshots, views Views, search Searcher, opts ...Option) *Server {
 	pages, _ := lru.New[string, *resource.Resource](1024)
 	s := &Server{log: log, snapshots: snapshots, views: views, search: search, pages: pages}
 	for _, o := range opts {

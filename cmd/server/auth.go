@@ -182,7 +182,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
-		Keys: store, Agents: store, Sessions: svc.sessions, Requests: svc.requests, Idempotency: store, Memory: svc.memory, Traces: store,
+		Keys: store, Agents: store, Sessions: svc.sessions, Requests: svc.requests, Idempotency: store, Memory: svc.memory, Traces: svc.traces,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
 		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
 		SessionRetention: cfg.SessionRetention,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/web"
 )
@@ -77,7 +78,7 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 // newHandler serves the API's paths with the API, /metrics with metrics and
 // everything else with the human pages, whose search goes through the same search
 // service as the API's; opts add the approval pages.
-func newHandler(apiHandler, metrics http.Handler, log *slog.Logger, snapshots web.Snapshots, search web.Searcher, opts ...web.Option) http.Handler {
+func newHandler(apiHandler, metrics http.Handler, log *slog.Logger, snapshots directory.Snapshots, search web.Searcher, opts ...web.Option) http.Handler {
 	ref, err := web.ParseReference(api.Document(), api.BasePath+"/openapi.json")
 	if err != nil {
 		panic(err) // the embedded document is checked by the tests

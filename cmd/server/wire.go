@@ -9,8 +9,10 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -32,6 +34,8 @@ type services struct {
 	// deliveries go through, and the rule registration warns by.
 	webhooks      *webhook.Service
 	webhookSender *trust.Prober
+	// traces keeps and lists the spans agents export.
+	traces *trace.Service
 }
 
 // newServices builds the services over store with cfg's settings; work they do
@@ -46,6 +50,11 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 		mc.Sealer, mc.Opener = cfg.Secrets, cfg.Secrets
 	}
 	s.memory = memory.NewService(store, mc)
+	var protected redact.Source // without sealing keys, spans fail closed
+	if cfg.Secrets != nil {
+		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
+	}
+	s.traces = trace.NewService(store, protected, trace.Config{})
 	s.captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 
 	// Deliveries go through a prober's guarded client of their own: public addresses

@@ -13,11 +13,13 @@ import (
 const module = "github.com/waystation/waystation"
 
 // rule forbids the packages matching from, but not those matching except, to depend,
-// directly or through others, on the packages matching to.
+// directly or through others, on the packages matching to; a direct rule forbids
+// only importing them.
 type rule struct {
 	name     string
 	from, to []string
 	except   []string
+	direct   bool
 }
 
 // The layer rules. A pattern ending in "/..." matches the package and those below.
@@ -44,14 +46,34 @@ var rules = []rule{
 		name: "the store implements the domain's contracts and serves no adapter: internal/postgres must not import api, web or generator",
 		from: []string{"internal/postgres/..."}, to: []string{"api/...", "web/...", "generator/..."},
 	},
+	{
+		name: "a program answers its callers itself: no package but a test's may import net/http/httptest (an adapter that serves another through a recorder re-enters the router instead of calling the service)",
+		from: []string{"..."}, to: []string{"std:net/http/httptest"},
+	},
+	{
+		name: "adapters reach use cases through the domain's services: api, web and generator must not import the engines and chores behind them (internal/embedding, internal/periodic)",
+		from: []string{"api/...", "web/...", "generator/..."}, to: []string{"internal/embedding/...", "internal/periodic"},
+		direct: true,
+	},
+	{
+		name: "adapters serve the product, not its tools: api, web and generator must not depend on the sealing keys' vault, the stand-in model, the local seller, the search evaluation or test helpers",
+		from: []string{"api/...", "web/...", "generator/..."},
+		to:   []string{"internal/vault", "internal/llmecho", "internal/seller", "internal/search/eval", "internal/cmd/...", "internal/auth/passkeytest", "internal/redact/redacttest", "internal/postgres/pgtest"},
+	},
 }
 
 func matches(pkg string, patterns []string) bool {
 	rel, ok := strings.CutPrefix(pkg, module+"/")
-	if !ok {
-		return false
-	}
 	for _, p := range patterns {
+		if std, isStd := strings.CutPrefix(p, "std:"); isStd {
+			if pkg == std {
+				return true
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
 		switch {
 		case p == "...":
 			return true
@@ -75,7 +97,7 @@ func TestLayersImportOnlyWhatTheirRulesAllow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -m: %v", err)
 	}
-	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...")
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}} |{{range .Imports}} {{.}}{{end}}", "./...")
 	cmd.Dir = filepath.Clean(strings.TrimSpace(string(root)))
 	out, err := cmd.Output()
 	if err != nil {
@@ -83,12 +105,17 @@ func TestLayersImportOnlyWhatTheirRulesAllow(t *testing.T) {
 	}
 	packages := 0
 	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkg, deps := fields[0], fields[1:]
+		all, direct, _ := strings.Cut(line, " |")
+		fields := strings.Fields(all)
+		pkg := fields[0]
 		packages++
 		for _, r := range rules {
 			if !matches(pkg, r.from) || matches(pkg, r.except) {
 				continue
+			}
+			deps := fields[1:]
+			if r.direct {
+				deps = strings.Fields(direct)
 			}
 			for _, d := range deps {
 				if matches(d, r.to) {

@@ -13,6 +13,10 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 )
 
+// MaxQueryBytes bounds a query, in UTF-8 bytes after trimming: the API refuses a
+// longer one and the search page asks for a shorter one.
+const MaxQueryBytes = 1024
+
 // Service is search as its callers meet it: who is asking, that caller's rate, the
 // shared daily allowance, then the engine. The API's route and the search page both
 // call it, so a program and a person get the same ranking and the same limits.

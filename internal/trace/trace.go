@@ -4,14 +4,12 @@ package trace
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
 )
 
@@ -128,43 +126,4 @@ type Store interface {
 type Cursor struct {
 	Start  uint64
 	SpanID string
-}
-
-// Reader answers a session's spans cleaned with the user's protected values as they
-// are now: a span kept before a value was saved holds it in the store, and is blanked
-// on its way out, to the API and the console alike.
-type Reader struct {
-	Store     Store
-	Protected redact.Source
-}
-
-// Spans lists session sessionID's spans by start time, after the cursor, cleaned;
-// when the user's values cannot be loaded it answers redaction_unavailable and no
-// span, failing closed.
-func (r Reader) Spans(ctx context.Context, p auth.Principal, sessionID string, after *Cursor, limit int) ([]Span, *Cursor, error) {
-	spans, next, err := r.Store.Spans(ctx, p, sessionID, after, limit)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(spans) == 0 {
-		return spans, next, nil
-	}
-	if r.Protected == nil {
-		return nil, nil, errUnavailable(errors.New("no source of protected values"))
-	}
-	values, err := r.Protected.Protected(ctx, p.UserID)
-	if err != nil {
-		return nil, nil, errUnavailable(err)
-	}
-	set := redact.New(values)
-	for i := range spans {
-		spans[i].Clean(set)
-	}
-	return spans, next, nil
-}
-
-func errUnavailable(err error) error {
-	p := problem.Wrap(problem.RedactionUnavailable, "The user's protected values could not be loaded, so no span is answered.", err)
-	p.RetryAfter = 5
-	return p
 }
