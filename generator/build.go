@@ -42,6 +42,7 @@ func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.S
 			Delivered: pay.Delivered,
 			Now:       now,
 		})
+		m.Trust.Owner = trust.OwnerOf(r, probes)
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
 		byHost[m.Hostname] = append(byHost[m.Hostname], len(methods))
@@ -68,6 +69,7 @@ func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.S
 		for _, o := range rec.HostProbes[host] {
 			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))
 		}
+		mr.Origin = rec.Origins[host]
 		merchants = append(merchants, mr)
 	}
 	return directory.NewSnapshot(now, methods, merchants)
