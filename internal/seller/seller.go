@@ -31,6 +31,10 @@ const (
 	DefaultAsset   = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
 	DefaultPayTo   = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 	DefaultPrice   = "10000"
+	// DemoPayeeKey is the payee key the local seller command signs its manifest
+	// with: anyone can read it here, so its signature proves ownership on this
+	// machine and nowhere else.
+	DemoPayeeKey = "011ddcf001bbd5d35d6996e635211a81581bfb6d68a77b72576858d3c532cfb3"
 	// otherPayTo is whom the wrong_payee misbehaviour names instead.
 	otherPayTo = "0x000000000000000000000000000000000000dEaD"
 )
