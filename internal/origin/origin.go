@@ -194,6 +194,9 @@ type Store interface {
 	// OriginFailing records a fetch that failed: status stale keeps its items
 	// listed, delisted stops listing them; reason says why.
 	OriginFailing(ctx context.Context, id int64, status, reason string, at time.Time) error
+	// TryRefreshLock takes the refresh lock if no other process holds it, so that
+	// replicas take turns; release gives it back.
+	TryRefreshLock(ctx context.Context) (release func(), ok bool, err error)
 }
 
 // ParseOrigin reads what a seller submits: an origin (http(s)://host[:port]), and,

@@ -283,7 +283,13 @@ var ErrNotFound = problem.New(problem.NotFound, "No origin with this address was
 // If-None-Match: an unchanged one is recorded as seen; a changed one is listed anew
 // (items gone from it are no longer listed); one that cannot be fetched is marked
 // stale after StaleAfter, and delisted after DelistAfter, with the reason.
+// One replica refreshes at a time; checked is 0 when another holds the lock.
 func (s *Service) Refresh(ctx context.Context) (checked int, err error) {
+	release, ok, err := s.store.TryRefreshLock(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer release()
 	origins, err := s.store.Origins(ctx)
 	if err != nil {
 		return 0, err

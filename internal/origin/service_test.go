@@ -46,6 +46,10 @@ func (f *fakeStore) ListOrigin(_ context.Context, l origin.Listing) (map[string]
 	return slugs, nil
 }
 
+func (f *fakeStore) TryRefreshLock(context.Context) (func(), bool, error) {
+	return func() {}, true, nil
+}
+
 func (f *fakeStore) Origin(_ context.Context, o string) (origin.Origin, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

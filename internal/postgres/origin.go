@@ -162,3 +162,12 @@ func (s *Store) OriginFailing(ctx context.Context, id int64, status, reason stri
 	}
 	return fail("origin failing: commit", tx.Commit(ctx))
 }
+
+// refreshLockKey is the advisory lock an origin refresh holds, so that replicas do
+// not fetch every manifest together.
+const refreshLockKey = 715519
+
+// TryRefreshLock takes the refresh lock if no other process holds it.
+func (s *Store) TryRefreshLock(ctx context.Context) (release func(), ok bool, err error) {
+	return s.tryLock(ctx, refreshLockKey, "origin refresh lock")
+}

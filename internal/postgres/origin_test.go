@@ -101,6 +101,24 @@ func TestAnOriginsItemsStandOverTheMirrorsCopies(t *testing.T) {
 		t.Fatal("the listing's probe was not recorded")
 	}
 
+	targets, err := store.ProbeTargets(ctx, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range targets {
+		if tg.URL == b {
+			t.Fatal("a hidden mirrored item is still probed")
+		}
+	}
+	release, ok, err := store.TryRefreshLock(ctx)
+	if err != nil || !ok {
+		t.Fatalf("refresh lock: %v %v", ok, err)
+	}
+	if _, again, _ := store.TryRefreshLock(ctx); again {
+		t.Fatal("the refresh lock was taken twice")
+	}
+	release()
+
 	// The mirror syncs again: the owner's row stays the owner's.
 	if _, err := store.SyncCatalog(ctx, mirror, catalog.SourceBazaar, now); err != nil {
 		t.Fatal(err)
