@@ -222,3 +222,21 @@ func FuzzReadManifest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadManifest reads a manifest of MaxItems items, each checked by the x402
+// rules and made a listing item: what a submission costs before any probe.
+func BenchmarkReadManifest(b *testing.B) {
+	items := make([]any, origin.MaxItems)
+	for i := range items {
+		items[i] = item(fmt.Sprintf("%s/r%d", site, i))
+	}
+	sig, _ := origin.SignOrigin(site, payeeKey)
+	doc := encode(b, map[string]any{"x402Version": 2, "items": items, "ownershipProofs": []string{sig}})
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if m, err := origin.ReadManifest(doc, site); err != nil || len(m.Items) != origin.MaxItems {
+			b.Fatal(err)
+		}
+	}
+}
