@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzNormalizeHostname \
 	./internal/catalog:FuzzParseBazaar \
 	./internal/x402:FuzzParseOffer \
+	./internal/origin:FuzzReadManifest \
 	./internal/embedding/sentence:FuzzTokenizer \
 	./internal/redact:FuzzRedact \
 	./internal/trace:FuzzParse

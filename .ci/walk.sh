@@ -134,6 +134,7 @@ for want in \
 	'fulfilled' \
 	'settled' \
 	'"today": "0.01"' \
+	'"owner_verified":true' \
 	'"warnings": []' \
 	'signature verified' \
 	'"status":"delivered"' \

@@ -9,6 +9,7 @@ import (
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
@@ -81,6 +82,9 @@ type Authenticated struct {
 	Payments *payment.Service
 	// Webhooks keeps the users' webhooks; without it their routes are not served.
 	Webhooks *webhook.Service
+	// Origins lists sellers from their own manifests; without it their routes are
+	// not served.
+	Origins *origin.Service
 	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
 	Captchas *captcha.Service
 	// SessionRetention is how long a closed session is kept before it is deleted

@@ -62,6 +62,11 @@ func (s *Server) routes() chi.Router {
 				read(r.With(user), "/webhooks/{id}/deliveries", s.handleDeliveries())
 			}
 
+			if s.auth.Origins != nil {
+				r.With(user).Post("/origins", s.handleSubmitOrigin()) // listing again is harmless
+				read(r.With(user), "/origins", s.handleOrigin())
+			}
+
 			r.With(agent, once).Post("/sessions", s.handleCreateSession())
 			read(r, "/sessions", s.handleSessions())
 			read(r, "/sessions/{id}", s.handleSession())

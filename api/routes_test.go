@@ -12,13 +12,15 @@ import (
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
 // everyRoute is a server with every service that adds routes configured.
 func everyRoute() *Server {
 	return NewServer(Config{}, nil, nil, nil, WithAuthenticated(Authenticated{
-		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}, Memory: memory.NewService(nil, memory.Config{})}))
+		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}, Memory: memory.NewService(nil, memory.Config{}),
+		Origins: origin.NewService(nil, nil, nil, origin.Config{})}))
 }
 
 // TestEveryRouteIsInTheOpenAPIDocument walks the router and finds each route, with

@@ -53,6 +53,7 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 			Delivered: pay.Delivered,
 			Now:       now,
 		})
+		m.Trust.Owner = trust.OwnerOf(r, probes)
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
 		byHost[m.Hostname] = append(byHost[m.Hostname], len(methods))
@@ -79,6 +80,7 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		for _, o := range rec.HostProbes[host] {
 			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))
 		}
+		mr.Origin = rec.Origins[host]
 		merchants = append(merchants, mr)
 	}
 	return directory.NewSnapshotAfter(prev, now, methods, merchants)

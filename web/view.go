@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/trust"
@@ -88,8 +89,21 @@ type TrustView struct {
 	ProbedAt, Age         string
 	Network, Asset, Price string
 	Override              *OverrideView
+	// Owner is the seller's proof that it owns the origin listing the method.
+	Owner *OwnerView
 	// RuleSteps and RuleNotes are the scoring rule: its numbered steps, then the rest.
 	RuleSteps, RuleNotes []string
+}
+
+// OwnerView is a proof of ownership: the payee that signed the origin.
+type OwnerView struct {
+	PayTo, Origin string
+}
+
+// OriginView is a hostname listed by its own origin, in words.
+type OriginView struct {
+	Origin, Status, ListedAt, CheckedAt string
+	Reason, Owner                       string
 }
 
 // OverrideView is an operator's override in plain words.
@@ -120,6 +134,8 @@ type StatsView struct {
 // words; "not given" stands for a figure it does not give.
 type ListingView struct {
 	Source, Calls, Payers, LastCalled, Updated string
+	// Own: the origin lists the method itself, in its own manifest.
+	Own bool
 }
 
 // MethodView is one method's page.
@@ -147,6 +163,8 @@ type MerchantView struct {
 	Probes    []ProbeRow
 	Chart     *ProbeChart
 	Delivery  *DeliveryBar
+	// Origin is present when the hostname lists itself.
+	Origin *OriginView
 }
 
 // ProbeChart draws a merchant's last probes, oldest to newest: a bar per probe as tall
@@ -391,6 +409,15 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 		Chart:     probeChart(mr.Probes, ""),
 		Delivery:  deliveryBar(mr.Stats),
 	}
+	if o := mr.Origin; o != nil {
+		v.Origin = &OriginView{Origin: o.Origin, Status: o.Status, ListedAt: formatTime(o.ListedAt), CheckedAt: formatTime(o.CheckedAt)}
+		if o.Reason != nil {
+			v.Origin.Reason = *o.Reason
+		}
+		if o.Owner != nil {
+			v.Origin.Owner = *o.Owner
+		}
+	}
 	for _, e := range mr.Methods {
 		if m, ok := snap.MethodBySlug(e.Slug); ok {
 			v.Methods = append(v.Methods, methodRow(m))
@@ -629,6 +656,9 @@ func scoreText(t directory.Trust, long bool) string {
 func trustView(t directory.Trust, kind string) TrustView {
 	v := TrustView{Verdict: t.Verdict, VerdictMeaning: verdictReason(t), Score: scoreText(t, true)}
 	v.RuleSteps, v.RuleNotes = ruleText(trust.Rule)
+	if o := t.Owner; o != nil && o.Verified {
+		v.Owner = &OwnerView{PayTo: o.PayTo, Origin: o.Origin}
+	}
 	if p := t.Probe; p != nil {
 		v.Probed = true
 		v.Outcome = outcomeLabel(p.Outcome)
@@ -717,13 +747,14 @@ func statsView(s *directory.Stats) *StatsView {
 }
 
 // listingSources names the listings methods are imported from.
-var listingSources = map[string]string{"x402-bazaar": "x402 Bazaar"}
+var listingSources = map[string]string{"x402-bazaar": "x402 Bazaar", catalog.SourceOrigin: "origin's own"}
 
 func listingView(l *directory.Listing) *ListingView {
 	if l == nil {
 		return nil
 	}
-	v := &ListingView{Source: l.Source, Calls: "not given", Payers: "not given", LastCalled: "not given", Updated: "not given"}
+	v := &ListingView{Source: l.Source, Calls: "not given", Payers: "not given", LastCalled: "not given", Updated: "not given",
+		Own: l.Source == catalog.SourceOrigin}
 	if name, ok := listingSources[l.Source]; ok {
 		v.Source = name
 	}

@@ -1,6 +1,7 @@
 // Command seller runs a local x402 seller and its facilitator, for the demo and for
 // trying payments without a chain: GET /v1/weather (x402 v1) and GET or POST
-// /v2/report (x402 v2) answer 402 until paid; /facilitator verifies a payment by
+// /v2/report (x402 v2) answer 402 until paid; /.well-known/x402.json is its own
+// discovery manifest, signed by its payee; /facilitator verifies a payment by
 // recovering its signer and settles it into the ledger at GET /ledger; POST
 // /misbehave switches to another payee, a changed price or no delivery.
 package main
@@ -18,6 +19,7 @@ import (
 
 	"github.com/waystation/waystation/internal/cmd/localserve"
 	"github.com/waystation/waystation/internal/seller"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 func main() {
@@ -35,7 +37,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	addr := fs.String("addr", or(getenv("SELLER_ADDR"), "127.0.0.1:4021"), "listen address (default $SELLER_ADDR or 127.0.0.1:4021)")
 	public := fs.Bool("public", false, "allow a listen address that is not loopback")
 	cfg := seller.Config{}
-	fs.StringVar(&cfg.PayTo, "payto", or(getenv("SELLER_PAYTO"), seller.DefaultPayTo), "the payee address")
+	fs.StringVar(&cfg.PayeeKey, "payee-key", or(getenv("SELLER_PAYEE_KEY"), seller.DemoPayeeKey), "the payee's private key (hex): the payee is its address, and it signs the origin in the manifest")
+	fs.StringVar(&cfg.PayTo, "payto", getenv("SELLER_PAYTO"), "the payee address, when it is not the key's (the manifest is then unsigned)")
 	fs.StringVar(&cfg.Network, "network", seller.DefaultNetwork, "the network, CAIP-2")
 	fs.StringVar(&cfg.Asset, "asset", seller.DefaultAsset, "the token address (EIP-3009, EIP-712 name USDC version 2)")
 	fs.StringVar(&cfg.Price, "price", seller.DefaultPrice, "the price in atomic units")
@@ -46,6 +49,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err := localserve.CheckLoopback(*addr); err != nil && !*public {
 		return fmt.Errorf("%w; pass -public to listen there", err)
+	}
+	if cfg.PayTo != "" {
+		cfg.PayeeKey = "" // a payee the key is not signs nothing
+	} else if _, err := x402.ParseSigner(cfg.PayeeKey); err != nil {
+		return fmt.Errorf("-payee-key: %w", err)
 	}
 	s := seller.New(cfg)
 	if err := s.SetMode(*mode); err != nil {
@@ -61,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	return localserve.Serve(ctx, *addr, s, stdout, stderr, func(a net.Addr) string {
-		return fmt.Sprintf("local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, ledger /ledger, discovery /discovery/resources, chain /rpc)", a)
+		return fmt.Sprintf("local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, ledger /ledger, discovery /discovery/resources, manifest /.well-known/x402.json, chain /rpc)", a)
 	})
 }
 

@@ -195,6 +195,10 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	a.Prober, a.Payments = svc.prober, svc.payments
 	a.Captchas = svc.captchas
 	a.Webhooks = svc.webhooks
+	a.Origins = svc.origins
+	if cfg.Probe.Interval > 0 {
+		go svc.origins.Run(ctx, cfg.Probe.Interval) // the manifests, fetched with each probe round
+	}
 	if cfg.Secrets != nil {
 		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log}.Run(ctx)
 	}

@@ -23,6 +23,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/redact/redacttest"
 )
@@ -179,7 +180,7 @@ func TestHostileRequestsGetNo5xxAndTheServiceKeepsServing(t *testing.T) {
 			`{"type":"checkout","description":`+s+`,"merchantName":`+s+`,"targetUrl":`+s+`,"clientSessionId":`+s+`}`,
 			`{"type":"runtime.step","clientEventId":`+s+`,"data":{"k":`+s+`,`+s+`:1}}`,
 			`{"name":`+s+`}`, `{"scope":`+s+`,"agentId":`+s+`}`, `{"scope":"agent","agentId":`+s+`}`, `{"reasonCode":`+s+`}`,
-			`{"clientCompletionId":`+s+`,"status":"completed","summary":`+s+`}`, `{"type":`+s+`}`)
+			`{"clientCompletionId":`+s+`,"status":"completed","summary":`+s+`}`, `{"type":`+s+`}`, `{"origin":`+s+`}`)
 	}
 	bodies = append(bodies, "{", "}", "[]", "null", `"x"`, "0", "\x00\x01", "\xef\xbb\xbf{}", `{"type":1}`, `{"a":1}{"a":2}`,
 		`{"type":"runtime.step","clientEventId":"raw","data":{"k":"`+"\xff\xfe"+`"}}`,
@@ -535,4 +536,102 @@ func rawRequest(addr, raw string, halfClose bool) (int, error) {
 	}
 	res.Body.Close()
 	return res.StatusCode, nil
+}
+
+// TestHostileManifestsAreRefusedAndListNothing submits an origin, through the
+// running server, whose manifest is each time another hostile one: huge, deep, of
+// the wrong types, with duplicate URLs, items on other hosts, a redirect to a private
+// address, invalid signatures. Each is refused with its reason (422 manifest_refused,
+// or 200 with every item refused and why), none gets a 5xx, and nothing is listed.
+func TestHostileManifestsAreRefusedAndListNothing(t *testing.T) {
+	var mu sync.Mutex
+	var manifest []byte
+	var redirect string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path != origin.WellKnownPath {
+			http.NotFound(w, r) // no item's endpoint asks for payment
+			return
+		}
+		if redirect != "" {
+			http.Redirect(w, r, redirect, http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(manifest)
+	})
+	seller := httptest.NewServer(h)
+	defer seller.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(seller.URL, "http://"))
+	o := "http://localhost:" + port
+	dbURL := demoDatabase(t)
+	userKey, _ := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "PAYMENT_ALLOW_HOSTS": "localhost:" + port})
+	api := srv.base + "/functions/v1/api"
+
+	const key = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+	entry := `{"scheme":"exact","network":"eip155:84532","amount":"10000","asset":"0x036CbD53842c5426634e7929541eC2318f3dCF7e",` +
+		`"payTo":"0x2c7536E3605D9C16a7a3D7b1898e529396a65c23","maxTimeoutSeconds":60,"extra":{"name":"USDC","version":"2"}}`
+	item := func(u string) string {
+		return `{"resource":{"url":"` + u + `"},"type":"http","accepts":[` + entry + `],"input":{"method":"GET"}}`
+	}
+	otherSig, _ := origin.SignOrigin("https://elsewhere.example", key)
+	strangerSig, _ := origin.SignOrigin(o, strings.Repeat("2", 64))
+	deep := strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000)
+	cases := []struct {
+		name, manifest, redirect string
+		reason                   string // the manifest's reason, or the items' when it is read
+		items                    []string
+	}{
+		{name: "huge", manifest: `{"x402Version":2,"items":[` + item(o+"/a") + `],"pad":"` + strings.Repeat("a", origin.MaxManifest) + `"}`, reason: origin.ReasonTooLarge},
+		{name: "deep", manifest: `{"x402Version":2,"items":[` + deep + `]}`, reason: origin.ReasonTooDeep},
+		{name: "not JSON", manifest: "<html>hello</html>", reason: origin.ReasonBadJSON},
+		{name: "version of the wrong type", manifest: `{"x402Version":"2","items":[` + item(o+"/a") + `]}`, reason: origin.ReasonBadVersion},
+		{name: "items of the wrong type", manifest: `{"x402Version":2,"items":{"0":` + item(o+"/a") + `}}`, reason: origin.ReasonNoItems},
+		{name: "redirect to a private address", redirect: "http://10.0.0.1/.well-known/x402.json", reason: origin.ReasonRedirect},
+		{name: "redirect to the metadata service", redirect: "http://169.254.169.254/latest/meta-data/", reason: origin.ReasonRedirect},
+		{name: "malformed signature", manifest: `{"x402Version":2,"items":[` + item(o+"/a") + `],"ownershipProofs":["0xdeadbeef"]}`, reason: origin.ReasonBadProof},
+		{name: "signature of another origin", manifest: `{"x402Version":2,"items":[` + item(o+"/a") + `],"ownershipProofs":["` + otherSig + `"]}`, reason: origin.ReasonBadProof},
+		{name: "signature by a stranger", manifest: `{"x402Version":2,"items":[` + item(o+"/a") + `],"ownershipProofs":["` + strangerSig + `"]}`, reason: origin.ReasonBadProof},
+		{name: "items of the wrong types", manifest: `{"x402Version":2,"items":[7,"x",{"resource":7},{"resource":{"url":"` + o + `/b"},"accepts":"x"},{"resource":{"url":"` + o + `/c"},"type":[],"accepts":[` + entry + `]}]}`,
+			reason: origin.ReasonNothingListed, items: []string{origin.ItemNotObject, origin.ItemNotObject, origin.ItemBadURL, origin.ItemInvalidOffer, origin.ItemBadType}},
+		{name: "duplicate URLs", manifest: `{"x402Version":2,"items":[` + item(o+"/a") + `,` + item(o+"/a") + `]}`,
+			reason: origin.ReasonNothingListed, items: []string{origin.ItemProbeFailed, origin.ItemDuplicate}},
+		{name: "items on other hosts", manifest: `{"x402Version":2,"items":[` + item("https://evil.example/a") + `,` + item("http://10.0.0.1/a") + `,` + item("https://localhost:"+port+"/a") + `]}`,
+			reason: origin.ReasonNothingListed, items: []string{origin.ItemOtherOrigin, origin.ItemOtherOrigin, origin.ItemOtherOrigin}},
+	}
+	for _, c := range cases {
+		mu.Lock()
+		manifest, redirect = []byte(c.manifest), c.redirect
+		mu.Unlock()
+		r := mustSend(t, "POST", api+"/origins", userKey, `{"origin":"`+o+`"}`)
+		if c.items == nil {
+			var p struct{ Code, Detail string }
+			if json.Unmarshal(r.body, &p); r.StatusCode != http.StatusUnprocessableEntity || p.Code != "manifest_refused" || !strings.HasPrefix(p.Detail, c.reason+": ") {
+				t.Errorf("%s: %d %s; want manifest_refused %s", c.name, r.StatusCode, r.body, c.reason)
+			}
+			continue
+		}
+		var sub struct {
+			Status, Reason string
+			Listed         int
+			Items          []struct{ Status, Reason, Detail string }
+		}
+		if json.Unmarshal(r.body, &sub); r.StatusCode != http.StatusOK || sub.Status != "refused" || sub.Reason != c.reason || sub.Listed != 0 || len(sub.Items) != len(c.items) {
+			t.Errorf("%s: %d %s", c.name, r.StatusCode, r.body)
+			continue
+		}
+		for i, it := range sub.Items {
+			if it.Status != "refused" || it.Reason != c.items[i] || it.Detail == "" {
+				t.Errorf("%s: items[%d] %+v; want %s", c.name, i, it, c.items[i])
+			}
+		}
+	}
+	if r := mustSend(t, "GET", api+"/origins?origin="+url.QueryEscape(o), userKey, ""); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a hostile origin was kept: %d %s", r.StatusCode, r.body)
+	}
+	if logs := srv.logs.String(); strings.Contains(logs, "panic") || strings.Contains(logs, "level=ERROR") {
+		t.Errorf("the log shows a failure:\n%s", logs)
+	}
 }

@@ -109,10 +109,19 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DATABASE_URL": "x", "LOG_LEVEL": "loud"},
 		{"DATABASE_URL": "x", "SHUTDOWN_DRAIN": "-1s"},
 		{"DATABASE_URL": "x", "SHUTDOWN_DRAIN": "2h"},
+		{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "soon"},
+		{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "30s"},
+		{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "3d", "ORIGIN_DELIST_AFTER": "2d"},
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
 		}
+	}
+	cfg, err := loadConfig(func(k string) string {
+		return map[string]string{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "2d", "ORIGIN_DELIST_AFTER": "90h"}[k]
+	})
+	if err != nil || cfg.Probe.OriginStaleAfter != 48*time.Hour || cfg.Probe.OriginDelistAfter != 90*time.Hour {
+		t.Errorf("origin freshness: %v, %v", cfg.Probe, err)
 	}
 }
 

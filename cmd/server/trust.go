@@ -24,10 +24,16 @@ type ProbeConfig struct {
 	Timeout     time.Duration
 	// AllowHosts may be probed on private addresses (PAYMENT_ALLOW_HOSTS).
 	AllowHosts []string
+	// OriginStaleAfter is how long a listed origin's manifest may fail to be
+	// fetched before the origin is marked stale; OriginDelistAfter before its items
+	// are no longer listed.
+	OriginStaleAfter  time.Duration
+	OriginDelistAfter time.Duration
 }
 
 func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
-	c := ProbeConfig{Interval: 30 * time.Minute, Concurrency: 8, Timeout: 10 * time.Second}
+	c := ProbeConfig{Interval: 30 * time.Minute, Concurrency: 8, Timeout: 10 * time.Second,
+		OriginStaleAfter: 24 * time.Hour, OriginDelistAfter: 7 * 24 * time.Hour}
 	if v := getenv("PROBE_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || (d != 0 && d < time.Minute) {
@@ -48,6 +54,21 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 			return c, fmt.Errorf("PROBE_TIMEOUT %q: want a duration from 100ms to 5m", v)
 		}
 		c.Timeout = d
+	}
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{"ORIGIN_STALE_AFTER", &c.OriginStaleAfter}, {"ORIGIN_DELIST_AFTER", &c.OriginDelistAfter}} {
+		if s := getenv(v.name); s != "" {
+			d, err := parseDays(s)
+			if err != nil || d < time.Minute {
+				return c, fmt.Errorf("%s %q: want a duration of at least 1m (Go syntax, or whole days as 7d)", v.name, s)
+			}
+			*v.to = d
+		}
+	}
+	if c.OriginDelistAfter < c.OriginStaleAfter {
+		return c, fmt.Errorf("ORIGIN_DELIST_AFTER (%s) is shorter than ORIGIN_STALE_AFTER (%s): an origin is stale before it is delisted", c.OriginDelistAfter, c.OriginStaleAfter)
 	}
 	return c, nil
 }

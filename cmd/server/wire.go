@@ -7,6 +7,7 @@ import (
 
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/redact"
@@ -36,6 +37,9 @@ type services struct {
 	webhookSender *trust.Prober
 	// traces keeps and lists the spans agents export.
 	traces *trace.Service
+	// origins lists sellers from their own manifests, fetched and probed through
+	// the prober's guarded client.
+	origins *origin.Service
 }
 
 // newServices builds the services over store with cfg's settings; work they do
@@ -66,5 +70,6 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 		wc.Sealer = cfg.Secrets
 	}
 	s.webhooks = webhook.NewService(store, wc)
+	s.origins = origin.NewService(store, s.prober, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter, Log: log})
 	return s
 }

@@ -69,6 +69,11 @@ type Method struct {
 // listing, from a file or from a discovery endpoint.
 const SourceBazaar = "x402-bazaar"
 
+// SourceOrigin is the Source of methods an origin lists itself, in its discovery
+// manifest (/.well-known/x402.json): the owner's word, which stands over a
+// listing's copy of the same hostname.
+const SourceOrigin = "origin"
+
 // Listing holds the facts a discovery listing reports about a method: its own counts
 // of paid calls and payers over the last 30 days and its dates. They are the
 // listing's word, kept apart from the payments Waystation settles itself. A nil

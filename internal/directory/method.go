@@ -71,6 +71,19 @@ type Trust struct {
 	Advisory bool      `json:"advisory"`
 	Probe    *Probe    `json:"probe"`
 	Override *Override `json:"override"`
+	// Owner is present when the seller proved it owns the origin that lists the
+	// method: the origin's manifest carries its signature by the payee the newest
+	// valid offer names.
+	Owner *Owner `json:"owner,omitempty"`
+}
+
+// Owner is a proof of ownership: the payee that signed the origin (EIP-191, over
+// the origin's text, as its manifest's ownershipProofs carry it) is the one the
+// live 402 names.
+type Owner struct {
+	Verified bool   `json:"verified"`
+	PayTo    string `json:"pay_to"`
+	Origin   string `json:"origin"`
 }
 
 // Probe is what the last probe of a seller saw.
@@ -127,6 +140,21 @@ type Merchant struct {
 	Stats     *Stats          `json:"stats"`
 	Methods   []MerchantEntry `json:"methods"`
 	Probes    []ProbeRecord   `json:"probes"`
+	// Origin is present when the hostname lists itself, through its origin's own
+	// manifest: its methods are the owner's word, in place of any listing's copies.
+	Origin *OriginListing `json:"origin,omitempty"`
+}
+
+// OriginListing is a hostname's listing by its own origin: listed, or stale (its
+// manifest could not be fetched for a while; Reason says why) while its methods
+// stay listed.
+type OriginListing struct {
+	Origin    string    `json:"origin"`
+	Status    string    `json:"status"`
+	Reason    *string   `json:"reason"`
+	Owner     *string   `json:"owner"`
+	ListedAt  time.Time `json:"listed_at"`
+	CheckedAt time.Time `json:"checked_at"`
 }
 
 // MerchantEntry is a method as the merchant record lists it.

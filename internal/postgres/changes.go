@@ -6,7 +6,7 @@ import (
 
 // Fingerprint is a short text that changes whenever anything the directory snapshot is
 // built from changes: methods (added, edited, enabled or disabled), probes, settled
-// payments and overrides. Each part reads an index, so it is cheap to ask often.
+// payments, overrides and origins. Each part reads an index, so it is cheap to ask often.
 func (s *Store) Fingerprint(ctx context.Context) (string, error) {
 	var fp string
 	err := s.pool.QueryRow(ctx, `
@@ -16,7 +16,8 @@ func (s *Store) Fingerprint(ctx context.Context) (string, error) {
 			(SELECT max(id) FROM probes),
 			(SELECT max(id) FROM settled_payments),
 			(SELECT max(id) FROM merchant_overrides),
-			(SELECT max(removed_at) FROM merchant_overrides))`).Scan(&fp)
+			(SELECT max(removed_at) FROM merchant_overrides),
+			(SELECT max(updated_at) FROM origins))`).Scan(&fp)
 	if err != nil {
 		return "", fail("fingerprint", err)
 	}

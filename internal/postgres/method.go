@@ -202,8 +202,11 @@ func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.T
 				listed_calls_30d = EXCLUDED.listed_calls_30d,
 				listed_payers_30d = EXCLUDED.listed_payers_30d,
 				listed_last_called_at = EXCLUDED.listed_last_called_at,
-				listed_updated_at = EXCLUDED.listed_updated_at, updated_at = now()
-			WHERE (pm.provider_id, pm.name, pm.description, pm.category, pm.kind, pm.hostname,
+				listed_updated_at = EXCLUDED.listed_updated_at, updated_at = now(),
+				origin_id = CASE WHEN EXCLUDED.source = 'origin' THEN pm.origin_id END,
+				owner_verified = pm.owner_verified AND coalesce(EXCLUDED.source = 'origin', false)
+			WHERE (pm.source IS DISTINCT FROM 'origin' OR NOT pm.enabled OR coalesce(EXCLUDED.source = 'origin', false))
+			AND (pm.provider_id, pm.name, pm.description, pm.category, pm.kind, pm.hostname,
 				pm.endpoint_method, pm.endpoint_url, pm.enabled, pm.guidance, pm.offers, pm.source,
 				pm.listed_calls_30d, pm.listed_payers_30d, pm.listed_last_called_at,
 				pm.listed_updated_at)
@@ -352,9 +355,14 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 	rows, _ := tx.Query(ctx, `
 		SELECT m.id, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
 			m.endpoint_method, m.endpoint_url, m.guidance, m.offers, m.source, m.listed_calls_30d,
-			m.listed_payers_30d, m.listed_last_called_at, m.listed_updated_at
+			m.listed_payers_30d, m.listed_last_called_at, m.listed_updated_at,
+			CASE WHEN m.owner_verified THEN coalesce(o.owner, '') ELSE '' END, coalesce(o.origin, '')
 		FROM provider_methods m JOIN providers p ON p.id = m.provider_id
+			LEFT JOIN origins o ON o.id = m.origin_id AND m.source = 'origin'
 		WHERE m.enabled
+			-- A hostname its own origin lists: the owner's word stands over a listing's copies.
+			AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins lo
+				WHERE lo.hostname = m.hostname AND lo.status <> 'delisted'))
 		ORDER BY m.id`)
 	rec.Methods, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
 		var r trust.MethodRecord
@@ -364,7 +372,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 		m := &r.Method
 		err := row.Scan(&r.ID, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
 			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers,
-			&source, &l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt)
+			&source, &l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt, &r.Owner, &r.Origin)
 		if err != nil {
 			return r, err
 		}
@@ -435,6 +443,33 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 	})
 	if err != nil {
 		return rec, fail("directory overrides", err)
+	}
+
+	rec.Origins = map[string]*directory.OriginListing{}
+	rows, _ = tx.Query(ctx, `
+		SELECT hostname, origin, status, reason, owner, listed_at, checked_at FROM origins
+		WHERE status <> 'delisted' ORDER BY hostname, listed_at, id`)
+	var ol directory.OriginListing
+	var reason, owner string
+	_, err = pgx.ForEachRow(rows, []any{&host, &ol.Origin, &ol.Status, &reason, &owner, &ol.ListedAt, &ol.CheckedAt}, func() error {
+		if _, ok := rec.Origins[host]; ok {
+			return nil // a hostname served on two ports or schemes: the first listed speaks
+		}
+		c := ol
+		c.ListedAt, c.CheckedAt = c.ListedAt.UTC(), c.CheckedAt.UTC()
+		if reason != "" {
+			r := reason
+			c.Reason = &r
+		}
+		if owner != "" {
+			o := owner
+			c.Owner = &o
+		}
+		rec.Origins[host] = &c
+		return nil
+	})
+	if err != nil {
+		return rec, fail("directory origins", err)
 	}
 
 	rows, _ = tx.Query(ctx, `

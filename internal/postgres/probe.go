@@ -12,8 +12,8 @@ import (
 
 var _ trust.ProbeStore = (*Store)(nil)
 
-// ProbeTargets returns every enabled method whose newest probe is older than
-// before (or that was never probed), in hostname order so that one host's methods
+// ProbeTargets returns every enabled, listed method whose newest probe is older
+// than before (or that was never probed), in hostname order so that one host's methods
 // come together. Replicas that probe on the same schedule thus split the work
 // instead of repeating it.
 func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Target, error) {
@@ -22,6 +22,9 @@ func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Tar
 		FROM provider_methods m
 		WHERE m.enabled AND NOT EXISTS (
 			SELECT 1 FROM probes p WHERE p.method_id = m.id AND p.probed_at >= $1)
+			-- a listing's copy its origin's own listing hides is not listed: not probed
+			AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins o
+				WHERE o.hostname = m.hostname AND o.status <> 'delisted'))
 		ORDER BY m.hostname, m.id`, before)
 	targets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.Target, error) {
 		var t trust.Target
@@ -91,19 +94,25 @@ const probeLockKey = 715518
 // TryProbeLock takes the probe-round lock if no other process holds it. ok reports
 // whether it was taken; release gives it back.
 func (s *Store) TryProbeLock(ctx context.Context) (release func(), ok bool, err error) {
+	return s.tryLock(ctx, probeLockKey, "probe lock")
+}
+
+// tryLock takes the session advisory lock key on a connection of its own, if no
+// other process holds it; release unlocks it and gives the connection back.
+func (s *Store) tryLock(ctx context.Context, key int64, op string) (release func(), ok bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, fail("probe lock", err)
+		return nil, false, fail(op, err)
 	}
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, probeLockKey).Scan(&ok); err != nil || !ok {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil || !ok {
 		conn.Release()
 		if err != nil {
-			return nil, false, fail("probe lock", err)
+			return nil, false, fail(op, err)
 		}
 		return nil, false, nil
 	}
 	return func() {
-		conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, probeLockKey)
+		conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, key)
 		conn.Release()
 	}, true, nil
 }

@@ -128,6 +128,7 @@ const (
 	PriceAboveMaximum      = "price_above_maximum"
 	OverrideRequired       = "override_required"
 	OriginNotAllowed       = "origin_not_allowed"
+	ManifestRefused        = "manifest_refused"
 )
 
 // Kind is what the table says of a code.
@@ -252,6 +253,9 @@ var kinds = map[string]Kind{
 	OriginNotAllowed: {http.StatusForbidden, "Origin not allowed",
 		"A page of another origin called the MCP server from a browser: it answers pages of the service's own origin and of this machine only, so that no page can reach it through DNS rebinding.",
 		"Call it from a program, which sends no Origin, or from a page on the service's own origin."},
+	ManifestRefused: {http.StatusUnprocessableEntity, "Manifest refused",
+		"The origin's discovery manifest (/.well-known/x402.json) could not be listed as a whole: it could not be fetched from a public address of the origin, it redirected elsewhere, it is too large, too deeply nested or not an x402 v2 manifest, or an ownership proof in it is invalid. The detail starts with the reason's code. Nothing of it was listed.",
+		"Fix what the detail names and submit the origin again; the manifest is read from the origin itself, never through a redirect to another origin."},
 	OfferNotPayable: {http.StatusUnprocessableEntity, "Offer not payable",
 		"The seller did not answer with an x402 offer this server's payer can pay: no 402, an invalid offer, another scheme, network or asset, or an address it may not reach.",
 		"Quote the seller (POST /tools/x402/quote) to see what it answers; pay another way, or choose another seller."},

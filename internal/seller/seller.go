@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/x402"
 )
 
@@ -30,6 +31,10 @@ const (
 	DefaultAsset   = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
 	DefaultPayTo   = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 	DefaultPrice   = "10000"
+	// DemoPayeeKey is the payee key the local seller command signs its manifest
+	// with: anyone can read it here, so its signature proves ownership on this
+	// machine and nowhere else.
+	DemoPayeeKey = "011ddcf001bbd5d35d6996e635211a81581bfb6d68a77b72576858d3c532cfb3"
 	// otherPayTo is whom the wrong_payee misbehaviour names instead.
 	otherPayTo = "0x000000000000000000000000000000000000dEaD"
 )
@@ -50,10 +55,14 @@ var modes = []string{ModeNone, ModeWrongPayee, ModeChangedPrice, ModeNoDelivery,
 
 // Config sets up a Seller. Zero fields take the defaults.
 type Config struct {
-	PayTo   string
-	Network string // CAIP-2
-	Asset   string
-	Price   string // atomic units
+	PayTo string
+	// PayeeKey is the payee's private key (hex), when the seller has it: PayTo is
+	// then its address (unless set), and the seller's discovery manifest carries
+	// the payee's signature of the origin, its proof of ownership.
+	PayeeKey string
+	Network  string // CAIP-2
+	Asset    string
+	Price    string // atomic units
 	// FacilitatorURL is where the seller verifies and settles payments; empty means
 	// its own /facilitator, reached over HTTP at the address the request came to.
 	FacilitatorURL string
@@ -92,6 +101,11 @@ type Seller struct {
 
 // New returns a seller with cfg's settings.
 func New(cfg Config) *Seller {
+	if cfg.PayTo == "" && cfg.PayeeKey != "" {
+		if k, err := x402.ParseSigner(cfg.PayeeKey); err == nil {
+			cfg.PayTo = k.Address()
+		}
+	}
 	if cfg.PayTo == "" {
 		cfg.PayTo = DefaultPayTo
 	}
@@ -122,6 +136,7 @@ func New(cfg Config) *Seller {
 	s.mux.HandleFunc("GET /misbehave", s.handleMode)
 	s.mux.HandleFunc("POST /misbehave", s.handleSetMode)
 	s.mux.HandleFunc("GET /discovery/resources", s.handleDiscovery)
+	s.mux.HandleFunc("GET "+origin.WellKnownPath, s.handleManifest)
 	s.mux.HandleFunc("POST /rpc", s.handleRPC)
 	return s
 }
@@ -549,6 +564,49 @@ func (s *Seller) handleDiscovery(w http.ResponseWriter, r *http.Request) {
 	items := s.Listing("http://" + r.Host)
 	writeJSON(w, http.StatusOK, map[string]any{"x402Version": 1, "items": items,
 		"pagination": map[string]any{"limit": 100, "offset": 0, "total": len(items)}})
+}
+
+// Manifest is the seller's own discovery manifest at base (http://host:port), as
+// served at /.well-known/x402.json: its paid routes, each with its offer, and, when
+// the seller has its payee's key, the payee's signature of the origin.
+func (s *Seller) Manifest(base string) map[string]any {
+	item := func(path, description string) map[string]any {
+		return map[string]any{
+			"resource": map[string]any{"url": base + path, "description": "Local demo seller: " + description,
+				"mimeType": "application/json", "serviceName": "Local demo seller"},
+			"type":    "http",
+			"accepts": []any{s.requirement(2, base+path, "")},
+			"input":   map[string]any{"method": "GET"},
+			"output":  map[string]any{"mimeType": "application/json"},
+		}
+	}
+	m := map[string]any{"x402Version": 2, "lastUpdated": s.cfg.Now().Unix(), "items": []any{
+		item("/v1/weather", "the weather for a city, today."),
+		item("/v2/report", "a short report on a topic."),
+	}}
+	if s.cfg.PayeeKey != "" {
+		if sig, err := origin.SignOrigin(base, s.cfg.PayeeKey); err == nil {
+			m["ownershipProofs"] = []string{sig}
+		}
+	}
+	return m
+}
+
+// handleManifest serves the manifest for the origin the request came to, with an
+// ETag that answers If-None-Match.
+func (s *Seller) handleManifest(w http.ResponseWriter, r *http.Request) {
+	m := s.Manifest("http://" + r.Host)
+	delete(m, "lastUpdated") // the same routes make the same manifest, and the same ETag
+	body, _ := json.Marshal(m)
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	w.Header().Set("ETag", etag)
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

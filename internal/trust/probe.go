@@ -648,3 +648,8 @@ func Probeable(hostname string) bool {
 	}
 	return true
 }
+
+// Classify names the outcome of a request that failed before any answer came, as
+// a probe would record it (blocked_address, redirect, dns_error, timeout, ...), with
+// a detail for operators.
+func Classify(err error) (outcome, detail string) { return classifyError(err) }

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/catalog"
@@ -13,6 +14,9 @@ type MethodRecord struct {
 	ID     int64
 	Method directory.Method
 	Offers []catalog.Offer
+	// Owner is the payee that signed the origin listing the method, when the
+	// method's live 402 named it at listing; Origin is that origin.
+	Owner, Origin string
 }
 
 // Payments counts settled payments to a hostname.
@@ -31,6 +35,8 @@ type Records struct {
 	HostProbes map[string][]Observation
 	Overrides  map[string]*directory.Override
 	Payments   map[string]Payments
+	// Origins are the hostnames listed by their own origin (listed or stale).
+	Origins map[string]*directory.OriginListing
 }
 
 // RecordStore reads the records a directory snapshot is built from.
@@ -38,4 +44,22 @@ type RecordStore interface {
 	// DirectoryRecords reads the enabled methods and the facts their trust is
 	// computed from, all as of one moment, so that they agree with each other.
 	DirectoryRecords(ctx context.Context, now time.Time) (Records, error)
+}
+
+// OwnerOf is the method's proof of ownership, when it holds: the origin listing it
+// was signed by the payee its newest valid offer names. A payee that changed since
+// loses the proof until the origin is signed again by the new one.
+func OwnerOf(r MethodRecord, probes []Observation) *directory.Owner {
+	if r.Owner == "" {
+		return nil
+	}
+	for _, p := range probes {
+		if p.Outcome == OutcomePaymentRequired {
+			if !strings.EqualFold(p.PayTo, r.Owner) {
+				return nil
+			}
+			return &directory.Owner{Verified: true, PayTo: r.Owner, Origin: r.Origin}
+		}
+	}
+	return nil
 }

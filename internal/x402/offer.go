@@ -314,3 +314,20 @@ func compact(raw json.RawMessage) json.RawMessage {
 	}
 	return json.RawMessage(b.Bytes())
 }
+
+// CheckRequirements judges a resource and its accepts list by the rules of an x402 v2
+// PaymentRequired document, as if a 402 had carried them in its header: resource is
+// the document's resource object (with its url), accepts its list. An origin's
+// discovery manifest lists its items this way, so each is held to the rules a live
+// offer is. It gives every valid offer, best first, or an *OfferError.
+func CheckRequirements(resource, accepts json.RawMessage) ([]Offer, error) {
+	doc, err := json.Marshal(struct {
+		Version  int             `json:"x402Version"`
+		Resource json.RawMessage `json:"resource,omitempty"`
+		Accepts  json.RawMessage `json:"accepts,omitempty"`
+	}{2, compact(resource), compact(accepts)})
+	if err != nil {
+		return nil, refuse(ReasonBadJSON, "not JSON")
+	}
+	return parseDocument(doc, true)
+}
