@@ -394,7 +394,9 @@ bench: go db model
 # there), a row per search system (the builtin model, PostgreSQL full-text search):
 # recall@3 overall and per kind, MRR@3 and the false-match rate. Then the band's
 # calibration, cross-validated: recall@3 and false matches on folds of the labelled
-# queries that no threshold or weight was fitted on, per kind of evidence (ablation).
+# queries that no threshold or weight was fitted on, per kind of evidence (ablation),
+# ranked by similarity alone and reranked; and the ranking with no band under each
+# rerank weight (recall@3 with the nearest methods counted).
 .PHONY: eval
 eval: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' $(RELEVANCE)

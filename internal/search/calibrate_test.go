@@ -78,7 +78,7 @@ func TestFoldsSpreadEachKindAndUseEveryQueryOnce(t *testing.T) {
 
 func TestACalibrationStoresItsWeightsByName(t *testing.T) {
 	var c Calibration
-	c.Weights[FeatCover], c.Bias, c.Least, c.Margin = 2.5, -1, 0.6, 0.15
+	c.Weights[FeatCover], c.Bias, c.Least, c.Margin, c.Rerank = 2.5, -1, 0.6, 0.15, 0.3
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +112,36 @@ func TestTheCalibratedBandKeepsWithinItsMarginOnlyAboveItsLeast(t *testing.T) {
 	// the calibrated band has no floor of similarity.
 	if why := whyNot(Neighbour{Similarity: 0.3}, 0.35, 1, r); why != "" {
 		t.Errorf("within the margin of a calibrated band: %q", why)
+	}
+}
+
+// TestCalibrationChoosesTheRerankWeightThatRanksBest: of the rerank weights, the
+// least under which most on-topic queries have a relevant method among the nearest
+// three is chosen, and the band is fitted and scored under it; NoRerank keeps the
+// ranking by similarity.
+func TestCalibrationChoosesTheRerankWeightThatRanksBest(t *testing.T) {
+	samples := synthetic(200, 4)
+	for i, s := range samples {
+		for w := range RerankWeights {
+			r := Ranking{Evidence: s.Evidence, Similarities: s.Similarities, Relevant: s.Relevant}
+			if !s.Off && (w == 0 || (w == 1 && i%2 == 0)) {
+				r.Relevant = []bool{false, false, false} // missed by similarity alone, and half of them at 0.1
+			}
+			samples[i].Rankings = append(samples[i].Rankings, r)
+		}
+		samples[i] = samples[i].ranked(0)
+	}
+	c := Calibrate(samples, CalibrationOptions{})
+	if c.Rerank != RerankWeights[2] {
+		t.Errorf("rerank weight %v, want %v: the least that ranks every on-topic query right", c.Rerank, RerankWeights[2])
+	}
+	if r := (Calibration{Margin: 1, Rerank: c.Rerank}).Score(samples).Recall(); r != 1 {
+		t.Errorf("the nearest three under the chosen weight: recall %.3f, want 1", r)
+	}
+	if r := (Calibration{Margin: 1}).Score(samples).Recall(); r != 0 {
+		t.Errorf("the nearest three by similarity: recall %.3f, want 0", r)
+	}
+	if c := Calibrate(samples, CalibrationOptions{NoRerank: true}); c.Rerank != 0 {
+		t.Errorf("NoRerank: rerank weight %v", c.Rerank)
 	}
 }

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -45,6 +46,11 @@ const EvidenceVersion = "evidence-v1"
 
 // Neighbours is how many nearest methods a query's evidence reads.
 const Neighbours = 10
+
+// Reranked is how many nearest methods a calibrated band reranks (Rerank) before it
+// reads the first Neighbours of them: a method that holds the query's words comes up
+// from as far as twentieth.
+const Reranked = 20
 
 // textIndex holds one snapshot's words for the evidence: each method's concepts
 // (interned, sorted ids, by list position) and the catalog's document frequency of
@@ -146,41 +152,29 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 			e[FeatAgree] = float64(same) / float64(others)
 		}
 	}
-	concepts := embedding.Concepts(query)
-	if len(concepts) == 0 {
+	q := x.queryConcepts(query)
+	if len(q.ids) == 0 {
 		return e
 	}
 	pos := make([]int, min(len(near), 3))
 	for i, n := range near[:len(pos)] {
-		pos[i] = -1
-		if p, ok := x.snap.Position(n.Slug); ok {
-			pos[i] = p
-		}
+		pos[i] = x.position(n.Slug)
 	}
-	var total, cover, cover3 float64
-	known := 0
-	for _, c := range concepts {
-		id, ok := x.ids[c]
-		var df int32
-		if ok {
-			df = x.df[id]
-			known++
-		}
-		w := x.idf(df)
-		total += w
-		if x.holds(pos[0], id, ok) {
-			cover += w
+	var cover, cover3 float64
+	for i, id := range q.ids {
+		if x.holds(pos[0], id, q.known[i]) {
+			cover += q.weights[i]
 		}
 		for _, p := range pos {
-			if x.holds(p, id, ok) {
-				cover3 += w
+			if x.holds(p, id, q.known[i]) {
+				cover3 += q.weights[i]
 				break
 			}
 		}
 	}
-	e[FeatCover], e[FeatCover3] = cover/total, cover3/total
-	e[FeatKnown] = float64(known) / float64(len(concepts))
-	e[FeatWords] = math.Log1p(float64(len(concepts)))
+	e[FeatCover], e[FeatCover3] = cover/q.total, cover3/q.total
+	e[FeatKnown] = float64(q.knownCount) / float64(len(q.ids))
+	e[FeatWords] = math.Log1p(float64(len(q.ids)))
 	if general != nil {
 		words := embedding.Words(query)
 		least := math.Inf(1)
@@ -197,6 +191,76 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 	return e
 }
 
+// queryConcepts are a query's concepts as the catalog knows them: each one's id (and
+// whether the catalog has it at all) and IDF weight, and the weights' sum.
+type queryConcepts struct {
+	ids        []uint32
+	known      []bool
+	weights    []float64
+	total      float64
+	knownCount int
+}
+
+func (x *textIndex) queryConcepts(query string) queryConcepts {
+	cs := embedding.Concepts(query)
+	q := queryConcepts{ids: make([]uint32, len(cs)), known: make([]bool, len(cs)), weights: make([]float64, len(cs))}
+	for i, c := range cs {
+		id, ok := x.ids[c]
+		var df int32
+		if ok {
+			df = x.df[id]
+			q.knownCount++
+		}
+		q.ids[i], q.known[i], q.weights[i] = id, ok, x.idf(df)
+		q.total += q.weights[i]
+	}
+	return q
+}
+
+// position is the list position of the method slug names, or -1.
+func (x *textIndex) position(slug string) int {
+	if p, ok := x.snap.Position(slug); ok {
+		return p
+	}
+	return -1
+}
+
+// cover is the IDF-weighted share of q's concepts the method at list position p holds.
+func (x *textIndex) cover(q queryConcepts, p int) float64 {
+	if q.total == 0 {
+		return 0
+	}
+	held := 0.0
+	for i, id := range q.ids {
+		if x.holds(p, id, q.known[i]) {
+			held += q.weights[i]
+		}
+	}
+	return held / q.total
+}
+
+// Rerank orders query's nearest methods (most similar first) by their similarity
+// plus w times the IDF-weighted share of the query's concepts each holds, and keeps
+// the first Neighbours: a method that names what the query asks for climbs over one
+// the encoder only finds near it. near itself is left as it is (the engine caches
+// it); the similarities are not changed, only their order.
+func (x *textIndex) Rerank(query string, near []Neighbour, w float64) []Neighbour {
+	if w == 0 || len(near) < 2 {
+		return near[:min(len(near), Neighbours)]
+	}
+	q := x.queryConcepts(query)
+	if q.total == 0 {
+		return near
+	}
+	score := make(map[string]float64, len(near))
+	for _, n := range near {
+		score[n.Slug] = n.Similarity + w*x.cover(q, x.position(n.Slug))
+	}
+	out := slices.Clone(near)
+	slices.SortStableFunc(out, func(a, b Neighbour) int { return cmp.Compare(score[b.Slug], score[a.Slug]) })
+	return out[:min(len(out), Neighbours)]
+}
+
 func (x *textIndex) method(slug string) (directory.Method, bool) {
 	p, ok := x.snap.Position(slug)
 	if !ok {
@@ -205,16 +269,19 @@ func (x *textIndex) method(slug string) (directory.Method, bool) {
 	return x.snap.Methods()[p], true
 }
 
-// Calibration is a model's learned band: a logistic model of the probability that
-// the catalog answers a query, given its Evidence; the least probability the band
-// answers at; and the margin under the nearest method's similarity within which the
-// others are kept too. Its weights and threshold are chosen by cross-validation over
-// labelled queries (make calibrate), never on the queries they are reported on.
+// Calibration is a model's learned band: the weight of concept coverage that reranks
+// a query's nearest methods (textIndex.Rerank); a logistic model of the probability
+// that the catalog answers a query, given its Evidence over the reranked methods; the
+// least probability the band answers at; and the margin under the nearest method's
+// similarity within which the others are kept too. Its weights and threshold are
+// chosen by cross-validation over labelled queries (make calibrate), never on the
+// queries they are reported on.
 type Calibration struct {
 	Weights [NumFeatures]float64
 	Bias    float64
 	Least   float64
 	Margin  float64
+	Rerank  float64
 	// Evidence is the EvidenceVersion it was fitted on.
 	Evidence string
 }
@@ -237,11 +304,12 @@ type calibrationJSON struct {
 	Bias     float64            `json:"bias"`
 	Least    float64            `json:"least"`
 	Margin   float64            `json:"margin"`
+	Rerank   float64            `json:"rerank,omitempty"`
 }
 
 // MarshalJSON writes the weights by feature name.
 func (c Calibration) MarshalJSON() ([]byte, error) {
-	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin}
+	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin, Rerank: c.Rerank}
 	for i, w := range c.Weights {
 		out.Weights[FeatureNames[i]] = w
 	}
@@ -255,7 +323,7 @@ func (c *Calibration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Evidence: in.Evidence}
+	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Rerank: in.Rerank, Evidence: in.Evidence}
 	for name, w := range in.Weights {
 		i := featureIndex(name)
 		if i < 0 {
@@ -275,10 +343,17 @@ func featureIndex(name string) int {
 	return -1
 }
 
-// Evidence is the evidence of query over its nearest methods in snap, most similar
-// first, as the band reads it.
+// Evidence is the evidence of query over its nearest methods in snap, in the
+// ranking's order, as the band reads it.
 func (e *Engine) Evidence(snap *directory.Snapshot, m *Model, query string, near []Neighbour) Evidence {
 	return e.textIndex(snap).Gather(embedding.NormalizeQuery(query), near, generalEnglish(m))
+}
+
+// Rerank orders query's nearest methods in snap (most similar first) by their
+// similarity plus w times the share of the query's concepts each holds, and keeps the
+// first Neighbours.
+func (e *Engine) Rerank(snap *directory.Snapshot, query string, near []Neighbour, w float64) []Neighbour {
+	return e.textIndex(snap).Rerank(embedding.NormalizeQuery(query), near, w)
 }
 
 // generalEnglish is m's model of general English, when it has one.

@@ -61,15 +61,16 @@ func ReadQueries(r io.Reader) ([]Query, error) {
 	return out, sc.Err()
 }
 
-// Label reads q as calibration does, under model m over snap: its nearest methods'
-// evidence and which of the nearest three the labels call relevant.
+// Label reads q as calibration does, under model m over snap, once for each of
+// RerankWeights: its nearest methods' evidence and which of the nearest three the
+// labels call relevant.
 func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, set string, q Query) (Labelled, error) {
 	norm := embedding.NormalizeQuery(q.Text)
 	vs, err := m.Embedder.Embed(ctx, []string{norm})
 	if err != nil {
 		return Labelled{}, err
 	}
-	near, err := e.store.Nearest(ctx, m.Record, vs[0], Neighbours, nil)
+	near, err := e.store.Nearest(ctx, m.Record, vs[0], fetched, nil)
 	if err != nil {
 		return Labelled{}, err
 	}
@@ -78,15 +79,22 @@ func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, 
 	for _, u := range q.Relevant {
 		relevant[EndpointKey(u)] = true
 	}
-	l := Labelled{Set: set, Kind: q.Kind, Off: q.Kind == KindOffTopic, Evidence: e.Evidence(snap, m, q.Text, near)}
-	for _, n := range near[:min(len(near), MaxResults)] {
-		url := ""
-		if p, ok := snap.Position(n.Slug); ok {
-			url = snap.Methods()[p].Endpoint.URL
+	x := e.textIndex(snap)
+	l := Labelled{Set: set, Kind: q.Kind, Off: q.Kind == KindOffTopic}
+	for _, w := range RerankWeights {
+		ranked := x.Rerank(norm, near, w)
+		r := Ranking{Evidence: x.Gather(norm, ranked, generalEnglish(m))}
+		for _, n := range ranked[:min(len(ranked), MaxResults)] {
+			url := ""
+			if p, ok := snap.Position(n.Slug); ok {
+				url = snap.Methods()[p].Endpoint.URL
+			}
+			r.Similarities = append(r.Similarities, n.Similarity)
+			r.Relevant = append(r.Relevant, relevant[EndpointKey(url)])
 		}
-		l.Similarities = append(l.Similarities, n.Similarity)
-		l.Relevant = append(l.Relevant, relevant[EndpointKey(url)])
+		l.Rankings = append(l.Rankings, r)
 	}
+	l = l.ranked(0)
 	return l, nil
 }
 

@@ -22,8 +22,8 @@ var Reasons = []string{ReasonBelowConfidence, ReasonOutsideMargin, ReasonBelowFl
 // most the band keeps, and two more, so that the nearest methods outside the band
 // still fill the answer when a neighbour the store knows is not in the snapshot
 // searched (a catalog published between the two); and as many as the calibrated band
-// reads the evidence of.
-const fetched = max(MaxResults+2, Neighbours)
+// reranks.
+const fetched = max(MaxResults+2, Neighbours, Reranked)
 
 // Near is a method near the query that the band did not keep, and why: an answer
 // that keeps fewer methods than it may carries the nearest others, so that a caller

@@ -269,7 +269,9 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	var band BandReport
 	var kept []Neighbour
 	if c := m.Record.Calibration; c != nil {
-		band = c.Report(e.textIndex(snap).Gather(norm, near, generalEnglish(m)), near)
+		x := e.textIndex(snap)
+		near = x.Rerank(norm, near, c.Rerank)
+		band = c.Report(x.Gather(norm, near, generalEnglish(m)), near)
 		kept = c.Band(band.Confidence, near, want)
 	} else {
 		band = Report(near, m.Record)
