@@ -492,7 +492,7 @@ func TestAPaymentIsNeverMadeTwice(t *testing.T) {
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now+60); err != nil {
+	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now+60, ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond)
@@ -628,7 +628,7 @@ func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) 
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now-1); err != nil {
+	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now-1, ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond)

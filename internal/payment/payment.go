@@ -263,6 +263,7 @@ const (
 	FailLimit         = "limit_exceeded" // a spending limit would be passed at signing time: nothing signed
 	FailSellerRefused = "seller_refused" // the seller answered 402 to the payment: nothing settled
 	FailUnreachable   = "unreachable"    // the seller could not be reached with the payment
+	FailNoBlockhash   = "no_blockhash"   // Solana's RPC gave no recent blockhash to sign with: nothing signed
 	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed: nothing moved
 	// FailUnknown is how payments whose outcome was unknown were recorded before
 	// StatusUnknown; none is recorded so any more.
@@ -326,6 +327,7 @@ type Payment struct {
 	Nonce       []byte          `json:"-"`
 	ValidAfter  int64           `json:"-"`
 	ValidBefore int64           `json:"-"`
+	Blockhash   string          `json:"-"` // Solana: the recent blockhash it is signed with
 	Raw         x402.Offer      `json:"-"`
 	Attempts    int             `json:"-"`
 	Limits      *LimitsAndSpend `json:"-"`
