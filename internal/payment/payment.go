@@ -287,8 +287,12 @@ type Offer struct {
 // Same reports whether o asks exactly what approved asked: the version, scheme,
 // network, asset, payee and amount.
 func (o Offer) Same(approved Offer) bool {
+	// EVM addresses are the same in either case; Solana's base58 keys are not.
+	same := func(a, b string) bool {
+		return a == b || x402.Namespace(o.Network) == "eip155" && strings.EqualFold(a, b)
+	}
 	return o.Version == approved.Version && o.Scheme == approved.Scheme && o.Network == approved.Network &&
-		strings.EqualFold(o.Asset, approved.Asset) && strings.EqualFold(o.PayTo, approved.PayTo) && o.Amount == approved.Amount
+		same(o.Asset, approved.Asset) && same(o.PayTo, approved.PayTo) && o.Amount == approved.Amount
 }
 
 // Verdict is the directory's advisory word on the seller when the agent asked.

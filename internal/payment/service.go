@@ -55,6 +55,7 @@ func (p *Payer) Pays(network, asset string) bool {
 	if p == nil {
 		return false
 	}
+	network = x402.NormalizeNetwork(network)
 	switch x402.Namespace(network) {
 	case "eip155":
 		return p.Signer != nil && p.Networks.Pays(network, asset)
