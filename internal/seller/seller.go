@@ -88,8 +88,11 @@ type Seller struct {
 	transfers []Transfer
 	delivered map[string][]byte             // answer body by payer|nonce, for redelivery
 	settled   map[string]x402.Authorization // by payer|nonce
-	// settledSVM holds the Solana transactions settled, by svmTransfer.key.
-	settledSVM map[string]string
+	// settledSVM holds the Solana transactions settled, by svmTransfer.key;
+	// blockhashes the recent blockhashes /rpc handed out, which alone a transaction
+	// may name.
+	settledSVM  map[string]string
+	blockhashes []string
 }
 
 // New returns a seller with cfg's settings.
@@ -518,9 +521,11 @@ func (s *Seller) handleRPC(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "error": map[string]any{"code": code, "message": msg}})
 	}
 	if call.Method == "getLatestBlockhash" {
-		// Solana's: the blockhash payments on the Solana route are signed with.
+		// Solana's: the blockhash payments on the Solana route are signed with, a
+		// new one each time, as the chain moves on.
+		h := s.nextBlockhash()
 		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "result": map[string]any{
-			"context": map[string]any{"slot": 1}, "value": map[string]any{"blockhash": DefaultSolanaBlockhash, "lastValidBlockHeight": 151}}})
+			"context": map[string]any{"slot": 1}, "value": map[string]any{"blockhash": h, "lastValidBlockHeight": 151}}})
 		return
 	}
 	if call.Method != "eth_call" {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/gagliardetto/solana-go"
@@ -22,7 +23,8 @@ const (
 	DefaultSolanaNetwork = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
 	DefaultSolanaAsset   = "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"
 	DefaultSolanaPayTo   = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4"
-	// DefaultSolanaBlockhash is the recent blockhash /rpc's getLatestBlockhash answers.
+	// DefaultSolanaBlockhash is the first recent blockhash /rpc's getLatestBlockhash
+	// answers; each later call answers another.
 	DefaultSolanaBlockhash = "EkSnNWid2cvwEVnVx9aBqawnmiCNiDgp3gUdkDPTKN1N"
 )
 
@@ -139,6 +141,9 @@ func (s *Seller) checkSVM(b facilitatorBody) (svmTransfer, error) {
 	if strconv.FormatUint(*tc.Amount, 10) != e.Amount {
 		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_amount_mismatch")
 	}
+	if !s.knownBlockhash(m.RecentBlockhash.String()) {
+		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_blockhash_not_found")
+	}
 	memo, memos := "", 0
 	for i := 3; i < len(m.Instructions); i++ {
 		switch programs[i].String() {
@@ -210,4 +215,25 @@ func (s *Seller) svmSettledBefore(key string) bool {
 	defer s.mu.Unlock()
 	_, ok := s.settledSVM[key]
 	return ok
+}
+
+// nextBlockhash is the next recent blockhash: DefaultSolanaBlockhash first, then a
+// new one each time.
+func (s *Seller) nextBlockhash() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := DefaultSolanaBlockhash
+	if n := len(s.blockhashes); n > 0 {
+		sum := sha256.Sum256([]byte("blockhash " + strconv.Itoa(n)))
+		h = solana.HashFromBytes(sum[:]).String()
+	}
+	s.blockhashes = append(s.blockhashes, h)
+	return h
+}
+
+// knownBlockhash reports whether h is DefaultSolanaBlockhash or one /rpc handed out.
+func (s *Seller) knownBlockhash(h string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return h == DefaultSolanaBlockhash || slices.Contains(s.blockhashes, h)
 }

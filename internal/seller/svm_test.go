@@ -110,6 +110,20 @@ func TestAPayerPaysTheSolanaRouteOnce(t *testing.T) {
 			t.Errorf("%s: %s", name, resp.Status)
 		}
 	}
+	// The chain moves on: the next blockhash is another, and good; one it never
+	// handed out is refused.
+	next, err := rpc.LatestBlockhash(t.Context(), DefaultSolanaNetwork)
+	if err != nil || next == hash {
+		t.Fatalf("the next blockhash %q, %v", next, err)
+	}
+	later, _ := payer.Sign(terms, next, bytes.Repeat([]byte{8}, 32))
+	if resp, body := sendSVM(t, url, o, later); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a payment over the next blockhash: %s %s", resp.Status, body)
+	}
+	stale, _ := payer.Sign(terms, "11111111111111111111111111111111", bytes.Repeat([]byte{9}, 32))
+	if resp, _ := sendSVM(t, url, o, stale); resp.StatusCode != http.StatusPaymentRequired {
+		t.Errorf("an unknown blockhash: %s", resp.Status)
+	}
 	forged, _ := solanaPayer(t, 2).Sign(terms, hash, bytes.Repeat([]byte{7}, 32))
 	tx, _ := solana.TransactionFromBase64(forged.Transaction)
 	tx.Signatures[1][0] ^= 1
@@ -117,8 +131,8 @@ func TestAPayerPaysTheSolanaRouteOnce(t *testing.T) {
 	if resp, _ := sendSVM(t, url, o, forged); resp.StatusCode != http.StatusPaymentRequired {
 		t.Errorf("a forged signature: %s", resp.Status)
 	}
-	if n := len(sel.Ledger()); n != 2 {
-		t.Fatalf("%d transfers after refusals, want 2", n)
+	if n := len(sel.Ledger()); n != 3 {
+		t.Fatalf("%d transfers after refusals, want 3", n)
 	}
 	// The route is listed.
 	var items []map[string]any
