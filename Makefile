@@ -318,7 +318,8 @@ lint: go lint-openapi lint-spectral lint-codegen
 
 # The x402 reference packages a test seller is built from (cmd/server/testdata), so that
 # make test pays a seller made of them: v2 (@x402/express with @x402/core's facilitator
-# and @x402/evm's exact scheme) and v1 (x402-express with x402's facilitator), each in
+# and @x402/evm's exact scheme), v1 (x402-express with x402's facilitator) and Solana
+# (@x402/express with @x402/core's facilitator and @x402/svm's exact scheme), each in
 # a directory of its own, pinned, installed with npm into var/tools and run on $(NODE).
 X402_V2_VERSION := 2.27.0
 X402_V2_DIR     := var/tools/x402-express-$(X402_V2_VERSION)
