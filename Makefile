@@ -319,7 +319,8 @@ lint: go lint-openapi lint-spectral lint-codegen
 
 # The x402 reference packages a test seller is built from (cmd/server/testdata), so that
 # make test pays a seller made of them: v2 (@x402/express with @x402/core's facilitator
-# and @x402/evm's exact scheme) and v1 (x402-express with x402's facilitator), each in
+# and @x402/evm's exact scheme), v1 (x402-express with x402's facilitator) and Solana
+# (@x402/express with @x402/core's facilitator and @x402/svm's exact scheme), each in
 # a directory of its own, pinned, installed with npm into var/tools and run on $(NODE).
 X402_V2_VERSION := 2.27.0
 X402_V2_DIR     := var/tools/x402-express-$(X402_V2_VERSION)
@@ -327,16 +328,19 @@ X402_V2_PKGS    := @x402/express@$(X402_V2_VERSION) @x402/core@$(X402_V2_VERSION
 X402_V1_VERSION := 1.2.0
 X402_V1_DIR     := var/tools/x402-express-$(X402_V1_VERSION)
 X402_V1_PKGS    := x402-express@$(X402_V1_VERSION) x402@$(X402_V1_VERSION) express@4.22.3 viem@2.57.20
+X402_SVM_DIR    := var/tools/x402-svm-$(X402_V2_VERSION)
+X402_SVM_PKGS   := @x402/express@$(X402_V2_VERSION) @x402/core@$(X402_V2_VERSION) @x402/svm@$(X402_V2_VERSION) express@5.3.0 \
+	@solana/kit@5.5.1 @solana/sysvars@5.5.1
 
-$(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed: var/tools/%/.installed:
+$(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed $(X402_SVM_DIR)/.installed: var/tools/%/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed to install the x402 reference packages" >&2; exit 1; }
 	@rm -rf var/tools/$* && mkdir -p var/tools/$*
 	@npm install --prefix var/tools/$* --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
-		--loglevel=error --no-progress $(if $(filter $(X402_V2_DIR)/%,$@),$(X402_V2_PKGS),$(X402_V1_PKGS)) >/dev/null
+		--loglevel=error --no-progress $(if $(filter $(X402_V2_DIR)/%,$@),$(X402_V2_PKGS),$(if $(filter $(X402_SVM_DIR)/%,$@),$(X402_SVM_PKGS),$(X402_V1_PKGS))) >/dev/null
 	@touch $@
 
 .PHONY: x402-reference
-x402-reference: $(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed $(NODE)
+x402-reference: $(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed $(X402_SVM_DIR)/.installed $(NODE)
 
 # make test installs the tools its tests drive (these, and the MCP Inspector and the
 # OpenTelemetry JavaScript exporter above) and tells the tests where they are.
@@ -344,6 +348,7 @@ test: x402-reference
 test: export WAYSTATION_NODE = $(abspath $(NODE))
 test: export WAYSTATION_X402_V2_DIR = $(abspath $(X402_V2_DIR))
 test: export WAYSTATION_X402_V1_DIR = $(abspath $(X402_V1_DIR))
+test: export WAYSTATION_X402_SVM_DIR = $(abspath $(X402_SVM_DIR))
 test: export WAYSTATION_MCP_INSPECTOR = $(abspath $(INSPECTOR))
 test: export WAYSTATION_OTEL_JS = $(abspath $(OTEL_JS_DIR))/node_modules
 

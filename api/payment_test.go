@@ -489,7 +489,7 @@ func TestAPaymentIsNeverMadeTwice(t *testing.T) {
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now+60); err != nil {
+	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now+60, ""); err != nil {
 		t.Fatal(err)
 	}
 	executeTaken(t, retry, "after the stop")
@@ -635,7 +635,7 @@ func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) 
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now-1); err != nil {
+	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now-1, ""); err != nil {
 		t.Fatal(err)
 	}
 	executeTaken(t, service(p.svc.Sender, nil, nil), "late sending")

@@ -85,13 +85,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: cfg.Keep, Views: web.Views{DirectoryAPI: api.DirectoryPath}},
 		Log: log, Every: cfg.Interval, Watch: cfg.Watch,
 	}
-	// The service's payer pays on X402_PAYER_NETWORKS: methods payable there are
-	// marked payable. The key stays with the server.
-	if v := getenv("X402_PAYER_NETWORKS"); v != "" {
-		networks, err := payment.ParseNetworks(v)
-		if err != nil {
-			return fmt.Errorf("X402_PAYER_NETWORKS: %w", err)
+	// The service's payer pays on X402_PAYER_NETWORKS and SOLANA_PAYER_NETWORKS:
+	// methods payable there are marked payable. The keys stay with the server.
+	var networks payment.Networks
+	for _, n := range []struct {
+		env   string
+		parse func(string) (payment.Networks, error)
+	}{{"X402_PAYER_NETWORKS", payment.ParseNetworks}, {"SOLANA_PAYER_NETWORKS", payment.ParseSolanaNetworks}} {
+		if v := getenv(n.env); v != "" {
+			ns, err := n.parse(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.env, err)
+			}
+			networks = append(networks, ns...)
 		}
+	}
+	if networks != nil {
 		g.Payer = networks
 	}
 	if cfg.Interval == 0 {

@@ -1,8 +1,10 @@
 // Command seller runs a local x402 seller and its facilitator, for the demo and for
 // trying payments without a chain: GET /v1/weather (x402 v1) and GET or POST
-// /v2/report (x402 v2) answer 402 until paid; /.well-known/x402.json is its own
-// discovery manifest, signed by its payee; /facilitator verifies a payment by
-// recovering its signer and settles it into the ledger at GET /ledger; POST
+// /v2/report (x402 v2) answer 402 until paid, and GET /v2/solana (x402 v2, USDC on
+// Solana's devnet) too; /.well-known/x402.json is its own discovery manifest, signed
+// by its payee; /facilitator verifies a payment by recovering its signer (on Solana by
+// checking the transfer transaction and its signatures) and settles it into the ledger
+// at GET /ledger; POST /rpc answers for the ledger as a node would; POST
 // /misbehave switches to another payee, a changed price or no delivery.
 package main
 
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	return localserve.Serve(ctx, *addr, s, stdout, stderr, func(a net.Addr) string {
-		return fmt.Sprintf("local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, ledger /ledger, discovery /discovery/resources, manifest /.well-known/x402.json, chain /rpc)", a)
+		return fmt.Sprintf("local x402 seller on http://%s (v1 /v1/weather, v2 /v2/report, Solana /v2/solana, ledger /ledger, discovery /discovery/resources, manifest /.well-known/x402.json, chain /rpc)", a)
 	})
 }
 

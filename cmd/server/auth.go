@@ -204,8 +204,9 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	}
 	if svc.payments.Payer != nil {
 		go svc.payments.Run(ctx, paymentEvery)
-		log.Info("paying sellers", "payer", svc.payments.Payer.Signer, "networks", svc.payments.Payer.Networks,
-			"chains", cfg.Payment.Chains.Networks())
+		p := svc.payments.Payer
+		log.Info("paying sellers", "payer", p.Address(), "networks", p.Networks, "chains", cfg.Payment.Chains.Networks(),
+			"solana_payer", p.AddressOn("solana"), "solana_networks", p.SolanaNetworks)
 	}
 	return api.WithAuthenticated(a)
 }

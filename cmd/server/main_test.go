@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gagliardetto/solana-go"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 )
@@ -168,6 +171,73 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 			t.Errorf("accepted %q", bad("X402_PAYER_KEY")+bad("X402_PAYER_NETWORKS")+bad("PAYMENT_ALLOW_HOSTS"))
 		} else if strings.Contains(err.Error(), testPayerKey[6:20]) {
 			t.Errorf("the error quotes the key: %v", err)
+		}
+	}
+}
+
+// TestPaymentConfigReadsTheSolanaPayer reads SOLANA_PAYER_KEY (base58, or the JSON
+// array solana-keygen writes, or a file of either), SOLANA_PAYER_NETWORKS in v1 names
+// or CAIP-2, and SOLANA_RPC_URL; it refuses bad values without quoting the key or the
+// RPC's URL, and pays a Solana network only with a key, the network named and an RPC.
+func TestPaymentConfigReadsTheSolanaPayer(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	const (
+		mainnet, devnet  = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
+		usdc, usdcDevnet = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"
+	)
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
+	b58 := solana.PrivateKey(key).String()
+	ints := make([]int, len(key))
+	for i, b := range key {
+		ints[i] = int(b)
+	}
+	arr, _ := json.Marshal(ints)
+	want := solana.PrivateKey(key).PublicKey().String()
+
+	c, err := loadPaymentConfig(env("SOLANA_PAYER_KEY", b58, "SOLANA_RPC_URL", "https://rpc.example/?api-key=k"))
+	if err != nil || c.Payer == nil || c.Payer.Signer != nil || c.Payer.AddressOn(mainnet) != want || c.Payer.Address() != "" ||
+		!slices.Equal(c.Payer.SolanaNetworks, payment.Networks{mainnet}) {
+		t.Fatalf("Solana payer: %+v %v", c.Payer, err)
+	}
+	// Payable exactly on the networks named, in their USDC, and only there.
+	if !c.Payer.Pays(mainnet, usdc) || !c.Payer.Pays("solana", usdc) || c.Payer.Pays(devnet, usdcDevnet) ||
+		c.Payer.Pays(mainnet, usdcDevnet) || c.Payer.Pays(mainnet, "So11111111111111111111111111111111111111112") ||
+		c.Payer.Pays("eip155:8453", "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913") {
+		t.Fatal("Pays is wrong on the default networks")
+	}
+	file := filepath.Join(t.TempDir(), "id.json")
+	os.WriteFile(file, append(arr, '\n'), 0o600)
+	c, err = loadPaymentConfig(env("SOLANA_PAYER_KEY_FILE", file, "SOLANA_PAYER_NETWORKS", "solana-devnet, "+mainnet,
+		"SOLANA_RPC_URL", "solana-devnet=http://localhost:8899", "X402_PAYER_KEY", testPayerKey))
+	if err != nil || c.Payer.AddressOn(devnet) != want || c.Payer.Address() == "" ||
+		!slices.Equal(c.Payer.SolanaNetworks, payment.Networks{devnet, mainnet}) {
+		t.Fatalf("Solana payer from a keygen file: %+v %v", c.Payer, err)
+	}
+	// Devnet is named and has an RPC; mainnet is named but has none: not payable.
+	if !c.Payer.Pays("solana-devnet", usdcDevnet) || c.Payer.Pays(mainnet, usdc) || !c.Payer.Pays("eip155:8453", "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913") {
+		t.Fatal("Pays is wrong with an RPC for devnet only")
+	}
+	for _, bad := range []func(string) string{
+		env("SOLANA_PAYER_KEY", b58[:40], "SOLANA_RPC_URL", "http://localhost:8899"),
+		env("SOLANA_PAYER_KEY", b58, "SOLANA_PAYER_KEY_FILE", file, "SOLANA_RPC_URL", "http://localhost:8899"),
+		env("SOLANA_PAYER_KEY", b58),
+		env("SOLANA_PAYER_KEY", b58, "SOLANA_RPC_URL", "ftp://rpc.example/?api-key=k"),
+		env("SOLANA_PAYER_KEY", b58, "SOLANA_RPC_URL", "http://localhost:8899", "SOLANA_PAYER_NETWORKS", "eip155:8453"),
+		env("SOLANA_PAYER_NETWORKS", "solana"),
+		env("SOLANA_RPC_URL", "http://localhost:8899"),
+		env("SOLANA_PAYER_KEY", string(arr[:len(arr)-3])+"]", "SOLANA_RPC_URL", "http://localhost:8899"),
+	} {
+		_, err := loadPaymentConfig(bad)
+		if err == nil {
+			t.Errorf("accepted %q %q", bad("SOLANA_PAYER_NETWORKS"), bad("SOLANA_RPC_URL"))
+		} else if strings.Contains(err.Error(), b58[:20]) || strings.Contains(err.Error(), "api-key") || strings.Contains(err.Error(), string(arr[:20])) {
+			t.Errorf("the error quotes a secret: %v", err)
 		}
 	}
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gagliardetto/solana-go"
 )
 
 // referencePayTo is the payee the reference sellers are started with.
@@ -36,20 +41,42 @@ func TestTheServicePaysSellersBuiltFromTheX402ReferencePackages(t *testing.T) {
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			dir := referenceTool(t, "the x402 "+v.name+" reference packages", v.dirEnv, v.dirGlob)
-			seller := startReferenceSeller(t, node, v.script, dir)
-			payReferenceSeller(t, seller)
+			seller := startReferenceSeller(t, node, v.script, dir, referencePayTo)
+			payReferenceSeller(t, seller, referencePayTo, map[string]string{"X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532"})
 		})
 	}
 }
 
-// payReferenceSeller drives one payment to the seller at base through the service
-// and checks its one settlement.
-func payReferenceSeller(t *testing.T, seller referenceSeller) {
+// referenceSolanaPayTo is the payee the reference Solana seller is started with.
+const referenceSolanaPayTo = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4"
+
+// TestTheServicePaysASolanaSellerBuiltFromTheX402ReferencePackages pays a seller made
+// of the x402 reference packages on Solana: @x402/express with @x402/svm's exact
+// scheme, its facilitator @x402/core's with @x402/svm's exact facilitator scheme and
+// signer, which verify the service's transaction as the reference does, sign it as
+// fee payer and send it. Only the chain is faked: the Solana RPC the facilitator
+// calls answers from a USDC token in memory that checks every signature, the
+// blockhash and the balance, and lands a transaction once; the service reads its
+// recent blockhash from the same RPC. The chain must hold exactly one transfer of the
+// price to the payee from the service's Solana payer.
+func TestTheServicePaysASolanaSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 SVM reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
+	seller := startReferenceSeller(t, node, "x402-seller-svm.mjs", dir, referenceSolanaPayTo)
+	key := solana.PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x42}, 32))).String()
+	payReferenceSeller(t, seller, referenceSolanaPayTo, map[string]string{"SOLANA_PAYER_KEY": key,
+		"SOLANA_PAYER_NETWORKS": "solana-devnet", "SOLANA_RPC_URL": seller.base + "/rpc"})
+}
+
+// payReferenceSeller drives one payment to the seller at base, which pays payTo,
+// through the service with the payer env configures, and checks its one settlement.
+func payReferenceSeller(t *testing.T, seller referenceSeller, payTo string, payer map[string]string) {
 	host := strings.TrimPrefix(seller.base, "http://")
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
-		"X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532", "PAYMENT_ALLOW_HOSTS": host})
+	env := map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json", "PAYMENT_ALLOW_HOSTS": host}
+	maps.Copy(env, payer)
+	srv := serveLogged(t, env)
 	agent := agentCall(t, srv.base, agentKey, nil)
 	endpoint := seller.base + "/report?topic=tides"
 
@@ -110,13 +137,13 @@ func payReferenceSeller(t *testing.T, seller referenceSeller) {
 		t.Fatalf("%d transfers on the seller's chain, want 1: %+v", len(ledger), ledger)
 	}
 	l := ledger[0]
-	if l.Value != "10000" || !strings.EqualFold(l.To, referencePayTo) || !strings.EqualFold(l.From, pay.Payer) || pay.Payer == "" {
-		t.Errorf("the transfer %+v, want 10000 from the payer %s to %s", l, pay.Payer, referencePayTo)
+	if l.Value != "10000" || !strings.EqualFold(l.To, payTo) || !strings.EqualFold(l.From, pay.Payer) || pay.Payer == "" {
+		t.Errorf("the transfer %+v, want 10000 from the payer %s to %s", l, pay.Payer, payTo)
 	}
 	if pay.Status != "settled" || pay.Transaction == nil || !strings.EqualFold(*pay.Transaction, l.Transaction) {
 		t.Errorf("the payment is %s with transaction %v, want settled with %s", pay.Status, deref(pay.Transaction), l.Transaction)
 	}
-	if pay.Offer.Amount != "10000" || !strings.EqualFold(pay.Offer.PayTo, referencePayTo) {
+	if pay.Offer.Amount != "10000" || !strings.EqualFold(pay.Offer.PayTo, payTo) {
 		t.Errorf("the payment's offer %+v", pay.Offer)
 	}
 	t.Logf("settled once: %s, %s atomic units to %s", l.Transaction, l.Value, l.To)
@@ -190,10 +217,10 @@ func (s referenceSeller) ledger(t *testing.T) []referenceTransfer {
 
 // startReferenceSeller runs testdata/script with node, its packages in dir, and
 // returns once it listens. It is killed by its pid when the test ends.
-func startReferenceSeller(t *testing.T, node, script, dir string) referenceSeller {
+func startReferenceSeller(t *testing.T, node, script, dir, payTo string) referenceSeller {
 	t.Helper()
 	s := referenceSeller{logs: &lockedBuffer{}}
-	cmd := exec.Command(node, filepath.Join("testdata", script), dir, "0", referencePayTo)
+	cmd := exec.Command(node, filepath.Join("testdata", script), dir, "0", payTo)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NODE_ENV=production"}
 	cmd.Stderr = s.logs
 	stdout, err := cmd.StdoutPipe()

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -24,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gagliardetto/solana-go"
 	"github.com/waystation/waystation/internal/seller"
 	"github.com/waystation/waystation/internal/x402"
 )
@@ -40,27 +43,47 @@ import (
 func TestAReplicaKilledAtEveryStepOfAPayment(t *testing.T) {
 	bin := buildServer(t)
 	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
-		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step) })
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, false) })
 	}
 }
+
+// TestAReplicaKilledBetweenSigningAndSettlingASolanaPayment kills the replica paying
+// on Solana once it signed and sent the transaction and before the seller answered
+// (unsettled), and once the seller settled it but before its answer came back. The
+// other replica sends the very same transaction again (the blockhash was recorded
+// before it left): the seller, which would settle another transaction a second time,
+// holds exactly one transfer.
+func TestAReplicaKilledBetweenSigningAndSettlingASolanaPayment(t *testing.T) {
+	bin := buildServer(t)
+	for _, step := range []string{"signed", "sent"} {
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, true) })
+	}
+}
+
+// testSolanaPayerKey is the Solana payer the replicas pay with on Solana's devnet.
+var testSolanaPayerKey = solana.PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x77}, 32))).String()
 
 // paymentLease is the lease the replicas run with: a payment left behind by a dead
 // replica is taken up within it.
 const paymentLease = 3 * time.Second
 
-func killAtStep(t *testing.T, bin, step string) {
+func killAtStep(t *testing.T, bin, step string, svm bool) {
 	ts := httptest.NewUnstartedServer(nil)
 	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
 	// A sending repeated after a settlement is refused, as the reference stack
-	// refuses a used nonce.
-	if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
+	// refuses a used nonce. On Solana the seller answers the same transaction again
+	// (as Solana lands it once), and would settle another one a second time.
+	route := "/v2/report"
+	if svm {
+		route = "/v2/solana"
+	} else if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
 		t.Fatal(err)
 	}
 	var armed, fired atomic.Bool
 	reached := make(chan string, 1) // the address of the replica at the step
 	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paid := r.Header.Get(x402.HeaderPaymentV2) != "" || r.Header.Get(x402.HeaderPaymentV1) != ""
-		hold := armed.Load() && r.URL.Path == "/v2/report" && (paid == (step != "taken")) && fired.CompareAndSwap(false, true)
+		hold := armed.Load() && r.URL.Path == route && (paid == (step != "taken")) && fired.CompareAndSwap(false, true)
 		if !hold {
 			sel.ServeHTTP(w, r)
 			return
@@ -91,9 +114,13 @@ func killAtStep(t *testing.T, bin, step string) {
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)
 	env := func() map[string]string {
-		return map[string]string{"DATABASE_URL": dbURL, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+		m := map[string]string{"DATABASE_URL": dbURL, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
 			"PAYMENT_ALLOW_HOSTS": host, "X402_RPC_URLS": seller.DefaultNetwork + "=" + ts.URL + "/rpc", "SITE_DIR": t.TempDir(),
 			"PAYMENT_LEASE": paymentLease.String()}
+		if svm {
+			m["SOLANA_PAYER_KEY"], m["SOLANA_PAYER_NETWORKS"], m["SOLANA_RPC_URL"] = testSolanaPayerKey, "solana-devnet", ts.URL+"/rpc"
+		}
+		return m
 	}
 	a, b := startChild(t, bin, env()), startChild(t, bin, env())
 	kill := func(c *child) (survivor *child) {
@@ -118,7 +145,7 @@ func killAtStep(t *testing.T, bin, step string) {
 		Payment struct{ ID string }
 	}
 	if code := agentA("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"0.02",
-		"httpRequest":{"url":"http://`+host+`/v2/report?topic=tides"}}`, &asked); code != 201 {
+		"httpRequest":{"url":"http://`+host+route+`?topic=tides"}}`, &asked); code != 201 {
 		t.Fatalf("ask: %d", code)
 	}
 	approve := func(c *child) {

@@ -263,6 +263,7 @@ const (
 	FailLimit         = "limit_exceeded" // a spending limit would be passed at signing time: nothing signed
 	FailSellerRefused = "seller_refused" // the seller answered 402 to the payment: nothing settled
 	FailUnreachable   = "unreachable"    // the seller could not be reached with the payment
+	FailNoBlockhash   = "no_blockhash"   // Solana's RPC gave no recent blockhash to sign with: nothing signed
 	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed: nothing moved
 	// FailUnknown is how payments whose outcome was unknown were recorded before
 	// StatusUnknown; none is recorded so any more.
@@ -286,8 +287,12 @@ type Offer struct {
 // Same reports whether o asks exactly what approved asked: the version, scheme,
 // network, asset, payee and amount.
 func (o Offer) Same(approved Offer) bool {
+	// EVM addresses are the same in either case; Solana's base58 keys are not.
+	same := func(a, b string) bool {
+		return a == b || x402.Namespace(o.Network) == "eip155" && strings.EqualFold(a, b)
+	}
 	return o.Version == approved.Version && o.Scheme == approved.Scheme && o.Network == approved.Network &&
-		strings.EqualFold(o.Asset, approved.Asset) && strings.EqualFold(o.PayTo, approved.PayTo) && o.Amount == approved.Amount
+		same(o.Asset, approved.Asset) && same(o.PayTo, approved.PayTo) && o.Amount == approved.Amount
 }
 
 // Verdict is the directory's advisory word on the seller when the agent asked.
@@ -326,6 +331,7 @@ type Payment struct {
 	Nonce       []byte          `json:"-"`
 	ValidAfter  int64           `json:"-"`
 	ValidBefore int64           `json:"-"`
+	Blockhash   string          `json:"-"` // Solana: the recent blockhash it is signed with
 	Raw         x402.Offer      `json:"-"`
 	Attempts    int             `json:"-"`
 	Limits      *LimitsAndSpend `json:"-"`

@@ -1,10 +1,16 @@
 package payment
 
 import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
 	"strings"
 	"testing"
 
+	"github.com/gagliardetto/solana-go"
+
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/x402"
 )
 
 func TestMicrosReadAndWriteDollars(t *testing.T) {
@@ -122,5 +128,68 @@ func TestLimitsSayWhichLimitAPaymentWouldPass(t *testing.T) {
 	in, err := (LimitsInput{PerPayment: "1", Daily: "5", Monthly: "50", Hosts: []string{"A.Example", "a.example"}}).Limits()
 	if err != nil || len(in.Hosts) != 1 || in.Hosts[0] != "a.example" || in.HostsMode != HostsDeny {
 		t.Errorf("%+v %v", in, err)
+	}
+}
+
+type hashes map[string]bool
+
+func (h hashes) Has(network string) bool { return h[network] }
+func (h hashes) LatestBlockhash(context.Context, string) (string, error) {
+	return "EkSnNWid2cvwEVnVx9aBqawnmiCNiDgp3gUdkDPTKN1N", nil
+}
+
+// TestASolanaPayerPaysExactlyWhereItCan: a Solana method is payable exactly when the
+// payer has a Solana key, names the network, has an RPC for it, and the asset is that
+// network's USDC; the EVM key pays EVM networks alone.
+func TestASolanaPayerPaysExactlyWhereItCan(t *testing.T) {
+	const (
+		mainnet, devnet  = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
+		usdc, usdcDevnet = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU"
+	)
+	n, err := ParseSolanaNetworks("solana, solana-devnet")
+	if err != nil || len(n) != 2 || n[0] != mainnet || n[1] != devnet {
+		t.Fatalf("%v %v", n, err)
+	}
+	for _, bad := range []string{"eip155:8453", "base", "solana:", "nonsense"} {
+		if _, err := ParseSolanaNetworks(bad); err == nil {
+			t.Errorf("ParseSolanaNetworks(%q) took it", bad)
+		}
+	}
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32))
+	signer, err := x402.ParseSolanaSigner(solana.PrivateKey(key).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Payer{Solana: signer, SolanaNetworks: n, Blockhashes: hashes{mainnet: true}}
+	for _, c := range []struct {
+		network, asset string
+		pays           bool
+	}{
+		{mainnet, usdc, true},
+		{"solana", usdc, true},
+		{devnet, usdcDevnet, false}, // no RPC for devnet
+		{mainnet, usdcDevnet, false},
+		{mainnet, "So11111111111111111111111111111111111111112", false},
+		{"eip155:8453", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", false}, // no EVM key
+	} {
+		if got := p.Pays(c.network, c.asset); got != c.pays {
+			t.Errorf("Pays(%s, %s) = %v", c.network, c.asset, got)
+		}
+	}
+	if p.AddressOn(mainnet) != signer.Address() || p.Address() != "" {
+		t.Errorf("addresses %q %q", p.AddressOn(mainnet), p.Address())
+	}
+	// A Solana payee in another case is another key: the offer changed.
+	a := Offer{Version: 2, Scheme: "exact", Network: mainnet, Asset: usdc, PayTo: "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4", Amount: "1"}
+	b := a
+	b.PayTo = strings.ToLower(a.PayTo)
+	if !a.Same(a) || a.Same(b) {
+		t.Error("Same is wrong on Solana keys")
+	}
+	e := Offer{Version: 2, Scheme: "exact", Network: "eip155:8453", Asset: "0xAbc", PayTo: "0xDEF", Amount: "1"}
+	f := e
+	f.PayTo, f.Asset = "0xdef", "0xabc"
+	if !e.Same(f) {
+		t.Error("EVM addresses differ by case")
 	}
 }

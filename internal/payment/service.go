@@ -26,33 +26,68 @@ import (
 	"github.com/waystation/waystation/internal/x402"
 )
 
-// Payer is what the service pays with: the key's signer and the networks the
-// operator funds it on (CAIP-2). It pays USDC there, by the exact scheme.
+// Payer is what the service pays with: the keys' signers and the networks the
+// operator funds each on (CAIP-2). It pays USDC there, by the exact scheme: on EVM
+// networks with Signer, on Solana with Solana, whose transactions take a recent
+// blockhash from Blockhashes.
 type Payer struct {
 	Signer   *x402.Signer
 	Networks Networks
+	// Solana is the Solana payer (nil without), SolanaNetworks where it is funded,
+	// and Blockhashes the RPC it reads recent blockhashes from.
+	Solana         *x402.SolanaSigner
+	SolanaNetworks Networks
+	Blockhashes    Blockhashes
 }
 
-// Pays reports whether the payer can pay asset on network.
+// Blockhashes are Solana's recent blockhashes, per network. x402.SolanaRPC
+// implements it.
+type Blockhashes interface {
+	// Has reports whether network's blockhashes can be read.
+	Has(network string) bool
+	// LatestBlockhash is network's latest blockhash, in base58.
+	LatestBlockhash(ctx context.Context, network string) (string, error)
+}
+
+// Pays reports whether the payer can pay asset on network: a network it is funded
+// on, that network's USDC, and for Solana a blockhash to sign with.
 func (p *Payer) Pays(network, asset string) bool {
-	return p != nil && p.Signer != nil && p.Networks.Pays(network, asset)
+	if p == nil {
+		return false
+	}
+	network = x402.NormalizeNetwork(network)
+	switch x402.Namespace(network) {
+	case "eip155":
+		return p.Signer != nil && p.Networks.Pays(network, asset)
+	case "solana":
+		return p.Solana != nil && p.Blockhashes != nil && p.Blockhashes.Has(network) && p.SolanaNetworks.Pays(network, asset)
+	}
+	return false
 }
 
-// Networks are the EVM networks a payer is funded on, in CAIP-2 form. They decide
+// Networks are the networks a payer is funded on, in CAIP-2 form. They decide
 // what is payable, also where the key itself is not at hand (the generator).
 type Networks []string
 
 // ParseNetworks reads a comma-separated list of EVM networks in CAIP-2 form (or
 // x402 v1 names).
-func ParseNetworks(v string) (Networks, error) {
+func ParseNetworks(v string) (Networks, error) { return parseNetworks(v, "eip155", "eip155:8453") }
+
+// ParseSolanaNetworks reads a comma-separated list of Solana networks in CAIP-2 form
+// (or x402 v1 names: solana, solana-devnet).
+func ParseSolanaNetworks(v string) (Networks, error) {
+	return parseNetworks(v, "solana", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp")
+}
+
+func parseNetworks(v, namespace, example string) (Networks, error) {
 	var out Networks
 	for _, n := range strings.Split(v, ",") {
 		if strings.TrimSpace(n) == "" {
 			continue
 		}
 		n = x402.NormalizeNetwork(strings.TrimSpace(n))
-		if !x402.IsCAIP2(n) || x402.Namespace(n) != "eip155" {
-			return nil, fmt.Errorf("%q is not an EVM network in CAIP-2 form, such as eip155:8453", n)
+		if !x402.IsCAIP2(n) || x402.Namespace(n) != namespace {
+			return nil, fmt.Errorf("%q is not a network of %s in CAIP-2 form, such as %s", n, namespace, example)
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
@@ -69,11 +104,28 @@ func (n Networks) Pays(network, asset string) bool {
 		return false
 	}
 	a, ok := x402.LookupAsset(network, asset)
-	return ok && a.Symbol == "USDC" && x402.Namespace(network) == "eip155"
+	return ok && a.Symbol == "USDC"
 }
 
-// Address is the payer's address.
-func (p *Payer) Address() string { return p.Signer.Address() }
+// Address is the payer's EVM address; "" without an EVM key.
+func (p *Payer) Address() string {
+	if p == nil || p.Signer == nil {
+		return ""
+	}
+	return p.Signer.Address()
+}
+
+// AddressOn is the payer's address on network: its Solana public key on Solana,
+// its EVM address elsewhere.
+func (p *Payer) AddressOn(network string) string {
+	if x402.Namespace(network) == "solana" {
+		if p == nil || p.Solana == nil {
+			return ""
+		}
+		return p.Solana.Address()
+	}
+	return p.Address()
+}
 
 // Sender sends one exact request to a seller through the service's guarded client
 // (public addresses only, unless named; no redirect followed).
@@ -107,8 +159,9 @@ type Store interface {
 	// executor must record nothing.
 	Renew(ctx context.Context, p Payment) (bool, error)
 	// MarkSigned records, before the payment leaves, that it is signed with this
-	// validity window: a crash after it sends the same payment again, never another.
-	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64) error
+	// validity window (and on Solana this recent blockhash): a crash after it sends
+	// the same payment again, never another.
+	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error
 	// Finish records how payment p, executing (in p's attempt) or unknown, ended or
 	// stands: settled or failed, fulfilling or failing its request with the receipt
 	// and feeding the seller's stats; or unknown, its request left executing.
@@ -240,7 +293,7 @@ func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a
 	}
 	max, _ := ParseMicros(a.MaximumDebit)
 	pay := Payment{Host: host, HTTPRequest: a.HTTPRequest, Offer: offer.Offer, MaximumDebit: max, Verdict: v,
-		Payer: s.Payer.Address(), Nonce: nonce, Raw: offer.raw}
+		Payer: s.Payer.AddressOn(offer.Network), Nonce: nonce, Raw: offer.raw}
 	ttl := a.TTLSeconds
 	n := request.New{ClientRequestID: a.ClientRequestID, Kind: request.KindAuthorizePayment, TTLSeconds: ttl,
 		Context: request.Context{URL: a.HTTPRequest.URL, MerchantName: host, Reason: a.Reason},
@@ -287,7 +340,10 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 		if !s.Payer.Pays(o.Network, o.Asset) || o.Scheme != x402.SchemeExact {
 			continue
 		}
-		if _, err := x402.DomainOf(o); err != nil {
+		// What the signer needs must be there before the person is asked: the
+		// token's EIP-712 domain on EVM; on Solana a fee payer that is a public key,
+		// the network's USDC and an amount a token transfer holds.
+		if _, err := signable(o); err != nil {
 			continue
 		}
 		v, ok := Value(o.Network, o.Asset, o.Amount)
@@ -302,11 +358,32 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 }
 
 func networks(p *Payer) string {
-	if len(p.Networks) == 0 {
+	var all []string
+	if p.Signer != nil {
+		all = append(all, p.Networks...)
+	}
+	if p.Solana != nil {
+		all = append(all, p.SolanaNetworks...)
+	}
+	if len(all) == 0 {
 		return "no network"
 	}
-	return strings.Join(p.Networks, ", ")
+	return strings.Join(all, ", ")
 }
+
+// signable reads what signing o needs: its EIP-712 domain on EVM, its transfer's
+// terms on Solana.
+func signable(o x402.Offer) (any, error) {
+	if x402.Namespace(o.Network) == "solana" {
+		return x402.SVMTermsOf(o)
+	}
+	return x402.DomainOf(o)
+}
+
+// svmLifetime is how long a Solana payment may land after its blockhash was read: a
+// blockhash is good for 150 blocks, a minute or so, and the reference facilitators
+// forget a transaction after two.
+const svmLifetime = 120 * time.Second
 
 // Kick wakes the executor: a payment was approved.
 func (s *Service) Kick() {
@@ -427,17 +504,26 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		now := s.now().Unix()
 		timeout := int64(max(p.Offer.MaxTimeoutSeconds, 60))
 		p.ValidAfter, p.ValidBefore = now-600, now+timeout
-		if err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore); err != nil {
+		if x402.Namespace(p.Offer.Network) == "solana" {
+			// Solana's validity window is its blockhash's lifetime.
+			bh, err := s.Payer.Blockhashes.LatestBlockhash(ctx, p.Offer.Network)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				log.Warn("payment not signed: no recent blockhash", "err", err)
+				return s.fail(ctx, p, FailNoBlockhash)
+			}
+			p.Blockhash, p.ValidAfter, p.ValidBefore = bh, now, now+int64(svmLifetime/time.Second)
+		}
+		if err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore, p.Blockhash); err != nil {
 			return err
 		}
 	}
-	d, err := x402.DomainOf(p.Raw)
-	if err != nil {
+	sig, err := s.sign(p)
+	if errors.Is(err, x402.ErrNotExactEVM) || errors.Is(err, x402.ErrNotExactSVM) {
 		return s.fail(ctx, p, FailNoOffer)
 	}
-	sig, err := s.Payer.Signer.Sign(d, x402.Authorization{From: s.Payer.Address(), To: p.Offer.PayTo, Value: p.Offer.Amount,
-		ValidAfter: strconv.FormatInt(p.ValidAfter, 10), ValidBefore: strconv.FormatInt(p.ValidBefore, 10),
-		Nonce: "0x" + hex.EncodeToString(p.Nonce)})
 	if err != nil {
 		return err
 	}
@@ -493,6 +579,31 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	return s.Store.Finish(ctx, p, o)
 }
 
+// sign signs p as it was recorded: the same payment always gives the same payload
+// (ECDSA by RFC 6979 on EVM, Ed25519 on Solana, both deterministic).
+func (s *Service) sign(p Payment) (any, error) {
+	if x402.Namespace(p.Offer.Network) == "solana" {
+		if s.Payer.Solana == nil {
+			return nil, x402.ErrNotExactSVM
+		}
+		t, err := x402.SVMTermsOf(p.Raw)
+		if err != nil {
+			return nil, err
+		}
+		return s.Payer.Solana.Sign(t, p.Blockhash, p.Nonce)
+	}
+	if s.Payer.Signer == nil {
+		return nil, x402.ErrNotExactEVM
+	}
+	d, err := x402.DomainOf(p.Raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.Payer.Signer.Sign(d, x402.Authorization{From: s.Payer.Address(), To: p.Offer.PayTo, Value: p.Offer.Amount,
+		ValidAfter: strconv.FormatInt(p.ValidAfter, 10), ValidBefore: strconv.FormatInt(p.ValidBefore, 10),
+		Nonce: "0x" + hex.EncodeToString(p.Nonce)})
+}
+
 func (s *Service) fail(ctx context.Context, p Payment, why string) error {
 	return s.Store.Finish(ctx, p, Outcome{Status: StatusFailed, Failure: why, Receipt: s.receipt(p, StatusFailed, why)})
 }
@@ -540,6 +651,11 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	log := s.Log.With("payment", p.ID, "host", p.Host)
+	if x402.Namespace(p.Offer.Network) != "eip155" {
+		// No chain here tells whether a Solana transfer landed: it stays unknown,
+		// counted in spend, for the person to see.
+		return true, nil
+	}
 	used, err := s.Chain.AuthorizationUsed(ctx, p.Offer.Network, p.Offer.Asset, p.Payer, p.Nonce)
 	switch {
 	case errors.Is(err, x402.ErrNoChain):

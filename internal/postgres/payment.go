@@ -34,7 +34,7 @@ const paymentStatus = `CASE WHEN p.status <> 'pending' THEN p.status
 const paymentColumns = `p.id, coalesce(p.request_id::text, ''), coalesce(p.session_id::text, ''), p.agent_id, p.user_id,
 	` + paymentStatus + `, p.failure, p.hostname, p.http_request, p.offer, p.raw_offer, p.maximum_debit, p.merchant, p.override,
 	p.payer, p.transaction, p.created_at, p.signed_at, p.settled_at, p.nonce, coalesce(p.valid_after, 0),
-	coalesce(p.valid_before, 0), p.attempts`
+	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), p.attempts`
 
 const paymentFrom = ` FROM payments p LEFT JOIN requests r ON r.id = p.request_id`
 
@@ -44,7 +44,7 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 	var maxDebit int64
 	err := row.Scan(&p.ID, &p.RequestID, &p.SessionID, &p.AgentID, &p.UserID, &p.Status, &p.Failure, &p.Host, &env, &offer, &raw,
 		&maxDebit, &merchant, &p.Override, &p.Payer, &p.Transaction, &p.CreatedAt, &p.SignedAt, &p.SettledAt, &p.Nonce,
-		&p.ValidAfter, &p.ValidBefore, &p.Attempts)
+		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &p.Attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, payment.ErrNotFound
 	}
@@ -302,9 +302,9 @@ func (s *Store) TakeUnknown(ctx context.Context, every time.Duration) (*payment.
 }
 
 // MarkSigned implements payment.Store.
-func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefore int64) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE payments SET signed_at = now(), valid_after = $2, valid_before = $3
-		WHERE id = $1 AND status = 'executing' AND signed_at IS NULL`, id, validAfter, validBefore)
+func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE payments SET signed_at = now(), valid_after = $2, valid_before = $3,
+		blockhash = nullif($4, '') WHERE id = $1 AND status = 'executing' AND signed_at IS NULL`, id, validAfter, validBefore, blockhash)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = errors.New("payment is not executing unsigned")
 	}

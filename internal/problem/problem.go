@@ -240,7 +240,7 @@ var kinds = map[string]Kind{
 		"Configure the exporter for http/protobuf or http/json, with gzip or no compression."},
 	PayerNotConfigured: {http.StatusNotImplemented, "Payer not configured",
 		"This server holds no payer key, so it cannot pay sellers.",
-		"Ask the operator to set X402_PAYER_KEY (or X402_PAYER_KEY_FILE) and X402_PAYER_NETWORKS; until then pay with a wallet of your own after a confirm request."},
+		"Ask the operator to set X402_PAYER_KEY (or X402_PAYER_KEY_FILE) and X402_PAYER_NETWORKS, or for Solana SOLANA_PAYER_KEY, SOLANA_PAYER_NETWORKS and SOLANA_RPC_URL; until then pay with a wallet of your own after a confirm request."},
 	SpendingLimitExceeded: {http.StatusForbidden, "Spending limit exceeded",
 		"The payment would pass a limit the person set for this agent: the most for one payment, or the day's or the month's budget (UTC).",
 		"Read the limits and what was spent in GET /agent/me; ask the person to raise the limit, or wait for the next day or month."},

@@ -97,6 +97,11 @@ type Seller struct {
 	transfers []Transfer
 	delivered map[string][]byte             // answer body by payer|nonce, for redelivery
 	settled   map[string]x402.Authorization // by payer|nonce
+	// settledSVM holds the Solana transactions settled, by svmTransfer.key;
+	// blockhashes the recent blockhashes /rpc handed out, which alone a transaction
+	// may name.
+	settledSVM  map[string]string
+	blockhashes []string
 }
 
 // New returns a seller with cfg's settings.
@@ -124,10 +129,12 @@ func New(cfg Config) *Seller {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Seller{cfg: cfg, mux: http.NewServeMux(), mode: ModeNone, delivered: map[string][]byte{}, settled: map[string]x402.Authorization{}}
+	s := &Seller{cfg: cfg, mux: http.NewServeMux(), mode: ModeNone, delivered: map[string][]byte{}, settled: map[string]x402.Authorization{},
+		settledSVM: map[string]string{}}
 	s.mux.HandleFunc("GET /v1/weather", s.paid(1, "The weather for a city, today."))
 	s.mux.HandleFunc("GET /v2/report", s.paid(2, "A short report on a topic."))
 	s.mux.HandleFunc("POST /v2/report", s.paid(2, "A short report on a topic."))
+	s.mux.HandleFunc("GET /v2/solana", s.paid(2, "A short report on a topic, paid on Solana."))
 	s.mux.HandleFunc("POST /facilitator/verify", s.handleVerify)
 	s.mux.HandleFunc("POST /facilitator/settle", s.handleSettle)
 	s.mux.HandleFunc("GET /facilitator/supported", s.handleSupported)
@@ -206,6 +213,9 @@ func (s *Seller) paid(v int, description string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		resource := "http://" + r.Host + r.URL.Path
 		req := s.requirement(v, resource, description)
+		if r.URL.Path == "/v2/solana" {
+			req = s.svmRequirement()
+		}
 		pay, sent, err := x402.ReadPayment(r.Header)
 		if !sent {
 			s.offer(w, v, resource, description, req, "payment required")
@@ -226,12 +236,15 @@ func (s *Seller) paid(v int, description string) http.HandlerFunc {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
-		key := nonceKey(pay.Payload.Authorization)
+		key, paid := nonceKey(pay.Payload.Authorization), pay.Payload.Authorization.Value
+		if pay.Transaction != "" {
+			key, paid = "svm|"+pay.Transaction, req["amount"].(string)
+		}
 		s.mu.Lock()
 		body, again := s.delivered[key]
 		if !again {
 			body, _ = json.Marshal(map[string]any{"resource": r.URL.Path, "query": r.URL.Query(), "answer": answer(r),
-				"paid": pay.Payload.Authorization.Value, "transaction": settled.Transaction})
+				"paid": paid, "transaction": settled.Transaction})
 			s.delivered[key] = body
 		}
 		s.mu.Unlock()
@@ -407,6 +420,18 @@ func (s *Seller) handleVerify(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if isSVM(b) {
+		t, err := s.checkSVM(b)
+		if err == nil && s.svmSettledBefore(t.key) && s.currentMode() == ModeReplayRefused {
+			err = fmt.Errorf("duplicate_settlement")
+		}
+		if err != nil {
+			writeJSON(w, http.StatusOK, map[string]any{"isValid": false, "invalidReason": err.Error(), "payer": t.from})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"isValid": true, "payer": t.from})
+		return
+	}
 	payer := b.Payment.Payload.Authorization.From
 	if _, err := s.check(b); err != nil {
 		writeJSON(w, http.StatusOK, map[string]any{"isValid": false, "invalidReason": err.Error(), "payer": payer})
@@ -418,6 +443,19 @@ func (s *Seller) handleVerify(w http.ResponseWriter, r *http.Request) {
 func (s *Seller) handleSettle(w http.ResponseWriter, r *http.Request) {
 	b, ok := s.readBody(w, r)
 	if !ok {
+		return
+	}
+	if isSVM(b) {
+		t, err := s.checkSVM(b)
+		var st x402.Settlement
+		if err == nil {
+			st, err = s.settleSVM(b, t)
+		}
+		if err != nil {
+			writeJSON(w, http.StatusOK, x402.Settlement{Success: false, ErrorReason: err.Error(), Network: DefaultSolanaNetwork, Payer: t.from})
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
 		return
 	}
 	a := b.Payment.Payload.Authorization
@@ -456,6 +494,7 @@ func (s *Seller) handleSupported(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"kinds": []any{
 		map[string]any{"x402Version": 1, "scheme": "exact", "network": v1Name(s.cfg.Network)},
 		map[string]any{"x402Version": 2, "scheme": "exact", "network": s.cfg.Network},
+		map[string]any{"x402Version": 2, "scheme": "exact", "network": DefaultSolanaNetwork, "extra": map[string]any{"feePayer": FeePayer()}},
 	}})
 }
 
@@ -475,7 +514,7 @@ func (s *Seller) handleLedger(w http.ResponseWriter, r *http.Request) {
 
 func (s *Seller) handleClearLedger(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.transfers, s.delivered, s.settled = nil, map[string][]byte{}, map[string]x402.Authorization{}
+	s.transfers, s.delivered, s.settled, s.settledSVM = nil, map[string][]byte{}, map[string]x402.Authorization{}, map[string]string{}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -495,6 +534,14 @@ func (s *Seller) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	fail := func(code int, msg string) {
 		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "error": map[string]any{"code": code, "message": msg}})
+	}
+	if call.Method == "getLatestBlockhash" {
+		// Solana's: the blockhash payments on the Solana route are signed with, a
+		// new one each time, as the chain moves on.
+		h := s.nextBlockhash()
+		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "result": map[string]any{
+			"context": map[string]any{"slot": 1}, "value": map[string]any{"blockhash": h, "lastValidBlockHeight": 151}}})
+		return
 	}
 	if call.Method != "eth_call" {
 		fail(-32601, "the method "+call.Method+" does not exist")
@@ -555,6 +602,9 @@ func (s *Seller) Listing(base string) []map[string]any {
 		{"resource": base + "/v2/report", "type": "http", "x402Version": 2, "lastUpdated": now, "serviceName": "Local demo seller",
 			"description": "Local demo seller: a short report on a topic.",
 			"accepts":     []any{s.requirement(2, base+"/v2/report", "")}, "metadata": map[string]any{}},
+		{"resource": base + "/v2/solana", "type": "http", "x402Version": 2, "lastUpdated": now, "serviceName": "Local demo seller",
+			"description": "Local demo seller: a short report on a topic, paid on Solana.",
+			"accepts":     []any{s.svmRequirement()}, "metadata": map[string]any{}},
 	}
 }
 

@@ -200,12 +200,53 @@ type Payment struct {
 	Resource json.RawMessage `json:"resource,omitempty"`
 	Accepted json.RawMessage `json:"accepted,omitempty"`
 	Payload  ExactPayload    `json:"payload"`
+	// Transaction is the payload's transaction on Solana (ExactSVMPayload), read
+	// beside the EVM fields; empty on EVM. A payment with one is written with the
+	// Solana payload.
+	Transaction string `json:"-"`
 }
 
-// PaymentHeader is the header paying o with p: X-PAYMENT for a v1 offer,
-// PAYMENT-SIGNATURE for a v2 one.
-func (o Offer) PaymentHeader(p ExactPayload) (name, value string) {
-	doc := Payment{Version: o.Version, Payload: p}
+// MarshalJSON writes the payment with its payload: the Solana one when it holds a
+// transaction, else the EVM one.
+func (p Payment) MarshalJSON() ([]byte, error) {
+	type plain Payment
+	if p.Transaction == "" {
+		return json.Marshal(plain(p))
+	}
+	return json.Marshal(struct {
+		plain
+		Payload ExactSVMPayload `json:"payload"`
+	}{plain(p), ExactSVMPayload{Transaction: p.Transaction}})
+}
+
+// UnmarshalJSON reads a payment with either payload.
+func (p *Payment) UnmarshalJSON(b []byte) error {
+	type plain Payment
+	var svm struct {
+		plain
+		Payload struct {
+			ExactPayload
+			Transaction String `json:"transaction"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(b, &svm); err != nil {
+		return err
+	}
+	*p = Payment(svm.plain)
+	p.Payload, p.Transaction = svm.Payload.ExactPayload, string(svm.Payload.Transaction)
+	return nil
+}
+
+// PaymentHeader is the header paying o with p (an ExactPayload on EVM, an
+// ExactSVMPayload on Solana): X-PAYMENT for a v1 offer, PAYMENT-SIGNATURE for a v2 one.
+func (o Offer) PaymentHeader(p any) (name, value string) {
+	doc := Payment{Version: o.Version}
+	switch p := p.(type) {
+	case ExactPayload:
+		doc.Payload = p
+	case ExactSVMPayload:
+		doc.Transaction = p.Transaction
+	}
 	name = HeaderPaymentV2
 	if o.Version == 1 {
 		name, doc.Scheme, doc.Network = HeaderPaymentV1, o.Scheme, o.rawNetwork()
