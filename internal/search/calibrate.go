@@ -135,7 +135,7 @@ func Calibrate(samples []Labelled, o CalibrationOptions) Calibration {
 	samples = rankedAll(samples, rerank)
 	prob := make([]float64, len(samples))
 	for _, fold := range Folds(samples, o.Folds, o.Seed) {
-		train, _ := split(samples, fold)
+		train, _ := Split(samples, fold)
 		m := fitLogistic(train, o)
 		for _, i := range fold {
 			prob[i] = m.Probability(samples[i].Evidence)
@@ -175,7 +175,9 @@ func Folds(samples []Labelled, k int, seed uint64) [][]int {
 	return folds
 }
 
-func split(samples []Labelled, fold []int) (train, test []Labelled) {
+// Split parts samples into those outside fold (to train on) and those in it (to
+// test on).
+func Split(samples []Labelled, fold []int) (train, test []Labelled) {
 	in := make([]bool, len(samples))
 	for _, i := range fold {
 		in[i] = true
@@ -404,7 +406,7 @@ func CrossValidate(samples []Labelled, o CalibrationOptions, k, repeats int) []C
 	var out []CalibrationScore
 	for r := range repeats {
 		for _, fold := range Folds(samples, k, o.Seed+uint64(r)*7919+1) {
-			train, test := split(samples, fold)
+			train, test := Split(samples, fold)
 			out = append(out, Calibrate(train, o).Score(test))
 		}
 	}

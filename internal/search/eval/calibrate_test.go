@@ -52,22 +52,6 @@ var featureSets = []struct {
 	{"all but category agreement and general English (the band's)", search.BandFeatures, false},
 }
 
-// split parts samples into those outside fold and those in it.
-func split(samples []search.Labelled, fold []int) (train, test []search.Labelled) {
-	in := make([]bool, len(samples))
-	for _, i := range fold {
-		in[i] = true
-	}
-	for i, s := range samples {
-		if in[i] {
-			test = append(test, s)
-		} else {
-			train = append(train, s)
-		}
-	}
-	return train, test
-}
-
 func without(drop ...int) []int {
 	var out []int
 	for i := range search.NumFeatures {
@@ -138,7 +122,7 @@ func cvTable(title string, samples []search.Labelled, kinds []string) string {
 	var cv []search.CalibrationScore
 	for r := range cvRepeats {
 		for _, fold := range search.Folds(samples, cvFolds, uint64(r)*7919+1) {
-			train, test := split(samples, fold)
+			train, test := search.Split(samples, fold)
 			c := search.Calibrate(train, search.CalibrationOptions{Features: search.BandFeatures})
 			cv = append(cv, search.Calibration{Least: 0, Margin: 1, Rerank: c.Rerank}.Score(test))
 		}
