@@ -237,7 +237,7 @@ func listSeller(t *testing.T, dbURL, base string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Inserted != 2 {
+	if res.Inserted != len(lines) {
 		t.Fatalf("listed: %+v", res)
 	}
 }
