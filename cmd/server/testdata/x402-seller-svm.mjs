@@ -16,6 +16,7 @@
 // PORT may be 0. The first line written to stdout names the address listened on.
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { inProcess, serveReport } from "./x402-seller-app.mjs";
 
 const [dir, port = "0", payTo = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4", blockhash = "EkSnNWid2cvwEVnVx9aBqawnmiCNiDgp3gUdkDPTKN1N"] =
   process.argv.slice(2);
@@ -24,10 +25,9 @@ if (!dir) {
   process.exit(2);
 }
 const require = createRequire(join(dir, "package.json"));
-const express = require("express");
 const kit = require("@solana/kit");
 const token = require("@solana-program/token");
-const { paymentMiddleware, x402ResourceServer } = require("@x402/express");
+const { x402ResourceServer } = require("@x402/express");
 const { ExactSvmScheme: ExactSvmServer } = require("@x402/svm/exact/server");
 const { ExactSvmScheme: ExactSvmFacilitator } = require("@x402/svm/exact/facilitator");
 const { toFacilitatorSvmSigner } = require("@x402/svm");
@@ -126,41 +126,10 @@ const rpc = kit.createSolanaRpcFromTransport(transport);
 // server's facilitator client.
 const feePayer = await kit.generateKeyPairSigner();
 const facilitator = new x402Facilitator().register(network, new ExactSvmFacilitator(toFacilitatorSvmSigner(feePayer, { [network]: rpc })));
-// Refusals are written to stderr, which the test shows when it fails.
-const said = (what) => (r) => {
-  if (r.isValid === false || r.success === false) console.error(what, JSON.stringify(r));
-  return r;
-};
-const facilitatorClient = {
-  verify: (payload, requirements) => facilitator.verify(payload, requirements).then(said("verify")),
-  settle: (payload, requirements) => facilitator.settle(payload, requirements).then(said("settle")),
-  getSupported: async () => facilitator.getSupported(),
-};
-const server = new x402ResourceServer(facilitatorClient).register(network, new ExactSvmServer());
+const server = new x402ResourceServer(inProcess(facilitator)).register(network, new ExactSvmServer());
 
-const app = express();
-app.get("/ledger", (req, res) => res.json(ledger));
-// The RPC, for the service's recent blockhash.
-app.post("/rpc", express.json(), async (req, res) => res.json(await transport({ payload: req.body })));
-app.use(
-  paymentMiddleware(
-    {
-      "GET /report": {
-        accepts: { scheme: "exact", price: "$0.01", network, payTo },
-        description: "A short report on a topic",
-        mimeType: "application/json",
-      },
-    },
-    server,
-  ),
-);
-app.get("/report", (req, res) => {
-  const topic = String(req.query.topic ?? "everything");
-  res.json({ topic, report: `On ${topic}: the reference seller's report.` });
+serveReport({
+  require, server, network, payTo, ledger, port, name: "x402 SVM reference seller",
+  // The RPC, for the service's recent blockhash.
+  routes: (app, express) => app.post("/rpc", express.json(), async (req, res) => res.json(await transport({ payload: req.body }))),
 });
-
-const listener = app.listen(Number(port), "127.0.0.1", () => {
-  const { address, port } = listener.address();
-  console.log(`x402 SVM reference seller on http://${address}:${port}`);
-});
-for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => listener.close(() => process.exit(0)));

@@ -11,6 +11,7 @@
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fakeChain } from "./x402-chain.mjs";
+import { inProcess, serveReport } from "./x402-seller-app.mjs";
 
 const [dir, port = "0", payTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"] = process.argv.slice(2);
 if (!dir) {
@@ -18,9 +19,8 @@ if (!dir) {
   process.exit(2);
 }
 const require = createRequire(join(dir, "package.json"));
-const express = require("express");
 const viem = require("viem");
-const { paymentMiddleware, x402ResourceServer } = require("@x402/express");
+const { x402ResourceServer } = require("@x402/express");
 const { ExactEvmScheme: ExactEvmServer } = require("@x402/evm/exact/server");
 const { ExactEvmScheme: ExactEvmFacilitator } = require("@x402/evm/exact/facilitator");
 const { x402Facilitator } = require("@x402/core/facilitator");
@@ -35,34 +35,6 @@ const { client: chain, ledger } = fakeChain(viem, {
 
 // The reference facilitator, in-process, as the resource server's facilitator client.
 const facilitator = new x402Facilitator().register(network, new ExactEvmFacilitator(chain));
-const facilitatorClient = {
-  verify: (payload, requirements) => facilitator.verify(payload, requirements),
-  settle: (payload, requirements) => facilitator.settle(payload, requirements),
-  getSupported: async () => facilitator.getSupported(),
-};
-const server = new x402ResourceServer(facilitatorClient).register(network, new ExactEvmServer());
+const server = new x402ResourceServer(inProcess(facilitator)).register(network, new ExactEvmServer());
 
-const app = express();
-app.get("/ledger", (req, res) => res.json(ledger));
-app.use(
-  paymentMiddleware(
-    {
-      "GET /report": {
-        accepts: { scheme: "exact", price: "$0.01", network, payTo },
-        description: "A short report on a topic",
-        mimeType: "application/json",
-      },
-    },
-    server,
-  ),
-);
-app.get("/report", (req, res) => {
-  const topic = String(req.query.topic ?? "everything");
-  res.json({ topic, report: `On ${topic}: the reference seller's report.` });
-});
-
-const listener = app.listen(Number(port), "127.0.0.1", () => {
-  const { address, port } = listener.address();
-  console.log(`x402 v2 reference seller on http://${address}:${port}`);
-});
-for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => listener.close(() => process.exit(0)));
+serveReport({ require, server, network, payTo, ledger, port, name: "x402 v2 reference seller" });
