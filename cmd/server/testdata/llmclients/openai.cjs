@@ -5,19 +5,11 @@
 'use strict';
 const OpenAI = require('openai');
 
-const env = process.env;
-const forms = JSON.parse(env.FORMS);
-let n = 0;
-const form = () => forms[n++ % forms.length];
+const common = require('./common.cjs');
 
-async function caught(call) {
-  try {
-    await call();
-    return { thrown: false };
-  } catch (e) {
-    return { thrown: true, name: e.constructor.name, status: e.status, type: e.type, code: e.code, message: e.message };
-  }
-}
+const { env, form } = common;
+// The code the client's error carries.
+const caught = (call) => common.caught(call, (e) => e.code);
 
 async function main() {
   const client = new OpenAI({
