@@ -421,7 +421,7 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 			"LOG_LEVEL": "INFO", "ACCESS_LOG": "true", "LOOPBACK_HTTP": "true"}
 	}
 	a, b := startChild(t, bin, env(site)), startChild(t, bin, env(t.TempDir()))
-	edge := startNginx(t, site, strings.TrimPrefix(a.base, "http://"), strings.TrimPrefix(b.base, "http://"))
+	edge, _ := startNginx(t, site, strings.TrimPrefix(a.base, "http://"), strings.TrimPrefix(b.base, "http://"))
 	agent, user := agentCall(t, edge, agentKey, nil), agentCall(t, edge, userKey, nil)
 
 	var hook struct{ ID string }
@@ -520,7 +520,8 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 // connection, and every write that was acknowledged is there afterwards. The test
 // holds each replica's listening socket for its whole length and passes it to each
 // process in turn, as systemd's socket units do: the port never closes, and the
-// connections nginx opens as one process stops wait for the next.
+// connections nginx opens as one process stops wait for the next: nginx's error log
+// has no refused, reset or closed connection to a replica either.
 func TestRollingRestartsBehindNginx(t *testing.T) {
 	bin := buildServer(t)
 	dbURL := demoDatabase(t)
@@ -546,7 +547,7 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 		return startActivated(t, bin, map[string]string{"DATABASE_URL": dbURL, "SITE_DIR": site, "SHUTDOWN_DRAIN": "3s"}, sockets[i])
 	}
 	replicas := []*child{start(0), start(1)}
-	edge := startNginx(t, site, ports...)
+	edge, errorLog := startNginx(t, site, ports...)
 	api := edge + "/functions/v1/api"
 
 	type ack struct{ session, event string }
@@ -639,6 +640,14 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 		calls.Load(), len(acked), len(bad), slowest.Round(time.Millisecond))
 	for _, b := range bad {
 		t.Error(b)
+	}
+	// nginx met no closed port and no reset connection: it did not even have to pass a
+	// GET on to the other replica.
+	log, _ := os.ReadFile(errorLog)
+	for line := range strings.Lines(string(log)) {
+		if strings.Contains(line, "upstream") && !strings.Contains(line, "buffered to a temporary file") {
+			t.Errorf("nginx: %s", line)
+		}
 	}
 	// Every acknowledged event is kept.
 	kept := map[string]bool{}
