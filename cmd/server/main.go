@@ -3,7 +3,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -345,8 +344,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	// In-flight requests run to their end; long polls and event streams end early.
 	// A socket from systemd stays open after the listener closes: the connections
 	// that come now wait in its queue for the next process.
-	log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String(),
-		"socket", cmp.Or(cfg.Socket, "own"))
+	if cfg.Socket != "" {
+		log.Info("stopping: new connections wait in the socket for the next process; finishing the requests in flight",
+			"socket", cfg.Socket, "timeout", cfg.ShutdownTimeout.String())
+	} else {
+		log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String())
+	}
 	start := time.Now()
 	srv.RegisterOnShutdown(apiServer.Drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
