@@ -19,9 +19,9 @@ const brotliModule = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
 
 // startNginx runs nginx in the foreground as a child of the test, with the example
 // configuration pointed at the site and the service (its replicas, when there are
-// more, in round robin), on a free loopback port. It is killed by its pid when the
-// test ends.
-func startNginx(t *testing.T, siteDir string, origins ...string) string {
+// more, in round robin), on a free loopback port, and returns its URL and the path of
+// its error log. It is killed by its pid when the test ends.
+func startNginx(t *testing.T, siteDir string, origins ...string) (base, errorLog string) {
 	t.Helper()
 	bin := tool(t, "nginx", "/usr/sbin/nginx")
 	example, err := os.ReadFile(filepath.Join("..", "..", "generator", "nginx.conf.example"))
@@ -113,7 +113,7 @@ http {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return "http://" + addr
+	return "http://" + addr, filepath.Join(prefix, "error.log")
 }
 
 // TestNginxServesTheSiteAndPassesTheRestToTheService puts the example nginx
@@ -123,7 +123,7 @@ http {
 func TestNginxServesTheSiteAndPassesTheRestToTheService(t *testing.T) {
 	srv := startServer(t, map[string]string{})
 	dir, man := readManifest(t, srv.siteDir)
-	edge := startNginx(t, srv.siteDir, strings.TrimPrefix(srv.base, "http://"))
+	edge, _ := startNginx(t, srv.siteDir, strings.TrimPrefix(srv.base, "http://"))
 
 	const api = "/functions/v1/api/api/public/v1"
 	var slug, host string

@@ -62,7 +62,10 @@ commands:
 
 // Config is everything the server reads from its environment.
 type Config struct {
-	Addr             string
+	Addr string
+	// Socket names the listening socket systemd passed the server (socket
+	// activation, see listen.go); "": the server listens on Addr itself (serve only).
+	Socket           string
 	DatabaseURL      string
 	LogLevel         slog.Level
 	SnapshotInterval time.Duration
@@ -218,6 +221,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if cfg.LLM, err = loadLLM(getenv); err != nil {
 			return err
 		}
+		if cfg.Socket, err = loadSocket(getenv, os.Getpid()); err != nil {
+			return err
+		}
 		return serve(ctx, cfg, log, store, stdout)
 	case "migrate":
 		return store.Migrate(ctx)
@@ -314,12 +320,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen(cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "waystation serving on http://%s%s (snapshot %s, %d methods)\n",
-		ln.Addr(), api.BasePath, snapshots.Current().Info().ID, snapshots.Current().Len())
+	from := ""
+	if cfg.Socket != "" {
+		from = "socket " + cfg.Socket + " from systemd, "
+	}
+	fmt.Fprintf(stdout, "waystation serving on http://%s%s (%ssnapshot %s, %d methods)\n",
+		ln.Addr(), api.BasePath, from, snapshots.Current().Info().ID, snapshots.Current().Len())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -332,7 +342,14 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		drain(log, &draining, apiServer, cfg.ShutdownDrain)
 	}
 	// In-flight requests run to their end; long polls and event streams end early.
-	log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String())
+	// A socket from systemd stays open after the listener closes: the connections
+	// that come now wait in its queue for the next process.
+	if cfg.Socket != "" {
+		log.Info("stopping: new connections wait in the socket for the next process; finishing the requests in flight",
+			"socket", cfg.Socket, "timeout", cfg.ShutdownTimeout.String())
+	} else {
+		log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String())
+	}
 	start := time.Now()
 	srv.RegisterOnShutdown(apiServer.Drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
@@ -358,6 +375,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 // is not idempotent; a connection the balancer leaves idle longer than its own
 // keep-alive timeout it closes itself. Long polls and event streams end at once, so
 // their clients come back through the balancer.
+//
+// The server accepts on through the drain in both modes: new connections are answered
+// at once rather than held for the next process. What differs is its end. A listener
+// of the server's own closes its socket, and the kernel resets the connections still
+// in its queue, which the balancer may have written a request on; a socket from
+// systemd stays open, and keeps them for the next process.
 func drain(log *slog.Logger, draining *atomic.Bool, apiServer *api.Server, d time.Duration) {
 	log.Info("draining: serving on, closing each connection after its answer", "for", d.String())
 	draining.Store(true)

@@ -530,9 +530,22 @@ type child struct {
 // is killed by its pid when the test ends, if it still runs.
 func startChild(t *testing.T, bin string, env map[string]string) *child {
 	t.Helper()
+	return startActivated(t, bin, env, nil)
+}
+
+// startActivated is startChild answering on socket, when not nil, passed as systemd
+// passes a socket-activated service its socket: as descriptor 3, with LISTEN_FDS=1
+// and LISTEN_PID the server's pid (the shell's, which exec keeps).
+func startActivated(t *testing.T, bin string, env map[string]string, socket *os.File) *child {
+	t.Helper()
 	c := &child{cmd: exec.Command(bin, "serve"), logs: &lockedBuffer{}, done: make(chan struct{})}
-	c.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOST=127.0.0.1", "PORT=0", "PROBE_INTERVAL=0", "LOG_LEVEL=WARN",
-		"AUTH_PEPPER=" + testPepper, "SECRETS_KEY=" + testSecretsKey}
+	if socket != nil {
+		c.cmd = exec.Command("sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, bin, "serve")
+		c.cmd.ExtraFiles = []*os.File{socket}
+		c.cmd.Env = []string{"LISTEN_FDS=1"}
+	}
+	c.cmd.Env = append(c.cmd.Env, "PATH="+os.Getenv("PATH"), "HOST=127.0.0.1", "PORT=0", "PROBE_INTERVAL=0", "LOG_LEVEL=WARN",
+		"AUTH_PEPPER="+testPepper, "SECRETS_KEY="+testSecretsKey)
 	for k, v := range env {
 		c.cmd.Env = append(c.cmd.Env, k+"="+v)
 	}
