@@ -17,7 +17,7 @@ type Encoder struct {
 	timing []float32 // inverse timescales, width0/2 of them
 	maxLen int
 	layers []layer
-	tanhW  []float32
+	tanhW  weight
 	tanhB  []float32
 }
 
@@ -25,12 +25,17 @@ type layer struct {
 	in, out, heads int
 	scale          float32
 	ln1s, ln1b     []float32
-	qkv, qkvB      []float32
-	proj, projB    []float32
-	res, resB      []float32 // nil when the residual keeps its width
+	qkv            weight
+	qkvB           []float32
+	proj           weight
+	projB          []float32
+	res            *weight // nil when the residual keeps its width
+	resB           []float32
 	ln2s, ln2b     []float32
-	ff1, ff1B      []float32
-	ff2, ff2B      []float32
+	ff1            weight
+	ff1B           []float32
+	ff2            weight
+	ff2B           []float32
 	hidden         int
 }
 
@@ -85,9 +90,11 @@ func build(w *weights, tok *Tokenizer) (*Encoder, error) {
 	if len(e.layers) == 0 || width != Dimensions {
 		return nil, fmt.Errorf("%d layers ending at width %d", len(e.layers), width)
 	}
-	if e.tanhW, err = w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/weights", Dimensions, Dimensions); err != nil {
+	tanhW, err := w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/weights", Dimensions, Dimensions)
+	if err != nil {
 		return nil, err
 	}
+	e.tanhW = newWeight(tanhW, Dimensions, Dimensions)
 	if e.tanhB, err = w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/bias", Dimensions); err != nil {
 		return nil, err
 	}
@@ -119,12 +126,13 @@ func buildLayer(w *weights, l, in int) (layer, error) {
 	ly.out = proj.shape[len(proj.shape)-1]
 	ly.ln1s = get(layerName("", l, "layer_prepostprocess/layer_norm/layer_norm_scale/ConcatPartitions/concat"), in)
 	ly.ln1b = get(layerName("", l, "layer_prepostprocess/layer_norm/layer_norm_bias/ConcatPartitions/concat"), in)
-	ly.qkv = get(layerName("var", l, "MultiheadAttention/qkv_transform_single/kernel/part_0"), in, 3*in)
+	ly.qkv = newWeight(get(layerName("var", l, "MultiheadAttention/qkv_transform_single/kernel/part_0"), in, 3*in), in, 3*in)
 	ly.qkvB = get(layerName("", l, "MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat"), 3*in)
-	ly.proj = get(layerName("var", l, "MultiheadAttention/output_transform_single/kernel/part_0"), in, ly.out)
+	ly.proj = newWeight(get(layerName("var", l, "MultiheadAttention/output_transform_single/kernel/part_0"), in, ly.out), in, ly.out)
 	ly.projB = get(layerName("", l, "MultiheadAttention/output_transform_single/bias/ConcatPartitions/concat"), ly.out)
 	if in != ly.out {
-		ly.res = get(layerName("", l, "dense/kernel/ConcatPartitions/concat"), in, ly.out)
+		res := newWeight(get(layerName("", l, "dense/kernel/ConcatPartitions/concat"), in, ly.out), in, ly.out)
+		ly.res = &res
 		ly.resB = get(layerName("", l, "dense/bias/ConcatPartitions/concat"), ly.out)
 	}
 	ly.ln2s = get(layerName("", l, "FFN/layer_prepostprocess/layer_norm/layer_norm_scale/ConcatPartitions/concat"), ly.out)
@@ -134,9 +142,9 @@ func buildLayer(w *weights, l, in int) (layer, error) {
 		return ly, fmt.Errorf("layer %d: no feed-forward kernel", l)
 	}
 	ly.hidden = ff1.shape[1]
-	ly.ff1 = get(layerName("stack", l, "FFN/conv1/Tensordot/Reshape_1"), ly.out, ly.hidden)
+	ly.ff1 = newWeight(get(layerName("stack", l, "FFN/conv1/Tensordot/Reshape_1"), ly.out, ly.hidden), ly.out, ly.hidden)
 	ly.ff1B = get(layerName("", l, "FFN/conv1/bias/ConcatPartitions/concat"), ly.hidden)
-	ly.ff2 = get(layerName("stack", l, "FFN/conv2/Tensordot/Reshape_1"), ly.hidden, ly.out)
+	ly.ff2 = newWeight(get(layerName("stack", l, "FFN/conv2/Tensordot/Reshape_1"), ly.hidden, ly.out), ly.hidden, ly.out)
 	ly.ff2B = get(layerName("", l, "FFN/conv2/bias/ConcatPartitions/concat"), ly.out)
 	if len(errs) > 0 {
 		return ly, fmt.Errorf("layer %d: %w", l, errs[0])
@@ -267,7 +275,7 @@ func (e *Encoder) vectors(ids [][]int) [][]float32 {
 		}
 	}
 	hidden := withBias(len(ids), e.tanhB)
-	matmulAdd(hidden, pooled, e.tanhW, len(ids), Dimensions, Dimensions)
+	matmulAdd(hidden, pooled, &e.tanhW, len(ids))
 	out := make([][]float32, len(ids))
 	for i := range ids {
 		v := hidden[i*Dimensions : (i+1)*Dimensions : (i+1)*Dimensions]
@@ -297,7 +305,7 @@ func (ly *layer) forward(x []float32, lens []int) []float32 {
 	d := ly.in
 	h := layerNorm(x, n, d, ly.ln1s, ly.ln1b)
 	qkv := withBias(n, ly.qkvB)
-	matmulAdd(qkv, h, ly.qkv, n, d, 3*d)
+	matmulAdd(qkv, h, &ly.qkv, n)
 	dh := d / ly.heads
 	ctx := make([]float32, n*d)
 	scores := make([]float32, 0, 64)
@@ -338,10 +346,10 @@ func (ly *layer) forward(x []float32, lens []int) []float32 {
 		first += l
 	}
 	x1 := withBias(n, ly.projB)
-	matmulAdd(x1, ctx, ly.proj, n, d, ly.out)
+	matmulAdd(x1, ctx, &ly.proj, n)
 	if ly.res != nil {
 		r := withBias(n, ly.resB)
-		matmulAdd(r, x, ly.res, n, d, ly.out)
+		matmulAdd(r, x, ly.res, n)
 		for i := range x1 {
 			x1[i] += r[i]
 		}
@@ -352,12 +360,12 @@ func (ly *layer) forward(x []float32, lens []int) []float32 {
 	}
 	h2 := layerNorm(x1, n, ly.out, ly.ln2s, ly.ln2b)
 	f := withBias(n, ly.ff1B)
-	matmulAdd(f, h2, ly.ff1, n, ly.out, ly.hidden)
+	matmulAdd(f, h2, &ly.ff1, n)
 	for i, v := range f {
 		f[i] = max(v, 0)
 	}
 	f2 := withBias(n, ly.ff2B)
-	matmulAdd(f2, f, ly.ff2, n, ly.hidden, ly.out)
+	matmulAdd(f2, f, &ly.ff2, n)
 	for i := range x1 {
 		x1[i] += f2[i]
 	}
@@ -396,6 +404,17 @@ func withBias(n int, bias []float32) []float32 {
 		copy(out[i*len(bias):], bias)
 	}
 	return out
+}
+
+// weight is a k x m matrix of weights as the products read it: row-major, or in
+// panels (newWeight decides).
+type weight struct {
+	k, m int
+	// data holds the rows of the matrix one after the other or, with panels, its
+	// columns in panels of 16, each panel's k rows of 16 one after the other: what the
+	// register-tiled kernels read, contiguous.
+	data   []float32
+	panels bool
 }
 
 // matmulAddRows adds a (n x k) times b (k x m) to c (n x m), all row-major. Each row
