@@ -216,7 +216,10 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 	}
 	vt := vectorType(m)
 	dist := `(e.embedding::` + vt + `) <=> $1::` + vt
-	q := `SELECT m.slug, 1 - (` + dist + `)::float8, e.embedding
+	// The inner query finds the neighbours; its cast of each one's vector to its own
+	// dimensions reads the vector out of TOAST once, and the similarity and the
+	// vector returned both take that copy, where each read it again.
+	q := `SELECT m.slug, e.embedding::vector(` + strconv.Itoa(m.Dimensions) + `) AS embedding
 		FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
 		WHERE e.model_id = ` + modelLiteral(m) + ` AND m.enabled`
 	// The vector goes as the index's half precision, in binary: what the cast of its
@@ -241,7 +244,8 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 		set = `SELECT set_config('enable_sort', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
 			set_config('hnsw.ef_search', '` + strconv.Itoa(efSearch) + `', true)`
 	}
-	q += ` ORDER BY ` + dist + ` LIMIT $2`
+	q = `SELECT slug, 1 - ((embedding::` + vt + `) <=> $1::` + vt + `)::float8, embedding
+		FROM (` + q + ` ORDER BY ` + dist + ` LIMIT $2) nearest`
 	batch := &pgx.Batch{}
 	batch.Queue(`BEGIN READ ONLY`)
 	batch.Queue(set)
