@@ -207,51 +207,60 @@ func (s *Store) SaveEmbeddings(ctx context.Context, model string, es []search.Em
 // first, through the model's HNSW index. With only set, the search is limited to
 // those slugs (the methods matching the list filters): a small set is ranked exactly,
 // a large one through the index with pgvector's iterative scan, which keeps reading
-// the graph until k of them are found.
+// the graph until k of them are found. The transaction that scopes the planner's
+// settings, the settings and the search go in one batch: one round trip, where a
+// statement each cost five.
 func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, k int, only []string) ([]search.Neighbour, error) {
 	if !modelID.MatchString(m.ID) {
 		return nil, fmt.Errorf("postgres: nearest: invalid model id %q", m.ID)
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, fail("nearest", err)
-	}
-	defer tx.Rollback(ctx)
 	vt := vectorType(m)
 	dist := `(e.embedding::` + vt + `) <=> $1::` + vt
-	q := `SELECT m.slug, 1 - (` + dist + `)::float8, e.embedding
+	// The inner query finds the neighbours; its cast of each one's vector to its own
+	// dimensions reads the vector out of TOAST once, and the similarity and the
+	// vector returned both take that copy, where each read it again.
+	q := `SELECT m.slug, e.embedding::vector(` + strconv.Itoa(m.Dimensions) + `) AS embedding
 		FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
 		WHERE e.model_id = ` + modelLiteral(m) + ` AND m.enabled`
-	args := []any{pgvector.NewVector(v), k}
+	// The vector goes as the index's half precision, in binary: what the cast of its
+	// text made of it, without the text.
+	args := []any{pgvector.NewHalfVector(v), k}
+	var set string
 	switch {
 	case only == nil:
 		// The planner underrates what casting and comparing every vector costs and
 		// sorts a small catalog rather than walking the graph: 15 to 20 ms on the real
 		// catalog against 2 to 3 through the index.
-		for _, set := range []string{`SET LOCAL enable_sort = off`, `SET LOCAL hnsw.ef_search = ` + strconv.Itoa(efSearch)} {
-			if _, err := tx.Exec(ctx, set); err != nil {
-				return nil, fail("nearest", err)
-			}
-		}
+		set = `SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', '` + strconv.Itoa(efSearch) + `', true)`
 	case len(only) <= exactRankLimit:
 		// Ranking a couple of hundred vectors exactly is as cheap as walking the graph,
 		// and exact.
 		q += ` AND m.slug = ANY($3)`
 		args = append(args, only)
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off`); err != nil {
-			return nil, fail("nearest", err)
-		}
+		set = `SELECT set_config('enable_indexscan', 'off', true)`
 	default:
 		q += ` AND m.slug = ANY($3)`
 		args = append(args, only)
-		for _, set := range []string{`SET LOCAL enable_sort = off`, `SET LOCAL hnsw.iterative_scan = relaxed_order`, `SET LOCAL hnsw.ef_search = ` + strconv.Itoa(efSearch)} {
-			if _, err := tx.Exec(ctx, set); err != nil {
-				return nil, fail("nearest", err)
-			}
+		set = `SELECT set_config('enable_sort', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+			set_config('hnsw.ef_search', '` + strconv.Itoa(efSearch) + `', true)`
+	}
+	q = `SELECT slug, 1 - ((embedding::` + vt + `) <=> $1::` + vt + `)::float8, embedding
+		FROM (` + q + ` ORDER BY ` + dist + ` LIMIT $2) nearest`
+	batch := &pgx.Batch{}
+	batch.Queue(`BEGIN READ ONLY`)
+	batch.Queue(set)
+	batch.Queue(q, args...)
+	batch.Queue(`COMMIT`)
+	// A batch that fails leaves its connection inside the transaction, and the pool
+	// closes a connection it gets back that way.
+	br := s.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, fail("nearest", err)
 		}
 	}
-	q += ` ORDER BY ` + dist + ` LIMIT $2`
-	rows, _ := tx.Query(ctx, q, args...)
+	rows, _ := br.Query()
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (search.Neighbour, error) {
 		var n search.Neighbour
 		var v pgvector.Vector
@@ -260,6 +269,9 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 		return n, err
 	})
 	if err != nil {
+		return nil, fail("nearest", err)
+	}
+	if _, err := br.Exec(); err != nil {
 		return nil, fail("nearest", err)
 	}
 	// relaxed_order may return neighbours slightly out of order.

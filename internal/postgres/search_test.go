@@ -58,6 +58,56 @@ func TestEmbeddingsFollowMethodText(t *testing.T) {
 	}
 }
 
+// TestNearestScopesItsSettings: the planner settings Nearest sends with its search
+// end with it, on every connection of the pool, whether the search succeeded or
+// failed (a vector of other dimensions) in the middle of its batch.
+func TestNearestScopesItsSettings(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	cat, _ := catalog.Demo()
+	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	m := search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
+	if _, err := store.RegisterModel(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
+		t.Fatal(err)
+	}
+	v := embedding.Lexhash{}.Vector(cat.Providers[0].Methods[0].Name)
+	only := make([]string, 0, 300)
+	for i := range 300 {
+		only = append(only, cat.Providers[0].Methods[0].Slug+strconv.Itoa(i))
+	}
+	only = append(only, cat.Providers[0].Methods[0].Slug)
+	for i := range 6 {
+		if _, err := store.Nearest(ctx, m, []float32{1, 2, 3}, 3, nil); err == nil {
+			t.Fatal("a vector of 3 dimensions was searched among vectors of 1024")
+		}
+		for _, o := range [][]string{nil, only[len(only)-1:], only} {
+			near, err := store.Nearest(ctx, m, v, 3, o)
+			if err != nil || len(near) == 0 || near[0].Slug != cat.Providers[0].Methods[0].Slug {
+				t.Fatalf("round %d, %d slugs: %+v %v", i, len(o), near, err)
+			}
+		}
+	}
+	conns := store.Pool().AcquireAllIdle(ctx)
+	if len(conns) == 0 {
+		t.Fatal("no idle connection")
+	}
+	for _, c := range conns {
+		var sort, indexscan, iterative string
+		err := c.QueryRow(ctx, `SELECT current_setting('enable_sort'), current_setting('enable_indexscan'),
+			coalesce(current_setting('hnsw.iterative_scan', true), 'off')`).Scan(&sort, &indexscan, &iterative)
+		if err != nil || sort != "on" || indexscan != "on" || iterative != "off" || c.Conn().PgConn().TxStatus() != 'I' {
+			t.Errorf("a connection after Nearest: enable_sort %s, enable_indexscan %s, hnsw.iterative_scan %s, transaction status %c: %v",
+				sort, indexscan, iterative, c.Conn().PgConn().TxStatus(), err)
+		}
+		c.Release()
+	}
+}
+
 func TestAllowanceIsSharedAndAtomic(t *testing.T) {
 	ctx := context.Background()
 	store := pgtest.New(t)

@@ -27,9 +27,73 @@ func axpy(y, x []float32, a float32) {
 	axpyGo(y[done:], x[done:], a)
 }
 
-// matmulAdd adds a (n x k) times b (k x m) to c (n x m), all row-major: six rows at a
-// time through the register-tiled kernel, the rest row by row.
-func matmulAdd(c, a, b []float32, n, k, m int) {
+// gemmAcc16 adds a[0:rows, 0:k] times b[0:k, 0:16] to c[0:rows, 0:16], rows from 1
+// to 5, one fused product at a time into c, in the order of k: what axpyFMA computes
+// for those elements. Only with AVX2 and FMA; the caller checks bounds.
+//
+//go:noescape
+func gemmAcc16(c *float32, ldc int, a *float32, lda int, b *float32, ldb int, k, rows int)
+
+// rowBlock is how many rows of a the product takes through every column of b before
+// the next rows: a multiple of the tile's six, so that a block ends where a tile
+// does. A query's few rows are one block, and b, far larger than the cache, is read
+// from memory once; a batch's 48 rows of a (at most 288 KiB) stay in the cache while
+// b streams past them.
+const rowBlock = 48
+
+// newWeight lays the k x m matrix w out for the kernels: in panels of 16 columns with
+// AVX2 and FMA (and m a multiple of 32, which gemmAcc16 needs to add as axpy does), so
+// that a kernel reads its strip of b contiguously, as the hardware prefetches it,
+// rather than 64 bytes of every row, each row a page apart; else row-major.
+func newWeight(w []float32, k, m int) weight {
+	if !fma || m%32 != 0 {
+		return weight{k: k, m: m, data: w}
+	}
+	p := make([]float32, len(w))
+	for j := 0; j < m; j += 16 {
+		panel := p[j*k : (j+16)*k]
+		for l := range k {
+			copy(panel[l*16:(l+1)*16], w[l*m+j:l*m+j+16])
+		}
+	}
+	return weight{k: k, m: m, data: p, panels: true}
+}
+
+// matmulAdd adds a (n x b.k) times b to c (n x b.m), row-major. The first n rounded
+// down to six rows go through the register-tiled kernel, six rows at a time; the rest
+// through gemmAcc16 (or row by row), which adds in the order axpy does. Panels of 16
+// columns of b run in the outer loop, row tiles inside, so that each panel is read
+// from memory once per block of rows and from the cache after that. Which rows take
+// which kernel, and so every element's rounding, depends on n alone.
+func matmulAdd(c, a []float32, b *weight, n int) {
+	k, m := b.k, b.m
+	if n == 0 {
+		return
+	}
+	if !b.panels {
+		matmulAddTiles(c, a, b.data, n, k, m)
+		return
+	}
+	_, _, _ = c[n*m-1], a[n*k-1], b.data[k*m-1]
+	tiled := n - n%6
+	for r0 := 0; r0 < n; r0 += rowBlock {
+		r1 := min(r0+rowBlock, n)
+		for j := 0; j < m; j += 16 {
+			panel := &b.data[j*k]
+			i := r0
+			for ; i+6 <= min(r1, tiled); i += 6 {
+				gemm6x16(&c[i*m+j], m, &a[i*k], k, panel, 16, k)
+			}
+			if i < r1 {
+				gemmAcc16(&c[i*m+j], m, &a[i*k], k, panel, 16, k, r1-i)
+			}
+		}
+	}
+}
+
+// matmulAddTiles adds a (n x k) times b (k x m) to c (n x m), all row-major: six rows
+// at a time through the register-tiled kernel, the rest row by row.
+func matmulAddTiles(c, a, b []float32, n, k, m int) {
 	done := 0
 	if fma && m%16 == 0 && n >= 6 {
 		_, _, _ = c[n*m-1], a[n*k-1], b[k*m-1]

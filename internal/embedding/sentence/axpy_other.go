@@ -5,5 +5,8 @@ package sentence
 // axpy adds a times x to y (x at least as long as y).
 func axpy(y, x []float32, a float32) { axpyGo(y, x[:len(y)], a) }
 
-// matmulAdd adds a (n x k) times b (k x m) to c (n x m), all row-major.
-func matmulAdd(c, a, b []float32, n, k, m int) { matmulAddRows(c, a, b, n, k, m) }
+// newWeight keeps the k x m matrix w row-major.
+func newWeight(w []float32, k, m int) weight { return weight{k: k, m: m, data: w} }
+
+// matmulAdd adds a (n x b.k) times b to c (n x b.m), row-major.
+func matmulAdd(c, a []float32, b *weight, n int) { matmulAddRows(c, a, b.data, n, b.k, b.m) }

@@ -14,23 +14,32 @@ type Encoder struct {
 	tok    *Tokenizer
 	embed  []float32 // vocabulary x width0
 	width0 int
-	timing []float32 // inverse timescales, width0/2 of them
+	// signal holds the timing signal of every position up to maxLen, width0 each:
+	// the sines of the position times the inverse timescales, then the cosines.
+	signal []float32
 	maxLen int
-	layers []layer
-	tanhW  []float32
-	tanhB  []float32
+	// scratch keeps the working memory of the layers for the next texts.
+	scratch sync.Pool
+	layers  []layer
+	tanhW   weight
+	tanhB   []float32
 }
 
 type layer struct {
 	in, out, heads int
 	scale          float32
 	ln1s, ln1b     []float32
-	qkv, qkvB      []float32
-	proj, projB    []float32
-	res, resB      []float32 // nil when the residual keeps its width
+	qkv            weight
+	qkvB           []float32
+	proj           weight
+	projB          []float32
+	res            *weight // nil when the residual keeps its width
+	resB           []float32
 	ln2s, ln2b     []float32
-	ff1, ff1B      []float32
-	ff2, ff2B      []float32
+	ff1            weight
+	ff1B           []float32
+	ff2            weight
+	ff2B           []float32
 	hidden         int
 }
 
@@ -63,12 +72,22 @@ func build(w *weights, tok *Tokenizer) (*Encoder, error) {
 		return nil, fmt.Errorf("no embedding table for %d pieces", len(tok.pieces))
 	}
 	e.embed, e.width0 = emb.data, emb.shape[1]
-	var err error
-	if e.timing, err = w.matrix(prefixApply+"Encode/TransformerStack/Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", e.width0/2); err != nil {
+	timing, err := w.matrix(prefixApply+"Encode/TransformerStack/Layer_0/AddTimingSignal/TimingSignal/ExpandDims_1", e.width0/2)
+	if err != nil {
 		return nil, err
 	}
 	if e.maxLen, err = w.integer(prefixApply + "ClipToMaxLength/Less/y"); err != nil {
 		return nil, err
+	}
+	half := e.width0 / 2
+	e.signal = make([]float32, e.maxLen*e.width0)
+	for p := range e.maxLen {
+		row := e.signal[p*e.width0 : (p+1)*e.width0]
+		for j, inv := range timing {
+			arg := float64(float32(p) * inv)
+			row[j] = float32(math.Sin(arg))
+			row[half+j] = float32(math.Cos(arg))
+		}
 	}
 	width := e.width0
 	for l := 0; ; l++ {
@@ -85,9 +104,11 @@ func build(w *weights, tok *Tokenizer) (*Encoder, error) {
 	if len(e.layers) == 0 || width != Dimensions {
 		return nil, fmt.Errorf("%d layers ending at width %d", len(e.layers), width)
 	}
-	if e.tanhW, err = w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/weights", Dimensions, Dimensions); err != nil {
+	tanhW, err := w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/weights", Dimensions, Dimensions)
+	if err != nil {
 		return nil, err
 	}
+	e.tanhW = newWeight(tanhW, Dimensions, Dimensions)
 	if e.tanhB, err = w.matrix("module/Encoder_en/hidden_layers/tanh_layer_0/bias", Dimensions); err != nil {
 		return nil, err
 	}
@@ -119,12 +140,13 @@ func buildLayer(w *weights, l, in int) (layer, error) {
 	ly.out = proj.shape[len(proj.shape)-1]
 	ly.ln1s = get(layerName("", l, "layer_prepostprocess/layer_norm/layer_norm_scale/ConcatPartitions/concat"), in)
 	ly.ln1b = get(layerName("", l, "layer_prepostprocess/layer_norm/layer_norm_bias/ConcatPartitions/concat"), in)
-	ly.qkv = get(layerName("var", l, "MultiheadAttention/qkv_transform_single/kernel/part_0"), in, 3*in)
+	ly.qkv = newWeight(get(layerName("var", l, "MultiheadAttention/qkv_transform_single/kernel/part_0"), in, 3*in), in, 3*in)
 	ly.qkvB = get(layerName("", l, "MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat"), 3*in)
-	ly.proj = get(layerName("var", l, "MultiheadAttention/output_transform_single/kernel/part_0"), in, ly.out)
+	ly.proj = newWeight(get(layerName("var", l, "MultiheadAttention/output_transform_single/kernel/part_0"), in, ly.out), in, ly.out)
 	ly.projB = get(layerName("", l, "MultiheadAttention/output_transform_single/bias/ConcatPartitions/concat"), ly.out)
 	if in != ly.out {
-		ly.res = get(layerName("", l, "dense/kernel/ConcatPartitions/concat"), in, ly.out)
+		res := newWeight(get(layerName("", l, "dense/kernel/ConcatPartitions/concat"), in, ly.out), in, ly.out)
+		ly.res = &res
 		ly.resB = get(layerName("", l, "dense/bias/ConcatPartitions/concat"), ly.out)
 	}
 	ly.ln2s = get(layerName("", l, "FFN/layer_prepostprocess/layer_norm/layer_norm_scale/ConcatPartitions/concat"), ly.out)
@@ -134,9 +156,9 @@ func buildLayer(w *weights, l, in int) (layer, error) {
 		return ly, fmt.Errorf("layer %d: no feed-forward kernel", l)
 	}
 	ly.hidden = ff1.shape[1]
-	ly.ff1 = get(layerName("stack", l, "FFN/conv1/Tensordot/Reshape_1"), ly.out, ly.hidden)
+	ly.ff1 = newWeight(get(layerName("stack", l, "FFN/conv1/Tensordot/Reshape_1"), ly.out, ly.hidden), ly.out, ly.hidden)
 	ly.ff1B = get(layerName("", l, "FFN/conv1/bias/ConcatPartitions/concat"), ly.hidden)
-	ly.ff2 = get(layerName("stack", l, "FFN/conv2/Tensordot/Reshape_1"), ly.hidden, ly.out)
+	ly.ff2 = newWeight(get(layerName("stack", l, "FFN/conv2/Tensordot/Reshape_1"), ly.hidden, ly.out), ly.hidden, ly.out)
 	ly.ff2B = get(layerName("", l, "FFN/conv2/bias/ConcatPartitions/concat"), ly.out)
 	if len(errs) > 0 {
 		return ly, fmt.Errorf("layer %d: %w", l, errs[0])
@@ -223,14 +245,21 @@ func (e *Encoder) Vector(text string) []float32 {
 // vectors embeds texts given as piece ids, their pieces stacked in one matrix; only
 // attention and pooling look at one text at a time.
 func (e *Encoder) vectors(ids [][]int) [][]float32 {
+	s, _ := e.scratch.Get().(*scratch)
+	if s == nil {
+		s = new(scratch)
+	}
+	defer func() {
+		s.reset()
+		e.scratch.Put(s)
+	}()
 	lens := make([]int, len(ids))
 	n := 0
 	for i, t := range ids {
 		lens[i] = len(t)
 		n += len(t)
 	}
-	x := make([]float32, n*e.width0)
-	half := e.width0 / 2
+	x := s.take(n * e.width0)
 	r := 0
 	for _, t := range ids {
 		for p, id := range t {
@@ -240,18 +269,16 @@ func (e *Encoder) vectors(ids [][]int) [][]float32 {
 			for j, v := range e.embed[id*e.width0 : (id+1)*e.width0] {
 				row[j] = v + v
 			}
-			for j, inv := range e.timing {
-				arg := float64(float32(p) * inv)
-				row[j] += float32(math.Sin(arg))
-				row[half+j] += float32(math.Cos(arg))
+			for j, v := range e.signal[p*e.width0 : (p+1)*e.width0] {
+				row[j] += v
 			}
 			r++
 		}
 	}
 	for i := range e.layers {
-		x = e.layers[i].forward(x, lens)
+		x = e.layers[i].forward(s, x, lens)
 	}
-	pooled := make([]float32, len(ids)*Dimensions)
+	pooled := s.zeros(len(ids) * Dimensions)
 	r = 0
 	for i, l := range lens {
 		pi := pooled[i*Dimensions : (i+1)*Dimensions]
@@ -266,8 +293,9 @@ func (e *Encoder) vectors(ids [][]int) [][]float32 {
 			pi[j] /= count
 		}
 	}
-	hidden := withBias(len(ids), e.tanhB)
-	matmulAdd(hidden, pooled, e.tanhW, len(ids), Dimensions, Dimensions)
+	// The vectors returned are the caller's: not scratch.
+	hidden := withBias(make([]float32, len(ids)*Dimensions), len(ids), e.tanhB)
+	matmulAdd(hidden, pooled, &e.tanhW, len(ids))
 	out := make([][]float32, len(ids))
 	for i := range ids {
 		v := hidden[i*Dimensions : (i+1)*Dimensions : (i+1)*Dimensions]
@@ -289,17 +317,17 @@ func (e *Encoder) vectors(ids [][]int) [][]float32 {
 // forward runs one Transformer layer over the positions of texts of lens pieces,
 // stacked, of width ly.in, and returns them at width ly.out. Attention stays within
 // each text.
-func (ly *layer) forward(x []float32, lens []int) []float32 {
+func (ly *layer) forward(s *scratch, x []float32, lens []int) []float32 {
 	n := 0
 	for _, l := range lens {
 		n += l
 	}
 	d := ly.in
-	h := layerNorm(x, n, d, ly.ln1s, ly.ln1b)
-	qkv := withBias(n, ly.qkvB)
-	matmulAdd(qkv, h, ly.qkv, n, d, 3*d)
+	h := layerNorm(s.take(n*d), x, n, d, ly.ln1s, ly.ln1b)
+	qkv := withBias(s.take(n*3*d), n, ly.qkvB)
+	matmulAdd(qkv, h, &ly.qkv, n)
 	dh := d / ly.heads
-	ctx := make([]float32, n*d)
+	ctx := s.zeros(n * d)
 	scores := make([]float32, 0, 64)
 	first := 0
 	for _, l := range lens {
@@ -337,11 +365,11 @@ func (ly *layer) forward(x []float32, lens []int) []float32 {
 		}
 		first += l
 	}
-	x1 := withBias(n, ly.projB)
-	matmulAdd(x1, ctx, ly.proj, n, d, ly.out)
+	x1 := withBias(s.take(n*ly.out), n, ly.projB)
+	matmulAdd(x1, ctx, &ly.proj, n)
 	if ly.res != nil {
-		r := withBias(n, ly.resB)
-		matmulAdd(r, x, ly.res, n, d, ly.out)
+		r := withBias(s.take(n*ly.out), n, ly.resB)
+		matmulAdd(r, x, ly.res, n)
 		for i := range x1 {
 			x1[i] += r[i]
 		}
@@ -350,24 +378,23 @@ func (ly *layer) forward(x []float32, lens []int) []float32 {
 			x1[i] += x[i]
 		}
 	}
-	h2 := layerNorm(x1, n, ly.out, ly.ln2s, ly.ln2b)
-	f := withBias(n, ly.ff1B)
-	matmulAdd(f, h2, ly.ff1, n, ly.out, ly.hidden)
+	h2 := layerNorm(s.take(n*ly.out), x1, n, ly.out, ly.ln2s, ly.ln2b)
+	f := withBias(s.take(n*ly.hidden), n, ly.ff1B)
+	matmulAdd(f, h2, &ly.ff1, n)
 	for i, v := range f {
 		f[i] = max(v, 0)
 	}
-	f2 := withBias(n, ly.ff2B)
-	matmulAdd(f2, f, ly.ff2, n, ly.hidden, ly.out)
+	f2 := withBias(s.take(n*ly.out), n, ly.ff2B)
+	matmulAdd(f2, f, &ly.ff2, n)
 	for i := range x1 {
 		x1[i] += f2[i]
 	}
 	return x1
 }
 
-// layerNorm normalises each of n rows of width d to zero mean and unit variance
-// (epsilon 1e-6, as the graph's), then scales and shifts them.
-func layerNorm(x []float32, n, d int, scale, bias []float32) []float32 {
-	out := make([]float32, n*d)
+// layerNorm normalises each of n rows of width d of x to zero mean and unit variance
+// (epsilon 1e-6, as the graph's), then scales and shifts them, into out.
+func layerNorm(out, x []float32, n, d int, scale, bias []float32) []float32 {
 	for i := range n {
 		row := x[i*d : (i+1)*d]
 		var mean float32
@@ -389,13 +416,52 @@ func layerNorm(x []float32, n, d int, scale, bias []float32) []float32 {
 	return out
 }
 
-// withBias returns n rows holding bias each.
-func withBias(n int, bias []float32) []float32 {
-	out := make([]float32, n*len(bias))
+// withBias fills out with n rows holding bias each.
+func withBias(out []float32, n int, bias []float32) []float32 {
 	for i := range n {
 		copy(out[i*len(bias):], bias)
 	}
 	return out
+}
+
+// scratch is the working memory of one call of vectors, which the next call reuses: a
+// query's layers would otherwise allocate a few hundred kilobytes for the collector
+// to reclaim, a batch's megabytes.
+type scratch struct {
+	buf  []float32
+	used int
+}
+
+// take returns n floats of scratch, holding what they last held.
+func (s *scratch) take(n int) []float32 {
+	if s.used+n > len(s.buf) {
+		// A larger buffer; what was taken from the last one stays valid, and the
+		// next call takes from this one alone.
+		s.buf, s.used = make([]float32, max(2*len(s.buf), n, 1<<16)), 0
+	}
+	out := s.buf[s.used : s.used+n : s.used+n]
+	s.used += n
+	return out
+}
+
+// zeros returns n floats of scratch set to zero.
+func (s *scratch) zeros(n int) []float32 {
+	out := s.take(n)
+	clear(out)
+	return out
+}
+
+func (s *scratch) reset() { s.used = 0 }
+
+// weight is a k x m matrix of weights as the products read it: row-major, or in
+// panels (newWeight decides).
+type weight struct {
+	k, m int
+	// data holds the rows of the matrix one after the other or, with panels, its
+	// columns in panels of 16, each panel's k rows of 16 one after the other: what the
+	// register-tiled kernels read, contiguous.
+	data   []float32
+	panels bool
 }
 
 // matmulAddRows adds a (n x k) times b (k x m) to c (n x m), all row-major. Each row

@@ -1,11 +1,17 @@
 package sentence
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // modelDir is where make puts the model's files; tests that need them skip without.
@@ -75,11 +81,13 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// BenchmarkVector embeds a short query and a method-sized text.
+// BenchmarkVector embeds a short query, a sentence-long one (as the development set's
+// tasks are) and a method-sized text.
 func BenchmarkVector(b *testing.B) {
 	e := encoder(b)
 	for _, c := range []struct{ name, text string }{
 		{"query", "how much is one bitcoin in dollars right now"},
+		{"task", "I need to find out what the weather will be like in Paris tomorrow afternoon"},
 		{"method", "Weather forecast\nExample Weather\nHourly and daily forecasts for any city: temperature, rain, wind and humidity for the next ten days, with alerts.\nweather\napi.example.com /v1/forecast"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -130,8 +138,9 @@ func BenchmarkMatmul(b *testing.B) {
 		w[i] = float32(i%5) - 2
 	}
 	b.Run("tiled", func(b *testing.B) {
+		bw := newWeight(w, k, m)
 		for b.Loop() {
-			matmulAdd(c, a, w, n, k, m)
+			matmulAdd(c, a, &bw, n)
 		}
 	})
 	b.Run("rows", func(b *testing.B) {
@@ -155,7 +164,8 @@ func TestTiledProductIsTheRowByRowOne(t *testing.T) {
 		for i := range c1 {
 			c1[i], c2[i] = float32(i), float32(i)
 		}
-		matmulAdd(c1, a, w, n, k, m)
+		bw := newWeight(w, k, m)
+		matmulAdd(c1, a, &bw, n)
 		matmulAddRows(c2, a, w, n, k, m)
 		for i := range c1 {
 			// The sums run in another order: equal to float32 rounding.
@@ -200,4 +210,44 @@ func BenchmarkEmbedMethods(b *testing.B) {
 		e.Embed(texts)
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(texts)), "µs/text")
+}
+
+// vectorsSum is the SHA-256 of the bits of the vectors TestVectorsBitForBit makes, as
+// the encoder computed them on amd64 with AVX2 and FMA when the catalog's stored
+// vectors were embedded. A change to the arithmetic that moves any bit changes it:
+// then every stored method vector must be embedded again (a new model id).
+const vectorsSum = "26148e2c29d4ccb6e501e620f6baab8e1274327841b52d1b04c3c52edaab1778"
+
+// TestVectorsBitForBit holds the encoder to the exact vectors it made before: the
+// golden texts alone, and all of them together in batches of several sizes, which
+// take the product kernels through every row count they treat apart.
+func TestVectorsBitForBit(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+		t.Skip("the sum is of the vectors the AVX2 and FMA kernels make")
+	}
+	e := encoder(t)
+	g := readGolden(t)
+	h := sha256.New()
+	write := func(v []float32) {
+		for _, x := range v {
+			binary.Write(h, binary.LittleEndian, math.Float32bits(x))
+		}
+	}
+	var texts []string
+	for _, c := range g.Single {
+		texts = append(texts, c.Text)
+		write(e.Vector(c.Text))
+	}
+	for _, n := range []int{2, 5, 14, 60} {
+		var batch []string
+		for i := range n {
+			batch = append(batch, texts[(i*5)%len(texts)])
+		}
+		for _, v := range e.Embed(batch) {
+			write(v)
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != vectorsSum {
+		t.Errorf("the vectors' sum is %s, not %s: the encoder's arithmetic changed", got, vectorsSum)
+	}
 }
