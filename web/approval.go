@@ -606,26 +606,17 @@ func (s *Server) handleDecision() http.HandlerFunc {
 		}
 		d := request.Decider{Store: s.approvals.Requests, Sealer: s.approvals.Sealer, Approved: s.approvals.Approved}
 		_, err := d.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			http.Redirect(w, r, requestURL(id), http.StatusSeeOther)
-		case code == problem.NotFound:
-			s.appNotFound(w, r)
-		case code == problem.RequestExpired:
-			s.requestPage(w, r, ws, id, "This request expired before your decision reached it: nothing was approved.", http.StatusConflict)
-		case code == problem.InvalidStateTransition:
-			s.requestPage(w, r, ws, id, "This request no longer waits for a decision: nothing was changed.", http.StatusConflict)
-		case code == problem.OverrideRequired:
-			s.requestPage(w, r, ws, id, "The directory says to avoid this seller: tick the override to pay it anyway. Nothing was approved.", http.StatusUnprocessableEntity)
-		case code == problem.ValidationFailed:
-			p, _ := problem.As(err)
-			s.requestPage(w, r, ws, id, "Nothing was sent: "+p.Detail, http.StatusUnprocessableEntity)
-		case errors.Is(err, request.ErrNoSealer):
+		if errors.Is(err, request.ErrNoSealer) {
 			s.log.Error("approval page: no key to seal provided values")
-			s.requestPage(w, r, ws, id, "This server has no key to keep provided values sealed, so it cannot take them. Nothing was sent.", http.StatusServiceUnavailable)
-		default:
-			s.fail(w, r, err)
 		}
+		f := form{page: func(message string, status int) { s.requestPage(w, r, ws, id, message, status) }, refusals: []refusal{
+			{code: problem.RequestExpired, message: "This request expired before your decision reached it: nothing was approved.", status: http.StatusConflict},
+			{code: problem.InvalidStateTransition, message: "This request no longer waits for a decision: nothing was changed.", status: http.StatusConflict},
+			{code: problem.OverrideRequired, message: "The directory says to avoid this seller: tick the override to pay it anyway. Nothing was approved.", status: http.StatusUnprocessableEntity},
+			{code: problem.ValidationFailed, message: "Nothing was sent: ", detail: true, status: http.StatusUnprocessableEntity},
+			{err: request.ErrNoSealer, message: "This server has no key to keep provided values sealed, so it cannot take them. Nothing was sent.", status: http.StatusServiceUnavailable},
+		}}
+		s.answer(w, r, f, err, seeOther(w, r, requestURL(id)))
 	}
 }
 
