@@ -35,15 +35,7 @@ func storeContracts(t *testing.T, root string) (contracts map[string]bool, metho
 // under dir, and the name of its package.
 func eachInterface(t *testing.T, dir string, f func(pkg, name string, it *ast.InterfaceType)) {
 	t.Helper()
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachFile(t, dir, func(_ *token.FileSet, file *ast.File) {
 		for _, decl := range file.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || g.Tok != token.TYPE {
@@ -56,11 +48,7 @@ func eachInterface(t *testing.T, dir string, f func(pkg, name string, it *ast.In
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestAdaptersHoldNoCopyOfAStoreContract: api, web and the generator reach a
