@@ -60,9 +60,12 @@ func itemRevision(r *http.Request, required bool) (id string, rev int, err error
 	return id, rev, err
 }
 
-func writeItem(w http.ResponseWriter, status int, it memory.Stored) {
+// writeItem answers it, value-free, with its revision as the ETag: a handler's last
+// word, so it returns nil.
+func writeItem(w http.ResponseWriter, status int, it memory.Stored) error {
 	w.Header().Set("ETag", etag(it.Revision))
 	writeJSON(w, status, it.View())
+	return nil
 }
 
 // handleMemoryItems lists the user's items (an agent's: its user's), value-free:
@@ -124,8 +127,7 @@ func (s *Server) handleMemoryItem() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		writeItem(w, http.StatusOK, it)
-		return nil
+		return writeItem(w, http.StatusOK, it)
 	})
 }
 
@@ -142,8 +144,7 @@ func (s *Server) handleCreateMemoryItem() http.HandlerFunc {
 			return err
 		}
 		w.Header().Set("Location", BasePath+"/memory/items/"+it.ID)
-		writeItem(w, http.StatusCreated, it)
-		return nil
+		return writeItem(w, http.StatusCreated, it)
 	})
 }
 
@@ -162,8 +163,7 @@ func (s *Server) handleUpdateMemoryItem() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		writeItem(w, http.StatusOK, it)
-		return nil
+		return writeItem(w, http.StatusOK, it)
 	})
 }
 

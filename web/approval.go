@@ -537,12 +537,7 @@ func (s *Server) handleRequest() http.HandlerFunc {
 func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, id, message string, status int) {
 	ctx := r.Context()
 	req, err := s.approvals.Requests.Request(ctx, ws.Principal, "", id)
-	if problem.CodeOf(err) == problem.NotFound {
-		s.appNotFound(w, r)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, err)
+	if !s.found(w, r, err) {
 		return
 	}
 	agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, req.AgentID)
@@ -665,12 +660,7 @@ func (s *Server) handleSession() http.HandlerFunc {
 		}
 		ctx := r.Context()
 		events, sess, err := s.approvals.Sessions.Events(ctx, ws.Principal, id, 0, timelineLimit)
-		if problem.CodeOf(err) == problem.NotFound {
-			s.appNotFound(w, r)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, err)
+		if !s.found(w, r, err) {
 			return
 		}
 		agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, sess.AgentID)

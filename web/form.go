@@ -66,11 +66,22 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, f form, err erro
 			return
 		}
 	}
-	if problem.CodeOf(err) == problem.NotFound {
+	s.found(w, r, err)
+}
+
+// found answers err of reading what a page or form is about: not_found is the
+// not-found page, any other error the failure page; true when there is none, and
+// the page goes on.
+func (s *Server) found(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case problem.CodeOf(err) == problem.NotFound:
 		s.appNotFound(w, r)
-		return
+	default:
+		s.fail(w, r, err)
 	}
-	s.fail(w, r, err)
+	return false
 }
 
 // seeOther is the done of a form whose success the person sees at path.

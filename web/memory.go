@@ -124,12 +124,7 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 			return
 		}
 		cur, err := s.approvals.Memory.Item(r.Context(), ws.UserID, id)
-		if problem.CodeOf(err) == problem.NotFound {
-			s.appNotFound(w, r)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, err)
+		if !s.found(w, r, err) {
 			return
 		}
 		stale := "Nothing was changed: “" + cur.Label + "” changed since you opened this page. Here it is as it is now."
