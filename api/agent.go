@@ -40,35 +40,34 @@ func (s *Server) limits() limits {
 }
 
 func (s *Server) handleAgentMe() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
 		a, err := s.auth.Agents.Agent(r.Context(), p.UserID, p.AgentID)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		lim := s.limits()
-		if svc, err := s.payments(); err == nil {
-			sp, err := svc.Limits(r.Context(), a.ID)
+		if s.auth.Payments.CheckPayer() == nil {
+			sp, err := s.auth.Payments.Limits(r.Context(), a.ID)
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			lim.Spending = &sp
 		}
 		writeJSON(w, http.StatusOK, agentView{ID: a.ID, Name: a.Name, Status: a.Status, UserID: a.UserID, Limits: lim})
-	}
+		return nil
+	})
 }
 
 func (s *Server) handleAgentStats() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		st, err := s.auth.Sessions.Store.AgentStats(r.Context(), principal(r).AgentID)
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
+		st, err := s.auth.Sessions.AgentStats(r.Context(), principal(r).AgentID)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, st)
-	}
+		return nil
+	})
 }
 
 type list[T any] struct {
@@ -76,14 +75,14 @@ type list[T any] struct {
 }
 
 func (s *Server) handleAgents() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		agents, err := s.auth.Agents.Agents(r.Context(), principal(r).UserID)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, list[auth.Agent]{Items: nonNil(agents)})
-	}
+		return nil
+	})
 }
 
 type createAgentRequest struct {
@@ -93,20 +92,19 @@ type createAgentRequest struct {
 func (c *createAgentRequest) validate() error { return auth.CheckAgentName(c.Name) }
 
 func (s *Server) handleCreateAgent() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req createAgentRequest
 		_, err := s.readJSON(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		a, err := s.auth.Agents.CreateAgent(r.Context(), principal(r).UserID, req.Name, s.auth.MaxAgentsPerUser)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusCreated, a)
-	}
+		return nil
+	})
 }
 
 func nonNil[T any](s []T) []T {
@@ -130,22 +128,20 @@ func (c *agentStatusRequest) validate() error {
 // handleSetAgentStatus pauses (disabled) or resumes (active) one of the user's
 // agents: a disabled agent's keys are refused as revoked until it is active again.
 func (s *Server) handleSetAgentStatus() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := agentID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		var req agentStatusRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		a, err := s.auth.Agents.SetAgentStatus(r.Context(), principal(r).UserID, id, req.Status)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, a)
-	}
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -70,15 +71,17 @@ type Authenticated struct {
 	MaxKeysPerUser   int
 	MaxAgentsPerUser int
 	// Protected gives a user's protected values, which the LLM proxy blanks out and
-	// events and request contexts may not hold; without it those routes fail closed.
+	// events and request contexts may not hold; without it (noProtected) those
+	// routes fail closed.
 	Protected redact.Source
 	// LLM is the upstream model of the proxy.
 	LLM LLM
 	// Prober calls sellers for quotes, never paying (default: a prober of default
 	// settings).
 	Prober Prober
-	// Payments asks for and carries out payments to sellers; without it, or without
-	// its payer, the payment routes answer 501 payer_not_configured.
+	// Payments asks for and carries out payments to sellers; built without a payer
+	// (the default: one without a store either), it answers the payment routes 501
+	// payer_not_configured.
 	Payments *payment.Service
 	// Webhooks keeps the users' webhooks; without it their routes are not served.
 	Webhooks *webhook.Service
@@ -92,6 +95,15 @@ type Authenticated struct {
 	// is remembered as long, at least IdempotencyTTL; past that a retry is still
 	// recognised by the session's own records, but answered afresh.
 	SessionRetention time.Duration
+}
+
+// noProtected is the source of protected values of a server without one (it has no
+// key to seal them): asked for a user's, it fails, so that what needs them fails
+// closed with redaction_unavailable.
+type noProtected struct{}
+
+func (noProtected) Protected(context.Context, string) ([]string, error) {
+	return nil, errors.New("no source of protected values")
 }
 
 // clientIDTTL is how long a client id's answer is remembered: 0 (for good) while
@@ -135,6 +147,12 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.LLM.Timeout <= 0 {
 			a.LLM.Timeout = 120 * time.Second
+		}
+		if a.Protected == nil {
+			a.Protected = noProtected{}
+		}
+		if a.Payments == nil {
+			a.Payments = &payment.Service{}
 		}
 		if a.Prober == nil {
 			a.Prober = trust.NewProber(trust.ProberConfig{}, s.log)

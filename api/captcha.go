@@ -36,23 +36,23 @@ func (s *Server) taskBody(t captcha.Task) taskJSON {
 // handleCreateTask takes a CAPTCHA task for a solver, or for the person, once per
 // clientTaskId.
 func (s *Server) handleCreateTask() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req createTaskRequest
 		id, body, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		route := "POST /sessions/" + id + "/captcha/tasks"
-		s.once(w, r, route, "clientTaskId:"+req.ClientTaskID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+		s.once(w, r, route, "clientTaskId:"+req.ClientTaskID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			writeJSON(w, http.StatusCreated, s.taskBody(t))
+			return nil
 		})
-	}
+		return nil
+	})
 }
 
 type taskPage struct {
@@ -61,46 +61,43 @@ type taskPage struct {
 
 // handleTasks lists a session's tasks, newest first.
 func (s *Server) handleTasks() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		limit, err := limitQuery(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		items, err := s.auth.Captchas.Tasks(r.Context(), principal(r), id, limit)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		page := taskPage{Items: make([]taskJSON, len(items))}
 		for i, t := range items {
 			page.Items[i] = s.taskBody(t)
 		}
 		writeJSON(w, http.StatusOK, page)
-	}
+		return nil
+	})
 }
 
 // handleTask answers a task: at once, or with wait=N after up to N seconds while it
 // is pending (a long poll woken by the session's events).
 func (s *Server) handleTask() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		sid, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		id, err := uuidParam(r, "tid", captcha.ErrNotFound)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		s.longPoll(w, r, sid, s.pollTask(r.Context(), sid, id))
-	}
+		return nil
+	})
 }
 
 // pollTask reads task id of session sid for a wait on it (see

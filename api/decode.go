@@ -168,3 +168,14 @@ func writeBody(w http.ResponseWriter, status int, contentType string, body []byt
 	w.WriteHeader(status)
 	w.Write(body)
 }
+
+// serve is a route's handler h, whose refusals are its error: serve answers it as
+// problem+json (see Server.error), so that a handler returns what refuses the
+// request instead of answering it itself.
+func (s *Server) serve(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.error(w, r, err)
+		}
+	}
+}

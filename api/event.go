@@ -29,23 +29,23 @@ func (a *appendEventRequest) validate() error { return a.event().Validate() }
 
 // handleAppendEvent adds an agent's runtime event, once per clientEventId.
 func (s *Server) handleAppendEvent() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req appendEventRequest
 		id, body, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		route := "POST /sessions/" + id + "/events"
-		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			ev, err := s.auth.Sessions.AppendRuntime(r.Context(), principal(r), id, req.event())
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			writeJSON(w, http.StatusCreated, ev)
+			return nil
 		})
-	}
+		return nil
+	})
 }
 
 type eventPage struct {
@@ -57,39 +57,33 @@ type eventPage struct {
 // handleEvents reads a session's log after a seq: at once, after a long poll of up
 // to wait seconds when nothing is there yet, or as Server-Sent Events.
 func (s *Server) handleEvents() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		q, err := queryParams(r, "after", "wait", "limit")
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		after, err := intParam(q, "after", 0, 0, 1<<62)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		limit, err := intParam(q, "limit", defaultPageSize, 1, maxPageSize)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		if acceptsEventStream(r) || wait > 0 {
 			release, ok := s.waits.enter(principal(r).KID, s.auth.MaxWaitsPerKey)
 			if !ok {
 				p := problem.New(problem.RateLimited, "This key holds as many event streams and long polls open as it may; close one first.")
 				p.RetryAfter = 1
-				s.error(w, r, p)
-				return
+				return p
 			}
 			defer release()
 		}
@@ -97,13 +91,12 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			if v := r.Header.Get("Last-Event-ID"); v != "" {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n < 0 {
-					s.error(w, r, problem.Invalid("Last-Event-ID must be the seq of an event."))
-					return
+					return problem.Invalid("Last-Event-ID must be the seq of an event.")
 				}
 				after = n
 			}
 			s.streamEvents(w, r, id, after)
-			return
+			return nil
 		}
 
 		p := principal(r)
@@ -116,30 +109,28 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		deadline := time.NewTimer(time.Duration(wait) * time.Second)
 		defer deadline.Stop()
 		for {
-			items, sess, err := s.auth.Sessions.Store.Events(r.Context(), p, id, after, int(limit))
+			items, sess, err := s.auth.Sessions.Events(r.Context(), p, id, after, int(limit))
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			if len(items) > 0 || wait == 0 || sess.Status != session.StatusOpen {
 				writeJSON(w, http.StatusOK, eventPage{Items: nonNil(items), LastEventSeq: sess.LastEventSeq, SessionStatus: sess.Status})
-				return
+				return nil
 			}
 			select {
 			case <-wake:
 				if !s.keyValid(r.Context(), p) {
-					s.error(w, r, problem.New(problem.KeyRevoked, "The API key was revoked while waiting."))
-					return
+					return problem.New(problem.KeyRevoked, "The API key was revoked while waiting.")
 				}
 			case <-deadline.C:
 				wait = 0 // one last read, then answer
 			case <-s.draining:
 				wait = 0
 			case <-r.Context().Done():
-				return
+				return nil
 			}
 		}
-	}
+	})
 }
 
 func acceptsEventStream(r *http.Request) bool {
@@ -163,7 +154,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		wake, cancel = s.auth.Events.Subscribe(id)
 		defer cancel()
 	}
-	items, sess, err := s.auth.Sessions.Store.Events(ctx, p, id, after, maxPageSize)
+	items, sess, err := s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -206,7 +197,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat, life.C, p) {
 			return
 		}
-		items, sess, err = s.auth.Sessions.Store.Events(ctx, p, id, after, maxPageSize)
+		items, sess, err = s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("event stream", "err", err, "path", r.URL.Path)

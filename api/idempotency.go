@@ -37,10 +37,12 @@ func (rec *recorded) WriteHeader(status int) {
 
 // once answers a request at most once per (key, route, idempotency key), as
 // remember says; a replay is sent with Idempotent-Replayed.
-func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string, body []byte, ttl time.Duration, serve func(w http.ResponseWriter)) {
+func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string, body []byte, ttl time.Duration, serve func(w http.ResponseWriter) error) {
 	rec := &recorded{header: http.Header{}}
 	a, err := s.remember(r.Context(), principal(r), route, key, body, ttl, func() apiAnswer {
-		serve(rec)
+		if err := serve(rec); err != nil {
+			s.error(rec, r, err)
+		}
 		return apiAnswer{status: rec.status, contentType: rec.header.Get("Content-Type"), body: rec.body.Bytes(), code: rec.code}
 	})
 	if err != nil {
@@ -120,9 +122,10 @@ func (s *Server) idempotencyKey(next http.Handler) http.Handler {
 			s.error(w, r, err)
 			return
 		}
-		s.once(w, r, r.Method+" "+r.URL.Path, "header:"+key, body, s.auth.IdempotencyTTL, func(w http.ResponseWriter) {
+		s.once(w, r, r.Method+" "+r.URL.Path, "header:"+key, body, s.auth.IdempotencyTTL, func(w http.ResponseWriter) error {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
+			return nil
 		})
 	})
 }

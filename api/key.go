@@ -11,25 +11,25 @@ import (
 // handleRevokeCurrentKey lets an agent give up the key it calls with; the next call
 // with it gets 401.
 func (s *Server) handleRevokeCurrentKey() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
 		if err := s.auth.Keys.RevokeKey(r.Context(), p.UserID, p.AgentID, p.KID); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"kid": p.KID, "status": "revoked"})
-	}
+		return nil
+	})
 }
 
 func (s *Server) handleKeys() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		keys, err := s.auth.Keys.Keys(r.Context(), principal(r).UserID)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, list[auth.Key]{Items: nonNil(keys)})
-	}
+		return nil
+	})
 }
 
 type createKeyRequest struct {
@@ -58,31 +58,30 @@ type createdKey struct {
 // handleCreateKey issues a key and shows it once. It is never idempotent: a stored
 // response would keep the secret.
 func (s *Server) handleCreateKey() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
 		var req createKeyRequest
 		_, err := s.readJSON(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		k, token, err := auth.IssueKey(r.Context(), s.auth.Keys, s.auth.Agents, s.auth.Pepper, p.UserID, req.Scope, req.AgentID, s.auth.MaxKeysPerUser)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusCreated, createdKey{Key: k, Token: token})
-	}
+		return nil
+	})
 }
 
 func (s *Server) handleRevokeKey() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		err := s.auth.Keys.RevokeKey(r.Context(), principal(r).UserID, "", chi.URLParam(r, "kid"))
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		w.Header()["Cache-Control"] = hdrNoStore
 		w.WriteHeader(http.StatusNoContent)
-	}
+		return nil
+	})
 }

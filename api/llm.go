@@ -47,9 +47,6 @@ const EventLLMRedacted = "llm.redacted"
 // protectedSet loads the user's protected values; an error is redaction_unavailable,
 // so that nothing unchecked goes on.
 func (s *Server) protectedSet(ctx context.Context, userID string) (*redact.Set, error) {
-	if s.auth.Protected == nil {
-		return nil, unavailableRedaction(errors.New("no source of protected values"))
-	}
 	vs, err := s.auth.Protected.Protected(ctx, userID)
 	if err != nil {
 		return nil, unavailableRedaction(err)
@@ -494,7 +491,7 @@ func (s *Server) llmSession(r *http.Request, p auth.Principal) (string, error) {
 	if !uuidPattern.MatchString(v) {
 		return "", session.ErrNotFound
 	}
-	sess, err := s.auth.Sessions.Store.Session(r.Context(), p, strings.ToLower(v))
+	sess, err := s.auth.Sessions.Session(r.Context(), p, strings.ToLower(v))
 	if err == nil && sess.Status != session.StatusOpen {
 		err = session.ErrClosed
 	}
@@ -519,7 +516,7 @@ func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID 
 		return count, err
 	}
 	data, _ := json.Marshal(map[string]int{"count": count})
-	_, err = s.auth.Sessions.Store.AppendEvent(ctx, p, sessionID, session.Append{Type: EventLLMRedacted, Actor: session.ActorSystem, Data: data}, 0)
+	_, err = s.auth.Sessions.AppendSystem(ctx, p, sessionID, EventLLMRedacted, data)
 	return count, err
 }
 

@@ -7,6 +7,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/captcha"
 )
 
 // The MCP Inspector's own CLI, pinned, lists the tools (the directory's without a
@@ -21,7 +24,7 @@ func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
 		}
 		t.Skip("WAYSTATION_NODE and WAYSTATION_MCP_INSPECTOR are not set: run make test")
 	}
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.Captchas = &captcha.Service{} }) // every tool listed
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	srv := httptest.NewServer(e.srv)

@@ -37,9 +37,10 @@ func toolNames(t *testing.T, srv *mcp.Server) []string {
 }
 
 // A workflow tool called without a key says it takes an agent key, rather than
-// being an unknown tool; workflowTools are exactly the tools an agent key adds.
+// being an unknown tool; workflowTools are exactly the tools an agent key adds to a
+// server with every service configured.
 func TestKeylessCallsOfWorkflowToolsSayTheyTakeAKey(t *testing.T) {
-	s := NewServer(Config{}, nil, nil, nil)
+	s := everyRoute()
 	public, agent := toolNames(t, s.newMCPServer(false)), toolNames(t, s.newMCPServer(true))
 	var added []string
 	for _, n := range agent {

@@ -494,33 +494,32 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			art, at, err := s.auth.Requests.Claim(ctx, principalOf(ctx), strings.ToLower(in.SessionID), id)
 			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, claimed{RequestID: id, Artifact: art, ClaimedAt: at}, err))
 		})
-	addTool(srv, &mcp.Tool{Name: "resolve_fields", OutputSchema: outputSchema("Resolution"), Title: "Resolve a form's fields",
-		Description: "For a site or an intent, the directory's methods and, per field a form asks for, the person's saved values that could fill it, as handles with whether the person must approve their use, plus what is missing and the next action." + noValues},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in resolveIn) (*mcp.CallToolResult, map[string]any, error) {
-			p, err := sessionPath(in.SessionID, "/resolve")
-			if err != nil {
-				return nil, nil, invalid(err.Error())
-			}
-			body := map[string]any{}
-			if in.Intent != "" {
-				body["intent"] = in.Intent
-			}
-			if in.TargetURL != "" {
-				body["targetUrl"] = in.TargetURL
-			}
-			if in.Fields != nil {
-				body["fields"] = in.Fields
-			}
-			if s.auth.Memory == nil {
-				return toolResult(s.toolProblem(ctx, p, errNoRoute()))
-			}
-			var res resolveRequest
-			if _, err := s.toolWrite(ctx, body, &res); err != nil {
-				return toolResult(s.toolProblem(ctx, p, err))
-			}
-			out, err := s.resolve(ctx, s.mcpSearchCaller(ctx), strings.ToLower(in.SessionID), res)
-			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, out, err))
-		})
+	if s.auth.Memory != nil {
+		addTool(srv, &mcp.Tool{Name: "resolve_fields", OutputSchema: outputSchema("Resolution"), Title: "Resolve a form's fields",
+			Description: "For a site or an intent, the directory's methods and, per field a form asks for, the person's saved values that could fill it, as handles with whether the person must approve their use, plus what is missing and the next action." + noValues},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in resolveIn) (*mcp.CallToolResult, map[string]any, error) {
+				p, err := sessionPath(in.SessionID, "/resolve")
+				if err != nil {
+					return nil, nil, invalid(err.Error())
+				}
+				body := map[string]any{}
+				if in.Intent != "" {
+					body["intent"] = in.Intent
+				}
+				if in.TargetURL != "" {
+					body["targetUrl"] = in.TargetURL
+				}
+				if in.Fields != nil {
+					body["fields"] = in.Fields
+				}
+				var res resolveRequest
+				if _, err := s.toolWrite(ctx, body, &res); err != nil {
+					return toolResult(s.toolProblem(ctx, p, err))
+				}
+				out, err := s.resolve(ctx, s.mcpSearchCaller(ctx), strings.ToLower(in.SessionID), res)
+				return toolResult(s.toolAnswer(ctx, p, http.StatusOK, out, err))
+			})
+	}
 	addTool(srv, &mcp.Tool{Name: "quote_seller", OutputSchema: outputSchema("Quote"), Title: "Quote a seller", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 		Description: "Ask a seller's endpoint what it charges, never paying: its x402 offer, what paying it would debit, until when, and the directory's advisory word on the seller."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in quoteIn) (*mcp.CallToolResult, map[string]any, error) {
@@ -539,8 +538,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			if err != nil {
 				return nil, nil, invalid(err.Error())
 			}
-			svc, err := s.payments()
-			if err != nil {
+			if err := s.auth.Payments.CheckPayer(); err != nil {
 				return toolResult(s.toolProblem(ctx, p, err))
 			}
 			var ask createPaymentRequest
@@ -553,7 +551,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 				return toolResult(s.toolProblem(ctx, p, err))
 			}
 			a := s.toolOnce(ctx, p, "clientRequestId:"+ask.ClientRequestID, b, http.StatusCreated, func() (any, error) {
-				return s.askPayment(ctx, svc, strings.ToLower(in.SessionID), ask.Ask)
+				return s.askPayment(ctx, strings.ToLower(in.SessionID), ask.Ask)
 			})
 			if a.status >= 300 || in.WaitSeconds <= 0 {
 				return toolResult(a)
@@ -564,47 +562,43 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 			json.Unmarshal(a.body, &r)
 			return s.waitRequest(ctx, req, in.SessionID, r.Request.ID, in.WaitSeconds)
 		})
-	addTool(srv, &mcp.Tool{Name: "create_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Get a CAPTCHA answered",
-		Description: "Have a CAPTCHA you met answered, by the solver the server uses or by the person on its page; read the answer with get_captcha_task. The answer authorises nothing else."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in captchaIn) (*mcp.CallToolResult, map[string]any, error) {
-			p, err := sessionPath(in.SessionID, "/captcha/tasks")
-			if err != nil {
-				return nil, nil, invalid(err.Error())
-			}
-			if s.auth.Captchas == nil {
-				return toolResult(s.toolProblem(ctx, p, errNoRoute()))
-			}
-			var task createTaskRequest
-			b, err := s.toolWrite(ctx, map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
-				"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}, &task)
-			if err != nil {
-				return toolResult(s.toolProblem(ctx, p, err))
-			}
-			return toolResult(s.toolOnce(ctx, p, "clientTaskId:"+task.ClientTaskID, b, http.StatusCreated, func() (any, error) {
-				t, err := s.auth.Captchas.Create(ctx, principalOf(ctx), strings.ToLower(in.SessionID), task.New, s.auth.Sessions.Limits.Events)
-				return s.taskBody(t), err
-			}))
-		})
-	addTool(srv, &mcp.Tool{Name: "get_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Read a CAPTCHA task", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-		Description: "A CAPTCHA task's status and, once solved, its answer; waits up to 30 s while it is pending."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
-			SessionID string `json:"sessionId"`
-			TaskID    string `json:"taskId"`
-		}) (*mcp.CallToolResult, map[string]any, error) {
-			if !uuidPattern.MatchString(in.TaskID) {
-				return nil, nil, invalid("taskId must be a task's id.")
-			}
-			p, err := sessionPath(in.SessionID, "/captcha/tasks/", strings.ToLower(in.TaskID))
-			if err != nil {
-				return nil, nil, invalid(err.Error())
-			}
-			if s.auth.Captchas == nil {
-				return toolResult(s.toolProblem(ctx, p, errNoRoute()))
-			}
-			sid := strings.ToLower(in.SessionID)
-			body, err := s.await(ctx, sid, min(taskWait, s.auth.MaxWait), s.pollTask(ctx, sid, strings.ToLower(in.TaskID)))
-			return toolResult(s.toolAnswer(ctx, p, http.StatusOK, body, err))
-		})
+	if s.auth.Captchas != nil {
+		addTool(srv, &mcp.Tool{Name: "create_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Get a CAPTCHA answered",
+			Description: "Have a CAPTCHA you met answered, by the solver the server uses or by the person on its page; read the answer with get_captcha_task. The answer authorises nothing else."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in captchaIn) (*mcp.CallToolResult, map[string]any, error) {
+				p, err := sessionPath(in.SessionID, "/captcha/tasks")
+				if err != nil {
+					return nil, nil, invalid(err.Error())
+				}
+				var task createTaskRequest
+				b, err := s.toolWrite(ctx, map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
+					"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}, &task)
+				if err != nil {
+					return toolResult(s.toolProblem(ctx, p, err))
+				}
+				return toolResult(s.toolOnce(ctx, p, "clientTaskId:"+task.ClientTaskID, b, http.StatusCreated, func() (any, error) {
+					t, err := s.auth.Captchas.Create(ctx, principalOf(ctx), strings.ToLower(in.SessionID), task.New, s.auth.Sessions.Limits.Events)
+					return s.taskBody(t), err
+				}))
+			})
+		addTool(srv, &mcp.Tool{Name: "get_captcha_task", OutputSchema: outputSchema("CaptchaTask"), Title: "Read a CAPTCHA task", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+			Description: "A CAPTCHA task's status and, once solved, its answer; waits up to 30 s while it is pending."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+				SessionID string `json:"sessionId"`
+				TaskID    string `json:"taskId"`
+			}) (*mcp.CallToolResult, map[string]any, error) {
+				if !uuidPattern.MatchString(in.TaskID) {
+					return nil, nil, invalid("taskId must be a task's id.")
+				}
+				p, err := sessionPath(in.SessionID, "/captcha/tasks/", strings.ToLower(in.TaskID))
+				if err != nil {
+					return nil, nil, invalid(err.Error())
+				}
+				sid := strings.ToLower(in.SessionID)
+				body, err := s.await(ctx, sid, min(taskWait, s.auth.MaxWait), s.pollTask(ctx, sid, strings.ToLower(in.TaskID)))
+				return toolResult(s.toolAnswer(ctx, p, http.StatusOK, body, err))
+			})
+	}
 }
 
 // waitRequest long-polls a request until it is no longer waiting for its person

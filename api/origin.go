@@ -17,39 +17,37 @@ func (s *submitOriginRequest) validate() error {
 // handleSubmitOrigin lists a seller from its own manifest: the answer says, item by
 // item, what was listed and what was refused and why (see origin.Service.Submit).
 func (s *Server) handleSubmitOrigin() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req submitOriginRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		sub, err := s.auth.Origins.Submit(r.Context(), principal(r).UserID, req.Origin)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		w.Header()["Cache-Control"] = hdrNoStore
 		writeJSON(w, http.StatusOK, sub)
-	}
+		return nil
+	})
 }
 
 // handleOrigin is a submitted origin as the directory keeps it: listed, stale or
 // delisted, with the reason.
 func (s *Server) handleOrigin() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
 		if len(q["origin"]) != 1 || len(q) != 1 {
-			s.error(w, r, problem.Param(problem.InvalidParameter, "origin", "Name one origin, as ?origin=https://api.example.com, and nothing else."))
-			return
+			return problem.Param(problem.InvalidParameter, "origin", "Name one origin, as ?origin=https://api.example.com, and nothing else.")
 		}
 		o, err := s.auth.Origins.Origin(r.Context(), q.Get("origin"))
 		if p, ok := problem.As(err); ok && p.Code == problem.ValidationFailed {
 			err = problem.Param(problem.InvalidParameter, "origin", p.Detail) // a query parameter's fault
 		}
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, o)
-	}
+		return nil
+	})
 }

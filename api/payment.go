@@ -22,43 +22,29 @@ type paymentCreated struct {
 	Payment payment.Payment `json:"payment"`
 }
 
-// payments is the payment service, or payer_not_configured when the server has none.
-func (s *Server) payments() (*payment.Service, error) {
-	if s.auth.Payments == nil || s.auth.Payments.Payer == nil {
-		return nil, payment.ErrNoPayer
-	}
-	return s.auth.Payments, nil
-}
-
 // handleCreatePayment reads the seller's offer for the agent's exact request and
 // raises the authorize_payment request its person decides, once per clientRequestId.
 func (s *Server) handleCreatePayment() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		svc, err := s.payments()
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req createPaymentRequest
 		id, body, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		if err := s.checkAsk(r.Context(), req.Ask); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		route := "POST /sessions/" + id + "/x402/payments"
-		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
-			out, err := s.askPayment(r.Context(), svc, id, req.Ask)
+		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+			out, err := s.askPayment(r.Context(), id, req.Ask)
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			writeJSON(w, http.StatusCreated, out)
+			return nil
 		})
-	}
+		return nil
+	})
 }
 
 // checkAsk refuses an ask to pay holding one of the user's protected values in the
@@ -70,16 +56,17 @@ func (s *Server) checkAsk(ctx context.Context, ask payment.Ask) error {
 	return s.checkProtected(ctx, decoded)
 }
 
-// askPayment reads the directory's word on the seller of ask and asks svc to pay it
-// in session sid (see payment.Service.Ask), answering as the API shows it.
-func (s *Server) askPayment(ctx context.Context, svc *payment.Service, sid string, ask payment.Ask) (paymentCreated, error) {
+// askPayment reads the directory's word on the seller of ask and asks the payment
+// service to pay it in session sid (see payment.Service.Ask), answering as the API
+// shows it.
+func (s *Server) askPayment(ctx context.Context, sid string, ask payment.Ask) (paymentCreated, error) {
 	u, _ := url.Parse(ask.HTTPRequest.URL)
 	check, err := s.checkMerchant(u)
 	if err != nil {
 		return paymentCreated{}, err
 	}
 	v := payment.Verdict{Verdict: check.Verdict, Score: check.Score, Listed: check.Listed}
-	pay, rq, err := svc.Ask(ctx, principalOf(ctx), sid, ask, v, s.auth.Sessions.Limits.Events)
+	pay, rq, err := s.auth.Payments.Ask(ctx, principalOf(ctx), sid, ask, v, s.auth.Sessions.Limits.Events)
 	if err != nil {
 		return paymentCreated{}, err
 	}
@@ -88,29 +75,22 @@ func (s *Server) askPayment(ctx context.Context, svc *payment.Service, sid strin
 
 // handlePayment answers a payment's state.
 func (s *Server) handlePayment() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		svc, err := s.payments()
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		sid, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		id, err := uuidParam(r, "pid", payment.ErrNotFound)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		pay, err := svc.Payment(r.Context(), principal(r), sid, id)
+		pay, err := s.auth.Payments.Payment(r.Context(), principal(r), sid, id)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, pay)
-	}
+		return nil
+	})
 }
 
 // agentID is the {id} of an agents path, or a 404.
@@ -118,29 +98,22 @@ func agentID(r *http.Request) (string, error) { return uuidParam(r, "id", auth.E
 
 // handleSpendingLimits answers one of the user's agents' spending limits and spend.
 func (s *Server) handleSpendingLimits() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		svc, err := s.payments()
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := agentID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		p := principal(r)
 		if _, err := s.auth.Agents.Agent(r.Context(), p.UserID, id); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		out, err := svc.Limits(r.Context(), id)
+		out, err := s.auth.Payments.Limits(r.Context(), id)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }
 
 type limitsRequest struct{ payment.LimitsInput }
@@ -152,35 +125,28 @@ func (l *limitsRequest) validate() error {
 
 // handleSetSpendingLimits sets what one of the user's agents may spend.
 func (s *Server) handleSetSpendingLimits() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		svc, err := s.payments()
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := agentID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		var req limitsRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		l, _ := req.LimitsInput.Limits()
-		out, err := svc.SetLimits(r.Context(), principal(r), id, l)
+		out, err := s.auth.Payments.SetLimits(r.Context(), principal(r), id, l)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }
 
 // approved wakes the payment executor when a person approves a payment.
 func (s *Server) approved(r request.Request) {
-	if r.Kind == request.KindAuthorizePayment && s.auth.Payments != nil {
+	if r.Kind == request.KindAuthorizePayment {
 		s.auth.Payments.Kick()
 	}
 }

@@ -771,3 +771,22 @@ func TestAWaitOnAPaymentsRequestLastsUntilItEnds(t *testing.T) {
 		t.Fatal("the wait did not answer")
 	}
 }
+
+// TestEveryPaymentRouteSaysItHasNoPayerFirst: without a payer, every payment route
+// answers 501 payer_not_configured, the payment service's own word, before it reads
+// the path or the body.
+func TestEveryPaymentRouteSaysItHasNoPayerFirst(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("bo")
+	agentID, agentKey := e.agent(uid, "scout")
+	sid := e.openSession(agentKey, "s")
+	e.call("POST", "/sessions/"+sid+"/x402/payments", agentKey, `{"not":"an ask"}`).want(t, 501, "payer_not_configured")
+	e.call("GET", "/sessions/"+sid+"/x402/payments/not-an-id", agentKey, "").want(t, 501, "payer_not_configured")
+	e.call("GET", "/agents/"+agentID+"/spending-limits", userKey, "").want(t, 501, "payer_not_configured")
+	e.call("PUT", "/agents/not-an-id/spending-limits", userKey, `{}`).want(t, 501, "payer_not_configured")
+	var me struct{ Limits struct{ Spending any } }
+	e.call("GET", "/agent/me", agentKey, "").want(t, 200).into(t, &me)
+	if me.Limits.Spending != nil {
+		t.Errorf("an agent of a server that cannot pay has spending limits: %v", me.Limits.Spending)
+	}
+}

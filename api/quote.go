@@ -76,19 +76,18 @@ type quote struct {
 // offer, what paying it would debit and until when, with the directory's advisory
 // verdict on the seller and why.
 func (s *Server) handleQuote() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req quoteRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		out, err := s.quote(r.Context(), req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }
 
 // quote probes the seller behind req's url, never paying: see handleQuote.

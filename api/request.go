@@ -46,23 +46,23 @@ func (c *createRequestRequest) validate() error { return c.New.Validate() }
 // handleCreateRequest raises a request in the agent's session, once per
 // clientRequestId.
 func (s *Server) handleCreateRequest() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req createRequestRequest
 		id, body, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		route := "POST /sessions/" + id + "/requests"
-		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			out, err := s.auth.Requests.Raise(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			writeJSON(w, http.StatusCreated, s.requestBody(out))
+			return nil
 		})
-	}
+		return nil
+	})
 }
 
 type requestPage struct {
@@ -72,38 +72,35 @@ type requestPage struct {
 
 // handleRequests lists a session's requests, newest first.
 func (s *Server) handleRequests() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		limit, after, err := pageQuery(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		items, next, err := s.auth.Requests.Store.Requests(r.Context(), principal(r), id, after, limit)
+		items, next, err := s.auth.Requests.Requests(r.Context(), principal(r), id, after, limit)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		page := requestPage{Items: make([]requestJSON, len(items)), NextCursor: encodeCursor(next)}
 		for i, it := range items {
 			page.Items[i] = s.requestBody(it)
 		}
 		writeJSON(w, http.StatusOK, page)
-	}
+		return nil
+	})
 }
 
 // handleRequest answers a request's status: at once, or with wait=N after up to N
 // seconds while it has not ended (a long poll, woken by the session's events).
 func (s *Server) handleRequest() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		sid, id, err := requestIDs(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		// Waited on until it ends: through waiting for its user (until it expires at
 		// the latest), approved and executing (a payment being made), to fulfilled,
@@ -111,7 +108,8 @@ func (s *Server) handleRequest() http.HandlerFunc {
 		// the wait on any replica; the recheck is the expiry, or a while when the
 		// request is in the service's hands.
 		s.longPoll(w, r, sid, s.pollRequest(r.Context(), sid, id))
-	}
+		return nil
+	})
 }
 
 // pollRequest reads request id of session sid for a wait on it (see
@@ -135,51 +133,47 @@ func (d *decisionRequest) validate() error {
 // handleDecision applies the user's decision. Only user keys reach it: an agent,
 // even one holding the approval link, cannot approve its own request.
 func (s *Server) handleDecision() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req decisionRequest
 		body, err := s.readBody(w, r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		// The body may hold provided values: it is decoded without echoing any of it.
 		if err := decodeSealed(body, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		sid, id, err := requestIDs(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		out, err := s.decider().Decide(r.Context(), principal(r), sid, id, req.Decision)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, s.requestBody(out))
-	}
+		return nil
+	})
 }
 
 func (s *Server) decider() request.Decider {
-	return request.Decider{Store: s.auth.Requests.Store, Sealer: s.auth.Sealer, Approved: s.approved}
+	return s.auth.Requests.Decider(s.auth.Sealer, s.approved)
 }
 
 // handleCancelRequest withdraws a request on its agent's word.
 func (s *Server) handleCancelRequest() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		sid, id, err := requestIDs(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		out, err := s.auth.Requests.Store.CancelRequest(r.Context(), principal(r), sid, id)
+		out, err := s.auth.Requests.Cancel(r.Context(), principal(r), sid, id)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, s.requestBody(out))
-	}
+		return nil
+	})
 }
 
 type claimed struct {
@@ -190,17 +184,16 @@ type claimed struct {
 
 // handleClaim hands a fulfilled request's value-free artifact to its agent, once.
 func (s *Server) handleClaim() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		sid, id, err := requestIDs(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		art, at, err := s.auth.Requests.Claim(r.Context(), principal(r), sid, id)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, claimed{RequestID: id, Artifact: art, ClaimedAt: at})
-	}
+		return nil
+	})
 }

@@ -93,20 +93,19 @@ const maxProviders = 10
 // same limits, charged to the key's user), and matches the wanted fields against
 // the session's memory catalog.
 func (s *Server) handleResolve() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req resolveRequest
 		id, _, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		out, err := s.resolve(r.Context(), s.searchCaller(r), id, req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }
 
 // resolve answers req in session sid (see handleResolve), its search charged to

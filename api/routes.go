@@ -38,6 +38,7 @@ func (s *Server) routes() chi.Router {
 			r.Use(keyedCORS, s.authenticate)
 			agent, user := s.requireScope(auth.ScopeAgent), s.requireScope(auth.ScopeUser)
 			once := s.idempotencyKey
+			paying := s.ready(s.auth.Payments.CheckPayer)
 			// read routes GET and HEAD to one handler, so that HEAD answers with the same
 			// key check, status and headers as GET; net/http drops the body.
 			read := func(r chi.Router, pattern string, h http.HandlerFunc) {
@@ -97,15 +98,15 @@ func (s *Server) routes() chi.Router {
 			r.With(once).Post("/v1/traces", s.handleTraces()) // where an OTLP exporter sends, given the base
 			r.With(agent).Post("/tools/merchant-checks", s.handleMerchantCheck())
 			r.With(agent).Post("/tools/x402/quote", s.handleQuote())
-			r.With(agent).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
-			read(r, "/sessions/{id}/x402/payments/{pid}", s.handlePayment())
-			read(r.With(user), "/agents/{id}/spending-limits", s.handleSpendingLimits())
+			r.With(agent, paying).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
+			read(r.With(paying), "/sessions/{id}/x402/payments/{pid}", s.handlePayment())
+			read(r.With(user, paying), "/agents/{id}/spending-limits", s.handleSpendingLimits())
 			if s.auth.Captchas != nil {
 				r.With(agent).Post("/sessions/{id}/captcha/tasks", s.handleCreateTask()) // idempotent by clientTaskId
 				read(r, "/sessions/{id}/captcha/tasks", s.handleTasks())
 				read(r, "/sessions/{id}/captcha/tasks/{tid}", s.handleTask())
 			}
-			r.With(user).Put("/agents/{id}/spending-limits", s.handleSetSpendingLimits())
+			r.With(user, paying).Put("/agents/{id}/spending-limits", s.handleSetSpendingLimits())
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 
 			// The OpenAI-compatible proxy: the user's protected values never reach it.
@@ -116,6 +117,21 @@ func (s *Server) routes() chi.Router {
 		})
 	})
 	return r
+}
+
+// ready refuses every request with check's error while it has one: the routes of a
+// service that cannot serve them answer what the service says (a payment service
+// without a payer: payer_not_configured).
+func (s *Server) ready(check func() error) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := check(); err != nil {
+				s.error(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

@@ -148,7 +148,7 @@ func (s *Server) unechoed(ctx context.Context, user, instance string, err error)
 // loaded to check; "" when it may. Without a source of protected values there are
 // none, since nothing can be sealed.
 func (s *Server) echoesProtected(ctx context.Context, user string, err error, instance string) string {
-	if s.auth.Protected == nil || user == "" {
+	if _, none := s.auth.Protected.(noProtected); none || user == "" {
 		return ""
 	}
 	set, serr := s.protectedSet(ctx, user)

@@ -43,38 +43,37 @@ func (c *createSessionRequest) validate() error { return c.new().Validate() }
 
 // handleCreateSession opens a session, once per clientSessionId of the agent.
 func (s *Server) handleCreateSession() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req createSessionRequest
 		body, err := s.readJSON(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) {
+		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			sess, err := s.auth.Sessions.Open(r.Context(), principal(r), req.new())
 			if err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 			writeJSON(w, http.StatusCreated, sess)
+			return nil
 		})
-	}
+		return nil
+	})
 }
 
 func (s *Server) handleSession() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		sess, err := s.auth.Sessions.Store.Session(r.Context(), principal(r), id)
+		sess, err := s.auth.Sessions.Session(r.Context(), principal(r), id)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, sess)
-	}
+		return nil
+	})
 }
 
 type sessionPage struct {
@@ -85,19 +84,18 @@ type sessionPage struct {
 // handleSessions lists sessions newest first: an agent's own, or all of a user's
 // agents'.
 func (s *Server) handleSessions() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		limit, after, err := pageQuery(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		items, next, err := s.auth.Sessions.Store.Sessions(r.Context(), principal(r), after, int(limit))
+		items, next, err := s.auth.Sessions.Sessions(r.Context(), principal(r), after, int(limit))
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, sessionPage{Items: nonNil(items), NextCursor: encodeCursor(next)})
-	}
+		return nil
+	})
 }
 
 type completeSessionRequest struct {
@@ -118,20 +116,19 @@ type completion struct {
 }
 
 func (s *Server) handleCompleteSession() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req completeSessionRequest
 		id, _, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		sess, dup, err := s.auth.Sessions.Complete(r.Context(), principal(r), id, req.completion())
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, completion{Session: sess, Duplicate: dup})
-	}
+		return nil
+	})
 }
 
 type stopSessionRequest struct {
@@ -146,18 +143,17 @@ func (c *stopSessionRequest) validate() error {
 }
 
 func (s *Server) handleStopSession() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req stopSessionRequest
 		id, _, err := s.readSessionRequest(w, r, &req)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
-		sess, err := s.auth.Sessions.Store.StopSession(r.Context(), principal(r), id, req.ReasonCode)
+		sess, err := s.auth.Sessions.Stop(r.Context(), principal(r), id, req.ReasonCode)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, sess)
-	}
+		return nil
+	})
 }

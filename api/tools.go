@@ -44,20 +44,19 @@ type merchantCheck struct {
 // with why, in words: listed or not, the operator's override, the last probe, the
 // score against the thresholds, and plain HTTP.
 func (s *Server) handleMerchantCheck() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req merchantCheckRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		u, _ := url.Parse(req.URL)
 		out, err := s.checkMerchant(u)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }
 
 // checkMerchant is the directory's advisory word on the seller behind u.

@@ -20,7 +20,7 @@ import (
 // request's encoding. It answers at /traces and at /v1/traces, where an OTLP
 // exporter given the API's base as its endpoint sends.
 func (s *Server) handleTraces() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var enc trace.Encoding
 		switch ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct {
 		case "application/json":
@@ -28,26 +28,23 @@ func (s *Server) handleTraces() http.HandlerFunc {
 		case "application/x-protobuf", "application/protobuf":
 			enc = trace.Protobuf
 		default:
-			s.error(w, r, problem.New(problem.UnsupportedMediaType, "Send an OTLP/HTTP export as protobuf (Content-Type: application/x-protobuf) or JSON (application/json)."))
-			return
+			return problem.New(problem.UnsupportedMediaType, "Send an OTLP/HTTP export as protobuf (Content-Type: application/x-protobuf) or JSON (application/json).")
 		}
 		body, err := s.readBody(w, r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		if body, err = s.unzip(r, body); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		rejected, err := s.auth.Traces.Export(r.Context(), principal(r), body, enc)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeBody(w, http.StatusOK, enc.ContentType(), trace.Response(enc, rejected,
 			"Spans whose workflow.session.id names no session this key may see, or a session full of spans, were rejected."))
-	}
+		return nil
+	})
 }
 
 // unzip undoes the body's Content-Encoding (gzip or none), to at most the body limit.
@@ -82,33 +79,28 @@ type spanPage struct {
 // user's protected values of now: a value saved after a span was kept is not
 // answered either.
 func (s *Server) handleSessionTraces() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := sessionID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		q, err := queryParams(r, "limit", "cursor")
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		limit, err := intParam(q, "limit", trace.DefaultPage, 1, trace.MaxSpans)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		var after *trace.Cursor
 		if v, ok := q["cursor"]; ok {
 			if after, err = trace.ParseCursor("cursor", v); err != nil {
-				s.error(w, r, err)
-				return
+				return err
 			}
 		}
 		spans, next, err := s.auth.Traces.Spans(r.Context(), principal(r), id, after, int(limit))
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		out := spanPage{Items: spans}
 		if out.Items == nil {
@@ -119,5 +111,6 @@ func (s *Server) handleSessionTraces() http.HandlerFunc {
 			out.NextCursor = &c
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }

@@ -22,19 +22,18 @@ type createdWebhook struct {
 // delivery, is answered this once and kept sealed; a URL every delivery will be
 // refused on is kept with a warning (see webhook.Service.Register).
 func (s *Server) handleCreateWebhook() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		var req createWebhookRequest
 		if _, err := s.readJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		reg, err := s.auth.Webhooks.Register(r.Context(), principal(r), req.New)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusCreated, createdWebhook{Webhook: reg.Webhook, Secret: reg.Secret, Warnings: reg.Warnings})
-	}
+		return nil
+	})
 }
 
 type webhookPage struct {
@@ -42,33 +41,32 @@ type webhookPage struct {
 }
 
 func (s *Server) handleWebhooks() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		items, err := s.auth.Webhooks.List(r.Context(), principal(r))
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, webhookPage{Items: nonNil(items)})
-	}
+		return nil
+	})
 }
 
 // webhookID is the {id} of a webhooks path, or a 404.
 func webhookID(r *http.Request) (string, error) { return uuidParam(r, "id", webhook.ErrNotFound) }
 
 func (s *Server) handleDeleteWebhook() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := webhookID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		if err := s.auth.Webhooks.Delete(r.Context(), principal(r), id); err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		w.Header()["Cache-Control"] = hdrNoStore
 		w.WriteHeader(http.StatusNoContent)
-	}
+		return nil
+	})
 }
 
 type deliveryPage struct {
@@ -76,22 +74,20 @@ type deliveryPage struct {
 }
 
 func (s *Server) handleDeliveries() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := webhookID(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		limit, err := limitQuery(r)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		items, err := s.auth.Webhooks.Deliveries(r.Context(), principal(r), id, limit)
 		if err != nil {
-			s.error(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, deliveryPage{Items: nonNil(items)})
-	}
+		return nil
+	})
 }

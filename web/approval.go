@@ -537,12 +537,7 @@ func (s *Server) handleRequest() http.HandlerFunc {
 func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, id, message string, status int) {
 	ctx := r.Context()
 	req, err := s.approvals.Requests.Request(ctx, ws.Principal, "", id)
-	if problem.CodeOf(err) == problem.NotFound {
-		s.appNotFound(w, r)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, err)
+	if !s.found(w, r, err) {
 		return
 	}
 	agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, req.AgentID)
@@ -606,26 +601,17 @@ func (s *Server) handleDecision() http.HandlerFunc {
 		}
 		d := request.Decider{Store: s.approvals.Requests, Sealer: s.approvals.Sealer, Approved: s.approvals.Approved}
 		_, err := d.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			http.Redirect(w, r, requestURL(id), http.StatusSeeOther)
-		case code == problem.NotFound:
-			s.appNotFound(w, r)
-		case code == problem.RequestExpired:
-			s.requestPage(w, r, ws, id, "This request expired before your decision reached it: nothing was approved.", http.StatusConflict)
-		case code == problem.InvalidStateTransition:
-			s.requestPage(w, r, ws, id, "This request no longer waits for a decision: nothing was changed.", http.StatusConflict)
-		case code == problem.OverrideRequired:
-			s.requestPage(w, r, ws, id, "The directory says to avoid this seller: tick the override to pay it anyway. Nothing was approved.", http.StatusUnprocessableEntity)
-		case code == problem.ValidationFailed:
-			p, _ := problem.As(err)
-			s.requestPage(w, r, ws, id, "Nothing was sent: "+p.Detail, http.StatusUnprocessableEntity)
-		case errors.Is(err, request.ErrNoSealer):
+		if errors.Is(err, request.ErrNoSealer) {
 			s.log.Error("approval page: no key to seal provided values")
-			s.requestPage(w, r, ws, id, "This server has no key to keep provided values sealed, so it cannot take them. Nothing was sent.", http.StatusServiceUnavailable)
-		default:
-			s.fail(w, r, err)
 		}
+		f := form{page: func(message string, status int) { s.requestPage(w, r, ws, id, message, status) }, refusals: []refusal{
+			{code: problem.RequestExpired, message: "This request expired before your decision reached it: nothing was approved.", status: http.StatusConflict},
+			{code: problem.InvalidStateTransition, message: "This request no longer waits for a decision: nothing was changed.", status: http.StatusConflict},
+			{code: problem.OverrideRequired, message: "The directory says to avoid this seller: tick the override to pay it anyway. Nothing was approved.", status: http.StatusUnprocessableEntity},
+			{code: problem.ValidationFailed, message: "Nothing was sent: ", detail: true, status: http.StatusUnprocessableEntity},
+			{err: request.ErrNoSealer, message: "This server has no key to keep provided values sealed, so it cannot take them. Nothing was sent.", status: http.StatusServiceUnavailable},
+		}}
+		s.answer(w, r, f, err, seeOther(w, r, requestURL(id)))
 	}
 }
 
@@ -674,12 +660,7 @@ func (s *Server) handleSession() http.HandlerFunc {
 		}
 		ctx := r.Context()
 		events, sess, err := s.approvals.Sessions.Events(ctx, ws.Principal, id, 0, timelineLimit)
-		if problem.CodeOf(err) == problem.NotFound {
-			s.appNotFound(w, r)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, err)
+		if !s.found(w, r, err) {
 			return
 		}
 		agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, sess.AgentID)

@@ -193,16 +193,8 @@ func (s *Server) handleSetLimits() http.HandlerFunc {
 		if err == nil {
 			_, err = s.approvals.Payments.SetLimits(r.Context(), ws.Principal, id, l)
 		}
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			http.Redirect(w, r, appPath+"/agents", http.StatusSeeOther)
-		case code == problem.NotFound:
-			s.appNotFound(w, r)
-		case code == problem.ValidationFailed:
-			p, _ := problem.As(err)
-			s.agentsPage(w, r, ws, "Nothing was changed: "+p.Detail, http.StatusUnprocessableEntity)
-		default:
-			s.fail(w, r, err)
-		}
+		f := form{page: func(message string, status int) { s.agentsPage(w, r, ws, message, status) },
+			refusals: detailed("Nothing was changed: ", http.StatusUnprocessableEntity, problem.ValidationFailed)}
+		s.answer(w, r, f, err, seeOther(w, r, appPath+"/agents"))
 	}
 }

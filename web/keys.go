@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -106,15 +105,9 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 			}
 		}
 		_, token, err := auth.IssueKey(r.Context(), s.approvals.Keys, s.approvals.Agents, s.approvals.Pepper, ws.UserID, scope, agentID, s.approvals.MaxKeys)
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			s.keysPage(w, r, ws, "", token, http.StatusCreated)
-		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
-			p, _ := problem.As(err)
-			s.keysPage(w, r, ws, "Nothing was issued: "+p.Detail, "", http.StatusUnprocessableEntity)
-		default:
-			s.fail(w, r, err)
-		}
+		f := form{page: func(message string, status int) { s.keysPage(w, r, ws, message, "", status) },
+			refusals: detailed("Nothing was issued: ", http.StatusUnprocessableEntity, problem.ValidationFailed, problem.QuotaExceeded)}
+		s.answer(w, r, f, err, func() { s.keysPage(w, r, ws, "", token, http.StatusCreated) })
 	}
 }
 
@@ -128,15 +121,7 @@ func (s *Server) handleRevokeKey() http.HandlerFunc {
 			return
 		}
 		err := s.approvals.Keys.RevokeKey(r.Context(), ws.UserID, "", kid)
-		if errors.Is(err, auth.ErrKeyNotFound) {
-			s.appNotFound(w, r)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		http.Redirect(w, r, appPath+"/keys", http.StatusSeeOther)
+		s.answer(w, r, form{}, err, seeOther(w, r, appPath+"/keys"))
 	}
 }
 
@@ -152,15 +137,9 @@ func (s *Server) handleCreateAgent() http.HandlerFunc {
 		if err == nil {
 			_, err = s.approvals.Agents.CreateAgent(r.Context(), ws.UserID, name, s.approvals.MaxAgents)
 		}
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			http.Redirect(w, r, appPath+"/agents", http.StatusSeeOther)
-		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
-			p, _ := problem.As(err)
-			s.agentsPage(w, r, ws, "No agent was added: "+p.Detail, http.StatusUnprocessableEntity)
-		default:
-			s.fail(w, r, err)
-		}
+		f := form{page: func(message string, status int) { s.agentsPage(w, r, ws, message, status) },
+			refusals: detailed("No agent was added: ", http.StatusUnprocessableEntity, problem.ValidationFailed, problem.QuotaExceeded)}
+		s.answer(w, r, f, err, seeOther(w, r, appPath+"/agents"))
 	}
 }
 
@@ -178,14 +157,6 @@ func (s *Server) handleAgentStatus() http.HandlerFunc {
 			return
 		}
 		_, err := s.approvals.Agents.SetAgentStatus(r.Context(), ws.UserID, id, status)
-		if errors.Is(err, auth.ErrAgentNotFound) {
-			s.appNotFound(w, r)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		http.Redirect(w, r, appPath+"/agents#agent-"+id, http.StatusSeeOther)
+		s.answer(w, r, form{}, err, seeOther(w, r, appPath+"/agents#agent-"+id))
 	}
 }

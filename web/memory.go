@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -102,17 +101,10 @@ func (s *Server) handleSaveMemory() http.HandlerFunc {
 			n.Hosts = []string{host}
 		}
 		_, err := s.approvals.Memory.Create(r.Context(), ws.Principal, n)
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
-		case errors.Is(err, memory.ErrNoSealer):
-			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it saves none.", http.StatusServiceUnavailable)
-		case code == problem.ValidationFailed || code == problem.QuotaExceeded:
-			p, _ := problem.As(err)
-			s.memoryPage(w, r, ws, "Nothing was saved: "+p.Detail, http.StatusUnprocessableEntity)
-		default:
-			s.fail(w, r, err)
-		}
+		f := form{page: func(message string, status int) { s.memoryPage(w, r, ws, message, status) },
+			refusals: append([]refusal{{err: memory.ErrNoSealer, message: "This server has no key to keep values sealed, so it saves none.", status: http.StatusServiceUnavailable}},
+				detailed("Nothing was saved: ", http.StatusUnprocessableEntity, problem.ValidationFailed, problem.QuotaExceeded)...)}
+		s.answer(w, r, f, err, seeOther(w, r, appPath+"/memory"))
 	}
 }
 
@@ -132,12 +124,7 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 			return
 		}
 		cur, err := s.approvals.Memory.Item(r.Context(), ws.UserID, id)
-		if problem.CodeOf(err) == problem.NotFound {
-			s.appNotFound(w, r)
-			return
-		}
-		if err != nil {
-			s.fail(w, r, err)
+		if !s.found(w, r, err) {
 			return
 		}
 		stale := "Nothing was changed: “" + cur.Label + "” changed since you opened this page. Here it is as it is now."
@@ -170,19 +157,12 @@ func (s *Server) handleEditMemory() http.HandlerFunc {
 			}
 		}
 		_, err = s.approvals.Memory.Update(r.Context(), ws.UserID, id, rev, p)
-		switch code := problem.CodeOf(err); {
-		case err == nil:
-			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
-		case errors.Is(err, memory.ErrNoSealer):
-			s.memoryPage(w, r, ws, "This server has no key to keep values sealed, so it changes none.", http.StatusServiceUnavailable)
-		case errors.Is(err, memory.ErrStale):
-			s.memoryPage(w, r, ws, stale, http.StatusConflict)
-		case code == problem.ValidationFailed:
-			p, _ := problem.As(err)
-			s.memoryPage(w, r, ws, "Nothing was changed: "+p.Detail, http.StatusUnprocessableEntity)
-		default:
-			s.fail(w, r, err)
-		}
+		f := form{page: func(message string, status int) { s.memoryPage(w, r, ws, message, status) }, refusals: []refusal{
+			{err: memory.ErrNoSealer, message: "This server has no key to keep values sealed, so it changes none.", status: http.StatusServiceUnavailable},
+			{err: memory.ErrStale, message: stale, status: http.StatusConflict},
+			{code: problem.ValidationFailed, message: "Nothing was changed: ", detail: true, status: http.StatusUnprocessableEntity},
+		}}
+		s.answer(w, r, f, err, seeOther(w, r, appPath+"/memory"))
 	}
 }
 
@@ -193,13 +173,7 @@ func (s *Server) handleArchiveMemory() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		switch err := s.approvals.Memory.Archive(r.Context(), ws.UserID, id, 0); problem.CodeOf(err) {
-		case "":
-			http.Redirect(w, r, appPath+"/memory", http.StatusSeeOther)
-		case problem.NotFound:
-			s.appNotFound(w, r)
-		default:
-			s.fail(w, r, err)
-		}
+		err := s.approvals.Memory.Archive(r.Context(), ws.UserID, id, 0)
+		s.answer(w, r, form{}, err, seeOther(w, r, appPath+"/memory"))
 	}
 }

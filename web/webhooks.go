@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -115,27 +114,18 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 		}
 		n := webhook.New{URL: strings.TrimSpace(r.PostForm.Get("url")), Events: r.PostForm["events"], Description: r.PostForm.Get("description")}
 		reg, err := s.approvals.Webhooks.Register(r.Context(), ws.Principal, n)
-		switch code := problem.CodeOf(err); {
-		case errors.Is(err, webhook.ErrNoSealer):
-			s.webhooksPage(w, r, ws, "This server has no key to keep webhook secrets sealed, so it registers none.", "", http.StatusServiceUnavailable)
-			return
-		case code == problem.ValidationFailed:
-			p, _ := problem.As(err)
-			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusUnprocessableEntity)
-			return
-		case code == problem.QuotaExceeded:
-			p, _ := problem.As(err)
-			s.webhooksPage(w, r, ws, "Nothing was registered: "+p.Detail, "", http.StatusConflict)
-			return
-		case err != nil:
-			s.fail(w, r, err)
-			return
-		}
-		msg := "Registered. Copy its secret now: it is shown this once."
-		for _, warning := range reg.Warnings {
-			msg += " " + warning
-		}
-		s.webhooksPage(w, r, ws, msg, reg.Secret, http.StatusCreated)
+		f := form{page: func(message string, status int) { s.webhooksPage(w, r, ws, message, "", status) }, refusals: []refusal{
+			{err: webhook.ErrNoSealer, message: "This server has no key to keep webhook secrets sealed, so it registers none.", status: http.StatusServiceUnavailable},
+			{code: problem.ValidationFailed, message: "Nothing was registered: ", detail: true, status: http.StatusUnprocessableEntity},
+			{code: problem.QuotaExceeded, message: "Nothing was registered: ", detail: true, status: http.StatusConflict},
+		}}
+		s.answer(w, r, f, err, func() {
+			msg := "Registered. Copy its secret now: it is shown this once."
+			for _, warning := range reg.Warnings {
+				msg += " " + warning
+			}
+			s.webhooksPage(w, r, ws, msg, reg.Secret, http.StatusCreated)
+		})
 	}
 }
 
@@ -146,13 +136,7 @@ func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		switch err := s.approvals.Webhooks.Delete(r.Context(), ws.Principal, id); problem.CodeOf(err) {
-		case "":
-			http.Redirect(w, r, appPath+"/webhooks", http.StatusSeeOther)
-		case problem.NotFound:
-			s.appNotFound(w, r)
-		default:
-			s.fail(w, r, err)
-		}
+		err := s.approvals.Webhooks.Delete(r.Context(), ws.Principal, id)
+		s.answer(w, r, form{}, err, seeOther(w, r, appPath+"/webhooks"))
 	}
 }

@@ -75,27 +75,6 @@ type SignIn struct {
 	PasskeyID string
 }
 
-// PasskeyStore keeps passkeys and the ceremonies in flight.
-type PasskeyStore interface {
-	// Passkeys lists userID's passkeys, oldest first.
-	Passkeys(ctx context.Context, userID string) ([]Passkey, error)
-	// PasskeyByCredential is ErrPasskeyNotFound for a credential the store does not
-	// know under rpID.
-	PasskeyByCredential(ctx context.Context, rpID string, credentialID []byte) (Passkey, error)
-	// AddPasskey is ErrTooManyPasskeys when the user holds max already, and
-	// ErrPasskeyExists for a credential registered before.
-	AddPasskey(ctx context.Context, rpID string, p Passkey, max int) (Passkey, error)
-	// UsedPasskey records a sign-in with id and the credential's new record.
-	UsedPasskey(ctx context.Context, id string, credential []byte) error
-	// DeletePasskey removes id of userID and ends the sign-ins made with it;
-	// ErrPasskeyNotFound when there is no such passkey.
-	DeletePasskey(ctx context.Context, userID, id string) error
-	SaveCeremony(ctx context.Context, tokenHash []byte, c Ceremony, ttl time.Duration) error
-	// TakeCeremony returns the ceremony and forgets it, so that an answer counts
-	// once; ErrNoCeremony when it is unknown, taken or out of time.
-	TakeCeremony(ctx context.Context, tokenHash []byte) (Ceremony, error)
-}
-
 // MaxPasskeys is how many passkeys one person may register.
 const MaxPasskeys = 20
 

@@ -35,15 +35,7 @@ func storeContracts(t *testing.T, root string) (contracts map[string]bool, metho
 // under dir, and the name of its package.
 func eachInterface(t *testing.T, dir string, f func(pkg, name string, it *ast.InterfaceType)) {
 	t.Helper()
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
+	eachFile(t, dir, func(_ *token.FileSet, file *ast.File) {
 		for _, decl := range file.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || g.Tok != token.TYPE {
@@ -56,11 +48,7 @@ func eachInterface(t *testing.T, dir string, f func(pkg, name string, it *ast.In
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestAdaptersHoldNoCopyOfAStoreContract: api, web and the generator reach a
@@ -94,5 +82,75 @@ func TestAdaptersHoldNoCopyOfAStoreContract(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdaptersReachUseCasesThroughTheServices: api (MCP included), web and the
+// generator call a resource's service, never the store the service holds, so that
+// every rule of a use case (validation, caps, events) runs whichever adapter asks.
+// A field named Store read off a value (svc.Store.Session, svc.Store as an
+// argument) is the store reached past its service; a type (session.Store) or a
+// method named Store (an atomic pointer's) is not.
+func TestAdaptersReachUseCasesThroughTheServices(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	root := filepath.Clean(strings.TrimSpace(string(out)))
+	files := 0
+	for _, adapter := range []string{"api", "web", "generator"} {
+		eachFile(t, filepath.Join(root, adapter), func(fset *token.FileSet, file *ast.File) {
+			files++
+			packages := map[string]bool{}
+			for _, im := range file.Imports {
+				path := strings.Trim(im.Path.Value, `"`)
+				name := path[strings.LastIndex(path, "/")+1:]
+				if im.Name != nil {
+					name = im.Name.Name
+				}
+				packages[name] = true
+			}
+			called := map[ast.Expr]bool{}
+			ast.Inspect(file, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok {
+					called[c.Fun] = true
+				}
+				return true
+			})
+			ast.Inspect(file, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Store" || called[sel] {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && packages[x.Name] {
+					return true // a type, such as session.Store
+				}
+				t.Errorf("%s reads a service's Store: call the service's method instead", fset.Position(sel.Pos()))
+				return true
+			})
+		})
+	}
+	if files < 20 {
+		t.Fatalf("read %d files of the adapters: the tree looks incomplete", files)
+	}
+}
+
+// eachFile calls f with each non-test Go file under dir, parsed.
+func eachFile(t *testing.T, dir string, f func(*token.FileSet, *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		f(fset, file)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/problem"
-	"github.com/waystation/waystation/internal/session"
 )
 
 // ValueTypes are the types a field's value may have; card fields and passwords are
@@ -393,19 +392,6 @@ type Scope struct {
 	AllSites bool
 }
 
-// ItemStore keeps memory items of users. Every method sees only userID's items.
-type ItemStore interface {
-	CreateItem(ctx context.Context, s Stored, max int) (Stored, error)
-	Items(ctx context.Context, userID string, scope Scope, after *session.Cursor, limit int) ([]Stored, *session.Cursor, error)
-	StoredItem(ctx context.Context, userID, id string) (Stored, error)
-	// UpdateItem replaces item s.ID with s if its revision is still revision, and
-	// advances it; ErrStale if not.
-	UpdateItem(ctx context.Context, s Stored, revision int) (Stored, error)
-	// ArchiveItem archives the item and forgets its values (revision 0: whatever
-	// its revision); ErrStale if the revision moved.
-	ArchiveItem(ctx context.Context, userID, id string, revision int) error
-}
-
 // Entry is one handle of a session's catalog: a field with a value of one of the
 // user's items, never the value.
 type Entry struct {
@@ -456,18 +442,6 @@ type Value struct {
 	Handle string  `json:"handle"`
 	Status string  `json:"status"`
 	Value  *string `json:"value,omitempty"`
-}
-
-// Sessions is what materialisation and the catalog need of storage; the session
-// must be open and the agent p's own.
-type Sessions interface {
-	// Catalog issues (or finds) session sessionID's handles for the fields with
-	// values of its user's items in scope.
-	Catalog(ctx context.Context, p auth.Principal, sessionID string, scope Scope) ([]Entry, []Unavailable, error)
-	Releasable(ctx context.Context, p auth.Principal, sessionID string, handles []string) ([]Releasable, error)
-	// RecordMaterialization writes the one audit row of a materialisation and its
-	// memory.materialized event (handles only).
-	RecordMaterialization(ctx context.Context, p auth.Principal, sessionID string, handles []string, purpose string) error
 }
 
 // Materializer releases values to the agent that owns a session: only handles of

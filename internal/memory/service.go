@@ -13,12 +13,6 @@ import (
 // otherwise.
 const DefaultMaxItems = 500
 
-// Store is what memory needs of storage: items, and a session's handles for them.
-type Store interface {
-	ItemStore
-	Sessions
-}
-
 // Config is what a Service works with besides its store.
 type Config struct {
 	// Sealer seals values as they are saved; without it nothing with a value is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gagliardetto/solana-go"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/x402"
 )
@@ -191,5 +192,21 @@ func TestASolanaPayerPaysExactlyWhereItCan(t *testing.T) {
 	f.PayTo, f.Asset = "0xdef", "0xabc"
 	if !e.Same(f) {
 		t.Error("EVM addresses differ by case")
+	}
+}
+
+// TestAServiceWithoutAPayerSaysSo: built without a payer, the service answers
+// payer_not_configured itself, to its check and to an ask, before it reads any
+// store (it has none here).
+func TestAServiceWithoutAPayerSaysSo(t *testing.T) {
+	s := &Service{}
+	if err := s.CheckPayer(); problem.CodeOf(err) != problem.PayerNotConfigured {
+		t.Errorf("CheckPayer without a payer: %v", err)
+	}
+	if _, _, err := s.Ask(context.Background(), auth.Principal{}, "", Ask{}, Verdict{}, 0); problem.CodeOf(err) != problem.PayerNotConfigured {
+		t.Errorf("Ask without a payer: %v", err)
+	}
+	if err := (&Service{Payer: &Payer{}}).CheckPayer(); err != nil {
+		t.Errorf("CheckPayer with a payer: %v", err)
 	}
 }

@@ -133,49 +133,6 @@ type Sender interface {
 	Send(ctx context.Context, req *http.Request) (*http.Response, error)
 }
 
-// Store keeps payments with the requests that approve them. Every change of a
-// payment and of its request happens in one transaction.
-type Store interface {
-	// Limits are an agent's limits (DefaultLimits when its person set none) and its
-	// spend in the UTC day and month of now.
-	Limits(ctx context.Context, agentID string, now time.Time) (LimitsAndSpend, error)
-	// SetLimits sets the limits of one of user p's agents.
-	SetLimits(ctx context.Context, p auth.Principal, agentID string, l Limits) (LimitsAndSpend, error)
-	// CreatePayment raises the authorize_payment request n and its payment in
-	// session sessionID, after checking the agent's limits again under its lock.
-	CreatePayment(ctx context.Context, p auth.Principal, sessionID string, pay Payment, n request.New, maxEvents int) (Payment, request.Request, error)
-	// Payment is payment id of session sessionID if p may see it.
-	Payment(ctx context.Context, p auth.Principal, sessionID, id string) (Payment, error)
-	// PaymentOfRequest is the payment request requestID approves, if p may see it.
-	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (Payment, error)
-	// Ledger is user p's newest payments, at most limit, with what each was for.
-	Ledger(ctx context.Context, p auth.Principal, limit int) ([]LedgerEntry, error)
-	// Take moves one approved payment to executing (or takes back one whose
-	// executor stopped more than lease ago), checking the agent's limits first: a
-	// payment that would pass one fails with FailLimit instead. nil when none waits.
-	Take(ctx context.Context, lease time.Duration) (*Payment, error)
-	// Renew keeps an executing payment's lease while its executor works: false when
-	// another executor took it meanwhile (its attempt is no longer p's), and p's
-	// executor must record nothing.
-	Renew(ctx context.Context, p Payment) (bool, error)
-	// MarkSigned records, before the payment leaves, that it is signed with this
-	// validity window (and on Solana this recent blockhash): a crash after it sends
-	// the same payment again, never another.
-	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error
-	// Finish records how payment p, executing (in p's attempt) or unknown, ended or
-	// stands: settled or failed, fulfilling or failing its request with the receipt
-	// and feeding the seller's stats; or unknown, its request left executing.
-	// ErrTakenOver when p is no longer in the state it was read in.
-	Finish(ctx context.Context, p Payment, o Outcome) error
-	// TakeUnknown is one payment whose outcome is unknown and that was not checked
-	// for the last `every`, marked checked now; nil when none is due.
-	TakeUnknown(ctx context.Context, every time.Duration) (*Payment, error)
-}
-
-// ErrTakenOver is Finish's answer for a payment another executor (or the
-// resolver) took over: the caller's outcome is not recorded.
-var ErrTakenOver = errors.New("payment: taken over by another executor")
-
 // Chain tells whether a payer's EIP-3009 authorization was used: the evidence that
 // settles a payment whose outcome is unknown. x402.Chains implements it.
 type Chain interface {
@@ -222,6 +179,16 @@ type Service struct {
 	kick chan struct{}
 }
 
+// CheckPayer is nil when the service pays sellers, and ErrNoPayer
+// (payer_not_configured) when it was built without a payer: the API's payment
+// routes answer that before reading anything.
+func (s *Service) CheckPayer() error {
+	if s.Payer == nil {
+		return ErrNoPayer
+	}
+	return nil
+}
+
 // Payment is payment id of session sessionID, if p may see it.
 func (s *Service) Payment(ctx context.Context, p auth.Principal, sessionID, id string) (Payment, error) {
 	return s.Store.Payment(ctx, p, sessionID, id)
@@ -264,8 +231,8 @@ const maxOfferRead = 256 << 10
 // authorize_payment request for it: only an exact offer the payer can pay, at most
 // the agent's maximumDebit, within the agent's limits.
 func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a Ask, v Verdict, maxEvents int) (Payment, request.Request, error) {
-	if s.Payer == nil {
-		return Payment{}, request.Request{}, ErrNoPayer
+	if err := s.CheckPayer(); err != nil {
+		return Payment{}, request.Request{}, err
 	}
 	host := a.HTTPRequest.Host()
 	lim, err := s.Store.Limits(ctx, p.AgentID, s.now())

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/session"
 )
 
 // Recheck is how often a wait on a request in the service's hands (approved,
@@ -43,4 +44,20 @@ func (s *Service) Poll(ctx context.Context, p auth.Principal, sessionID, id stri
 // was claimed.
 func (s *Service) Claim(ctx context.Context, p auth.Principal, sessionID, id string) (Artifact, time.Time, error) {
 	return s.Store.ClaimArtifact(ctx, p, sessionID, id)
+}
+
+// Requests lists session sessionID's requests, limit after the cursor.
+func (s *Service) Requests(ctx context.Context, p auth.Principal, sessionID string, after *session.Cursor, limit int) ([]Request, *session.Cursor, error) {
+	return s.Store.Requests(ctx, p, sessionID, after, limit)
+}
+
+// Cancel withdraws request id of session sessionID on its agent p's word.
+func (s *Service) Cancel(ctx context.Context, p auth.Principal, sessionID, id string) (Request, error) {
+	return s.Store.CancelRequest(ctx, p, sessionID, id)
+}
+
+// Decider decides the requests of the service's store (see Decider): provided
+// values sealed with sealer, approved told of each approval.
+func (s *Service) Decider(sealer Sealer, approved func(Request)) Decider {
+	return Decider{Store: s.Store, Sealer: sealer, Approved: approved}
 }

@@ -130,3 +130,35 @@ func (s *Service) AppendRuntime(ctx context.Context, p auth.Principal, id string
 	}
 	return s.Store.AppendEvent(ctx, p, id, Append{Type: e.Type, Actor: ActorAgent, ClientEventID: &e.ClientEventID, Data: data}, s.Limits.Events)
 }
+
+// Session is session id, if p may see it.
+func (s *Service) Session(ctx context.Context, p auth.Principal, id string) (Session, error) {
+	return s.Store.Session(ctx, p, id)
+}
+
+// Sessions lists the sessions p may see, newest first, limit after the cursor.
+func (s *Service) Sessions(ctx context.Context, p auth.Principal, after *Cursor, limit int) ([]Session, *Cursor, error) {
+	return s.Store.Sessions(ctx, p, after, limit)
+}
+
+// Stop closes session id on user p's word, for reason.
+func (s *Service) Stop(ctx context.Context, p auth.Principal, id, reason string) (Session, error) {
+	return s.Store.StopSession(ctx, p, id, reason)
+}
+
+// Events are session id's events after seq after, at most limit, with the session.
+func (s *Service) Events(ctx context.Context, p auth.Principal, id string, after int64, limit int) ([]Event, Session, error) {
+	return s.Store.Events(ctx, p, id, after, limit)
+}
+
+// AppendSystem appends an event of the service's own of type typ to session id,
+// beyond the session's cap of events: what the service did for the agent is
+// always told.
+func (s *Service) AppendSystem(ctx context.Context, p auth.Principal, id, typ string, data json.RawMessage) (Event, error) {
+	return s.Store.AppendEvent(ctx, p, id, Append{Type: typ, Actor: ActorSystem, Data: data}, 0)
+}
+
+// AgentStats counts agent agentID's sessions and events.
+func (s *Service) AgentStats(ctx context.Context, agentID string) (Stats, error) {
+	return s.Store.AgentStats(ctx, agentID)
+}

@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/periodic"
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -205,22 +204,6 @@ const MaxAttempts = 8
 func Backoff(n int) time.Duration {
 	steps := []time.Duration{10 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour}
 	return steps[min(max(n-1, 0), len(steps)-1)]
-}
-
-// Store keeps webhooks and their deliveries.
-type Store interface {
-	// CreateWebhook keeps user p's new webhook id with its sealed secret.
-	CreateWebhook(ctx context.Context, p auth.Principal, id string, n New, secret Sealed) (Webhook, error)
-	Webhooks(ctx context.Context, p auth.Principal) ([]Webhook, error)
-	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
-	// Deliveries are webhook id's newest deliveries, at most limit.
-	Deliveries(ctx context.Context, p auth.Principal, id string, limit int) ([]Delivery, error)
-	// DueDeliveries takes up to limit pending deliveries that are due, leaving them
-	// to this deliverer for lease.
-	DueDeliveries(ctx context.Context, limit int, lease time.Duration) ([]Delivery, error)
-	// Delivered records an attempt's outcome: delivered, or pending again at next,
-	// or failed when next is nil.
-	Attempted(ctx context.Context, id int64, status string, httpStatus int, errText string, next *time.Time) error
 }
 
 // Opener opens sealed secrets.
