@@ -93,6 +93,7 @@ func TestSubmittingAnOriginListsItsItemsOwnerVerified(t *testing.T) {
 				Owner *struct {
 					Verified bool
 					PayTo    string `json:"pay_to"`
+					Points   int
 				}
 			}
 		}
@@ -102,7 +103,9 @@ func TestSubmittingAnOriginListsItsItemsOwnerVerified(t *testing.T) {
 		t.Fatalf("listed %s", r.body)
 	}
 	for _, it := range list.Items {
-		if it.SourceListing.Source != "origin" || it.Trust.Owner == nil || !it.Trust.Owner.Verified || it.Trust.Owner.PayTo != sub.Owner {
+		// The submission's own probe got a valid offer: the scorer counted the proof.
+		if it.SourceListing.Source != "origin" || it.Trust.Owner == nil || !it.Trust.Owner.Verified || it.Trust.Owner.PayTo != sub.Owner ||
+			it.Trust.Owner.Points != trust.OwnerPoints {
 			t.Errorf("item %s: %+v", it.Slug, it)
 		}
 	}
