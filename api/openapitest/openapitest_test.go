@@ -426,7 +426,7 @@ func TestDocument(t *testing.T) {
 		"precondition_failed", "precondition_required", "approval_required",
 		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type",
 		"payer_not_configured", "spending_limit_exceeded", "agent_paused", "host_not_allowed", "offer_not_payable",
-		"price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused"}
+		"price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused", "submission_rate_limited"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
