@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/search"
 )
@@ -26,6 +27,7 @@ const MCPPath = "/mcp"
 const mcpInstructions = `Waystation: a directory of pay-per-call sellers (x402) with an advisory trust verdict on each, and, with an agent key, the workflow an agent runs for its person: sessions, requests the person approves, payments the service makes for the agent, CAPTCHA tasks.
 Search with search_sellers, read a method with get_method (its guidance says how to call and pay), judge a seller with check_merchant.
 With Authorization: Bearer <agent key>: open_session first; pay with quote_seller then pay_seller, wait for the person with wait_request, and claim_artifact for the seller's answer.
+With Authorization: Bearer <user key>: submit_origin lists a seller from its own manifest (/.well-known/x402.json).
 Values the person keeps (addresses, cards, passwords) never come back through these tools: only opaque handles. Your runtime reads approved values with the HTTP route POST /sessions/{id}/materialize, which is not a tool on purpose.`
 
 // mcpCallerKey keeps, in a tool call's context, the address of the MCP request's
@@ -43,12 +45,19 @@ func (s *Server) mcpSearchCaller(ctx context.Context) search.Caller {
 // handleMCP serves the MCP server over Streamable HTTP, stateless: every POST is
 // answered on its own, so any replica can take any call. Without a key the
 // directory's tools are listed; with an agent key (checked on every request, as on
-// every route) the workflow's tools too.
+// every route) the workflow's tools too, and with a user key the user's (see
+// userTools).
 func (s *Server) handleMCP() http.Handler {
-	public, agent := s.newMCPServer(false), s.newMCPServer(true)
+	public, agent, user := s.newMCPServer(false), s.newMCPServer(true), s.newMCPServer(false)
+	s.addUserTools(user)
+	public.AddReceivingMiddleware(userToolsNeedAUserKey(problem.Unauthenticated))
+	agent.AddReceivingMiddleware(userToolsNeedAUserKey(problem.WrongKeyScope))
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		if r.Header.Get("Authorization") != "" {
+		switch principal(r).Scope {
+		case auth.ScopeAgent:
 			return agent
+		case auth.ScopeUser:
+			return user
 		}
 		return public
 	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: s.log})
@@ -57,7 +66,7 @@ func (s *Server) handleMCP() http.Handler {
 		ctx := context.WithValue(r.Context(), mcpCallerKey{}, search.Caller{RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")})
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
-	keyed := s.authenticate(s.requireScope("agent")(serve))
+	keyed := s.authenticate(serve)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.mcpOrigin(r.Header.Values("Origin")) {
 			s.error(w, r, problem.New(problem.OriginNotAllowed, "This MCP server answers pages of the service's own origin and of this machine only."))

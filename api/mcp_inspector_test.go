@@ -25,14 +25,14 @@ func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
 		t.Skip("WAYSTATION_NODE and WAYSTATION_MCP_INSPECTOR are not set: run make test")
 	}
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.Captchas = &captcha.Service{} }) // every tool listed
-	uid, _ := e.user("ada")
+	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	srv := httptest.NewServer(e.srv)
 	defer srv.Close()
 	for name, c := range map[string]struct {
 		header string
 		tools  int
-	}{"without a key": {"", 4}, "with an agent key": {"Authorization: Bearer " + agentKey, 15}} {
+	}{"without a key": {"", 4}, "with an agent key": {"Authorization: Bearer " + agentKey, 15}, "with a user key": {"Authorization: Bearer " + userKey, 5}} {
 		args := []string{cli, "--cli", srv.URL + base + "/mcp", "--transport", "http", "--method", "tools/list", "--strict", "--format", "json"}
 		if c.header != "" {
 			args = append(args, "--header", c.header)

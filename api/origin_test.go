@@ -8,7 +8,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +28,7 @@ const sellerKey = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362
 
 // originEnv serves h as http://localhost:port and an API whose origins are fetched
 // and probed on loopback.
-func originEnv(t *testing.T, h http.Handler) (*authEnv, string) {
+func originEnv(t *testing.T, h http.Handler, opts ...func(*origin.Config)) (*authEnv, string) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
@@ -33,7 +36,11 @@ func originEnv(t *testing.T, h http.Handler) (*authEnv, string) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}}, nil)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.Origins = origin.NewService(a.Keys.(origin.Store), prober, prober, origin.Config{})
+		var cfg origin.Config
+		for _, o := range opts {
+			o(&cfg)
+		}
+		a.Origins = origin.NewService(a.Keys.(origin.Store), prober, prober, cfg)
 	})
 	return e, "http://localhost:" + port
 }
@@ -93,6 +100,7 @@ func TestSubmittingAnOriginListsItsItemsOwnerVerified(t *testing.T) {
 				Owner *struct {
 					Verified bool
 					PayTo    string `json:"pay_to"`
+					Points   int
 				}
 			}
 		}
@@ -102,7 +110,9 @@ func TestSubmittingAnOriginListsItsItemsOwnerVerified(t *testing.T) {
 		t.Fatalf("listed %s", r.body)
 	}
 	for _, it := range list.Items {
-		if it.SourceListing.Source != "origin" || it.Trust.Owner == nil || !it.Trust.Owner.Verified || it.Trust.Owner.PayTo != sub.Owner {
+		// The submission's own probe got a valid offer: the scorer counted the proof.
+		if it.SourceListing.Source != "origin" || it.Trust.Owner == nil || !it.Trust.Owner.Verified || it.Trust.Owner.PayTo != sub.Owner ||
+			it.Trust.Owner.Points != trust.OwnerPoints {
 			t.Errorf("item %s: %+v", it.Slug, it)
 		}
 	}
@@ -150,4 +160,64 @@ func TestARefusedManifestIsAProblemAndListsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.call("GET", "/api/public/v1/merchants/localhost", "", "").want(t, 404, "not_found")
+}
+
+// fewTakes lets n takes through, then refuses each with wait; it keeps the callers
+// it was asked about.
+type fewTakes struct {
+	mu      sync.Mutex
+	n       int
+	wait    time.Duration
+	callers []string
+}
+
+func (f *fewTakes) Take(_ context.Context, caller string) (time.Duration, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.callers = append(f.callers, caller)
+	if f.n == 0 {
+		return f.wait, false
+	}
+	f.n--
+	return 0, true
+}
+
+// A user past its rate of submissions gets 429 submission_rate_limited with the
+// Retry-After the limiter says (rounded up to whole seconds), as the OpenAPI document
+// describes it, before anything is fetched, through the route and the MCP tool
+// alike; a body that is no origin costs no submission.
+func TestSubmissionsPastTheUsersRateAreRefusedBeforeAnyFetch(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	var fetches atomic.Int32
+	sell := seller.New(seller.Config{PayeeKey: sellerKey})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == origin.WellKnownPath {
+			fetches.Add(1)
+		}
+		sell.ServeHTTP(w, r)
+	})
+	lim := &fewTakes{n: 1, wait: 150*time.Second + 500*time.Millisecond}
+	e, o := originEnv(t, h, func(c *origin.Config) { c.Limiter = lim })
+	uid, userKey := e.user("ada")
+	body := `{"origin":"` + o + `"}`
+
+	e.call("POST", "/origins", userKey, `{"origin":"ftp://x.example"}`).want(t, 422, "validation_failed")
+	e.call("POST", "/origins", userKey, body).want(t, 200)
+	before := fetches.Load()
+	r := e.call("POST", "/origins", userKey, body).want(t, 429, "submission_rate_limited")
+	doc.CheckResponse(t, e.request("POST", "/origins", userKey, body), r.Response, r.body)
+	if r.Header.Get("Retry-After") != "151" || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("Retry-After %q, Cache-Control %q", r.Header.Get("Retry-After"), r.Header.Get("Cache-Control"))
+	}
+	if _, failure := e.toolCall(t, userKey, "submit_origin", `{"origin":"`+o+`"}`); !strings.HasPrefix(failure, "submission_rate_limited (429)") {
+		t.Errorf("the tool past the rate: %q", failure)
+	}
+	if fetches.Load() != before {
+		t.Errorf("a refused submission fetched the manifest")
+	}
+	want := []string{"origin:user:" + uid, "origin:user:" + uid, "origin:user:" + uid}
+	if lim.mu.Lock(); !slices.Equal(lim.callers, want) {
+		t.Errorf("takes by %v, want %v", lim.callers, want)
+	}
+	lim.mu.Unlock()
 }

@@ -51,9 +51,9 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 			Override:  rec.Overrides[m.Hostname],
 			Settled:   pay.Settled,
 			Delivered: pay.Delivered,
+			Owner:     trust.OwnerOf(r, probes),
 			Now:       now,
 		})
-		m.Trust.Owner = trust.OwnerOf(r, probes)
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
 		byHost[m.Hostname] = append(byHost[m.Hostname], len(methods))

@@ -95,15 +95,19 @@ type TrustView struct {
 	RuleSteps, RuleNotes []string
 }
 
-// OwnerView is a proof of ownership: the payee that signed the origin.
+// OwnerView is a proof of ownership: the payee that signed the origin, and what the
+// proof added to the score (Points; see trust.Rule).
 type OwnerView struct {
 	PayTo, Origin string
+	Points        int
 }
 
 // OriginView is a hostname listed by its own origin, in words.
 type OriginView struct {
 	Origin, Status, ListedAt, CheckedAt string
 	Reason, Owner                       string
+	// OwnerScore says how the owner's proof counted in the methods' scores.
+	OwnerScore string
 }
 
 // OverrideView is an operator's override in plain words.
@@ -418,10 +422,20 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 			v.Origin.Owner = *o.Owner
 		}
 	}
+	verified, counted := 0, 0
 	for _, e := range mr.Methods {
 		if m, ok := snap.MethodBySlug(e.Slug); ok {
 			v.Methods = append(v.Methods, methodRow(m))
+			if o := m.Trust.Owner; o != nil && o.Verified {
+				verified++
+				if o.Points > 0 {
+					counted++
+				}
+			}
 		}
+	}
+	if v.Origin != nil && v.Origin.Owner != "" {
+		v.Origin.OwnerScore = ownerScoreText(verified, counted, len(mr.Methods))
 	}
 	for _, p := range mr.Probes {
 		row := ProbeRow{When: formatTime(p.ProbedAt), Outcome: outcomeLabel(p.Outcome), Status: "-", Latency: "-", Network: "-", Asset: "-", Price: "-"}
@@ -657,7 +671,7 @@ func trustView(t directory.Trust, kind string) TrustView {
 	v := TrustView{Verdict: t.Verdict, VerdictMeaning: verdictReason(t), Score: scoreText(t, true)}
 	v.RuleSteps, v.RuleNotes = ruleText(trust.Rule)
 	if o := t.Owner; o != nil && o.Verified {
-		v.Owner = &OwnerView{PayTo: o.PayTo, Origin: o.Origin}
+		v.Owner = &OwnerView{PayTo: o.PayTo, Origin: o.Origin, Points: o.Points}
 	}
 	if p := t.Probe; p != nil {
 		v.Probed = true
@@ -704,6 +718,17 @@ func trustView(t directory.Trust, kind string) TrustView {
 }
 
 // ruleText splits the scoring rule into its numbered steps and the paragraphs after.
+// ownerScoreText says how an origin's proof of ownership counted in the scores of
+// its hostname's methods: verified of them still name the payee that signed, counted
+// of those gained the points (step 6 of the rule).
+func ownerScoreText(verified, counted, methods int) string {
+	if verified == 0 {
+		return "No method's newest valid offer names that payee now: none is owner-verified, and the proof adds nothing to the score."
+	}
+	return fmt.Sprintf("Owner-verified: %d of %d methods. The proof added %d points to the score of %d of them (those whose newest probe got a valid offer; see step 6 of the rule), and the score here is the mean of the methods'.",
+		verified, methods, trust.OwnerPoints, counted)
+}
+
 func ruleText(rule string) (steps, notes []string) {
 	for line := range strings.SplitSeq(rule, "\n") {
 		line = strings.TrimSpace(line)

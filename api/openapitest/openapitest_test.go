@@ -426,7 +426,7 @@ func TestDocument(t *testing.T) {
 		"precondition_failed", "precondition_required", "approval_required",
 		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type",
 		"payer_not_configured", "spending_limit_exceeded", "agent_paused", "host_not_allowed", "offer_not_payable",
-		"price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused"}
+		"price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused", "submission_rate_limited"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -824,7 +824,8 @@ func TestSchemas(t *testing.T) {
 			`{"requestId": "` + uuid1 + `", "type": "reference", "reference": {"handles": [{"fieldKey": "email", "handle": "wh_` + strings.Repeat("a", 32) + `"}]}, "claimedAt": "2026-11-20T08:00:00Z"}`,
 			`{"requestId": "` + uuid1 + `", "type": "confirmation", "confirmation": {"confirmed": true, "scopeHash": "sha256:` + strings.Repeat("0", 64) + `"}, "claimedAt": "2026-11-20T08:00:00Z"}`,
 			`{"requestId": "` + uuid1 + `", "type": "choice", "choice": {"selectedOptionId": "fast"}, "claimedAt": "2026-11-20T08:00:00Z"}`},
-		"Owner": {`{"verified": true, "pay_to": "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "origin": "https://api.seller.example"}`},
+		"Owner": {`{"verified": true, "pay_to": "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "origin": "https://api.seller.example", "points": 5}`,
+			`{"verified": true, "pay_to": "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "origin": "https://api.seller.example", "points": 0}`},
 		"OriginListing": {`{"origin": "https://api.seller.example", "status": "listed", "reason": null, "owner": "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", "listed_at": "2026-11-21T10:00:00Z", "checked_at": "2026-11-21T10:30:00Z"}`,
 			`{"origin": "http://localhost:4021", "status": "stale", "reason": "fetch: connection refused", "owner": null, "listed_at": "2026-11-21T10:00:00Z", "checked_at": "2026-11-22T10:30:00Z"}`},
 		"SubmitOriginRequest": {`{"origin": "https://api.seller.example"}`},
@@ -834,7 +835,7 @@ func TestSchemas(t *testing.T) {
 		"Origin":           {`{"origin": "https://api.seller.example", "hostname": "api.seller.example", "status": "delisted", "reason": "unreachable for 7 days", "owner": "", "listed_at": "2026-11-21T10:00:00Z", "checked_at": "2026-11-28T10:00:00Z", "last_fetched_at": "2026-11-21T10:00:00Z"}`},
 	}
 	bad := map[string][]string{
-		"Owner":                    {`{"verified": false, "pay_to": "0x2", "origin": "https://a.example"}`},
+		"Owner":                    {`{"verified": false, "pay_to": "0x2", "origin": "https://a.example", "points": 5}`, `{"verified": true, "pay_to": "0x2", "origin": "https://a.example"}`, `{"verified": true, "pay_to": "0x2", "origin": "https://a.example", "points": 7}`},
 		"OriginItemReport":         {`{"index": 0, "url": "u", "method": "GET", "status": "refused", "owner_verified": false, "reason": "too_far"}`},
 		"SubmitOriginRequest":      {`{}`, `{"origin": "https://a.example", "extra": 1}`},
 		"Origin":                   {`{"origin": "https://a.example", "hostname": "a.example", "status": "gone", "reason": "", "owner": "", "listed_at": "2026-11-21T10:00:00Z", "checked_at": "2026-11-21T10:00:00Z", "last_fetched_at": "2026-11-21T10:00:00Z"}`},

@@ -115,6 +115,9 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "soon"},
 		{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "30s"},
 		{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "3d", "ORIGIN_DELIST_AFTER": "2d"},
+		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "many"},
+		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "-1"},
+		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "NaN"},
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
@@ -123,8 +126,14 @@ func TestConfigRefusesBadValues(t *testing.T) {
 	cfg, err := loadConfig(func(k string) string {
 		return map[string]string{"DATABASE_URL": "x", "ORIGIN_STALE_AFTER": "2d", "ORIGIN_DELIST_AFTER": "90h"}[k]
 	})
-	if err != nil || cfg.Probe.OriginStaleAfter != 48*time.Hour || cfg.Probe.OriginDelistAfter != 90*time.Hour {
-		t.Errorf("origin freshness: %v, %v", cfg.Probe, err)
+	if err != nil || cfg.Probe.OriginStaleAfter != 48*time.Hour || cfg.Probe.OriginDelistAfter != 90*time.Hour || cfg.Probe.OriginSubmitPerHour != 20 {
+		t.Errorf("origin freshness and submission rate: %v, %v", cfg.Probe, err)
+	}
+	cfg, err = loadConfig(func(k string) string {
+		return map[string]string{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "0"}[k]
+	})
+	if err != nil || cfg.Probe.OriginSubmitPerHour != 0 || submitLimiter(0, nil) != nil {
+		t.Errorf("no submission rate: %v, %v", cfg.Probe, err)
 	}
 }
 

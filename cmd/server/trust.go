@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,11 +30,14 @@ type ProbeConfig struct {
 	// are no longer listed.
 	OriginStaleAfter  time.Duration
 	OriginDelistAfter time.Duration
+	// OriginSubmitPerHour is how many origins a user may submit an hour, in bursts
+	// of a quarter of it (ORIGIN_SUBMIT_RATE_PER_HOUR; 0 for no limit).
+	OriginSubmitPerHour float64
 }
 
 func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 	c := ProbeConfig{Interval: 30 * time.Minute, Concurrency: 8, Timeout: 10 * time.Second,
-		OriginStaleAfter: 24 * time.Hour, OriginDelistAfter: 7 * 24 * time.Hour}
+		OriginStaleAfter: 24 * time.Hour, OriginDelistAfter: 7 * 24 * time.Hour, OriginSubmitPerHour: 20}
 	if v := getenv("PROBE_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || (d != 0 && d < time.Minute) {
@@ -66,6 +70,13 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 			}
 			*v.to = d
 		}
+	}
+	if v := getenv("ORIGIN_SUBMIT_RATE_PER_HOUR"); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n < 0 || n > 3600 || math.IsNaN(n) {
+			return c, fmt.Errorf("ORIGIN_SUBMIT_RATE_PER_HOUR %q: want a number from 0 (no limit) to 3600", v)
+		}
+		c.OriginSubmitPerHour = n
 	}
 	if c.OriginDelistAfter < c.OriginStaleAfter {
 		return c, fmt.Errorf("ORIGIN_DELIST_AFTER (%s) is shorter than ORIGIN_STALE_AFTER (%s): an origin is stale before it is delisted", c.OriginDelistAfter, c.OriginStaleAfter)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/waystation/waystation/internal/captcha"
@@ -12,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
@@ -70,6 +72,27 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 		wc.Sealer = cfg.Secrets
 	}
 	s.webhooks = webhook.NewService(store, wc)
-	s.origins = origin.NewService(store, s.prober, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter, Log: log})
+	s.origins = origin.NewService(store, s.prober, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter,
+		Limiter: submitLimiter(cfg.Probe.OriginSubmitPerHour, store), Log: log})
 	return s
+}
+
+// submitLimiter holds each user to perHour origin submissions, in bursts of a
+// quarter of it, in the buckets every replica takes searches from (the callers
+// apart); nil for no limit.
+func submitLimiter(perHour float64, store search.RateStore) origin.Limiter {
+	if perHour <= 0 {
+		return nil
+	}
+	l := search.NewLimiter(perHour/60, max(1, int(math.Ceil(perHour/4))), rateLimitCallers, nil)
+	l.Shared = store
+	return takeLimiter{l}
+}
+
+// takeLimiter is a search.Limiter as origin.Limiter.
+type takeLimiter struct{ *search.Limiter }
+
+func (l takeLimiter) Take(ctx context.Context, caller string) (time.Duration, bool) {
+	d := l.Allow(ctx, caller)
+	return d.RetryAfter, d.OK
 }

@@ -84,6 +84,9 @@ type Owner struct {
 	Verified bool   `json:"verified"`
 	PayTo    string `json:"pay_to"`
 	Origin   string `json:"origin"`
+	// Points is what the proof added to the score (trust.OwnerPoints while the
+	// newest probe gets a valid offer, else 0).
+	Points int `json:"points"`
 }
 
 // Probe is what the last probe of a seller saw.

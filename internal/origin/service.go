@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -39,9 +40,18 @@ type Config struct {
 	DelistAfter time.Duration
 	// SubmitTimeout bounds a submission: the fetch and every probe (default 60s).
 	SubmitTimeout time.Duration
+	// Limiter holds each user to a rate of submissions; nil means no limit.
+	Limiter Limiter
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	Log *slog.Logger
+}
+
+// Limiter holds each caller to a rate, in buckets every replica shares.
+type Limiter interface {
+	// Take takes one from caller's bucket when it holds one; when it does not, wait
+	// is how long until it will.
+	Take(ctx context.Context, caller string) (wait time.Duration, ok bool)
 }
 
 // Service lists origins from their manifests and keeps them fresh.
@@ -92,11 +102,20 @@ type Submission struct {
 // Submit fetches origin's manifest, reads it, probes each item it accepts and lists
 // those whose live endpoint answers a valid 402. A manifest refused as a whole
 // answers problem manifest_refused and lists nothing; one whose every item is
-// refused answers status refused, listing nothing either.
+// refused answers status refused, listing nothing either. A user past its rate of
+// submissions gets submission_rate_limited, with its Retry-After, before anything
+// is fetched.
 func (s *Service) Submit(ctx context.Context, userID, rawOrigin string) (Submission, error) {
 	origin, host, err := ParseOrigin(rawOrigin)
 	if err != nil {
 		return Submission{}, err
+	}
+	if s.cfg.Limiter != nil {
+		if wait, ok := s.cfg.Limiter.Take(ctx, "origin:user:"+userID); !ok {
+			p := problem.New(problem.SubmissionRateLimited, "This user submitted origins faster than its rate allows; submit again after Retry-After.")
+			p.RetryAfter = max(1, int(math.Ceil(wait.Seconds())))
+			return Submission{}, p
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SubmitTimeout)
 	defer cancel()

@@ -129,6 +129,7 @@ const (
 	OverrideRequired       = "override_required"
 	OriginNotAllowed       = "origin_not_allowed"
 	ManifestRefused        = "manifest_refused"
+	SubmissionRateLimited  = "submission_rate_limited"
 )
 
 // Kind is what the table says of a code.
@@ -256,6 +257,9 @@ var kinds = map[string]Kind{
 	ManifestRefused: {http.StatusUnprocessableEntity, "Manifest refused",
 		"The origin's discovery manifest (/.well-known/x402.json) could not be listed as a whole: it could not be fetched from a public address of the origin, it redirected elsewhere, it is too large, too deeply nested or not an x402 v2 manifest, or an ownership proof in it is invalid. The detail starts with the reason's code. Nothing of it was listed.",
 		"Fix what the detail names and submit the origin again; the manifest is read from the origin itself, never through a redirect to another origin."},
+	SubmissionRateLimited: {http.StatusTooManyRequests, "Submissions rate limited",
+		"This user submitted more origins than its rate allows: each submission fetches a seller's manifest and probes every item in it, so every user has a bucket of them that refills at a steady rate, shared by every replica of the service.",
+		"Wait the number of seconds in Retry-After and submit again; the origins already listed stay listed and are kept fresh without a new submission."},
 	OfferNotPayable: {http.StatusUnprocessableEntity, "Offer not payable",
 		"The seller did not answer with an x402 offer this server's payer can pay: no 402, an invalid offer, another scheme, network or asset, or an address it may not reach.",
 		"Quote the seller (POST /tools/x402/quote) to see what it answers; pay another way, or choose another seller."},

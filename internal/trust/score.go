@@ -65,6 +65,9 @@ const (
 	// CautionCap is the highest score of an x402 seller whose offer is not in a known
 	// mainnet asset (a testnet or unknown token) or whose payee changed.
 	CautionCap = 60
+	// OwnerPoints is what an owner-verified seller gains while its newest probe gets
+	// a valid offer.
+	OwnerPoints = 5
 )
 
 // Observation is one stored probe of a method's endpoint, in the store's terms.
@@ -94,10 +97,13 @@ type Input struct {
 	Override  *directory.Override
 	Settled   int
 	Delivered int
-	Now       time.Time
+	// Owner is the seller's proof that it owns the origin listing it (see OwnerOf),
+	// nil without one.
+	Owner *directory.Owner
+	Now   time.Time
 }
 
-// Rule is the scoring rule Score applies, in plain words, one paragraph per line: five
+// Rule is the scoring rule Score applies, in plain words, one paragraph per line: six
 // numbered steps, then the verdicts. The method pages show it beside every trust
 // block, and a test keeps it equal to the rule written on Score.
 const Rule = `1. Only probes of the last seven days count, each weighted by half for every day of its age. A probe succeeds when it got a valid x402 offer (for x402 sellers) or a plain answer (for checkout, subscription and account sellers, which are not expected to ask for payment up front and may redirect to a sign-in page elsewhere); an invalid offer counts a fifth; errors, timeouts, refusals, blocked addresses and redirects of x402 sellers to another host count nothing. Reliability is the weighted success share, worth up to 60 points.
@@ -105,6 +111,7 @@ const Rule = `1. Only probes of the last seven days count, each weighted by half
 3. Consistency, up to 10 points: every valid offer in the window names the same payee, network and price (10); one change (5); more (0). A payee that changed within the window caps the score at 60 as well: a seller that moves where the money goes deserves a look first. Sellers of other kinds advertise no offer: they get the 30 points of offer quality and consistency when their newest probe succeeded.
 4. Freshness, up to 10 points: the newest probe succeeded and is under a day old (10), or under three days old (5).
 5. Delivery: from five settled payments on, what buyers got weighs as much as what probes saw: the score becomes half the above plus 50 points times the delivery rate.
+6. Ownership, 5 points: an owner-verified x402 seller (the payee its newest valid offer names signed the origin that lists it, in the origin's own manifest) gains 5 points, up to 100, while its newest probe gets a valid offer. The proof says who answers for the seller, not how well it serves, so it weighs half as much as freshness: it can tip a seller on the edge of a band, never rescue a failing one. A seller whose newest probe failed gains nothing, and the caps of steps 2 and 3 still hold: a new payee's own signature does not vouch for the move, since whoever runs the origin's server can sign.
 The verdict is proceed from 70, caution from 40, avoid below; unknown when there is no probe at all (score null) or the newest probe is older than three days. An operator override decides the verdict while it lasts, whatever the score, and is shown with its reason. The verdict is advisory: it never authorises a payment.`
 
 // Score computes the advisory trust block.
@@ -134,6 +141,15 @@ The verdict is proceed from 70, caution from 40, avoid below; unknown when there
 //  5. Delivery: from five settled payments on, what buyers got weighs as much as
 //     what probes saw: the score becomes half the above plus 50 points times the
 //     delivery rate.
+//  6. Ownership, 5 points: an owner-verified x402 seller (the payee its newest valid
+//     offer names signed the origin that lists it, in the origin's own manifest)
+//     gains 5 points, up to 100, while its newest probe gets a valid offer. The
+//     proof says who answers for the seller, not how well it serves, so it weighs
+//     half as much as freshness: it can tip a seller on the edge of a band, never
+//     rescue a failing one. A seller whose newest probe failed gains
+//     nothing, and the caps of steps 2 and 3 still hold: a new payee's own
+//     signature does not vouch for the move, since whoever runs the origin's
+//     server can sign.
 //
 // The verdict is proceed from 70, caution from 40, avoid below; unknown when there
 // is no probe at all (score null) or the newest probe is older than three days. An
@@ -205,6 +221,15 @@ func score(in Input) directory.Trust {
 	}
 	if s := directory.NewStats(in.Settled, in.Delivered); s != nil {
 		score = 0.5*score + 50*s.DeliveryRate
+	}
+	if o := in.Owner; o != nil && o.Verified {
+		owner := *o
+		owner.Points = 0
+		if in.Kind == "x402" && newest.Outcome == OutcomePaymentRequired {
+			owner.Points = OwnerPoints
+			score += OwnerPoints
+		}
+		t.Owner = &owner
 	}
 	if capped {
 		score = min(score, CautionCap)

@@ -215,3 +215,53 @@ func TestAPayeeChangeIsCautionAtBest(t *testing.T) {
 		t.Errorf("price changed once: %s %d", got.Verdict, *got.Score)
 	}
 }
+
+// TestOwnershipWeighsFivePointsOnlyWhileTheSellerAnswers: an owner-verified seller
+// gains OwnerPoints while its newest probe gets a valid offer, which can tip a seller
+// on the edge of a band; it gains nothing when its newest probe failed, nothing past
+// 100, and the payee-change cap still holds, even when the new payee signed.
+func TestOwnershipWeighsFivePointsOnlyWhileTheSellerAnswers(t *testing.T) {
+	owner := &directory.Owner{Verified: true, PayTo: "0xa", Origin: "https://a.example"}
+	cases := []struct {
+		name          string
+		probes        []Observation
+		without, with int
+		verdict       string // with the proof
+		points        int
+	}{
+		{"on the edge of proceed", []Observation{offer(time.Hour, "0xa", "1000"), failed(2*time.Hour, OutcomeTimeout),
+			offer(3*time.Hour, "0xa", "1000"), failed(4*time.Hour, OutcomeHTTPError), failed(5*time.Hour, OutcomeHTTPError)},
+			65, 70, directory.VerdictProceed, OwnerPoints},
+		{"newest probe timed out", []Observation{failed(time.Hour, OutcomeTimeout), offer(3*time.Hour, "0xa", "1000")},
+			59, 59, directory.VerdictCaution, 0},
+		{"unreachable", []Observation{failed(time.Hour, OutcomeConnectionRefused), failed(2*time.Hour, OutcomeConnectionRefused),
+			failed(3*time.Hour, OutcomeConnectionRefused), offer(30*time.Hour, "0xa", "1000")},
+			38, 38, directory.VerdictAvoid, 0},
+		{"already at 100", []Observation{offer(time.Hour, "0xa", "1000")}, 100, 100, directory.VerdictProceed, OwnerPoints},
+		{"payee changed, the new one signed", []Observation{offer(time.Hour, "0xa", "1000"), offer(7*time.Hour, "0xb", "1000")},
+			CautionCap, CautionCap, directory.VerdictCaution, OwnerPoints},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plain := Score(Input{Kind: "x402", Now: now, Probes: c.probes})
+			owned := Score(Input{Kind: "x402", Now: now, Probes: c.probes, Owner: owner})
+			if plain.Owner != nil {
+				t.Error("an owner fact without a proof")
+			}
+			if *plain.Score != c.without {
+				t.Errorf("score without the proof %d, want %d", *plain.Score, c.without)
+			}
+			if owned.Owner == nil || owned.Owner.PayTo != owner.PayTo || owned.Owner.Points != c.points {
+				t.Errorf("owner fact %+v, want %d points", owned.Owner, c.points)
+			}
+			if *owned.Score != c.with || owned.Verdict != c.verdict {
+				t.Errorf("with the proof: %d (%s), want %d (%s)", *owned.Score, owned.Verdict, c.with, c.verdict)
+			}
+		})
+	}
+	// Only an x402 seller's offer carries a payee that can sign.
+	got := Score(Input{Kind: "checkout", Now: now, Probes: []Observation{failed(time.Hour, OutcomeNoPaymentRequired)}, Owner: owner})
+	if got.Owner == nil || got.Owner.Points != 0 {
+		t.Errorf("a checkout seller's owner fact %+v", got.Owner)
+	}
+}
