@@ -400,7 +400,8 @@ bench: go db model
 # recall@3 overall and per kind, MRR@3 and the false-match rate. Then the band's
 # calibration, cross-validated: recall@3 and false matches on folds of the labelled
 # queries that no threshold or weight was fitted on, per kind of evidence (ablation),
-# ranked by similarity alone and reranked; and the ranking with no band under each
+# ranked by similarity alone and reranked, and with the kinds of evidence chosen
+# inside each training fold; and the ranking with no band under each
 # rerank weight (recall@3 with the nearest methods counted).
 .PHONY: eval
 eval: go db model

@@ -145,3 +145,32 @@ func TestCalibrationChoosesTheRerankWeightThatRanksBest(t *testing.T) {
 		t.Errorf("NoRerank: rerank weight %v", c.Rerank)
 	}
 }
+
+// TestCalibrationChoosesTheEvidenceThatTells: offered kinds of evidence to choose
+// from, calibration weighs the one that tells on-topic from off-topic (coverage) and
+// leaves out the one that tells nothing (five features of noise, here).
+func TestCalibrationChoosesTheEvidenceThatTells(t *testing.T) {
+	noise := []int{FeatSimilarity, FeatSemantic, FeatLexical, FeatKnown, FeatWords}
+	noisy := func(n int, seed uint64) []Labelled {
+		samples := synthetic(n, seed)
+		r := rand.New(rand.NewPCG(seed, 2))
+		for i := range samples {
+			for _, f := range noise {
+				samples[i].Evidence[f] = r.NormFloat64()
+			}
+		}
+		return samples
+	}
+	c := Calibrate(noisy(400, 5), CalibrationOptions{Features: []int{FeatGap}, Choices: [][]int{noise, {FeatCover, FeatCover3}}, MaxFalseMatch: 0.1})
+	if c.Weights[FeatCover] <= 0 {
+		t.Errorf("coverage weighs %.2f, want positive", c.Weights[FeatCover])
+	}
+	for _, f := range noise {
+		if c.Weights[f] != 0 {
+			t.Errorf("%s, which tells nothing, weighs %.2f, want it left out", FeatureNames[f], c.Weights[f])
+		}
+	}
+	if held := c.Score(noisy(400, 6)); held.Recall() < 0.7 || held.FalseMatchRate() > 0.2 {
+		t.Errorf("on fresh queries: recall %.3f, false matches %.3f", held.Recall(), held.FalseMatchRate())
+	}
+}

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkRerankAndGather15k measures what a calibrated band adds to a novel query
-// in memory at the Bazaar's scale: reranking the nearest twenty by the query's
+// in memory at the Bazaar's scale: reranking the nearest forty by the query's
 // concepts and reading the evidence of the first ten (the snapshot's word index built
 // beforehand, once per snapshot).
 func BenchmarkRerankAndGather15k(b *testing.B) {

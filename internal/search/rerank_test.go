@@ -103,3 +103,27 @@ func TestLabelReadsAQueryUnderEveryRerankWeight(t *testing.T) {
 		t.Errorf("under weight %v: relevant %v, similarities %v; want the tide method first, at its own similarity", search.RerankWeights[len(l.Rankings)-1], last.Relevant, last.Similarities)
 	}
 }
+
+// TestRerankKeepsTheNeighboursTheBandReads: reranked or not, and for a query of no
+// concept to rerank by too, the band reads the first search.Neighbours of the
+// methods reranked, so that a lead over "the others" is over as many of them for
+// every query.
+func TestRerankKeepsTheNeighboursTheBandReads(t *testing.T) {
+	snap := tideSnapshot(t)
+	var near []search.Neighbour
+	for i := range search.Reranked {
+		near = append(near, search.Neighbour{Slug: []string{"near", "holder", "other", "fourth"}[i%4], Similarity: 0.9 - float64(i)*0.01})
+	}
+	model := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions}}
+	eng, err := search.NewEngine(search.Config{}, fixedStore{near, new(int)}, model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"when is high tide in the harbour", "what is it"} {
+		for _, w := range []float64{0, 1} {
+			if got := eng.Rerank(snap, q, near, w); len(got) != search.Neighbours {
+				t.Errorf("%q under weight %v: %d neighbours, want %d", q, w, len(got), search.Neighbours)
+			}
+		}
+	}
+}
