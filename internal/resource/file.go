@@ -44,7 +44,15 @@ type file struct {
 	again string // a path that opens first's file anew
 
 	mu   sync.Mutex
-	idle []*os.File
+	idle []*opened
+}
+
+// opened is a file opened for one answer at a time, read through a reader that stops
+// at its size: sendfile(2) then sends it in one call, without a last one to find its
+// end.
+type opened struct {
+	io.LimitedReader
+	f *os.File
 }
 
 func openFile(path, length string) (*file, error) {
@@ -81,26 +89,32 @@ func (f *file) send(w http.ResponseWriter) {
 		io.Copy(w, io.NewSectionReader(f.first, 0, f.size))
 		return
 	}
+	// The headers go first, so that net/http sends all of the body with sendfile
+	// instead of reading its first bytes to sniff them.
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	o.R, o.N = o.f, f.size
 	var n int64
 	var err error
 	if rf, ok := w.(io.ReaderFrom); ok {
-		n, err = rf.ReadFrom(o)
+		n, err = rf.ReadFrom(&o.LimitedReader)
 	} else {
-		n, err = io.Copy(w, o)
+		n, err = io.Copy(w, &o.LimitedReader)
 	}
 	if err == nil && n == f.size {
-		if _, err = o.Seek(0, io.SeekStart); err == nil {
+		if _, err = o.f.Seek(0, io.SeekStart); err == nil {
 			f.mu.Lock()
 			f.idle = append(f.idle, o)
 			f.mu.Unlock()
 			return
 		}
 	}
-	o.Close()
+	o.f.Close()
 }
 
 // take returns an idle file at offset 0, or one opened anew; nil when none opens.
-func (f *file) take() *os.File {
+func (f *file) take() *opened {
 	f.mu.Lock()
 	if n := len(f.idle); n > 0 {
 		o := f.idle[n-1]
@@ -116,5 +130,5 @@ func (f *file) take() *os.File {
 	if err != nil {
 		return nil
 	}
-	return o
+	return &opened{f: o}
 }
