@@ -426,12 +426,14 @@ done
 		echo "BenchmarkPublish100k (generator/scale_bench_test.go): the real catalog grown to 100,000 methods,"
 		echo "a full build and publication with its peak resident memory (VmHWM, reset just before), then a"
 		echo "change to 1% of the methods published as after a catalog change: first into a fresh directory"
-		echo "(linking what it can), then into the spare, as every later one. Printed by"
+		echo "(linking what it can), then into the spare, as every later one; then what a server holds between"
+		echo "generations, in its heap and resident (VmRSS, after the build's garbage went back). Printed by"
 		echo "\`WAYSTATION_BENCH_100K=1 go test -run '^\$' -bench Publish100k -benchtime 1x ./generator\`."
 		echo
-		echo "| benchmark | full s | full peak MB | files | 1% fresh s | written | 1% spare s | written |"
-		echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-		metric_rows '^BenchmarkPublish100k' full-s full-peak-MB files 1%-fresh-s 1%-fresh-written 1%-spare-s 1%-spare-written
+		echo "| benchmark | full s | full peak MB | files | 1% fresh s | written | 1% spare s | written | held heap MB | held resident MB |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		metric_rows '^BenchmarkPublish100k' full-s full-peak-MB files 1%-fresh-s 1%-fresh-written 1%-spare-s 1%-spare-written \
+			held-MB held-RSS-MB
 		echo
 		echo "## Search at the Bazaar's scale (Go benchmarks, in process, one query at a time)"
 		echo

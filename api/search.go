@@ -85,8 +85,7 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		item := snap.Item(h.Pos)
-		dst = append(dst, item[:len(item)-1]...)
+		dst = snap.AppendOpenItem(dst, h.Pos)
 		dst = append(dst, `,"similarity":`...)
 		dst = appendRounded(dst, h.Similarity)
 		dst = append(dst, '}')
@@ -109,8 +108,7 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 // appendNear encodes a method near the query that is not a match: its listing item
 // with its similarity, as in items, and not_a_match, which says why.
 func appendNear(dst []byte, snap *directory.Snapshot, n search.Near, b *search.BandReport) []byte {
-	item := snap.Item(n.Pos)
-	dst = append(dst, item[:len(item)-1]...)
+	dst = snap.AppendOpenItem(dst, n.Pos)
 	dst = append(dst, `,"similarity":`...)
 	dst = appendRounded(dst, n.Similarity)
 	dst = append(dst, `,"not_a_match":{"reason":"`...)

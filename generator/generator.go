@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
@@ -87,9 +89,16 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
 		st.Written, st.Files = g.Site.Written()
+		snap = served(snap, dir, g.Log)
 	}
 	if g.Holder != nil {
 		g.Holder.Set(snap)
+		// What the build made and dropped goes back to the system, so that a server
+		// holds what its snapshot needs and not the build's peak: the compressors the
+		// build pooled go too, at the second collection (a sync.Pool keeps what it
+		// holds through one).
+		runtime.GC()
+		debug.FreeOSMemory()
 	}
 	g.generated, g.last = true, snap
 	return st, nil

@@ -24,8 +24,8 @@ import (
 // incrementally as after a catalog change (the first into a fresh directory, linking
 // what it can, the second into the spare, as every one after it). It reports the
 // seconds of each, the files each wrote, and the peak resident memory of the full
-// build (VmHWM, reset just before it), and the heap a server holds between
-// generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile). It runs only with WAYSTATION_BENCH_100K set
+// build (VmHWM, reset just before it), and the heap and resident memory a server holds
+// between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile). It runs only with WAYSTATION_BENCH_100K set
 // (make bench sets it).
 func BenchmarkPublish100k(b *testing.B) {
 	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
@@ -36,8 +36,10 @@ func BenchmarkPublish100k(b *testing.B) {
 	if err := pgtest.GrowCatalog(ctx, store, 100_000); err != nil {
 		b.Fatal(err)
 	}
+	// With a holder, as a server runs it: after each generation, what the build dropped
+	// goes back to the system.
 	g := &Generator{Source: store, Site: &Site{Dir: b.TempDir(), Keep: 3, Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Holder: NewHolder(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeak(b)
@@ -65,11 +67,13 @@ func BenchmarkPublish100k(b *testing.B) {
 		progress(b, "1%% changed (%d methods), into the %s directory: %s", tag.RowsAffected(), name, st)
 	}
 	// What a server holds between generations: the snapshot and what the site
-	// remembers of its files.
+	// remembers of its files, in the heap and resident.
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "held-MB")
+	b.ReportMetric(float64(status(b, "VmRSS:"))/(1<<20), "held-RSS-MB")
+	progress(b, "held between generations: heap %d MB, resident %d MB", ms.HeapAlloc>>20, status(b, "VmRSS:")>>20)
 	if path := os.Getenv("WAYSTATION_BENCH_HEAPPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {
@@ -98,7 +102,10 @@ func resetPeak(b *testing.B) {
 }
 
 // peakRSS is the process's peak resident memory in bytes (VmHWM).
-func peakRSS(b *testing.B) int64 {
+func peakRSS(b *testing.B) int64 { return status(b, "VmHWM:") }
+
+// status is a memory figure of the process's /proc/self/status in bytes.
+func status(b *testing.B, field string) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		b.Fatal(err)
@@ -106,11 +113,11 @@ func peakRSS(b *testing.B) int64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}
 	}
-	b.Fatal("no VmHWM in /proc/self/status")
+	b.Fatalf("no %s in /proc/self/status", field)
 	return 0
 }

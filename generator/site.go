@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -121,18 +122,55 @@ type published struct {
 // is made from (its ETags are its body's hash's, see resource.NewIdentity), held
 // small: a site of a hundred thousand methods has hundreds of thousands.
 type fileEntry struct {
-	source      string
-	url         string
-	contentType string
+	source      sourceID
+	url         urlKind
+	contentType string // one of a few, shared
 	sum         [sha256.Size]byte
 	sizes       [3]int32 // of the body, its gzip and its brotli
+}
+
+// sourceID names what a file is made from: the first bytes of its body's hash (what
+// its ETag says), or of its page's digest.
+type sourceID [18]byte
+
+// urlKind is how a file's URL follows from its path (see urlOf), so that the URL of
+// each of hundreds of thousands of files is not held.
+type urlKind uint8
+
+const (
+	urlPath urlKind = iota // "/" + path
+	urlPage                // the page pagePath names
+	urlList                // the list's
+)
+
+// kindOf is how url follows from path.
+func kindOf(url, path string) (urlKind, bool) {
+	for _, k := range [...]urlKind{urlPath, urlPage, urlList} {
+		if urlOf(path, k) == url {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func urlOf(path string, k urlKind) string {
+	switch k {
+	case urlPage:
+		if path == "index.html" {
+			return "/"
+		}
+		return "/" + strings.TrimSuffix(path, ".html")
+	case urlList:
+		return "/" + strings.TrimSuffix(path, "/index.json")
+	}
+	return "/" + path
 }
 
 // manifestFile is the file's manifest entry; path is where it is.
 func (e fileEntry) manifestFile(path string) ManifestFile {
 	tag := base64.RawURLEncoding.EncodeToString(e.sum[:18])
 	return ManifestFile{
-		URL: e.url, Path: path, ContentType: e.contentType, Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
+		URL: urlOf(path, e.url), Path: path, ContentType: e.contentType, Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
 		BrotliBytes: int(e.sizes[2]), SHA256: hex.EncodeToString(e.sum[:]), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`,
 		BrotliETag: `"` + tag + `-br"`,
 	}
@@ -342,7 +380,7 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	pages := w.views.PageSources(snap)
 	err = parallel(len(pages), func(i int) error {
 		p := pages[i]
-		return w.write(p.URL, pagePath(p.URL), base64.RawURLEncoding.EncodeToString(p.Digest[:]), p.Render)
+		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), p.Render)
 	})
 	if err != nil {
 		return fmt.Errorf("generator: pages: %w", err)
@@ -357,7 +395,11 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 
 // writeResource writes an encoded body, known by its ETag.
 func (w *siteWriter) writeResource(url, path string, res *resource.Resource) error {
-	return w.write(url, path, res.ETag, func() (*resource.Resource, error) { return res, nil })
+	var id sourceID
+	if n, err := base64.RawURLEncoding.Decode(id[:], []byte(strings.Trim(res.ETag, `"`))); err != nil || n != len(id) {
+		return fmt.Errorf("generator: write %s: the ETag %s is not a body's hash", path, res.ETag)
+	}
+	return w.write(url, path, id, func() (*resource.Resource, error) { return res, nil })
 }
 
 // suffixes are the forms of a served file: the body, then its gzip and brotli.
@@ -365,7 +407,11 @@ var suffixes = [...]string{"", ".gz", ".br"}
 
 // write puts the file at path made from source in place: kept, linked, or made by
 // build and written.
-func (w *siteWriter) write(url, path, source string, build func() (*resource.Resource, error)) error {
+func (w *siteWriter) write(url, path string, source sourceID, build func() (*resource.Resource, error)) error {
+	kind, ok := kindOf(url, path)
+	if !ok {
+		return fmt.Errorf("generator: write %s: its URL %s does not follow from its path", path, url)
+	}
 	p := filepath.Join(w.dir, filepath.FromSlash(path))
 	if err := w.mkdir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
@@ -392,6 +438,9 @@ func (w *siteWriter) write(url, path, source string, build func() (*resource.Res
 		if err != nil {
 			return err
 		}
+		if res.Gzip == nil {
+			return fmt.Errorf("generator: write %s: its forms are not in memory", path)
+		}
 		// Removed first, never truncated: the file may be linked from another directory.
 		for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
 			w.remove(p + suffixes[i])
@@ -400,7 +449,7 @@ func (w *siteWriter) write(url, path, source string, build func() (*resource.Res
 			}
 		}
 		w.written.Add(1)
-		e = fileEntry{source: source, url: url, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
+		e = fileEntry{source: source, url: kind, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
 			sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
 		if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
 			return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
@@ -663,6 +712,23 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// served is snap answering its list from the files published in dir, or snap itself
+// when they do not open (then the list is served from memory, with a warning when
+// log is not nil).
+func served(snap *directory.Snapshot, dir string, log *slog.Logger) *directory.Snapshot {
+	list, err := snap.List().FromFiles(filepath.Join(dir, filepath.FromSlash(ListFile)))
+	if err == nil {
+		var withList *directory.Snapshot
+		if withList, err = snap.WithList(list); err == nil {
+			return withList
+		}
+	}
+	if log != nil {
+		log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
+	}
+	return snap
+}
+
 // LoadSite rebuilds the snapshot of the site in force under dir, so that the service
 // serves the last published directory before, or without, the database. The rebuilt
 // snapshot must match the files byte for byte: same ID, same list.
@@ -708,5 +774,5 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 	if !bytes.Equal(list, snap.List().Body) {
 		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
 	}
-	return snap, nil
+	return served(snap, cur, nil), nil
 }

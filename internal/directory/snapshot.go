@@ -57,9 +57,11 @@ type Facets struct {
 // order, every merchant record, their encoded bodies, and the index that answers
 // filtered lists. It is built once by the generator and then only read.
 type Snapshot struct {
-	info      Info
-	methods   []Method
-	items     [][]byte // list item JSON, by position
+	info    Info
+	methods []Method
+	// items are the lengths of the list items, by position: an item is its method's
+	// detail body up to there, closed, which the detail continues with its guidance.
+	items     []int32
 	bySlug    map[string]int
 	slugs     []*resource.Resource // method detail bodies, by position
 	merchants map[string]*resource.Resource
@@ -98,7 +100,7 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 	n := len(methods)
 	s := &Snapshot{
 		methods:   methods,
-		items:     make([][]byte, n),
+		items:     make([]int32, n),
 		bySlug:    make(map[string]int, n),
 		slugs:     make([]*resource.Resource, n),
 		merchants: make(map[string]*resource.Resource, len(merchants)),
@@ -140,15 +142,18 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 			errs[i] = fmt.Errorf("directory: encode %s guidance: %w", m.Slug, err)
 			return
 		}
+		// The item is the detail's beginning, closed: held once, in the detail.
+		k := len(item) - 1
+		if k < 0 || !bytes.Equal(detail[:k], item[:k]) || detail[k] != ',' {
+			errs[i] = fmt.Errorf("directory: encode %s: its detail does not begin with its listing item", m.Slug)
+			return
+		}
 		if j, ok := prev.position(m.Slug); ok {
-			if bytes.Equal(prev.items[j], item) {
-				item = prev.items[j]
-			}
 			if old := prev.slugs[j].Body; bytes.Equal(old, detail) {
 				detail = old
 			}
 		}
-		s.items[i], details[i] = item, detail
+		s.items[i], details[i] = int32(k+1), detail
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -182,10 +187,10 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 	go func() {
 		// Sized to fit: the list is held as long as the snapshot, its spare capacity too.
 		size := 1 << 16
-		for _, item := range s.items {
-			size += len(item) + 1
+		for _, k := range s.items {
+			size += int(k) + 1
 		}
-		s.list = resource.New(resource.JSON, s.AppendList(make([]byte, 0, size), Filter{}))
+		s.list = resource.New(resource.JSON, s.appendList(make([]byte, 0, size), Filter{}, details))
 		close(done)
 	}()
 	merchantRes := make([]*resource.Resource, len(merchants))
@@ -269,6 +274,18 @@ func (s *Snapshot) Hostnames() []string { return s.hosts }
 // List is the unfiltered list body.
 func (s *Snapshot) List() *resource.Resource { return s.list }
 
+// WithList is the snapshot with its list answered by list, the same representation
+// (its ETag says so) held elsewhere: the generator hands it the list's published
+// files (see resource.FromFiles), so that the largest body is not held in memory.
+func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
+	if list.ETag != s.list.ETag {
+		return nil, fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.ETag)
+	}
+	c := *s
+	c.list = list
+	return &c, nil
+}
+
 // Method returns the detail body (listing item plus guidance) of an enabled method.
 func (s *Snapshot) Method(slug string) (*resource.Resource, bool) {
 	i, ok := s.bySlug[slug]
@@ -294,7 +311,19 @@ func (s *Snapshot) Merchant(hostname string) (*resource.Resource, bool) {
 }
 
 // Item returns the encoded listing item of the method at a list position.
-func (s *Snapshot) Item(pos int) []byte { return s.items[pos] }
+// It is made for the caller; AppendItem appends it without making one.
+func (s *Snapshot) Item(pos int) []byte { return s.AppendItem(nil, pos) }
+
+// AppendItem appends the encoded listing item of the method at a list position.
+func (s *Snapshot) AppendItem(dst []byte, pos int) []byte {
+	return append(s.AppendOpenItem(dst, pos), '}')
+}
+
+// AppendOpenItem appends the listing item of the method at a list position without
+// its closing brace, for an answer that adds fields to it.
+func (s *Snapshot) AppendOpenItem(dst []byte, pos int) []byte {
+	return append(dst, s.slugs[pos].Body[:s.items[pos]-1]...)
+}
 
 // Position returns the list position of a slug.
 func (s *Snapshot) Position(slug string) (int, bool) {
@@ -389,6 +418,12 @@ func (s *Snapshot) facets(dims [5]bitset) Facets {
 // AppendList appends the list body for f to dst: the matching items in list order
 // after Offset, at most Limit of them, with the total, the facets and the snapshot.
 func (s *Snapshot) AppendList(dst []byte, f Filter) []byte {
+	return s.appendList(dst, f, nil)
+}
+
+// appendList is AppendList with the detail bodies in details, while they are not yet
+// in their resources; nil takes them from there.
+func (s *Snapshot) appendList(dst []byte, f Filter, details [][]byte) []byte {
 	mask, dims := s.match(f)
 	total := mask.count()
 	dst = append(dst, `{"object":"list","items":[`...)
@@ -404,7 +439,12 @@ func (s *Snapshot) AppendList(dst []byte, f Filter) []byte {
 		if count > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, s.items[i]...)
+		if details != nil {
+			dst = append(dst, details[i][:s.items[i]-1]...)
+			dst = append(dst, '}')
+		} else {
+			dst = s.AppendItem(dst, i)
+		}
 		count++
 		return true
 	})

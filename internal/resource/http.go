@@ -22,32 +22,37 @@ var (
 // allocates nothing, so the directory's hottest routes stay free of garbage.
 func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 	h := w.Header()
-	body, etag, length, coding := res.Body, res.etagHeader, res.lengthHeader, []string(nil)
+	form, coding := identity, []string(nil)
 	switch Encoding(r.Header, res) {
 	case "br":
-		body, etag, length, coding = res.Brotli, res.brotliETagHeader, res.brotliLengthHeader, hdrBrotli
+		form, coding = brotliForm, hdrBrotli
 	case "gzip":
-		body, etag, length, coding = res.Gzip, res.gzipETagHeader, res.gzipLengthHeader, hdrGzip
+		form, coding = gzipForm, hdrGzip
 	}
 	h["Vary"] = hdrVary
 	if status == http.StatusOK {
-		h["Etag"] = etag
+		h["Etag"] = res.header(hETag + form)
 		if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatch(inm, res) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 	}
-	if res.typeHeader != nil {
-		h["Content-Type"] = res.typeHeader
+	if res.ContentType != "" {
+		h["Content-Type"] = res.header(hType)
 	}
 	if coding != nil {
 		h["Content-Encoding"] = coding
 	}
-	h["Content-Length"] = length
+	h["Content-Length"] = res.header(hLength + form)
 	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		w.Write(body)
+	if r.Method == http.MethodHead {
+		return
 	}
+	if res.files != nil {
+		res.files[form].send(w)
+		return
+	}
+	w.Write([...][]byte{res.Body, res.Gzip, res.Brotli}[form])
 }
 
 // etagMatch applies If-None-Match's weak comparison: any listed tag, with or without
@@ -76,9 +81,9 @@ func etagMatch(values []string, res *Resource) bool {
 func Encoding(h http.Header, res *Resource) string {
 	br, gz := weights(h)
 	switch {
-	case res.Brotli != nil && br > 0 && (br >= gz || res.Gzip == nil):
+	case res.has(brotliForm) && br > 0 && (br >= gz || !res.has(gzipForm)):
 		return "br"
-	case res.Gzip != nil && gz > 0:
+	case res.has(gzipForm) && gz > 0:
 		return "gzip"
 	}
 	return ""

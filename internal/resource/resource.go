@@ -32,10 +32,31 @@ type Resource struct {
 	// ContentType is the body's media type; empty leaves the header to the caller.
 	ContentType string
 
-	// Header values made once, so that serving a resource allocates nothing.
-	typeHeader, etagHeader, gzipETagHeader, brotliETagHeader []string
-	lengthHeader, gzipLengthHeader, brotliLengthHeader       []string
+	// Header values made once, so that serving a resource allocates nothing: the
+	// header slices Serve sets are slices of this array, and its strings but the type
+	// are slices of one string. A snapshot of a hundred thousand methods holds as many
+	// resources, so what each holds beside its bytes counts.
+	hdr [headers]string
+	// files, when set, send the forms from published files instead (see FromFiles).
+	files *[3]*file
 }
+
+// Indexes of Resource.hdr: the type, then each form's ETag and length, the form's
+// index (identity, gzip, brotli) added to the first. A form a resource does not have
+// has no length.
+const (
+	hType = iota
+	hETag
+	hLength = hETag + 3
+	headers = hLength + 3
+)
+
+// Forms of a resource, as Encoding names them by index.
+const (
+	identity = iota
+	gzipForm
+	brotliForm
+)
 
 // Levels are the compression levels of a resource's encoded forms; a Brotli level of
 // 0 makes no brotli form.
@@ -63,13 +84,11 @@ func New(contentType string, body []byte) *Resource {
 // NewLevels is New at other levels. The encoded bytes depend only on the body and the
 // levels, so every replica makes the same ones.
 func NewLevels(contentType string, body []byte, l Levels) *Resource {
-	r := NewIdentity(contentType, body)
-	r.Gzip = compress(body, l.Gzip)
-	r.gzipLengthHeader = []string{strconv.Itoa(len(r.Gzip))}
+	r := &Resource{Body: body, Gzip: compress(body, l.Gzip)}
 	if l.Brotli > 0 {
 		r.Brotli = compressBrotli(body, l.Brotli)
-		r.brotliLengthHeader = []string{strconv.Itoa(len(r.Brotli))}
 	}
+	r.init(contentType)
 	return r
 }
 
@@ -77,30 +96,47 @@ func NewLevels(contentType string, body []byte, l Levels) *Resource {
 // we make: its other ETags are known, so If-None-Match works as for any resource, but
 // its encoded bytes are never made (Serve answers it as identity).
 func NewIdentity(contentType string, body []byte) *Resource {
-	sum := sha256.Sum256(body)
-	tag := base64.RawURLEncoding.EncodeToString(sum[:18])
-	r := &Resource{Body: body, ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`, BrotliETag: `"` + tag + `-br"`, ContentType: contentType}
-	r.typeHeader = typeHeader(contentType)
-	r.etagHeader, r.gzipETagHeader, r.brotliETagHeader = []string{r.ETag}, []string{r.GzipETag}, []string{r.BrotliETag}
-	r.lengthHeader = []string{strconv.Itoa(len(r.Body))}
+	r := &Resource{Body: body}
+	r.init(contentType)
 	return r
 }
 
-// Header values of the common types, shared so that a resource made for one answer
-// (a search) costs no allocation for its type; net/http only reads them.
-var hdrJSON, hdrHTML = []string{JSON}, []string{HTML}
-
-func typeHeader(contentType string) []string {
-	switch contentType {
-	case "":
-		return nil
-	case JSON:
-		return hdrJSON
-	case HTML:
-		return hdrHTML
+// init derives the ETags from the body's hash and makes the header values: every
+// string but the type is a slice of one, so that they cost one allocation.
+func (r *Resource) init(contentType string) {
+	sum := sha256.Sum256(r.Body)
+	var a [128]byte
+	b := append(a[:0], '"')
+	b = base64.RawURLEncoding.AppendEncode(b, sum[:18])
+	tag := len(b)
+	b = append(b, `""`...)
+	b = append(b, b[1:tag]...)
+	b = append(b, `-gzip""`...)
+	b = append(b, b[1:tag]...)
+	b = append(b, `-br"`...)
+	ends := [headers]int{hETag: tag + 1, hETag + 1: 2*tag + 7, hETag + 2: 3*tag + 11}
+	for i, form := range [...][]byte{r.Body, r.Gzip, r.Brotli} {
+		if i == identity || form != nil {
+			b = strconv.AppendInt(b, int64(len(form)), 10)
+			ends[hLength+i] = len(b)
+		}
 	}
-	return []string{contentType}
+	s := string(b)
+	start := 0
+	for i := hETag; i < headers; i++ {
+		if ends[i] > 0 {
+			r.hdr[i], start = s[start:ends[i]], ends[i]
+		}
+	}
+	r.ETag, r.GzipETag, r.BrotliETag = r.hdr[hETag], r.hdr[hETag+1], r.hdr[hETag+2]
+	r.ContentType, r.hdr[hType] = contentType, contentType
 }
+
+// header is the header value at i, shared: net/http only reads it.
+func (r *Resource) header(i int) []string { return r.hdr[i : i+1 : i+1] }
+
+// has reports whether the resource has a form.
+func (r *Resource) has(form int) bool { return r.hdr[hLength+form] != "" }
 
 // gzipWriters keeps a pool of writers per level: making one costs more than
 // compressing a small body with it.

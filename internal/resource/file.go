@@ -1,0 +1,134 @@
+package resource
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+)
+
+// FromFiles is res answered from the files that hold its forms byte for byte, as a
+// published site does: path, path.gz and path.br (those of the forms res has). It
+// holds none of the bytes: each answer is sent from its file with sendfile(2), which
+// copies once, from the page cache, where a write from memory copies twice; a large
+// body (the directory's list) serves faster, and is not held twice, in the heap and
+// in the page cache. The files are opened now and stay open as long as the resource
+// is held, so that a later change of the directory they are in changes nothing;
+// their sizes must be the forms'. Body, Gzip and Brotli are nil.
+func (res *Resource) FromFiles(path string) (*Resource, error) {
+	out := &Resource{ETag: res.ETag, GzipETag: res.GzipETag, BrotliETag: res.BrotliETag, ContentType: res.ContentType,
+		hdr: res.hdr, files: &[3]*file{}}
+	for form, suffix := range [...]string{"", ".gz", ".br"} {
+		if !res.has(form) {
+			continue
+		}
+		f, err := openFile(path+suffix, res.hdr[hLength+form])
+		if err != nil {
+			return nil, fmt.Errorf("resource: %w", err)
+		}
+		out.files[form] = f
+	}
+	return out, nil
+}
+
+// file is one form's file. sendfile(2) sends from, and moves, the offset of an open
+// file, which every descriptor of one open() shares: each answer takes a file of its
+// own from idle, opened anew (through /proc/self/fd, so the same file even once
+// unlinked or replaced) when none is idle, and puts it back at offset 0. A file held
+// by nothing more is closed by the garbage collector.
+type file struct {
+	first *os.File
+	size  int64
+	again string // a path that opens first's file anew
+
+	mu   sync.Mutex
+	idle []*opened
+}
+
+// opened is a file opened for one answer at a time, read through a reader that stops
+// at its size: sendfile(2) then sends it in one call, without a last one to find its
+// end.
+type opened struct {
+	io.LimitedReader
+	f *os.File
+}
+
+func openFile(path, length string) (*file, error) {
+	size, err := strconv.ParseInt(length, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.Size() != size {
+		f.Close()
+		return nil, fmt.Errorf("%s holds %d bytes, not %d", path, fi.Size(), size)
+	}
+	ff := &file{first: f, size: size}
+	if raw, err := f.SyscallConn(); err == nil {
+		raw.Control(func(fd uintptr) { ff.again = "/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10) })
+	}
+	return ff, nil
+}
+
+// send writes the file to w, with sendfile(2) when w (or what it wraps, as its
+// ReadFrom passes on) is a connection.
+func (f *file) send(w http.ResponseWriter) {
+	o := f.take()
+	if o == nil {
+		// Read at offsets, which any number of answers can share; no sendfile.
+		io.Copy(w, io.NewSectionReader(f.first, 0, f.size))
+		return
+	}
+	// The headers go first, so that net/http sends all of the body with sendfile
+	// instead of reading its first bytes to sniff them.
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	o.R, o.N = o.f, f.size
+	var n int64
+	var err error
+	if rf, ok := w.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(&o.LimitedReader)
+	} else {
+		n, err = io.Copy(w, &o.LimitedReader)
+	}
+	if err == nil && n == f.size {
+		if _, err = o.f.Seek(0, io.SeekStart); err == nil {
+			f.mu.Lock()
+			f.idle = append(f.idle, o)
+			f.mu.Unlock()
+			return
+		}
+	}
+	o.f.Close()
+}
+
+// take returns an idle file at offset 0, or one opened anew; nil when none opens.
+func (f *file) take() *opened {
+	f.mu.Lock()
+	if n := len(f.idle); n > 0 {
+		o := f.idle[n-1]
+		f.idle = f.idle[:n-1]
+		f.mu.Unlock()
+		return o
+	}
+	f.mu.Unlock()
+	if f.again == "" {
+		return nil
+	}
+	o, err := os.Open(f.again)
+	if err != nil {
+		return nil
+	}
+	return &opened{f: o}
+}
