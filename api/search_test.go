@@ -127,7 +127,7 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 			}
 		}
 		o.provider.calls.Store(0)
-		primary = &search.Model{Embedder: embedding.WithCache(embedding.WithBreaker(client, embedding.BreakerConfig{Failures: 2, OpenFor: 300 * time.Millisecond}), 100), Record: prec}
+		primary = &search.Model{Embedder: embedding.WithCache(embedding.WithBreaker(client, embedding.BreakerConfig{Failures: 2, OpenFor: breakerOpenFor}), 100), Record: prec}
 	}
 	engine, err := search.NewEngine(search.Config{DailyAllowance: o.allowance, CallerShare: o.share}, e.store, primary, fallback)
 	if err != nil {
@@ -266,6 +266,11 @@ func TestSearchCachesQueryVectors(t *testing.T) {
 	}
 }
 
+// breakerOpenFor is how long the search tests' breaker stays open: long enough that
+// four queries on a loaded machine all meet it open (a shorter time let a third call
+// through, half-open, before the fourth query).
+const breakerOpenFor = 1500 * time.Millisecond
+
 func TestSearchDegradesWhenTheProviderFailsAndRecovers(t *testing.T) {
 	for _, mode := range []string{"fail", "stall"} {
 		t.Run(mode, func(t *testing.T) {
@@ -292,7 +297,9 @@ func TestSearchDegradesWhenTheProviderFailsAndRecovers(t *testing.T) {
 				t.Errorf("the list failed while search degraded: %d", r.StatusCode)
 			}
 			p.set("")
-			time.Sleep(400 * time.Millisecond)
+			// Once the breaker's open time has passed, the next query tries the
+			// provider again, and its success closes the breaker.
+			time.Sleep(breakerOpenFor)
 			if b := e.search(t, "weather in rome"); b.Degraded || b.Model != "openai:test-embed" {
 				t.Errorf("after recovery: %+v", b)
 			}

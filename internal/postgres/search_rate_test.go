@@ -19,7 +19,10 @@ func TestReplicasShareTheSearchRate(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
 	a, b := search.NewLimiter(60, 2, 10, clock), search.NewLimiter(60, 2, 10, clock)
-	a.Shared, b.Shared = store, store
+	// Each take is given all the time it needs: past the limiter's bound on a take
+	// (a loaded machine, a fresh database), a replica's own bucket would decide, and
+	// this test is about the shared one.
+	a.Shared, b.Shared = patient{store}, patient{store}
 	ctx := context.Background()
 	if d := a.Allow(ctx, "ada"); !d.OK || d.Remaining != 1 || d.Limit != 2 || d.Reset != time.Second {
 		t.Fatalf("first on A: %+v", d)
@@ -41,9 +44,7 @@ func TestReplicasShareTheSearchRate(t *testing.T) {
 
 	// A burst from both at once takes what the bucket holds, no more.
 	now = now.Add(time.Hour)
-	// The store is given all the time it needs: past the limiter's bound on a take
-	// (a loaded machine, 80 takes at once), a replica's own bucket would decide, and
-	// this part is about the shared one.
+	// 80 takes at once wait on each other: patient again.
 	wide := []*search.Limiter{search.NewLimiter(60, 20, 10, clock), search.NewLimiter(60, 20, 10, clock)}
 	for _, l := range wide {
 		l.Shared = patient{store}
