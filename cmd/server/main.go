@@ -328,8 +328,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	if cfg.Socket != "" {
 		from = "socket " + cfg.Socket + " from systemd, "
 	}
-	fmt.Fprintf(stdout, "waystation serving on http://%s%s (%ssnapshot %s, %d methods)\n",
-		ln.Addr(), api.BasePath, from, snapshots.Current().Info().ID, snapshots.Current().Len())
+	where := "http://" + ln.Addr().String() + api.BasePath
+	if ln.Addr().Network() == "unix" {
+		where = "unix:" + ln.Addr().String() + " at " + api.BasePath
+	}
+	fmt.Fprintf(stdout, "waystation serving on %s (%ssnapshot %s, %d methods)\n",
+		where, from, snapshots.Current().Info().ID, snapshots.Current().Len())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
