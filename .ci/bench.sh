@@ -286,6 +286,7 @@ run_wrk() {
 		m = (u == "us") ? 0.001 : (u == "ms") ? 1 : (u == "s") ? 1000 : (u == "m") ? 60000 : 1;
 		printf "%.2f", v * m}' "$file")
 	ERRORS=$(awk '/Non-2xx or 3xx responses:/ {e += $NF} /Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10} END {print e + 0}' "$file")
+	LOAD=$(cut -d' ' -f1 /proc/loadavg)
 }
 
 # metric_rows REGEX UNIT...: a table row for each Go benchmark of go-bench.txt whose
@@ -309,20 +310,22 @@ ROWS=()
 MEMORY=()
 # row CATALOG ROUTE BYTES NGINX_RPS NGINX_P99 NGINX_LOG_RPS NGINX_LOG_P99 SERVICE_RPS SERVICE_P99 ERRORS
 # NGINX_CPU NGINX_LOG_CPU SERVICE_CPU: nginx with its access log off, then on; the service
-# with its own on; CPU µs a request.
+# with its own on; CPU µs a request; and the machine's load average (1 min) at the end of
+# the service's run, which says how far the other work on the machine bent the figures.
 row() {
 	local ratio='' ratio_log='' line
 	[[ -n $4 ]] && ratio=$(awk -v s="$8" -v n="$4" 'BEGIN {printf "%.2f", s / n}')
 	[[ -n $6 ]] && ratio_log=$(awk -v s="$8" -v n="$6" 'BEGIN {printf "%.2f", s / n}')
-	line="| $1 | $2 | $3 | ${4:--} | ${5:--} | ${6:--} | ${7:--} | $8 | $9 | ${ratio:--} | ${ratio_log:--} | ${11:--} | ${12:--} | ${13} | ${10} |"
+	line="| $1 | $2 | $3 | ${4:--} | ${5:--} | ${6:--} | ${7:--} | $8 | $9 | ${ratio:--} | ${ratio_log:--} | ${11:--} | ${12:--} | ${13} | ${10} | $LOAD |"
 	ROWS+=("$line")
-	printf '%-5s %-21s %9s B   nginx %6s req/s p99 %7s ms   nginx+log %6s req/s p99 %7s ms   service %6s req/s p99 %7s ms   ratio %4s  %4s (log)   CPU µs/req nginx %s, +log %s, service %s   errors %s\n' \
-		"$1" "$2" "$3" "${4:--}" "${5:--}" "${6:--}" "${7:--}" "$8" "$9" "${ratio:--}" "${ratio_log:--}" "${11:--}" "${12:--}" "${13}" "${10}"
+	printf '%-5s %-21s %9s B   nginx %6s req/s p99 %7s ms   nginx+log %6s req/s p99 %7s ms   service %6s req/s p99 %7s ms   ratio %4s  %4s (log)   CPU µs/req nginx %s, +log %s, service %s   errors %s   load %s\n' \
+		"$1" "$2" "$3" "${4:--}" "${5:--}" "${6:--}" "${7:--}" "$8" "$9" "${ratio:--}" "${ratio_log:--}" "${11:--}" "${12:--}" "${13}" "${10}" "$LOAD"
 }
 
 # ---------------------------------------------------------------------------- the run
 
 STARTED=$(date -u +%FT%TZ)
+LOAD_STARTED=$(cut -d' ' -f1-3 /proc/loadavg)
 for size in $SIZES; do
 	name=waystation_bench
 	[[ $size == real ]] || name=waystation_bench_$((size / 1000))k
@@ -399,12 +402,13 @@ done
 	echo "over loopback; $("$NGINX" -v 2>&1 | sed 's/^nginx version: //') with the generator's nginx example, a worker per core,"
 	echo "its access log off, then on (buffer=64k flush=1s); the service is the server binary"
 	echo "($("${GO:-go}" env GOVERSION)) on the same snapshot, its access log on (LOG_LEVEL=INFO), as in production."
-	echo "Each wrk command is the first line of its raw output."
+	echo "Each wrk command is the first line of its raw output. Load average (1, 5, 15 min): $LOAD_STARTED"
+	echo "at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; each row's is the 1-minute one after its service run."
 	echo
 	echo "## Load (wrk)"
 	echo
-	echo "| catalog | route | body bytes | nginx req/s | nginx p99 ms | nginx+log req/s | nginx+log p99 ms | service req/s | service p99 ms | service/nginx | service/nginx+log | nginx CPU µs/req | nginx+log CPU µs/req | service CPU µs/req | errors |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| catalog | route | body bytes | nginx req/s | nginx p99 ms | nginx+log req/s | nginx+log p99 ms | service req/s | service p99 ms | service/nginx | service/nginx+log | nginx CPU µs/req | nginx+log CPU µs/req | service CPU µs/req | errors | load |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	printf '%s\n' "${ROWS[@]}"
 	echo
 	echo "## Resident memory of the service (MB)"

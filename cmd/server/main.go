@@ -22,6 +22,7 @@ import (
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/telemetry"
@@ -319,6 +320,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Answers sent from files go out with their headers in one segment.
+		ConnContext: resource.ConnContext,
 	}
 	ln, err := listen(cfg)
 	if err != nil {

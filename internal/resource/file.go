@@ -80,9 +80,9 @@ func openFile(path, length string) (*file, error) {
 	return ff, nil
 }
 
-// send writes the file to w, with sendfile(2) when w (or what it wraps, as its
-// ReadFrom passes on) is a connection.
-func (f *file) send(w http.ResponseWriter) {
+// send writes the file to w, the answer to r, with sendfile(2) when w (or what it
+// wraps, as its ReadFrom passes on) is a connection.
+func (f *file) send(w http.ResponseWriter, r *http.Request) {
 	o := f.take()
 	if o == nil {
 		// Read at offsets, which any number of answers can share; no sendfile.
@@ -90,7 +90,11 @@ func (f *file) send(w http.ResponseWriter) {
 		return
 	}
 	// The headers go first, so that net/http sends all of the body with sendfile
-	// instead of reading its first bytes to sniff them.
+	// instead of reading its first bytes to sniff them; on a corked connection they
+	// wait there for the body, as nginx's tcp_nopush has them wait.
+	if rc := corked(r); rc != nil {
+		defer uncork(rc)
+	}
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}

@@ -49,7 +49,7 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 		return
 	}
 	if res.files != nil {
-		res.files[form].send(w)
+		res.files[form].send(w, r)
 		return
 	}
 	w.Write([...][]byte{res.Body, res.Gzip, res.Brotli}[form])
