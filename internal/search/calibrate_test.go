@@ -174,3 +174,75 @@ func TestCalibrationChoosesTheEvidenceThatTells(t *testing.T) {
 		t.Errorf("on fresh queries: recall %.3f, false matches %.3f", held.Recall(), held.FalseMatchRate())
 	}
 }
+
+// TestAGroupOfCategoriesGetsItsOwnIntercept: where the nearest method's category
+// tells what the evidence does not (here, off-topic queries come near methods of
+// category "b" and coverage overlaps more), the group's intercept is learnt against
+// it and the cross-validated recall at the same false matches rises. Calibrate,
+// whose Calibration has no intercept per group, leaves the groups out.
+func TestAGroupOfCategoriesGetsItsOwnIntercept(t *testing.T) {
+	samples := synthetic(400, 7)
+	r := rand.New(rand.NewPCG(7, 3))
+	for i := range samples {
+		samples[i].Category = "a"
+		if samples[i].Off || r.Float64() < 0.1 {
+			samples[i].Category = "b"
+		}
+		samples[i].Evidence[FeatCover] += 0.3 * r.NormFloat64()
+	}
+	o := CalibrationOptions{Features: []int{FeatCover}, MaxFalseMatch: 0.1, NoRerank: true}
+	withGroups := o
+	withGroups.Groups = [][]string{{"b"}}
+	m := fitLogistic(samples, withGroups.withDefaults())
+	if m.offset("b") >= 0 || m.offset("a") != 0 {
+		t.Errorf("intercepts: b %.2f, a %.2f; want b negative, a none", m.offset("b"), m.offset("a"))
+	}
+	plain := Spread(CrossValidate(samples, o, 5, 2), CalibrationScore.Recall)
+	grouped := Spread(CrossValidate(samples, withGroups, 5, 2), CalibrationScore.Recall)
+	if grouped.Mean <= plain.Mean {
+		t.Errorf("cross-validated recall with the group's intercept %v, without %v", grouped, plain)
+	}
+	if c := Calibrate(samples, withGroups); c.Weights[FeatCover] <= 0 || c != Calibrate(samples, o) {
+		t.Errorf("Calibrate with groups: %+v, want the calibration without them", c)
+	}
+}
+
+// TestTheBudgetIsChosenWithinTheCeilingOnFoldsItWasNotFittedOn: of the budgets, the
+// one that answers most on-topic queries while its false matches on held-out folds
+// stay within the ceiling; none within it: the least.
+func TestTheBudgetIsChosenWithinTheCeilingOnFoldsItWasNotFittedOn(t *testing.T) {
+	samples := synthetic(400, 8)
+	o := CalibrationOptions{Features: []int{FeatCover}, NoRerank: true, Budgets: []float64{0.02, 0.1, 0.4}}
+	if b := chooseBudget(samples, withCeiling(o, 0.6).withDefaults()); b != 0.4 {
+		t.Errorf("under a ceiling of 0.6: budget %v, want 0.4, the most recall", b)
+	}
+	if b := chooseBudget(samples, withCeiling(o, 0.15).withDefaults()); b != 0.1 {
+		t.Errorf("under a ceiling of 0.15: budget %v, want 0.1", b)
+	}
+	if b := chooseBudget(samples, withCeiling(o, 0.001).withDefaults()); b != 0.02 {
+		t.Errorf("under a ceiling none meets: budget %v, want the least", b)
+	}
+	tight := Calibrate(samples, withCeiling(o, 0.15))
+	loose := Calibrate(samples, withCeiling(o, 0.6))
+	if tight.Least <= loose.Least {
+		t.Errorf("the band of the lower ceiling answers from %.3f, the higher's from %.3f", tight.Least, loose.Least)
+	}
+}
+
+func withCeiling(o CalibrationOptions, c float64) CalibrationOptions {
+	o.Ceiling = c
+	return o
+}
+
+// TestThePenaltyIsChosenByOutOfFoldLogLoss: a penalty so large that the model weighs
+// nothing predicts worse than a moderate one, and is not chosen.
+func TestThePenaltyIsChosenByOutOfFoldLogLoss(t *testing.T) {
+	samples := synthetic(400, 9)
+	o := CalibrationOptions{Features: []int{FeatCover, FeatSimilarity}, NoRerank: true, Lambdas: []float64{1, 1e6}}.withDefaults()
+	if l := chooseLambda(samples, o); l != 1 {
+		t.Errorf("penalty %v, want 1", l)
+	}
+	if c := Calibrate(samples, o); c.Weights[FeatCover] < 1 {
+		t.Errorf("coverage weighs %.2f under the chosen penalty", c.Weights[FeatCover])
+	}
+}

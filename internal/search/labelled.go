@@ -62,8 +62,8 @@ func ReadQueries(r io.Reader) ([]Query, error) {
 }
 
 // Label reads q as calibration does, under model m over snap, once for each of
-// RerankWeights: its nearest methods' evidence and which of the nearest three the
-// labels call relevant.
+// RerankWeights: its nearest methods' evidence, the nearest one's category, and which
+// of the nearest three the labels call relevant.
 func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, set string, q Query) (Labelled, error) {
 	norm := embedding.NormalizeQuery(q.Text)
 	vs, err := m.Embedder.Embed(ctx, []string{norm})
@@ -84,6 +84,11 @@ func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, 
 	for _, w := range RerankWeights {
 		ranked := x.Rerank(norm, near, w)
 		r := Ranking{Evidence: x.Gather(norm, ranked, generalEnglish(m))}
+		if len(ranked) > 0 {
+			if top, ok := x.method(ranked[0].Slug); ok {
+				r.Category = top.Category
+			}
+		}
 		for _, n := range ranked[:min(len(ranked), MaxResults)] {
 			url := ""
 			if p, ok := snap.Position(n.Slug); ok {

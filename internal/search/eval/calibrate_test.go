@@ -3,8 +3,10 @@ package eval
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,59 +86,55 @@ func meanSD(scores []search.CalibrationScore, f func(search.CalibrationScore) fl
 	return search.Spread(scores, f).String()
 }
 
-// cvTable is the cross-validated table: a row per feature set, each figure the mean
-// and spread over the folds of queries the calibration was not fitted on.
-func cvTable(title string, samples []search.Labelled, kinds []string, honest bool) string {
-	var b strings.Builder
+// calibrationKinds are the on-topic kinds the calibration tables have a column for.
+var calibrationKinds = []string{"paraphrase", "task", "keyword"}
+
+// cvTable is a cross-validated table: a title, then a row per line, each figure the
+// mean and spread over the scores of queries the calibration was not fitted on.
+type cvTable struct{ b strings.Builder }
+
+func newCVTable(title string, samples []search.Labelled, note string) *cvTable {
+	t := &cvTable{}
 	off := 0
 	for _, s := range samples {
 		if s.Off {
 			off++
 		}
 	}
-	fmt.Fprintf(&b, "\n%s: %d on-topic and %d off-topic queries, %d folds × %d shuffles; thresholds chosen on other folds than the one scored\n\n",
-		title, len(samples)-off, off, cvFolds, cvRepeats)
-	fmt.Fprintf(&b, "| evidence | recall@3 |")
-	for _, k := range kinds {
-		fmt.Fprintf(&b, " %s |", k)
+	fmt.Fprintf(&t.b, "\n%s: %d on-topic and %d off-topic queries; %s\n\n| calibration | recall@3 |", title, len(samples)-off, off, note)
+	for _, k := range calibrationKinds {
+		fmt.Fprintf(&t.b, " %s |", k)
 	}
-	fmt.Fprintf(&b, " false matches |\n|---|---:|")
-	for range kinds {
-		fmt.Fprintf(&b, "---:|")
+	fmt.Fprintf(&t.b, " false matches |\n|---|---:|")
+	for range calibrationKinds {
+		fmt.Fprintf(&t.b, "---:|")
 	}
-	fmt.Fprintf(&b, "---:|\n")
-	for _, fs := range featureSets {
-		scores := search.CrossValidate(samples, search.CalibrationOptions{Features: fs.features, NoRerank: fs.noRerank}, cvFolds, cvRepeats)
-		fmt.Fprintf(&b, "| %s | %s |", fs.name, meanSD(scores, search.CalibrationScore.Recall))
-		for _, k := range kinds {
-			fmt.Fprintf(&b, " %s |", meanSD(scores, func(s search.CalibrationScore) float64 { return s.KindRecall(k) }))
+	fmt.Fprintf(&t.b, "---:|\n")
+	return t
+}
+
+func (t *cvTable) row(name string, scores []search.CalibrationScore) {
+	fmt.Fprintf(&t.b, "| %s | %s |", name, meanSD(scores, search.CalibrationScore.Recall))
+	for _, k := range calibrationKinds {
+		fmt.Fprintf(&t.b, " %s |", meanSD(scores, func(s search.CalibrationScore) float64 { return s.KindRecall(k) }))
+	}
+	fmt.Fprintf(&t.b, " %s |\n", meanSD(scores, search.CalibrationScore.FalseMatchRate))
+}
+
+// cross adds the row of calibrations fitted under o, cross-validated over samples.
+func (t *cvTable) cross(name string, samples []search.Labelled, o search.CalibrationOptions) {
+	t.row(name, search.CrossValidate(samples, o, cvFolds, cvRepeats))
+}
+
+// ceilings add the rows of the ranking alone, every query answered with its nearest
+// three: by similarity and reranked under each weight, and with the weight chosen on
+// the other folds (recall@3 with the nearest methods counted).
+func (t *cvTable) ceilings(samples []search.Labelled, all bool) {
+	if all {
+		for _, w := range search.RerankWeights {
+			t.row(fmt.Sprintf("no band (the nearest three, always), rerank weight %.1f", w),
+				[]search.CalibrationScore{search.Calibration{Least: 0, Margin: 1, Rerank: w}.Score(samples)})
 		}
-		fmt.Fprintf(&b, " %s |\n", meanSD(scores, search.CalibrationScore.FalseMatchRate))
-	}
-	if honest {
-		// The band's kinds of evidence were chosen by the rows above, on every query:
-		// this row chooses them inside each training fold instead, so that no choice
-		// is made on the fold it is scored on.
-		scores := search.CrossValidate(samples, search.CalibrationOptions{Features: evidenceBase, Choices: evidenceKinds}, cvFolds, cvRepeats)
-		fmt.Fprintf(&b, "| the kinds of evidence chosen inside each training fold | %s |", meanSD(scores, search.CalibrationScore.Recall))
-		for _, k := range kinds {
-			fmt.Fprintf(&b, " %s |", meanSD(scores, func(s search.CalibrationScore) float64 { return s.KindRecall(k) }))
-		}
-		fmt.Fprintf(&b, " %s |\n", meanSD(scores, search.CalibrationScore.FalseMatchRate))
-	}
-	// The ranking alone, every query answered with its nearest three: the ceiling,
-	// by similarity and reranked under each weight (cross-validated: the weight chosen
-	// on the other folds).
-	ceiling := func(name string, scores []search.CalibrationScore) {
-		fmt.Fprintf(&b, "| %s | %s |", name, meanSD(scores, search.CalibrationScore.Recall))
-		for _, k := range kinds {
-			fmt.Fprintf(&b, " %s |", meanSD(scores, func(s search.CalibrationScore) float64 { return s.KindRecall(k) }))
-		}
-		fmt.Fprintf(&b, " %s |\n", meanSD(scores, search.CalibrationScore.FalseMatchRate))
-	}
-	for _, w := range search.RerankWeights {
-		all := search.Calibration{Least: 0, Margin: 1, Rerank: w}.Score(samples)
-		ceiling(fmt.Sprintf("no band (the nearest three, always), rerank weight %.1f", w), []search.CalibrationScore{all})
 	}
 	var cv []search.CalibrationScore
 	for r := range cvRepeats {
@@ -146,16 +144,98 @@ func cvTable(title string, samples []search.Labelled, kinds []string, honest boo
 			cv = append(cv, search.Calibration{Least: 0, Margin: 1, Rerank: c.Rerank}.Score(test))
 		}
 	}
-	ceiling("no band, rerank weight chosen on the other folds", cv)
-	return b.String()
+	t.row("no band, rerank weight chosen on the other folds", cv)
 }
 
-// calibrationTables are the cross-validated tables (make eval): over the development
-// set and the project's own labelled queries, each alone and together.
-func (fx fixture) calibrationTables(t *testing.T, dev, own []search.Labelled) string {
-	kinds := []string{"paraphrase", "task", "keyword"}
-	return cvTable("dev set", dev, kinds, false) + cvTable("own labelled set ("+NewSetPath+")", own, kinds, false) +
-		cvTable("dev and own sets together", append(slices.Clone(dev), own...), kinds, true)
+// The band's calibration and the variants the ablation weighs against it.
+var (
+	bandOptions = search.CalibrationOptions{Features: search.BandFeatures}
+	// categoryGroups give the dense categories, where most near misses fall, an
+	// intercept each, or every category one.
+	categoryGroups = map[string][][]string{
+		"blockchain and finance together": {{"blockchain", "finance"}},
+		"blockchain, finance apart":       {{"blockchain"}, {"finance"}},
+		"every category": {{"blockchain"}, {"finance"}, {"weather"}, {"news"}, {"search"}, {"media"}, {"ai"}, {"geo"},
+			{"communication"}, {"security"}, {"social"}, {"travel"}, {"commerce"}, {"data"}, {"developer"}},
+	}
+	// budgets are the false-match budgets a calibration may choose by cross-validation
+	// inside its training folds, under budgetCeiling.
+	budgets       = []float64{0.08, 0.10, 0.12, 0.15, 0.18, 0.20}
+	budgetCeiling = 0.18
+	// lambdas are the L2 penalties a calibration may choose inside its training folds.
+	lambdas = []float64{0.1, 0.3, 1, 3, 10, 30}
+)
+
+// calibrationTables are the cross-validated tables (make eval): the development set
+// alone; the older labelled queries (the development set and the own set's first
+// ones) alone, as the band was measured before the newer queries were written; every
+// labelled query, with the ablation of evidence and of the ways to fit the band; and
+// the newer queries held out.
+func calibrationTables(dev, older, newer []search.Labelled) string {
+	all := append(slices.Clone(older), newer...)
+	note := fmt.Sprintf("%d folds × %d shuffles, thresholds chosen on other folds than the one scored", cvFolds, cvRepeats)
+	var b strings.Builder
+
+	t := newCVTable("dev set", dev, note)
+	t.cross("the band's evidence", dev, bandOptions)
+	t.ceilings(dev, false)
+	b.WriteString(t.b.String())
+
+	t = newCVTable("older labelled queries (the dev set and "+NewSetPath+" up to "+lastOlderQuery+")", older, note)
+	t.cross("the band's evidence", older, bandOptions)
+	t.cross("the kinds of evidence chosen inside each training fold", older, search.CalibrationOptions{Features: evidenceBase, Choices: evidenceKinds})
+	t.ceilings(older, false)
+	b.WriteString(t.b.String())
+
+	t = newCVTable("every labelled query (the older and the "+strconv.Itoa(len(newer))+" newer ones)", all, note)
+	for _, fs := range featureSets {
+		t.cross(fs.name, all, search.CalibrationOptions{Features: fs.features, NoRerank: fs.noRerank})
+	}
+	t.cross("the kinds of evidence chosen inside each training fold", all, search.CalibrationOptions{Features: evidenceBase, Choices: evidenceKinds})
+	for _, name := range slices.Sorted(maps.Keys(categoryGroups)) {
+		o := bandOptions
+		o.Groups = categoryGroups[name]
+		t.cross("the band + an intercept per category of the nearest method: "+name, all, o)
+	}
+	o := bandOptions
+	o.Budgets, o.Ceiling = budgets, budgetCeiling
+	t.cross(fmt.Sprintf("the band, its false-match budget chosen inside each training fold (under %.2f there)", budgetCeiling), all, o)
+	o = bandOptions
+	o.Lambdas = lambdas
+	t.cross("the band, its L2 penalty chosen inside each training fold", all, o)
+	for _, b := range []float64{0.12, 0.18, 0.20} {
+		o := bandOptions
+		o.MaxFalseMatch = b
+		t.cross(fmt.Sprintf("the band under a budget of %.2f false matches (the service's: 0.15)", b), all, o)
+	}
+	t.ceilings(all, true)
+	b.WriteString(t.b.String())
+
+	// The newer queries, held out: the band fitted on the older ones as the service's
+	// was before them, and the folds of every query scored on the older and newer
+	// queries apart.
+	t = newCVTable("the newer queries held out", newer, "the band fitted on the older queries alone (one figure), then cross-validated over every query and scored on the newer and older queries of each fold apart")
+	t.row("fitted on the older queries", []search.CalibrationScore{search.Calibrate(older, bandOptions).Score(newer)})
+	var onNew, onOld []search.CalibrationScore
+	for r := range cvRepeats {
+		for _, fold := range search.Folds(all, cvFolds, bandOptions.Seed+uint64(r)*7919+1) {
+			train, _ := search.Split(all, fold)
+			c := search.Calibrate(train, bandOptions)
+			var n, o []search.Labelled
+			for _, i := range fold {
+				if i >= len(older) {
+					n = append(n, all[i])
+				} else {
+					o = append(o, all[i])
+				}
+			}
+			onNew, onOld = append(onNew, c.Score(n)), append(onOld, c.Score(o))
+		}
+	}
+	t.row("cross-validated over every query, scored on the newer", onNew)
+	t.row("cross-validated over every query, scored on the older", onOld)
+	b.WriteString(t.b.String())
+	return b.String()
 }
 
 // checkBuiltinCalibration fits the builtin hybrid's band on every labelled query (the

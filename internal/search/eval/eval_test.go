@@ -104,6 +104,12 @@ func readDevSet(t *testing.T) querySet {
 // methods they want, and near misses from neighbouring domains.
 const NewSetPath = "testdata/queries.jsonl"
 
+// lastOlderQuery is the id of the last query of NewSetPath the band was measured on
+// before the newer ones were written (each written from the need, as by someone who
+// had not read the catalog, and labelled after): make eval reports the older and
+// the newer apart, so that a change of data does not pass for a change of method.
+const lastOlderQuery = "n316"
+
 // readJSONLSet reads a labelled set in the development set's format.
 func readJSONLSet(t *testing.T, path, name string) querySet {
 	f, err := os.Open(path)
@@ -628,7 +634,15 @@ func TestRelevance(t *testing.T) {
 		mine := fx.labelled(t, own, "own")
 		checkBuiltinCalibration(t, append(slices.Clone(mine), dev...))
 		if full {
-			tables = append(tables, fx.calibrationTables(t, dev, mine))
+			older, newer := slices.Clone(dev), []search.Labelled(nil)
+			for i, q := range own.queries {
+				if q.id <= lastOlderQuery {
+					older = append(older, mine[i])
+				} else {
+					newer = append(newer, mine[i])
+				}
+			}
+			tables = append(tables, calibrationTables(dev, older, newer))
 		}
 	})
 
