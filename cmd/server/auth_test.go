@@ -98,7 +98,7 @@ func TestPublicURLIsAnOrigin(t *testing.T) {
 
 func TestCapsAreReadFromTheEnvironment(t *testing.T) {
 	keys, agents, err := loadCaps(func(string) string { return "" })
-	if keys != 20 || agents != 20 || err != nil {
+	if keys != 0 || agents != 0 || err != nil { // unset: the auth service's defaults
 		t.Errorf("defaults: %d keys, %d agents, %v", keys, agents, err)
 	}
 	env := map[string]string{"MAX_KEYS_PER_USER": "5", "MAX_AGENTS_PER_USER": "3"}
