@@ -114,10 +114,11 @@ type LLMConfig struct {
 
 // loadLLM reads LLM_UPSTREAM_URL (an OpenAI-compatible base URL; unset: no proxy of
 // OpenAI's routes), LLM_UPSTREAM_KEY, LLM_ANTHROPIC_URL (Anthropic's base URL; unset:
-// no proxy of the Messages route), LLM_ANTHROPIC_KEY and LLM_TIMEOUT (120s).
+// no proxy of the Messages route), LLM_ANTHROPIC_KEY and LLM_TIMEOUT (unset: the
+// API's default).
 func loadLLM(getenv func(string) string) (LLMConfig, error) {
 	c := LLMConfig{URL: getenv("LLM_UPSTREAM_URL"), Key: getenv("LLM_UPSTREAM_KEY"),
-		AnthropicURL: getenv("LLM_ANTHROPIC_URL"), AnthropicKey: getenv("LLM_ANTHROPIC_KEY"), Timeout: 120 * time.Second}
+		AnthropicURL: getenv("LLM_ANTHROPIC_URL"), AnthropicKey: getenv("LLM_ANTHROPIC_KEY")}
 	for _, b := range []struct{ name, value, example string }{
 		{"LLM_UPSTREAM_URL", c.URL, "https://api.openai.com/v1"}, {"LLM_ANTHROPIC_URL", c.AnthropicURL, "https://api.anthropic.com"},
 	} {

@@ -172,7 +172,7 @@ func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
 		c.AnthropicURL != "https://api.anthropic.com" || c.AnthropicKey != "sk-ant-x" {
 		t.Fatalf("%+v %v", c, err)
 	}
-	if c, err := loadLLM(func(string) string { return "" }); err != nil || c.URL != "" || c.Timeout != 120*time.Second {
+	if c, err := loadLLM(func(string) string { return "" }); err != nil || c.URL != "" || c.Timeout != 0 { // the API's default
 		t.Errorf("unset: %+v %v", c, err)
 	}
 	for _, bad := range []map[string]string{
