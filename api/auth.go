@@ -53,7 +53,8 @@ type Authenticated struct {
 	// PublicURL is the service's public origin (https://host), prefixed to approval
 	// links; without it they are paths.
 	PublicURL string
-	// Events wakes long polls and event streams; without it they wait out their time.
+	// Events wakes long polls and event streams; without it (noEvents) they read
+	// again on each heartbeat and recheck.
 	Events Subscriber
 	// MaxWait bounds a long poll (default 30s); Heartbeat is the event stream's
 	// keep-alive interval (default 15s); MaxBody bounds request bodies (default 1 MiB);
@@ -103,6 +104,12 @@ func (noProtected) Protected(context.Context, string) ([]string, error) {
 	return nil, errors.New("no source of protected values")
 }
 
+// noEvents is the subscriber of a server without an event listener: it never wakes
+// a waiter, which reads again on its own time.
+type noEvents struct{}
+
+func (noEvents) Subscribe(string) (<-chan struct{}, func()) { return nil, func() {} }
+
 // clientIDTTL is how long a client id's answer is remembered: 0 (for good) while
 // sessions are kept for good.
 func (a Authenticated) clientIDTTL() time.Duration {
@@ -144,6 +151,9 @@ func WithAuthenticated(a Authenticated) Option {
 		}
 		if a.Protected == nil {
 			a.Protected = noProtected{}
+		}
+		if a.Events == nil {
+			a.Events = noEvents{}
 		}
 		if a.Payments == nil {
 			a.Payments = &payment.Service{}

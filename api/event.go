@@ -102,7 +102,7 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		p := principal(r)
 		var cancel func()
 		var wake <-chan struct{}
-		if wait > 0 && s.auth.Events != nil {
+		if wait > 0 {
 			wake, cancel = s.auth.Events.Subscribe(id)
 			defer cancel()
 		}
@@ -148,12 +148,8 @@ func acceptsEventStream(r *http.Request) bool {
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
 	p := principal(r)
 	ctx := r.Context()
-	var wake <-chan struct{}
-	if s.auth.Events != nil {
-		var cancel func()
-		wake, cancel = s.auth.Events.Subscribe(id)
-		defer cancel()
-	}
+	wake, cancel := s.auth.Events.Subscribe(id)
+	defer cancel()
 	items, sess, err := s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 	if err != nil {
 		s.error(w, r, err)
