@@ -142,13 +142,7 @@ func csvSafe(cells ...string) []string {
 
 // handleAgents shows the person's agents with their limits, each in a form.
 func (s *Server) handleAgents() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.agentsPage(w, r, ws, "", http.StatusOK)
-	}
+	return s.consolePage(s.agentsPage)
 }
 
 func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {

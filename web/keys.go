@@ -33,13 +33,9 @@ type AgentChoice struct{ ID, Name string }
 
 // handleKeys lists the person's keys.
 func (s *Server) handleKeys() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.keysPage(w, r, ws, "", "", http.StatusOK)
-	}
+	return s.consolePage(func(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
+		s.keysPage(w, r, ws, message, "", status)
+	})
 }
 
 func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message, newKey string, status int) {

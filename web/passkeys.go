@@ -316,13 +316,7 @@ func (s *Server) handleAddPasskey() http.HandlerFunc {
 
 // handlePasskeys lists the person's passkeys with the form that adds one.
 func (s *Server) handlePasskeys() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.passkeysPage(w, r, ws, "", http.StatusOK)
-	}
+	return s.consolePage(s.passkeysPage)
 }
 
 func (s *Server) passkeysPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
