@@ -42,7 +42,7 @@ func (s *Server) limits() limits {
 func (s *Server) handleAgentMe() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
-		a, err := s.auth.Agents.Agent(r.Context(), p.UserID, p.AgentID)
+		a, err := s.auth.Auth.Agent(r.Context(), p.UserID, p.AgentID)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ type list[T any] struct {
 
 func (s *Server) handleAgents() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		agents, err := s.auth.Agents.Agents(r.Context(), principal(r).UserID)
+		agents, err := s.auth.Auth.Agents(r.Context(), principal(r).UserID)
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func (s *Server) handleCreateAgent() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		a, err := s.auth.Agents.CreateAgent(r.Context(), principal(r).UserID, req.Name, s.auth.MaxAgentsPerUser)
+		a, err := s.auth.Auth.CreateAgent(r.Context(), principal(r).UserID, req.Name)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (s *Server) handleSetAgentStatus() http.HandlerFunc {
 		if _, err := s.readJSON(w, r, &req); err != nil {
 			return err
 		}
-		a, err := s.auth.Agents.SetAgentStatus(r.Context(), principal(r).UserID, id, req.Status)
+		a, err := s.auth.Auth.SetAgentStatus(r.Context(), principal(r).UserID, id, req.Status)
 		if err != nil {
 			return err
 		}

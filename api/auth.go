@@ -27,12 +27,13 @@ type Subscriber interface {
 	Subscribe(sessionID string) (<-chan struct{}, func())
 }
 
-// Authenticated is what the authenticated API is served from: one store per resource
-// and the secrets keys and values are kept under. Without it every authenticated
+// Authenticated is what the authenticated API is served from: one service per
+// resource and the secrets values are kept under. Without it every authenticated
 // route answers 401, since no key can be verified.
 type Authenticated struct {
-	Keys   auth.KeyStore
-	Agents auth.AgentStore
+	// Auth authenticates keys and issues them, and keeps agents (default: a service
+	// without a store, which finds every key invalid).
+	Auth *auth.Service
 	// Sessions is the agents' workflows, within their limits.
 	Sessions *session.Service
 	// Requests is what agents ask their people.
@@ -43,7 +44,8 @@ type Authenticated struct {
 	Memory *memory.Service
 	// Traces keeps and lists the spans agents export.
 	Traces *trace.Service
-	// Pepper is the secret API keys are hashed with.
+	// Pepper is the secret API keys are hashed with, which idempotency records are
+	// fingerprinted with too.
 	Pepper []byte
 	// Sealer encrypts the values people provide through requests; without it such
 	// approvals fail.
@@ -51,7 +53,8 @@ type Authenticated struct {
 	// PublicURL is the service's public origin (https://host), prefixed to approval
 	// links; without it they are paths.
 	PublicURL string
-	// Events wakes long polls and event streams; without it they wait out their time.
+	// Events wakes long polls and event streams; without it (noEvents) they read
+	// again on each heartbeat and recheck.
 	Events Subscriber
 	// MaxWait bounds a long poll (default 30s); Heartbeat is the event stream's
 	// keep-alive interval (default 15s); MaxBody bounds request bodies (default 1 MiB);
@@ -65,11 +68,6 @@ type Authenticated struct {
 	// polls one key holds open at once on a replica (default 4).
 	StreamLife     time.Duration
 	MaxWaitsPerKey int
-	// MaxKeysPerUser caps the unrevoked keys of a user and its agents, and
-	// MaxAgentsPerUser its agents (default 20 each): past them creating one is
-	// quota_exceeded, so minting keys buys no more of what callers share.
-	MaxKeysPerUser   int
-	MaxAgentsPerUser int
 	// Protected gives a user's protected values, which the LLM proxy blanks out and
 	// events and request contexts may not hold; without it (noProtected) those
 	// routes fail closed.
@@ -106,6 +104,12 @@ func (noProtected) Protected(context.Context, string) ([]string, error) {
 	return nil, errors.New("no source of protected values")
 }
 
+// noEvents is the subscriber of a server without an event listener: it never wakes
+// a waiter, which reads again on its own time.
+type noEvents struct{}
+
+func (noEvents) Subscribe(string) (<-chan struct{}, func()) { return nil, func() {} }
+
 // clientIDTTL is how long a client id's answer is remembered: 0 (for good) while
 // sessions are kept for good.
 func (a Authenticated) clientIDTTL() time.Duration {
@@ -139,17 +143,17 @@ func WithAuthenticated(a Authenticated) Option {
 		if a.MaxWaitsPerKey <= 0 {
 			a.MaxWaitsPerKey = 4
 		}
-		if a.MaxKeysPerUser <= 0 {
-			a.MaxKeysPerUser = auth.DefaultMaxKeys
-		}
-		if a.MaxAgentsPerUser <= 0 {
-			a.MaxAgentsPerUser = auth.DefaultMaxAgents
+		if a.Auth == nil {
+			a.Auth = auth.NewService(nil, auth.Config{})
 		}
 		if a.LLM.Timeout <= 0 {
 			a.LLM.Timeout = 120 * time.Second
 		}
 		if a.Protected == nil {
 			a.Protected = noProtected{}
+		}
+		if a.Events == nil {
+			a.Events = noEvents{}
 		}
 		if a.Payments == nil {
 			a.Payments = &payment.Service{}
@@ -192,10 +196,10 @@ func (s *Server) keyOwner(r *http.Request) string {
 		return p.UserID
 	}
 	token, _, ok := requestKey(r)
-	if !ok || s.auth.Keys == nil {
+	if !ok {
 		return ""
 	}
-	stored, err := auth.Authenticate(r.Context(), s.auth.Keys, s.auth.Pepper, token)
+	stored, err := s.auth.Auth.Authenticate(r.Context(), token)
 	if err != nil {
 		return ""
 	}
@@ -239,7 +243,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.error(w, r, problem.New(problem.InvalidAPIKey, malformed))
 			return
 		}
-		stored, err := auth.Authenticate(r.Context(), s.auth.Keys, s.auth.Pepper, token)
+		p, err := s.auth.Auth.Use(r.Context(), token)
 		if err != nil {
 			if c := problem.CodeOf(err); c == problem.InvalidAPIKey || c == problem.KeyRevoked {
 				w.Header()["Www-Authenticate"] = hdrChallengeInvalid
@@ -247,11 +251,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.error(w, r, err)
 			return
 		}
-		if err := s.auth.Keys.TouchKey(r.Context(), stored.KID); err != nil {
-			s.error(w, r, err)
-			return
-		}
-		ctx := context.WithValue(r.Context(), principalKey{}, stored.Principal)
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

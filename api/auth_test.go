@@ -53,7 +53,7 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Authenticated{Keys: store, Agents: store, Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
+	a := api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
 		Traces:    trace.NewService(store, memory.Protected{Store: store, Opener: testVault(t)}, trace.Config{}),
 		Protected: memory.Protected{Store: store, Opener: testVault(t)},
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
@@ -553,7 +553,9 @@ func TestUserStopsASessionAndTheLogRecordsIt(t *testing.T) {
 // 409 quota_exceeded, as the OpenAPI document says, and a revoked key frees a place.
 func TestKeysAndAgentsPerUserAreCapped(t *testing.T) {
 	doc := openapitest.Load(t, "openapi.json")
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.MaxKeysPerUser, a.MaxAgentsPerUser = 2, 1 })
+	e := newAuthEnv(t, func(a *api.Authenticated) {
+		a.Auth = auth.NewService(a.Requests.Store.(auth.Store), auth.Config{Pepper: a.Pepper, MaxKeys: 2, MaxAgents: 1})
+	})
 	uid, userKey := e.user("ada")       // one key
 	agentID, _ := e.agent(uid, "scout") // two keys, one agent
 	check := func(r response, method, path string) {

@@ -102,7 +102,7 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		p := principal(r)
 		var cancel func()
 		var wake <-chan struct{}
-		if wait > 0 && s.auth.Events != nil {
+		if wait > 0 {
 			wake, cancel = s.auth.Events.Subscribe(id)
 			defer cancel()
 		}
@@ -119,7 +119,7 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			}
 			select {
 			case <-wake:
-				if !s.keyValid(r.Context(), p) {
+				if !s.auth.Auth.KeyLive(r.Context(), p) {
 					return problem.New(problem.KeyRevoked, "The API key was revoked while waiting.")
 				}
 			case <-deadline.C:
@@ -148,12 +148,8 @@ func acceptsEventStream(r *http.Request) bool {
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
 	p := principal(r)
 	ctx := r.Context()
-	var wake <-chan struct{}
-	if s.auth.Events != nil {
-		var cancel func()
-		wake, cancel = s.auth.Events.Subscribe(id)
-		defer cancel()
-	}
+	wake, cancel := s.auth.Events.Subscribe(id)
+	defer cancel()
 	items, sess, err := s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 	if err != nil {
 		s.error(w, r, err)
@@ -221,9 +217,9 @@ func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *h
 		case <-end:
 			return false
 		case <-wake:
-			return s.keyValid(ctx, p)
+			return s.auth.Auth.KeyLive(ctx, p)
 		case <-heartbeat.C:
-			if !s.keyValid(ctx, p) {
+			if !s.auth.Auth.KeyLive(ctx, p) {
 				return false
 			}
 			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
@@ -243,13 +239,6 @@ func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *h
 // streamWriteTimeout is the most one write to an event stream may take: a client that
 // stops reading loses its stream rather than holding the server's goroutine.
 const streamWriteTimeout = 10 * time.Second
-
-// keyValid reports whether the key behind p is still there and not revoked (nor its
-// agent paused).
-func (s *Server) keyValid(ctx context.Context, p auth.Principal) bool {
-	k, err := s.auth.Keys.StoredKey(ctx, p.KID)
-	return err == nil && !k.Revoked
-}
 
 // waits counts the event streams and long polls each key holds open on this replica.
 type waits struct {

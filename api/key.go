@@ -13,7 +13,7 @@ import (
 func (s *Server) handleRevokeCurrentKey() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
-		if err := s.auth.Keys.RevokeKey(r.Context(), p.UserID, p.AgentID, p.KID); err != nil {
+		if err := s.auth.Auth.RevokeKey(r.Context(), p.UserID, p.AgentID, p.KID); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"kid": p.KID, "status": "revoked"})
@@ -23,7 +23,7 @@ func (s *Server) handleRevokeCurrentKey() http.HandlerFunc {
 
 func (s *Server) handleKeys() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		keys, err := s.auth.Keys.Keys(r.Context(), principal(r).UserID)
+		keys, err := s.auth.Auth.Keys(r.Context(), principal(r).UserID)
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		k, token, err := auth.IssueKey(r.Context(), s.auth.Keys, s.auth.Agents, s.auth.Pepper, p.UserID, req.Scope, req.AgentID, s.auth.MaxKeysPerUser)
+		k, token, err := s.auth.Auth.IssueKey(r.Context(), p.UserID, req.Scope, req.AgentID)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 
 func (s *Server) handleRevokeKey() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		err := s.auth.Keys.RevokeKey(r.Context(), principal(r).UserID, "", chi.URLParam(r, "kid"))
+		err := s.auth.Auth.RevokeKey(r.Context(), principal(r).UserID, "", chi.URLParam(r, "kid"))
 		if err != nil {
 			return err
 		}

@@ -296,7 +296,7 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 // user's protected values, in any written form, is refused, and nothing is kept.
 func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.Webhooks = webhook.NewService(a.Keys.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
 	})
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

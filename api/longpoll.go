@@ -41,7 +41,7 @@ var errCallerLeft = errors.New("the caller left")
 // the latest.
 func (s *Server) await(ctx context.Context, sid string, wait time.Duration, read func() (body any, pending bool, recheck time.Time, err error)) (any, error) {
 	var wake <-chan struct{}
-	if wait > 0 && s.auth.Events != nil {
+	if wait > 0 {
 		var cancel func()
 		wake, cancel = s.auth.Events.Subscribe(sid)
 		defer cancel()

@@ -21,16 +21,25 @@ func (s *Server) addUserTools(srv *mcp.Server) {
 	addTool(srv, &mcp.Tool{Name: "submit_origin", OutputSchema: outputSchema("OriginSubmission"), Title: "List a seller from its own manifest",
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptrTo(true)},
 		Description: "List a seller in the directory from its own manifest (https://<origin>/.well-known/x402.json), as POST /origins does: every item is checked by the x402 rules and probed, and those whose live endpoint answers a valid 402 are listed, in place of any listing's copies of that hostname. Answers, item by item, what was listed (with its slug and whether its payee proved it owns the origin) and what was refused and why. Submitting again lists the manifest as it is now."},
-		s.toolSubmitOrigin)
+		s.submitOriginTool())
+}
+
+// submitOriginTool is the submit_origin tool: toolSubmitOrigin, or, on a server
+// that lists no origins (where the route is not served), one that answers as the
+// missing route does.
+func (s *Server) submitOriginTool() func(context.Context, *mcp.CallToolRequest, submitOriginIn) (*mcp.CallToolResult, map[string]any, error) {
+	if s.auth.Origins == nil {
+		return func(ctx context.Context, _ *mcp.CallToolRequest, _ submitOriginIn) (*mcp.CallToolResult, map[string]any, error) {
+			return toolResult(s.toolProblem(ctx, "/origins", errNoRoute()))
+		}
+	}
+	return s.toolSubmitOrigin
 }
 
 // toolSubmitOrigin submits an origin as the route POST /origins does: the body
 // checked by the route's rules, the same use case, for the key's user.
 func (s *Server) toolSubmitOrigin(ctx context.Context, _ *mcp.CallToolRequest, in submitOriginIn) (*mcp.CallToolResult, map[string]any, error) {
 	const path = "/origins"
-	if s.auth.Origins == nil {
-		return toolResult(s.toolProblem(ctx, path, errNoRoute()))
-	}
 	var req submitOriginRequest
 	if _, err := s.toolWrite(ctx, in, &req); err != nil {
 		return toolResult(s.toolProblem(ctx, path, err))

@@ -40,7 +40,7 @@ func originEnv(t *testing.T, h http.Handler, opts ...func(*origin.Config)) (*aut
 		for _, o := range opts {
 			o(&cfg)
 		}
-		a.Origins = origin.NewService(a.Keys.(origin.Store), prober, prober, cfg)
+		a.Origins = origin.NewService(a.Requests.Store.(origin.Store), prober, prober, cfg)
 	})
 	return e, "http://localhost:" + port
 }

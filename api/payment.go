@@ -104,7 +104,7 @@ func (s *Server) handleSpendingLimits() http.HandlerFunc {
 			return err
 		}
 		p := principal(r)
-		if _, err := s.auth.Agents.Agent(r.Context(), p.UserID, id); err != nil {
+		if _, err := s.auth.Auth.Agent(r.Context(), p.UserID, id); err != nil {
 			return err
 		}
 		out, err := s.auth.Payments.Limits(r.Context(), id)

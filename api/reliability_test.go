@@ -109,7 +109,7 @@ func TestAuthenticatedAPIAnswers503WhenTheDatabaseIsUnreachable(t *testing.T) {
 	var logs lockedLog
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
 	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(&logs, nil)), generator.NewHolder(), store,
-		api.WithAuthenticated(api.Authenticated{Keys: store, Agents: store, Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper}))
+		api.WithAuthenticated(api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper}))
 	agentKey, err := auth.Generate(auth.ScopeAgent, pepper)
 	if err != nil {
 		t.Fatal(err)

@@ -136,7 +136,7 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{
 		Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log,
-	}), api.WithAuthenticated(api.Authenticated{Keys: e.store, Agents: e.store, Pepper: searchPepper}))
+	}), api.WithAuthenticated(api.Authenticated{Auth: auth.NewService(e.store, auth.Config{Pepper: searchPepper}), Pepper: searchPepper}))
 	return e
 }
 

@@ -30,41 +30,36 @@ import (
 	"github.com/waystation/waystation/internal/webhook"
 )
 
-// Approvals is what the approval pages are served from: one store per resource, and
-// the secrets keys and values are kept under. Without a pepper no key can be
-// verified, so every sign-in is refused: the pages fail closed, as the API does.
+// Approvals is what the approval pages are served from: one service per resource,
+// the very ones the API holds, and the secret values are kept under. Without a
+// pepper (see auth.Service) no key can be verified, so every sign-in with a key is
+// refused: the pages fail closed, as the API does.
 type Approvals struct {
-	Keys        auth.KeyStore
-	Agents      auth.AgentStore
-	Sessions    session.Store
-	Requests    request.Store
-	WebSessions auth.WebSessionStore
-	Pepper      []byte
+	// Auth signs people in, and keeps their keys, agents and passkeys.
+	Auth *auth.Service
+	// Sessions are the agents' workflows, and Requests what they ask their people.
+	Sessions *session.Service
+	Requests *request.Service
 	// Sealer encrypts provided values; without it provide_missing approvals fail.
 	Sealer request.Sealer
 	// Traces gives a session's spans for its timeline, cleaned with the user's
-	// protected values as they are now; without it the timeline shows the events
-	// alone.
+	// protected values as they are now; without it (or its store) the timeline shows
+	// the events alone.
 	Traces *trace.Service
 	// Payments shows an authorize_payment request's payment and the agent's limits
-	// and spend; Approved hears of each payment approval, to carry it out at once.
+	// and spend; without it (or its store) the console shows no payments, limits or
+	// spend. Approved hears of each payment approval, to carry it out at once.
 	Payments *payment.Service
 	Approved func(request.Request)
-	// Captchas gives a captcha request's task, whose image the page shows.
+	// Captchas gives a captcha request's task, whose image the page shows; without
+	// it (or its store) the page shows none.
 	Captchas *captcha.Service
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks *webhook.Service
 	Memory   *memory.Service
-	// Passkeys keeps the people's passkeys; without it they sign in with keys alone.
-	Passkeys auth.PasskeyStore
-	// SignInAttempts counts sign-in attempts for every replica; without it each
-	// replica counts its own. TrustedProxies are those whose X-Forwarded-For names
-	// the client the attempts are counted for.
-	SignInAttempts auth.SignInAttempts
+	// TrustedProxies are those whose X-Forwarded-For names the client sign-in
+	// attempts are counted for.
 	TrustedProxies clientip.Proxies
-	// MaxKeys and MaxAgents cap the keys and agents a person holds (defaults
-	// auth.DefaultMaxKeys and auth.DefaultMaxAgents), as the API's do.
-	MaxKeys, MaxAgents int
 	// SessionTTL is how long a sign-in lasts (default 12h).
 	SessionTTL time.Duration
 	// PublicURL, when set, is the origin the pages are published under: forms posted
@@ -86,11 +81,17 @@ func WithApprovals(a Approvals) Option {
 		if a.SessionTTL <= 0 {
 			a.SessionTTL = 12 * time.Hour
 		}
-		if a.MaxKeys <= 0 {
-			a.MaxKeys = auth.DefaultMaxKeys
+		// Without these services their facts are not shown: a payment service
+		// without a store keeps no payments, a CAPTCHA service no tasks, a trace
+		// service no spans.
+		if a.Payments == nil {
+			a.Payments = &payment.Service{}
 		}
-		if a.MaxAgents <= 0 {
-			a.MaxAgents = auth.DefaultMaxAgents
+		if a.Captchas == nil {
+			a.Captchas = &captcha.Service{}
+		}
+		if a.Traces == nil {
+			a.Traces = trace.NewService(nil, nil, trace.Config{})
 		}
 		s.approvals = &a
 		s.signIns = newSignInLimiter()
@@ -241,7 +242,7 @@ func (s *Server) webSession(r *http.Request) (auth.WebSession, error) {
 	if !ok {
 		return auth.WebSession{}, errSignedOut
 	}
-	ws, err := s.approvals.WebSessions.WebSession(r.Context(), hash)
+	ws, err := s.approvals.Auth.WebSession(r.Context(), hash)
 	if errors.Is(err, auth.ErrNoWebSession) {
 		return ws, errSignedOut
 	}
@@ -249,7 +250,7 @@ func (s *Server) webSession(r *http.Request) (auth.WebSession, error) {
 		return ws, err
 	}
 	if ws.Revoked || ws.Scope != auth.ScopeUser {
-		if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
+		if err := s.approvals.Auth.EndWebSession(r.Context(), hash); err != nil {
 			return ws, err
 		}
 		return ws, errKeyRevoked
@@ -290,7 +291,7 @@ func (s *Server) signInForm(w http.ResponseWriter, r *http.Request, requestID, m
 	}
 	s.setCookie(w, r, signInCookie, token, int(time.Hour/time.Second))
 	v := SignInView{Page: s.appPage("Sign in"), RequestID: requestID, CSRF: token, Message: message}
-	if _, ok := s.relyingParty(r); ok && s.approvals.Passkeys != nil {
+	if _, ok := s.relyingParty(r); ok && s.approvals.Auth.PasskeysOn() {
 		v.Page.Script = passkeyScriptURL
 		v.Passkey = appPath + "/sign-in/passkey"
 		if requestID != "" {
@@ -387,11 +388,11 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			refuse("That is an agent key. Agent keys cannot sign in here: only the person who owns the agent decides its requests. Sign in with your user key (sk_user_…).")
 			return
 		}
-		if s.approvals.Pepper == nil {
+		if s.approvals.Auth.CheckPepper() != nil {
 			refuse("Signing in is not set up on this server.")
 			return
 		}
-		stored, err := auth.Authenticate(r.Context(), s.approvals.Keys, s.approvals.Pepper, key)
+		stored, err := s.approvals.Auth.Authenticate(r.Context(), key)
 		switch problem.CodeOf(err) {
 		case "":
 			if err != nil {
@@ -421,14 +422,14 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 func (s *Server) startSignIn(w http.ResponseWriter, r *http.Request, by auth.SignIn) error {
 	if old, err := s.cookie(r, sessionCookie); err == nil {
 		if hash, ok := tokenHash(old.Value); ok {
-			if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
+			if err := s.approvals.Auth.EndWebSession(r.Context(), hash); err != nil {
 				return err
 			}
 		}
 	}
 	token := newToken()
 	hash, _ := tokenHash(token)
-	if err := s.approvals.WebSessions.CreateWebSession(r.Context(), hash, by, newToken(), s.approvals.SessionTTL); err != nil {
+	if err := s.approvals.Auth.StartWebSession(r.Context(), hash, by, newToken(), s.approvals.SessionTTL); err != nil {
 		return err
 	}
 	s.setCookie(w, r, sessionCookie, token, int(s.approvals.SessionTTL/time.Second))
@@ -452,7 +453,7 @@ func (s *Server) handleSignOut() http.HandlerFunc {
 		}
 		c, _ := s.cookie(r, sessionCookie)
 		hash, _ := tokenHash(c.Value)
-		if err := s.approvals.WebSessions.DeleteWebSession(r.Context(), hash); err != nil {
+		if err := s.approvals.Auth.EndWebSession(r.Context(), hash); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -488,12 +489,12 @@ func (s *Server) handleRequests() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		items, err := s.approvals.Requests.WaitingRequests(r.Context(), ws.UserID, waitingLimit)
+		items, err := s.approvals.Requests.Waiting(r.Context(), ws.UserID, waitingLimit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		agents, err := s.approvals.Agents.Agents(r.Context(), ws.UserID)
+		agents, err := s.approvals.Auth.Agents(r.Context(), ws.UserID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -536,11 +537,11 @@ func (s *Server) handleRequest() http.HandlerFunc {
 // requestPage answers the page of request id with message on top.
 func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, id, message string, status int) {
 	ctx := r.Context()
-	req, err := s.approvals.Requests.Request(ctx, ws.Principal, "", id)
+	req, err := s.approvals.Requests.Request(ctx, ws.Principal, id)
 	if !s.found(w, r, err) {
 		return
 	}
-	agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, req.AgentID)
+	agent, err := s.approvals.Auth.Agent(ctx, ws.UserID, req.AgentID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -552,28 +553,21 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 	}
 	v := requestView(s.appPage("Request from "+agent.Name), ws, req, agent, sess, time.Now())
 	v.Message = message
-	if req.Kind == request.KindAuthorizePayment && s.approvals.Payments != nil {
-		pay, err := s.approvals.Payments.PaymentOfRequest(ctx, ws.Principal, req.ID)
+	switch req.Kind {
+	case request.KindAuthorizePayment:
+		pay, lim, err := s.approvals.Payments.RequestPayment(ctx, ws.Principal, req.ID, req.AgentID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		lim, err := s.approvals.Payments.Limits(ctx, req.AgentID)
+		v.Payment = paymentView(pay, lim)
+	case request.KindCaptcha:
+		task, err := s.approvals.Captchas.RequestTask(ctx, ws.Principal, req.ID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		pv := paymentView(pay, lim)
-		v.Payment = &pv
-	}
-	if req.Kind == request.KindCaptcha && s.approvals.Captchas != nil {
-		task, err := s.approvals.Captchas.TaskOfRequest(ctx, ws.Principal, req.ID)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		cv := captchaView(task)
-		v.Captcha = &cv
+		v.Captcha = captchaView(task)
 	}
 	s.renderApp(w, r, RequestPage(v), status)
 }
@@ -599,8 +593,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 			s.forbidden(w, r)
 			return
 		}
-		d := request.Decider{Store: s.approvals.Requests, Sealer: s.approvals.Sealer, Approved: s.approvals.Approved}
-		_, err := d.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
+		_, err := s.approvals.Requests.Decider(s.approvals.Sealer, s.approvals.Approved).Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
 		if errors.Is(err, request.ErrNoSealer) {
 			s.log.Error("approval page: no key to seal provided values")
 		}
@@ -663,18 +656,15 @@ func (s *Server) handleSession() http.HandlerFunc {
 		if !s.found(w, r, err) {
 			return
 		}
-		agent, err := s.approvals.Agents.Agent(ctx, ws.UserID, sess.AgentID)
+		agent, err := s.approvals.Auth.Agent(ctx, ws.UserID, sess.AgentID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		var spans []trace.Span
-		var more *trace.Cursor
-		if s.approvals.Traces != nil {
-			if spans, more, err = s.approvals.Traces.Spans(ctx, ws.Principal, id, nil, timelineLimit); err != nil {
-				s.fail(w, r, err)
-				return
-			}
+		spans, more, err := s.approvals.Traces.Spans(ctx, ws.Principal, id, nil, timelineLimit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
 		}
 		limited := more != nil || int64(len(events)) < sess.LastEventSeq
 		v := sessionView(s.appPage(sess.Description), ws, sess, agent, events, spans, limited)

@@ -101,8 +101,11 @@ func TestApprovalCookiesAreHostOnlyAndSecureUnlessExplicitlyLoopbackHTTP(t *test
 
 	// With development mode on, a client that is not on loopback still gets
 	// Secure cookies.
-	dev := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil, WithApprovals(Approvals{
-		Keys: e.store, Agents: e.store, Sessions: e.store, Requests: e.store, WebSessions: e.store, Pepper: testPepper, LoopbackHTTP: true}))
+	dev := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil, WithApprovals(func() Approvals {
+		a := storeApprovals(e.store)
+		a.LoopbackHTTP = true
+		return a
+	}()))
 	for addr, secure := range map[string]bool{"192.0.2.7:4000": true, "[2001:db8::1]:4000": true, "127.0.0.1:4000": false, "[::1]:4000": false} {
 		req := httptest.NewRequest(http.MethodGet, requestURL(r.ID), nil)
 		req.RemoteAddr = addr
@@ -226,7 +229,10 @@ type attempt struct {
 // saw as many itself.
 func TestSignInAttemptsAreCountedForEveryReplica(t *testing.T) {
 	var shared Approvals
-	e := newAppEnv(t, func(a *Approvals) { a.SignInAttempts = a.Requests.(auth.SignInAttempts); shared = *a })
+	e := newAppEnv(t, func(a *Approvals) {
+		withAuth(a, func(c *auth.Config) { c.SignInAttempts = a.Requests.Store.(auth.SignInAttempts) })
+		shared = *a
+	})
 	second := httptest.NewServer(NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, nil, WithApprovals(shared)))
 	t.Cleanup(second.Close)
 	e2 := *e
@@ -253,7 +259,7 @@ func TestSignInAttemptsAreCountedForEveryReplica(t *testing.T) {
 func TestSignInAttemptsAreCountedPerClientBehindATrustedProxy(t *testing.T) {
 	for _, trusted := range []bool{true, false} {
 		e := newAppEnv(t, func(a *Approvals) {
-			a.SignInAttempts = a.Requests.(auth.SignInAttempts)
+			withAuth(a, func(c *auth.Config) { c.SignInAttempts = a.Requests.Store.(auth.SignInAttempts) })
 			if trusted {
 				a.TrustedProxies = clientip.Proxies{netip.MustParsePrefix("127.0.0.0/8")}
 			}

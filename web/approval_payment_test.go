@@ -21,7 +21,7 @@ import (
 func TestPaymentPageShowsThePaymentAndNeedsTheOverrideToPayAnAvoidSeller(t *testing.T) {
 	var approved []string
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Payments = &payment.Service{Store: a.Requests.(payment.Store)}
+		a.Payments = &payment.Service{Store: a.Requests.Store.(payment.Store)}
 		a.Approved = func(r request.Request) { approved = append(approved, r.ID) }
 	})
 	ctx := context.Background()
@@ -71,7 +71,7 @@ func TestPaymentPageShowsThePaymentAndNeedsTheOverrideToPayAnAvoidSeller(t *test
 // A captcha request's page shows the image and takes the characters, which become
 // the task's solution.
 func TestCaptchaPageShowsTheImageAndTakesTheAnswer(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Captchas = &captcha.Service{Store: a.Requests.(captcha.Store)} })
+	e := newAppEnv(t, func(a *Approvals) { a.Captchas = &captcha.Service{Store: a.Requests.Store.(captcha.Store)} })
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")

@@ -14,7 +14,7 @@ import (
 // The page of a payment on Solana shows the person what they approve: the payee's
 // key, the amount in USDC and atomic units, the mint and the network.
 func TestPaymentPageShowsASolanaPayment(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Payments = &payment.Service{Store: a.Requests.(payment.Store)} })
+	e := newAppEnv(t, func(a *Approvals) { a.Payments = &payment.Service{Store: a.Requests.Store.(payment.Store)} })
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")

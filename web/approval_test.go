@@ -60,8 +60,9 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := Approvals{Keys: store, Agents: store, Sessions: store, Requests: store, WebSessions: store, Pepper: testPepper, Sealer: v, LoopbackHTTP: true,
-		Traces: trace.NewService(store, memory.Protected{Store: store, Opener: v}, trace.Config{})}
+	a := storeApprovals(store)
+	a.Sealer, a.LoopbackHTTP = v, true
+	a.Traces = trace.NewService(store, memory.Protected{Store: store, Opener: v}, trace.Config{})
 	for _, o := range opts {
 		o(&a)
 	}
@@ -69,6 +70,20 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &appEnv{t: t, store: store, db: db, base: hs.URL}
+}
+
+// storeApprovals is the approval pages' services over store: sign-ins, sessions and
+// requests.
+func storeApprovals(store *postgres.Store) Approvals {
+	return Approvals{Auth: auth.NewService(store, auth.Config{Pepper: testPepper}), Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}}
+}
+
+// withAuth builds a's auth service anew over its store, with change made to the
+// tests' config.
+func withAuth(a *Approvals, change func(*auth.Config)) {
+	cfg := auth.Config{Pepper: testPepper}
+	change(&cfg)
+	a.Auth = auth.NewService(a.Requests.Store.(auth.Store), cfg)
 }
 
 // user makes a user and its key.

@@ -93,8 +93,12 @@ type CaptchaView struct {
 	PageURL string
 }
 
-func captchaView(t captcha.Task) CaptchaView {
-	v := CaptchaView{PageURL: t.PageURL}
+// captchaView is the task t for its page; nil for none.
+func captchaView(t *captcha.Task) *CaptchaView {
+	if t == nil {
+		return nil
+	}
+	v := &CaptchaView{PageURL: t.PageURL}
 	if mt := captcha.ImageType(t.Image); mt != "" {
 		// Built here from a checked image type and base64: nothing else goes in it.
 		v.Image = templ.SafeURL("data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(t.Image))
@@ -125,10 +129,14 @@ var paymentWords = map[string]string{
 	"canceled":          "Canceled: nothing was paid.",
 }
 
-// paymentView describes pay for its page.
-func paymentView(pay payment.Payment, lim payment.LimitsAndSpend) PaymentView {
+// paymentView describes pay, under its agent's limits lim, for its page; nil for
+// none.
+func paymentView(pay *payment.Payment, lim *payment.LimitsAndSpend) *PaymentView {
+	if pay == nil {
+		return nil
+	}
 	o := pay.Offer
-	v := PaymentView{Seller: pay.Host, Amount: o.Value.String() + " " + o.Symbol, Atomic: o.Amount, Asset: o.Asset,
+	v := &PaymentView{Seller: pay.Host, Amount: o.Value.String() + " " + o.Symbol, Atomic: o.Amount, Asset: o.Asset,
 		Network: networkLabel(o.Network), PayTo: o.PayTo, Request: pay.HTTPRequest.Method + " " + pay.HTTPRequest.URL,
 		Verdict: pay.Verdict.Verdict, Score: "no score", Listed: pay.Verdict.Listed, Avoid: pay.Verdict.Verdict == payment.Avoid,
 		Override: pay.Override, Limits: lim.Describe(),

@@ -142,17 +142,11 @@ func csvSafe(cells ...string) []string {
 
 // handleAgents shows the person's agents with their limits, each in a form.
 func (s *Server) handleAgents() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.agentsPage(w, r, ws, "", http.StatusOK)
-	}
+	return s.consolePage(s.agentsPage)
 }
 
 func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
-	agents, err := s.approvals.Agents.Agents(r.Context(), ws.UserID)
+	agents, err := s.approvals.Auth.Agents(r.Context(), ws.UserID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -161,12 +155,12 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 	for _, a := range agents {
 		row := AgentRow{ID: a.ID, Name: agentName(a), Status: a.Status, Disabled: a.Status == auth.AgentDisabled,
 			StatusAction: appPath + "/agents/" + a.ID + "/status"}
-		if s.approvals.Payments != nil {
-			l, err := s.approvals.Payments.Limits(r.Context(), a.ID)
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
+		l, err := s.approvals.Payments.AgentLimits(r.Context(), a.ID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if l != nil {
 			row.Limits = true
 			row.PerPayment, row.Daily, row.Monthly, row.Hosts = l.PerPayment.String(), l.Daily.String(), l.Monthly.String(), strings.Join(l.Hosts, "\n")
 			row.Allow, row.Paused, row.Summary = l.HostsMode == payment.HostsAllow, l.Paused, l.Describe()

@@ -19,7 +19,7 @@ import (
 // page and as CSV; the agents page changes an agent's limits through a CSRF-checked
 // form, and refuses what is not an amount.
 func TestConsoleShowsTheSpendLedgerAndSetsAgentLimits(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Payments = &payment.Service{Store: a.Requests.(payment.Store)} })
+	e := newAppEnv(t, func(a *Approvals) { a.Payments = &payment.Service{Store: a.Requests.Store.(payment.Store)} })
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")

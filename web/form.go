@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 )
 
@@ -67,6 +68,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, f form, err erro
 		}
 	}
 	s.found(w, r, err)
+}
+
+// consolePage is the GET handler of a console page: page drawn for the signed-in
+// person, with no message, or the sign-in form for a browser without a sign-in.
+func (s *Server) consolePage(page func(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		if !ok {
+			return
+		}
+		page(w, r, ws, "", http.StatusOK)
+	}
 }
 
 // found answers err of reading what a page or form is about: not_found is the

@@ -33,23 +33,19 @@ type AgentChoice struct{ ID, Name string }
 
 // handleKeys lists the person's keys.
 func (s *Server) handleKeys() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.keysPage(w, r, ws, "", "", http.StatusOK)
-	}
+	return s.consolePage(func(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
+		s.keysPage(w, r, ws, message, "", status)
+	})
 }
 
 func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message, newKey string, status int) {
 	ctx := r.Context()
-	keys, err := s.approvals.Keys.Keys(ctx, ws.UserID)
+	keys, err := s.approvals.Auth.Keys(ctx, ws.UserID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	agents, err := s.approvals.Agents.Agents(ctx, ws.UserID)
+	agents, err := s.approvals.Auth.Agents(ctx, ws.UserID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -92,10 +88,6 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		if s.approvals.Pepper == nil {
-			s.keysPage(w, r, ws, "This server has no pepper, so it issues no keys.", "", http.StatusServiceUnavailable)
-			return
-		}
 		scope, agentID := auth.ScopeUser, ""
 		if f := r.PostForm.Get("for"); f != "user" {
 			scope, agentID = auth.ScopeAgent, strings.ToLower(f)
@@ -104,9 +96,10 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 				return
 			}
 		}
-		_, token, err := auth.IssueKey(r.Context(), s.approvals.Keys, s.approvals.Agents, s.approvals.Pepper, ws.UserID, scope, agentID, s.approvals.MaxKeys)
+		_, token, err := s.approvals.Auth.IssueKey(r.Context(), ws.UserID, scope, agentID)
 		f := form{page: func(message string, status int) { s.keysPage(w, r, ws, message, "", status) },
-			refusals: detailed("Nothing was issued: ", http.StatusUnprocessableEntity, problem.ValidationFailed, problem.QuotaExceeded)}
+			refusals: append([]refusal{{err: auth.ErrNoPepper, message: "This server has no pepper, so it issues no keys.", status: http.StatusServiceUnavailable}},
+				detailed("Nothing was issued: ", http.StatusUnprocessableEntity, problem.ValidationFailed, problem.QuotaExceeded)...)}
 		s.answer(w, r, f, err, func() { s.keysPage(w, r, ws, "", token, http.StatusCreated) })
 	}
 }
@@ -120,7 +113,7 @@ func (s *Server) handleRevokeKey() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		err := s.approvals.Keys.RevokeKey(r.Context(), ws.UserID, "", kid)
+		err := s.approvals.Auth.RevokeKey(r.Context(), ws.UserID, "", kid)
 		s.answer(w, r, form{}, err, seeOther(w, r, appPath+"/keys"))
 	}
 }
@@ -133,10 +126,7 @@ func (s *Server) handleCreateAgent() http.HandlerFunc {
 			return
 		}
 		name := strings.TrimSpace(r.PostForm.Get("name"))
-		err := auth.CheckAgentName(name)
-		if err == nil {
-			_, err = s.approvals.Agents.CreateAgent(r.Context(), ws.UserID, name, s.approvals.MaxAgents)
-		}
+		_, err := s.approvals.Auth.CreateAgent(r.Context(), ws.UserID, name)
 		f := form{page: func(message string, status int) { s.agentsPage(w, r, ws, message, status) },
 			refusals: detailed("No agent was added: ", http.StatusUnprocessableEntity, problem.ValidationFailed, problem.QuotaExceeded)}
 		s.answer(w, r, f, err, seeOther(w, r, appPath+"/agents"))
@@ -151,12 +141,9 @@ func (s *Server) handleAgentStatus() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		status := r.PostForm.Get("status")
-		if status != auth.AgentActive && status != auth.AgentDisabled {
-			s.agentsPage(w, r, ws, "Nothing was changed: the form asked for neither pause nor resume.", http.StatusUnprocessableEntity)
-			return
-		}
-		_, err := s.approvals.Agents.SetAgentStatus(r.Context(), ws.UserID, id, status)
-		s.answer(w, r, form{}, err, seeOther(w, r, appPath+"/agents#agent-"+id))
+		_, err := s.approvals.Auth.SetAgentStatus(r.Context(), ws.UserID, id, r.PostForm.Get("status"))
+		f := form{page: func(message string, status int) { s.agentsPage(w, r, ws, message, status) }, refusals: []refusal{
+			{code: problem.ValidationFailed, message: "Nothing was changed: the form asked for neither pause nor resume.", status: http.StatusUnprocessableEntity}}}
+		s.answer(w, r, f, err, seeOther(w, r, appPath+"/agents#agent-"+id))
 	}
 }

@@ -70,13 +70,7 @@ func (s *Server) memoryPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 }
 
 func (s *Server) handleMemory() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.memoryPage(w, r, ws, "", http.StatusOK)
-	}
+	return s.consolePage(s.memoryPage)
 }
 
 // handleSaveMemory saves an item of one value from the form: the value goes to the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -245,8 +246,6 @@ func (s *Server) handleSearch() http.HandlerFunc {
 		case !utf8.ValidString(q) || len(q) > search.MaxQueryBytes:
 			v = s.views.SearchPage(snap, q, nil, "the query is longer than "+strconv.Itoa(search.MaxQueryBytes)+" bytes; shorten it.")
 			status = http.StatusBadRequest
-		case s.search == nil:
-			v = s.views.SearchPage(snap, q, nil, "the search engine is not running on this server.")
 		default:
 			ctx, cancel := context.WithTimeout(r.Context(), searchTimeout)
 			// The page is charged by address, never by a key: a browser sends none.
@@ -283,6 +282,9 @@ func (s *Server) handleSearch() http.HandlerFunc {
 // searchRefusal says why a search was refused in words a person can act on, with the
 // page's status: 429 for a caller over its rate, else 503.
 func searchRefusal(err error) (string, int) {
+	if errors.Is(err, errNoSearch) {
+		return "the search engine is not running on this server.", http.StatusOK
+	}
 	p, _ := problem.As(err)
 	retry := ""
 	if p != nil {

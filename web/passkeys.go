@@ -82,7 +82,7 @@ func passkeyRefusal(w http.ResponseWriter, status int, message string) {
 func (s *Server) beginCeremony(w http.ResponseWriter, r *http.Request, c auth.Ceremony, options []byte) {
 	token := newToken()
 	hash, _ := tokenHash(token)
-	if err := s.approvals.Passkeys.SaveCeremony(r.Context(), hash, c, auth.CeremonyTTL); err != nil {
+	if err := s.approvals.Auth.SaveCeremony(r.Context(), hash, c); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -111,7 +111,7 @@ func (s *Server) takeCeremony(w http.ResponseWriter, r *http.Request) (auth.Cere
 		passkeyRefusal(w, http.StatusBadRequest, noCeremony)
 		return auth.Ceremony{}, nil, false
 	}
-	cer, err := s.approvals.Passkeys.TakeCeremony(r.Context(), hash)
+	cer, err := s.approvals.Auth.TakeCeremony(r.Context(), hash)
 	if errors.Is(err, auth.ErrNoCeremony) {
 		passkeyRefusal(w, http.StatusBadRequest, noCeremony)
 		return cer, nil, false
@@ -182,7 +182,7 @@ func (s *Server) handlePasskeySignIn() http.HandlerFunc {
 			passkeyRefusal(w, http.StatusBadRequest, noCeremony)
 			return
 		}
-		pk, err := auth.FinishPasskeySignIn(r.Context(), s.approvals.Passkeys, rp, cer.Session, answer)
+		pk, err := s.approvals.Auth.FinishPasskeySignIn(r.Context(), rp, cer.Session, answer)
 		if errors.Is(err, auth.ErrPasskeyRefused) {
 			passkeyRefusal(w, http.StatusUnauthorized, "That passkey is not one of this site's, or it could not be verified. Sign in with your user key, then add the passkey again.")
 			return
@@ -254,7 +254,7 @@ func (s *Server) handlePasskeyOptions() http.HandlerFunc {
 			passkeyRefusal(w, http.StatusUnprocessableEntity, "Give the passkey a name of 1 to 100 characters, such as the device it is on.")
 			return
 		}
-		existing, err := s.approvals.Passkeys.Passkeys(r.Context(), ws.UserID)
+		existing, err := s.approvals.Auth.Passkeys(r.Context(), ws.UserID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -296,7 +296,7 @@ func (s *Server) handleAddPasskey() http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		pk, err := s.approvals.Passkeys.AddPasskey(r.Context(), rp.ID, auth.Passkey{UserID: ws.UserID, Name: cer.Name, CredentialID: id, Credential: record}, auth.MaxPasskeys)
+		pk, err := s.approvals.Auth.AddPasskey(r.Context(), rp.ID, auth.Passkey{UserID: ws.UserID, Name: cer.Name, CredentialID: id, Credential: record})
 		switch problem.CodeOf(err) {
 		case "":
 			if err != nil {
@@ -316,17 +316,11 @@ func (s *Server) handleAddPasskey() http.HandlerFunc {
 
 // handlePasskeys lists the person's passkeys with the form that adds one.
 func (s *Server) handlePasskeys() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.passkeysPage(w, r, ws, "", http.StatusOK)
-	}
+	return s.consolePage(s.passkeysPage)
 }
 
 func (s *Server) passkeysPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
-	keys, err := s.approvals.Passkeys.Passkeys(r.Context(), ws.UserID)
+	keys, err := s.approvals.Auth.Passkeys(r.Context(), ws.UserID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -357,7 +351,7 @@ func (s *Server) handleDeletePasskey() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		err := s.approvals.Passkeys.DeletePasskey(r.Context(), ws.UserID, id)
+		err := s.approvals.Auth.DeletePasskey(r.Context(), ws.UserID, id)
 		if errors.Is(err, auth.ErrPasskeyNotFound) {
 			s.appNotFound(w, r)
 			return

@@ -47,7 +47,9 @@ func nextOf(t *testing.T, p page) string {
 // alone and decides a request; an answer counts once, every call needs its page's
 // token, and deleting the passkey ends the sign-ins it made.
 func TestPasskeyRegistrationAndSignIn(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Passkeys = a.Requests.(auth.PasskeyStore) })
+	e := newAppEnv(t, func(a *Approvals) {
+		withAuth(a, func(c *auth.Config) { c.Passkeys = a.Requests.Store.(auth.PasskeyStore) })
+	})
 	e.base = strings.Replace(e.base, "127.0.0.1", "localhost", 1) // WebAuthn refuses IP addresses
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")
@@ -163,7 +165,9 @@ func TestPasskeyRegistrationAndSignIn(t *testing.T) {
 // At an IP address WebAuthn cannot work, so the pages offer no passkey and the calls
 // are refused; keys still sign in.
 func TestNoPasskeysAtAnIPAddress(t *testing.T) {
-	e := newAppEnv(t, func(a *Approvals) { a.Passkeys = a.Requests.(auth.PasskeyStore) })
+	e := newAppEnv(t, func(a *Approvals) {
+		withAuth(a, func(c *auth.Config) { c.Passkeys = a.Requests.Store.(auth.PasskeyStore) })
+	})
 	_, adaKey := e.user("ada")
 	b := e.browser()
 	signInPage := b.get("/app/requests")

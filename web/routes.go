@@ -43,7 +43,7 @@ func (s *Server) routes() http.Handler {
 			get("/requests", s.handleRequests())
 			get("/requests/{id}", s.handleRequest())
 			get("/sessions/{id}", s.handleSession())
-			if s.approvals.Payments != nil {
+			if s.approvals.Payments.Keeps() {
 				get("/spend", s.handleSpend())
 				get("/spend.csv", s.handleSpendCSV())
 				r.Post("/agents/{id}/limits", s.handleSetLimits())
@@ -59,7 +59,7 @@ func (s *Server) routes() http.Handler {
 				r.Post("/webhooks", s.handleCreateWebhook())
 				r.Post("/webhooks/{id}/delete", s.handleDeleteWebhook())
 			}
-			if s.approvals.Passkeys != nil {
+			if s.approvals.Auth.PasskeysOn() {
 				get("/passkeys", s.handlePasskeys())
 				r.Post("/passkeys/options", s.handlePasskeyOptions())
 				r.Post("/passkeys", s.handleAddPasskey())

@@ -6,6 +6,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 
@@ -23,6 +24,16 @@ import (
 // one, the search page says search is unavailable.
 type Searcher interface {
 	Search(ctx context.Context, c search.Caller, snap *directory.Snapshot, q string, f directory.Filter) (search.Answer, error)
+}
+
+// errNoSearch is the answer of a server's searcher when it was given none.
+var errNoSearch = errors.New("web: no search engine")
+
+// noSearch is the searcher of a server given none: it answers errNoSearch.
+type noSearch struct{}
+
+func (noSearch) Search(context.Context, search.Caller, *directory.Snapshot, string, directory.Filter) (search.Answer, error) {
+	return search.Answer{}, errNoSearch
 }
 
 // Server answers the human pages and their static files.
@@ -46,6 +57,9 @@ type Server struct {
 func NewServer(log *slog.Logger, snapshots directory.Snapshots, views Views, search Searcher, opts ...Option) *Server {
 	pages, _ := lru.New[string, *resource.Resource](1024)
 	s := &Server{log: log, snapshots: snapshots, views: views, search: search, pages: pages}
+	if search == nil {
+		s.search = noSearch{}
+	}
 	for _, o := range opts {
 		o(s)
 	}

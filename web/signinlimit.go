@@ -13,8 +13,8 @@ import (
 // signInLimiter bounds sign-in attempts per client address, so that keys cannot be
 // guessed through the page: SignInPerMinute a minute, SignInBurst at once, counted
 // per replica for the most recent addresses. Where the store counts them for every
-// replica too (Approvals.SignInAttempts), an attempt this replica allows is counted
-// there as well.
+// replica too (see auth.Service.TakeSignInAttempt), an attempt this replica allows
+// is counted there as well.
 type signInLimiter struct {
 	mu       sync.Mutex
 	limiters *lru.Cache[string, *rate.Limiter]
@@ -37,10 +37,10 @@ func newSignInLimiter() *signInLimiter {
 // seconds to wait, when none is left.
 func (s *Server) allowSignIn(r *http.Request) (bool, int, error) {
 	host := s.approvals.TrustedProxies.Of(r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
-	if ok, wait := s.signIns.allow(host); !ok || s.approvals.SignInAttempts == nil {
+	if ok, wait := s.signIns.allow(host); !ok {
 		return ok, wait, nil
 	}
-	ok, wait, err := s.approvals.SignInAttempts.TakeSignInAttempt(r.Context(), host, SignInBurst, SignInPerMinute)
+	ok, wait, err := s.approvals.Auth.TakeSignInAttempt(r.Context(), host, SignInBurst, SignInPerMinute)
 	if err != nil || ok {
 		return ok, 0, err
 	}

@@ -299,7 +299,7 @@ func TestSearchPageSaysWhenSearchIsUnavailable(t *testing.T) {
 		status int
 		want   string
 	}{
-		{nil, 200, "Search is unavailable"},
+		{nil, 200, "the search engine is not running on this server."},
 		{failing{}, 503, "Search is unavailable"},
 		{refused{12}, 429, "searched a lot"},
 		{exact{}, 200, "Quiet thing"},

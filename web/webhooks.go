@@ -66,13 +66,9 @@ func (s *Server) webhooksPage(w http.ResponseWriter, r *http.Request, ws auth.We
 }
 
 func (s *Server) handleWebhooks() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
-		if !ok {
-			return
-		}
-		s.webhooksPage(w, r, ws, "", "", http.StatusOK)
-	}
+	return s.consolePage(func(w http.ResponseWriter, r *http.Request, ws auth.WebSession, message string, status int) {
+		s.webhooksPage(w, r, ws, message, "", status)
+	})
 }
 
 // consoleForm reads a console form of the signed-in user, checking its CSRF token;

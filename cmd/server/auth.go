@@ -87,10 +87,9 @@ func loadLoopbackHTTP(getenv func(string) string) (bool, error) {
 }
 
 // loadCaps reads MAX_KEYS_PER_USER and MAX_AGENTS_PER_USER, the most unrevoked keys
-// and the most agents one user may hold (20 each by default), so that minting keys
-// or agents buys no more of what is shared.
+// and the most agents one user may hold (0 when unset: the auth service's
+// defaults), so that minting keys or agents buys no more of what is shared.
 func loadCaps(getenv func(string) string) (keys, agents int, err error) {
-	keys, agents = 20, 20
 	for _, c := range []struct {
 		name string
 		dst  *int
@@ -115,10 +114,11 @@ type LLMConfig struct {
 
 // loadLLM reads LLM_UPSTREAM_URL (an OpenAI-compatible base URL; unset: no proxy of
 // OpenAI's routes), LLM_UPSTREAM_KEY, LLM_ANTHROPIC_URL (Anthropic's base URL; unset:
-// no proxy of the Messages route), LLM_ANTHROPIC_KEY and LLM_TIMEOUT (120s).
+// no proxy of the Messages route), LLM_ANTHROPIC_KEY and LLM_TIMEOUT (unset: the
+// API's default).
 func loadLLM(getenv func(string) string) (LLMConfig, error) {
 	c := LLMConfig{URL: getenv("LLM_UPSTREAM_URL"), Key: getenv("LLM_UPSTREAM_KEY"),
-		AnthropicURL: getenv("LLM_ANTHROPIC_URL"), AnthropicKey: getenv("LLM_ANTHROPIC_KEY"), Timeout: 120 * time.Second}
+		AnthropicURL: getenv("LLM_ANTHROPIC_URL"), AnthropicKey: getenv("LLM_ANTHROPIC_KEY")}
 	for _, b := range []struct{ name, value, example string }{
 		{"LLM_UPSTREAM_URL", c.URL, "https://api.openai.com/v1"}, {"LLM_ANTHROPIC_URL", c.AnthropicURL, "https://api.anthropic.com"},
 	} {
@@ -182,9 +182,8 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
 	a := api.Authenticated{
-		Keys: store, Agents: store, Sessions: svc.sessions, Requests: svc.requests, Idempotency: store, Memory: svc.memory, Traces: svc.traces,
+		Auth: svc.auth, Sessions: svc.sessions, Requests: svc.requests, Idempotency: store, Memory: svc.memory, Traces: svc.traces,
 		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
-		MaxKeysPerUser: cfg.MaxKeysPerUser, MaxAgentsPerUser: cfg.MaxAgentsPerUser,
 		SessionRetention: cfg.SessionRetention,
 	}
 	if cfg.Secrets != nil {

@@ -98,7 +98,7 @@ func TestPublicURLIsAnOrigin(t *testing.T) {
 
 func TestCapsAreReadFromTheEnvironment(t *testing.T) {
 	keys, agents, err := loadCaps(func(string) string { return "" })
-	if keys != 20 || agents != 20 || err != nil {
+	if keys != 0 || agents != 0 || err != nil { // unset: the auth service's defaults
 		t.Errorf("defaults: %d keys, %d agents, %v", keys, agents, err)
 	}
 	env := map[string]string{"MAX_KEYS_PER_USER": "5", "MAX_AGENTS_PER_USER": "3"}
@@ -172,7 +172,7 @@ func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
 		c.AnthropicURL != "https://api.anthropic.com" || c.AnthropicKey != "sk-ant-x" {
 		t.Fatalf("%+v %v", c, err)
 	}
-	if c, err := loadLLM(func(string) string { return "" }); err != nil || c.URL != "" || c.Timeout != 120*time.Second {
+	if c, err := loadLLM(func(string) string { return "" }); err != nil || c.URL != "" || c.Timeout != 0 { // the API's default
 		t.Errorf("unset: %+v %v", c, err)
 	}
 	for _, bad := range []map[string]string{

@@ -313,7 +313,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: closeWhile(&draining, observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
-			log, snapshots, searcher, withApprovals(cfg, store, svc)))),
+			log, snapshots, searcher, withApprovals(cfg, svc)))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/trust"
 )
@@ -20,6 +22,7 @@ import (
 // ProbeConfig is how the prober runs.
 type ProbeConfig struct {
 	// Interval between probe rounds in the server; 0 disables the loop.
+	// Concurrency and Timeout are the prober's (0: trust.NewProber's defaults).
 	Interval    time.Duration
 	Concurrency int
 	Timeout     time.Duration
@@ -27,7 +30,7 @@ type ProbeConfig struct {
 	AllowHosts []string
 	// OriginStaleAfter is how long a listed origin's manifest may fail to be
 	// fetched before the origin is marked stale; OriginDelistAfter before its items
-	// are no longer listed.
+	// are no longer listed (0: origin.NewService's defaults).
 	OriginStaleAfter  time.Duration
 	OriginDelistAfter time.Duration
 	// OriginSubmitPerHour is how many origins a user may submit an hour, in bursts
@@ -36,8 +39,7 @@ type ProbeConfig struct {
 }
 
 func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
-	c := ProbeConfig{Interval: 30 * time.Minute, Concurrency: 8, Timeout: 10 * time.Second,
-		OriginStaleAfter: 24 * time.Hour, OriginDelistAfter: 7 * 24 * time.Hour, OriginSubmitPerHour: 20}
+	c := ProbeConfig{Interval: 30 * time.Minute, OriginSubmitPerHour: 20}
 	if v := getenv("PROBE_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || (d != 0 && d < time.Minute) {
@@ -78,8 +80,8 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 		}
 		c.OriginSubmitPerHour = n
 	}
-	if c.OriginDelistAfter < c.OriginStaleAfter {
-		return c, fmt.Errorf("ORIGIN_DELIST_AFTER (%s) is shorter than ORIGIN_STALE_AFTER (%s): an origin is stale before it is delisted", c.OriginDelistAfter, c.OriginStaleAfter)
+	if delist, stale := cmp.Or(c.OriginDelistAfter, origin.DefaultDelistAfter), cmp.Or(c.OriginStaleAfter, origin.DefaultStaleAfter); delist < stale {
+		return c, fmt.Errorf("ORIGIN_DELIST_AFTER (%s) is shorter than ORIGIN_STALE_AFTER (%s): an origin is stale before it is delisted", delist, stale)
 	}
 	return c, nil
 }

@@ -57,7 +57,7 @@ func TestOverrideAndProbeCommands(t *testing.T) {
 
 func TestProbeConfig(t *testing.T) {
 	c, err := loadProbeConfig(func(string) string { return "" })
-	if err != nil || c.Interval != 30*time.Minute || c.Concurrency != 8 || c.Timeout != 10*time.Second {
+	if err != nil || c.Interval != 30*time.Minute || c.Concurrency != 0 || c.Timeout != 0 { // the prober's defaults
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	env := map[string]string{"PROBE_INTERVAL": "0", "PROBE_CONCURRENCY": "3", "PROBE_TIMEOUT": "2s"}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/origin"
@@ -23,6 +24,8 @@ import (
 // services are the domain's use cases, each built once and handed to every adapter
 // that serves it: the API (MCP included) and the console.
 type services struct {
+	// auth authenticates keys, issues them, keeps agents and signs people in.
+	auth *auth.Service
 	// sessions are the agents' workflows, within their limits.
 	sessions *session.Service
 	// requests are what agents ask their people.
@@ -48,6 +51,8 @@ type services struct {
 // beyond a request runs under ctx.
 func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) services {
 	var s services
+	s.auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
+		Passkeys: store, SignInAttempts: store})
 	s.sessions = &session.Service{Store: store, Limits: cfg.SessionLimits}
 	s.requests = &request.Service{Store: store}
 	s.payments, s.prober = newPayments(cfg, log, store)

@@ -9,6 +9,14 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 )
 
+// Store is what the service needs of storage: keys, agents and the console's
+// sign-ins.
+type Store interface {
+	KeyStore
+	AgentStore
+	WebSessionStore
+}
+
 // KeyStore keeps API keys, each known only by the keyed hash of its secret.
 type KeyStore interface {
 	// StoredKey is ErrKeyNotFound for a kid the store does not know.

@@ -212,9 +212,18 @@ func (s *Service) Tasks(ctx context.Context, p auth.Principal, sessionID string,
 	return s.Store.Tasks(ctx, p, sessionID, limit)
 }
 
-// TaskOfRequest is the task captcha request requestID asks its person to answer.
-func (s *Service) TaskOfRequest(ctx context.Context, p auth.Principal, requestID string) (Task, error) {
-	return s.Store.TaskOfRequest(ctx, p, requestID)
+// RequestTask is what a captcha request's page shows: the task request requestID
+// asks its person to answer; nil from a service built without a store, which keeps
+// no tasks.
+func (s *Service) RequestTask(ctx context.Context, p auth.Principal, requestID string) (*Task, error) {
+	if s.Store == nil {
+		return nil, nil
+	}
+	t, err := s.Store.TaskOfRequest(ctx, p, requestID)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 // solve has the solver answer t within SolverTimeout and records the outcome.

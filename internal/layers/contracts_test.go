@@ -154,3 +154,88 @@ func eachFile(t *testing.T, dir string, f func(*token.FileSet, *ast.File)) {
 		t.Fatal(err)
 	}
 }
+
+// TestAdaptersHoldServicesNotStores: a struct of api (MCP included), web or the
+// generator holds a resource's service, never a store contract (an interface
+// declared in an internal/<r>/store.go), so that no adapter can reach storage past
+// the rules of a use case, and each resource is wired once, as its service.
+func TestAdaptersHoldServicesNotStores(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	root := filepath.Clean(strings.TrimSpace(string(out)))
+	stores, err := filepath.Glob(filepath.Join(root, "internal", "*", "store.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	contracts := map[string]bool{} // "internal/session.Store"
+	fset := token.NewFileSet()
+	for _, path := range stores {
+		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := "internal/" + filepath.Base(filepath.Dir(path))
+		for _, decl := range file.Decls {
+			if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, spec := range g.Specs {
+					if ts := spec.(*ast.TypeSpec); isInterface(ts.Type) {
+						contracts[dir+"."+ts.Name.Name] = true
+					}
+				}
+			}
+		}
+	}
+	if len(contracts) < 12 || !contracts["internal/auth.KeyStore"] || !contracts["internal/session.Store"] {
+		t.Fatalf("read %d store contracts: the domain looks incomplete", len(contracts))
+	}
+	fields := 0
+	for _, adapter := range []string{"api", "web", "generator"} {
+		eachFile(t, filepath.Join(root, adapter), func(fset *token.FileSet, file *ast.File) {
+			imports := map[string]string{} // local name: path under the module
+			for _, im := range file.Imports {
+				path := strings.Trim(im.Path.Value, `"`)
+				rel, ok := strings.CutPrefix(path, module+"/")
+				if !ok {
+					continue
+				}
+				name := path[strings.LastIndex(path, "/")+1:]
+				if im.Name != nil {
+					name = im.Name.Name
+				}
+				imports[name] = rel
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				st, ok := n.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				for _, f := range st.Fields.List {
+					fields++
+					ast.Inspect(f.Type, func(n ast.Node) bool {
+						sel, ok := n.(*ast.SelectorExpr)
+						if !ok {
+							return true
+						}
+						if x, ok := sel.X.(*ast.Ident); ok {
+							if q := imports[x.Name] + "." + sel.Sel.Name; contracts[q] {
+								t.Errorf("%s: a field of type %s.%s, a store contract: hold the resource's service instead", fset.Position(f.Pos()), x.Name, sel.Sel.Name)
+							}
+						}
+						return false
+					})
+				}
+				return true
+			})
+		})
+	}
+	if fields < 100 {
+		t.Fatalf("read %d struct fields of the adapters: the tree looks incomplete", fields)
+	}
+}
+
+func isInterface(e ast.Expr) bool {
+	_, ok := e.(*ast.InterfaceType)
+	return ok
+}

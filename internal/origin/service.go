@@ -31,11 +31,19 @@ type Prober interface {
 	Probe(ctx context.Context, t trust.Target) trust.Result
 }
 
+// How long an origin's manifest may fail to be fetched before the origin is marked
+// stale, and before its items are no longer listed, unless the service is told
+// otherwise.
+const (
+	DefaultStaleAfter  = 24 * time.Hour
+	DefaultDelistAfter = 7 * 24 * time.Hour
+)
+
 // Config tunes the service. Zero values take the defaults.
 type Config struct {
 	// StaleAfter is how long an origin's manifest may fail to be fetched before the
-	// origin is marked stale (default 24h); DelistAfter how long before its items
-	// are no longer listed (default 7 days).
+	// origin is marked stale (DefaultStaleAfter); DelistAfter how long before its
+	// items are no longer listed (DefaultDelistAfter).
 	StaleAfter  time.Duration
 	DelistAfter time.Duration
 	// SubmitTimeout bounds a submission: the fetch and every probe (default 60s).
@@ -66,10 +74,10 @@ type Service struct {
 // probing items with prober.
 func NewService(store Store, sender Sender, prober Prober, cfg Config) *Service {
 	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = 24 * time.Hour
+		cfg.StaleAfter = DefaultStaleAfter
 	}
 	if cfg.DelistAfter <= 0 {
-		cfg.DelistAfter = 7 * 24 * time.Hour
+		cfg.DelistAfter = DefaultDelistAfter
 	}
 	if cfg.DelistAfter < cfg.StaleAfter {
 		cfg.DelistAfter = cfg.StaleAfter

@@ -194,9 +194,39 @@ func (s *Service) Payment(ctx context.Context, p auth.Principal, sessionID, id s
 	return s.Store.Payment(ctx, p, sessionID, id)
 }
 
-// PaymentOfRequest is the payment request requestID approves, if p may see it.
-func (s *Service) PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (Payment, error) {
-	return s.Store.PaymentOfRequest(ctx, p, requestID)
+// Keeps tells whether the service keeps payments and limits: one built without a
+// store (the console's, where payments are not served) has none to show.
+func (s *Service) Keeps() bool { return s.Store != nil }
+
+// RequestPayment is what an authorize_payment request's page shows: the payment
+// request requestID approves, if p may see it, and its agent agentID's limits and
+// spend now; nil and nil from a service that keeps no payments.
+func (s *Service) RequestPayment(ctx context.Context, p auth.Principal, requestID, agentID string) (*Payment, *LimitsAndSpend, error) {
+	if !s.Keeps() {
+		return nil, nil, nil
+	}
+	pay, err := s.Store.PaymentOfRequest(ctx, p, requestID)
+	if err != nil {
+		return nil, nil, err
+	}
+	lim, err := s.Limits(ctx, agentID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &pay, &lim, nil
+}
+
+// AgentLimits is what the console shows of agent agentID's spending: its limits and
+// spend now; nil from a service that keeps no payments.
+func (s *Service) AgentLimits(ctx context.Context, agentID string) (*LimitsAndSpend, error) {
+	if !s.Keeps() {
+		return nil, nil
+	}
+	l, err := s.Limits(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
 }
 
 // Limits are agent agentID's limits and its spend now.

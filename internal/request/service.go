@@ -56,6 +56,18 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, sessionID, id st
 	return s.Store.CancelRequest(ctx, p, sessionID, id)
 }
 
+// Request is request id of user p's, in any of their agents' sessions, for the
+// person to decide.
+func (s *Service) Request(ctx context.Context, p auth.Principal, id string) (Request, error) {
+	return s.Store.Request(ctx, p, "", id)
+}
+
+// Waiting lists the requests waiting for userID's decision, newest first, at most
+// limit.
+func (s *Service) Waiting(ctx context.Context, userID string, limit int) ([]Request, error) {
+	return s.Store.WaitingRequests(ctx, userID, limit)
+}
+
 // Decider decides the requests of the service's store (see Decider): provided
 // values sealed with sealer, approved told of each approval.
 func (s *Service) Decider(sealer Sealer, approved func(Request)) Decider {
