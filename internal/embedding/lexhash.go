@@ -224,3 +224,16 @@ func Concepts(text string) []string {
 	}
 	return out
 }
+
+// Concept is the concept one lower-case word names, as Concepts reads it: its
+// synonym group or its stem; "" for a word Concepts drops (a stop word, one letter).
+func Concept(w string) string {
+	if !keepWord(w) {
+		return ""
+	}
+	c := stem(w)
+	if g, ok := synonymGroup[c]; ok {
+		c = "g:" + g
+	}
+	return c
+}

@@ -625,7 +625,7 @@ func Spread(scores []CalibrationScore, f func(CalibrationScore) float64) MeanSD 
 var BandFeatures = func() []int {
 	var out []int
 	for i := range NumFeatures {
-		if i != FeatAgree && i != FeatDomain && i != FeatDomainMin {
+		if i != FeatAgree && i != FeatDomain && i != FeatDomainMin && i < FeatSynCover {
 			out = append(out, i)
 		}
 	}
@@ -676,4 +676,4 @@ func (c Calibration) GoString() string {
 
 // featureConst names the features' constants, for GoString.
 var featureConst = [NumFeatures]string{"FeatSimilarity", "FeatSemantic", "FeatLexical", "FeatGap", "FeatLead", "FeatAgree",
-	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin"}
+	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin", "FeatSynCover", "FeatSynCover3", "FeatSynKnown"}

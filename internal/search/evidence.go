@@ -32,16 +32,20 @@ const (
 	FeatWords             // log(1 + the query's concepts)
 	FeatDomain            // the mean, over the query's words, of how much likelier the catalog writes them than general English
 	FeatDomainMin         // the least of those: the query's most foreign word
+	FeatSynCover          // the IDF-weighted share of the query's concepts the nearest method does not hold but holds a WordNet relative of (0 without a thesaurus)
+	FeatSynCover3         // the same, for the nearest three together
+	FeatSynKnown          // the share of the query's concepts the catalog does not have but has a WordNet relative of
 	NumFeatures
 )
 
 // FeatureNames name the features, as calibrations store their weights.
 var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap", "lead", "agree", "cover", "cover3", "known", "words",
-	"domain", "domain_min"}
+	"domain", "domain_min", "syn_cover", "syn_cover3", "syn_known"}
 
 // EvidenceVersion names the evidence's recipe (its features and how each is read):
 // a calibration fitted on another recipe weighs other numbers, and is not used. Change
-// it with any change to Gather.
+// it with any change to Gather. (The thesaurus' features, syn_*, are 0 without one,
+// as the service runs: they left the recipe as it was.)
 const EvidenceVersion = "evidence-v1"
 
 // Neighbours is how many nearest methods a query's evidence reads.
@@ -64,9 +68,12 @@ type textIndex struct {
 	// tf counts the catalog's words, tokens of them in all.
 	tf     map[string]int32
 	tokens int
+	// thes relates the query's concepts to the catalog's, when search has a
+	// thesaurus.
+	thes *thesaurusIndex
 }
 
-func newTextIndex(snap *directory.Snapshot) *textIndex {
+func newTextIndex(snap *directory.Snapshot, t *Thesaurus) *textIndex {
 	ms := snap.Methods()
 	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), tf: map[string]int32{}}
 	for p, m := range ms {
@@ -90,6 +97,9 @@ func newTextIndex(snap *directory.Snapshot) *textIndex {
 			x.tokens++
 		}
 	}
+	if t != nil {
+		x.thes = newThesaurusIndex(t, x.ids)
+	}
 	return x
 }
 
@@ -98,7 +108,7 @@ func (e *Engine) textIndex(snap *directory.Snapshot) *textIndex {
 	if x := e.text.Load(); x != nil && x.snap == snap {
 		return x
 	}
-	x := newTextIndex(snap)
+	x := newTextIndex(snap, e.cfg.Thesaurus)
 	e.text.Store(x)
 	return x
 }
@@ -116,6 +126,26 @@ func (x *textIndex) holds(p int, id uint32, known bool) bool {
 	}
 	_, ok := slices.BinarySearch(x.concepts[p], id)
 	return ok
+}
+
+// holdsAny tells whether the method at list position p has any of ids (sorted).
+func (x *textIndex) holdsAny(p int, ids []uint32) bool {
+	if p < 0 || len(ids) == 0 {
+		return false
+	}
+	own := x.concepts[p]
+	i, j := 0, 0
+	for i < len(own) && j < len(ids) {
+		switch {
+		case own[i] == ids[j]:
+			return true
+		case own[i] < ids[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
 }
 
 // Gather reads the evidence of query (normalised) over its nearest methods, most
@@ -161,20 +191,39 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 	for i, n := range near[:len(pos)] {
 		pos[i] = x.position(n.Slug)
 	}
-	var cover, cover3 float64
+	var cover, cover3, syn, syn3 float64
+	synKnown := 0
 	for i, id := range q.ids {
-		if x.holds(pos[0], id, q.known[i]) {
+		held := x.holds(pos[0], id, q.known[i])
+		if held {
 			cover += q.weights[i]
 		}
+		held3 := false
 		for _, p := range pos {
 			if x.holds(p, id, q.known[i]) {
 				cover3 += q.weights[i]
+				held3 = true
 				break
 			}
+		}
+		if q.related == nil {
+			continue
+		}
+		rel := q.related[i]
+		if !q.known[i] && len(rel) > 0 {
+			synKnown++
+		}
+		if !held && x.holdsAny(pos[0], rel) {
+			syn += q.weights[i]
+		}
+		if !held3 && slices.ContainsFunc(pos, func(p int) bool { return x.holdsAny(p, rel) }) {
+			syn3 += q.weights[i]
 		}
 	}
 	e[FeatCover], e[FeatCover3] = cover/q.total, cover3/q.total
 	e[FeatKnown] = float64(q.knownCount) / float64(len(q.ids))
+	e[FeatSynCover], e[FeatSynCover3] = syn/q.total, syn3/q.total
+	e[FeatSynKnown] = float64(synKnown) / float64(len(q.ids))
 	e[FeatWords] = math.Log1p(float64(len(q.ids)))
 	if general != nil {
 		words := embedding.Words(query)
@@ -197,6 +246,7 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 type queryConcepts struct {
 	ids        []uint32
 	known      []bool
+	related    [][]uint32 // by concept, the catalog's concepts related to it (nil without a thesaurus)
 	weights    []float64
 	total      float64
 	knownCount int
@@ -214,6 +264,12 @@ func (x *textIndex) queryConcepts(query string) queryConcepts {
 		}
 		q.ids[i], q.known[i], q.weights[i] = id, ok, x.idf(df)
 		q.total += q.weights[i]
+	}
+	if x.thes != nil {
+		q.related = make([][]uint32, len(cs))
+		for i, c := range cs {
+			q.related[i] = x.thes.of(c, q.ids[i], q.known[i], x.thes.t.Hypernyms)
+		}
 	}
 	return q
 }
@@ -233,8 +289,11 @@ func (x *textIndex) cover(q queryConcepts, p int) float64 {
 	}
 	held := 0.0
 	for i, id := range q.ids {
-		if x.holds(p, id, q.known[i]) {
+		switch {
+		case x.holds(p, id, q.known[i]):
 			held += q.weights[i]
+		case q.related != nil && x.thes.t.Weight > 0 && x.holdsAny(p, q.related[i]):
+			held += x.thes.t.Weight * q.weights[i]
 		}
 	}
 	return held / q.total
@@ -308,11 +367,15 @@ type calibrationJSON struct {
 	Rerank   float64            `json:"rerank,omitempty"`
 }
 
-// MarshalJSON writes the weights by feature name.
+// MarshalJSON writes the weights by feature name; a feature it does not weigh is
+// left out, so that a version of the service that does not know it (one before the
+// thesaurus' features) reads the calibration all the same.
 func (c Calibration) MarshalJSON() ([]byte, error) {
 	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin, Rerank: c.Rerank}
 	for i, w := range c.Weights {
-		out.Weights[FeatureNames[i]] = w
+		if w != 0 {
+			out.Weights[FeatureNames[i]] = w
+		}
 	}
 	return json.Marshal(out)
 }

@@ -2,6 +2,8 @@ package search
 
 import (
 	"fmt"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,8 +13,47 @@ import (
 // BenchmarkRerankAndGather15k measures what a calibrated band adds to a novel query
 // in memory at the Bazaar's scale: reranking the nearest forty by the query's
 // concepts and reading the evidence of the first ten (the snapshot's word index built
-// beforehand, once per snapshot).
+// beforehand, once per snapshot); with WordNet's files (WAYSTATION_WORDNET, as make
+// bench sets it), once more counting their relatives.
 func BenchmarkRerankAndGather15k(b *testing.B) {
+	b.Run("exact", func(b *testing.B) { benchmarkRerankAndGather(b, nil) })
+	dir := os.Getenv("WAYSTATION_WORDNET")
+	if dir == "" {
+		return
+	}
+	th, err := LoadThesaurus(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	th.Weight = 0.5
+	b.Run("wordnet", func(b *testing.B) { benchmarkRerankAndGather(b, th) })
+}
+
+// BenchmarkLoadThesaurus measures reading WordNet's files (WAYSTATION_WORDNET) into a
+// thesaurus, as the server does when it starts, and the heap it holds then.
+func BenchmarkLoadThesaurus(b *testing.B) {
+	dir := os.Getenv("WAYSTATION_WORDNET")
+	if dir == "" {
+		b.Skip("WAYSTATION_WORDNET names no WordNet files")
+	}
+	var before, after runtime.MemStats
+	var th *Thesaurus
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var err error
+		if th, err = LoadThesaurus(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "held-MB")
+	b.ReportMetric(float64(th.Lemmas()), "lemmas")
+	runtime.KeepAlive(th)
+}
+
+func benchmarkRerankAndGather(b *testing.B, th *Thesaurus) {
 	words := []string{"weather", "forecast", "token", "price", "wallet", "balance", "image", "generate", "summary", "news",
 		"flight", "hotel", "stock", "quote", "email", "verify", "domain", "whois", "tide", "harbour", "sports", "score"}
 	trust := directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true}
@@ -29,7 +70,9 @@ func BenchmarkRerankAndGather15k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	x := newTextIndex(snap)
+	start := time.Now()
+	x := newTextIndex(snap, th)
+	indexed := time.Since(start)
 	near := make([]Neighbour, Reranked)
 	for i := range near {
 		near[i] = Neighbour{Slug: methods[i*97].Slug, Similarity: 0.6 - float64(i)*0.01, Semantic: 0.5, Lexical: 0.3, Parts: true}
@@ -40,4 +83,5 @@ func BenchmarkRerankAndGather15k(b *testing.B) {
 		ranked := x.Rerank(query, near, 0.5)
 		_ = x.Gather(query, ranked, nil)
 	}
+	b.ReportMetric(float64(indexed.Microseconds())/1000, "index-ms")
 }

@@ -59,6 +59,10 @@ type Config struct {
 	Now func() time.Time
 	// Observer hears what search does; nil hears nothing.
 	Observer Observer
+	// Thesaurus, when set, relates a query's words to the catalog's for the band's
+	// evidence (WordNet's synonyms and related forms: the syn_* features); without
+	// it, as the service runs, those features are 0.
+	Thesaurus *Thesaurus
 }
 
 // Observer hears what search does, for metrics. Its methods must be cheap and safe

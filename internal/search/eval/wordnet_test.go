@@ -1,0 +1,120 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/waystation/waystation/internal/search"
+)
+
+// TestWordNetAblation prints the cross-validated ablation of the evidence WordNet
+// gives the band (make eval-wordnet): over the dev and own labelled queries together,
+// the band's features without a thesaurus, then with one under each recipe (whether
+// a query's concept held through a hypernym counts, the rerank weight of a concept
+// held through a relative) and each new feature added alone or all together. Each
+// row has its figures' mean and spread over the folds, their difference from the
+// first row's on the same folds (paired), the ranking's own recall@3 with no band
+// under the rerank weight chosen, and the dev set's in-sample figures of the band
+// fitted on every query.
+func TestWordNetAblation(t *testing.T) {
+	dir := os.Getenv("WAYSTATION_WORDNET")
+	if dir == "" || os.Getenv("WAYSTATION_EVAL") == "" {
+		t.Skip("make eval-wordnet runs it: WAYSTATION_EVAL and WAYSTATION_WORDNET")
+	}
+	fx := setup(t)
+	if fx.hybrid == nil {
+		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
+	}
+	th, err := search.LoadThesaurus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
+	label := func(th *search.Thesaurus) (all, devOnly []search.Labelled) {
+		e, err := search.NewEngine(search.Config{Thesaurus: th}, fx.store, &search.Model{Embedder: fx.hybridModel, Record: fx.hybridRecord}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := fx
+		g.hybrid = e
+		d := g.labelled(t, dev, "dev")
+		return append(g.labelled(t, own, "own"), d...), d
+	}
+	base := without(search.FeatAgree, search.FeatDomain, search.FeatDomainMin, search.FeatSynCover, search.FeatSynCover3, search.FeatSynKnown)
+	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
+	figures := []func(search.CalibrationScore) float64{search.CalibrationScore.Recall,
+		func(s search.CalibrationScore) float64 { return s.KindRecall("paraphrase") }, search.CalibrationScore.FalseMatchRate}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nWordNet's evidence, dev and own sets together, %d folds × %d shuffles (Δ: paired difference from the first row on the same folds)\n\n", cvFolds, cvRepeats)
+	b.WriteString("| evidence | recall@3 | paraphrase | false matches | Δ recall@3 | Δ paraphrase | Δ false matches | no band, recall@3 | dev in-sample recall@3 / paraphrase / false matches |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var first []search.CalibrationScore
+	row := func(name string, samples, devS []search.Labelled, o search.CalibrationOptions) {
+		scores := search.CrossValidate(samples, o, cvFolds, cvRepeats)
+		if first == nil {
+			first = scores
+		}
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, f := range figures {
+			fmt.Fprintf(&b, " %s |", meanSD(scores, f))
+		}
+		for _, f := range figures {
+			fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
+		}
+		c := search.Calibrate(samples, o)
+		in := c.Score(devS)
+		all := search.Calibration{Margin: 1, Rerank: c.Rerank}.Score(samples)
+		fmt.Fprintf(&b, " %.3f (weight %.1f) | %.3f / %.3f / %.3f |\n", all.Recall(), c.Rerank, in.Recall(), in.KindRecall("paraphrase"), in.FalseMatchRate())
+		t.Log(name)
+	}
+	none, noneDev := label(nil)
+	row("no thesaurus: the band's features before", none, noneDev, search.CalibrationOptions{Features: base})
+	for _, hyp := range []bool{false, true} {
+		for _, w := range []float64{0, 0.5, 1} {
+			c := *th
+			c.Hypernyms, c.Weight = hyp, w
+			all, d := label(&c)
+			name := fmt.Sprintf("hypernyms %v, a relative weighs %.1f in the rerank", hyp, w)
+			row(name+": + syn_cover", all, d, search.CalibrationOptions{Features: plus(search.FeatSynCover)})
+			row(name+": + syn_cover, syn_cover3, syn_known", all, d, search.CalibrationOptions{Features: plus(search.FeatSynCover, search.FeatSynCover3, search.FeatSynKnown)})
+			if w == 0.5 {
+				row(name+": + syn_cover3", all, d, search.CalibrationOptions{Features: plus(search.FeatSynCover3)})
+				row(name+": + syn_known", all, d, search.CalibrationOptions{Features: plus(search.FeatSynKnown)})
+				if !hyp {
+					scores := search.CrossValidate(all, search.CalibrationOptions{Features: evidenceBase, Choices: append(slices.Clone(evidenceKinds), []int{search.FeatSynCover})}, cvFolds, cvRepeats)
+					fmt.Fprintf(&b, "| %s: the kinds of evidence (WordNet's syn_cover one of them) chosen inside each training fold |", name)
+					for _, f := range figures {
+						fmt.Fprintf(&b, " %s |", meanSD(scores, f))
+					}
+					for _, f := range figures {
+						fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
+					}
+					b.WriteString(" | |\n")
+				}
+			}
+		}
+	}
+	fmt.Print(b.String())
+}
+
+// pairedDiff is the mean and spread over folds of f's difference between two
+// cross-validations on the same folds.
+func pairedDiff(a, b []search.CalibrationScore, f func(search.CalibrationScore) float64) string {
+	var d []float64
+	for i := range min(len(a), len(b)) {
+		d = append(d, f(a[i])-f(b[i]))
+	}
+	mean, sd := 0.0, 0.0
+	for _, v := range d {
+		mean += v
+	}
+	mean /= float64(max(1, len(d)))
+	for _, v := range d {
+		sd += (v - mean) * (v - mean)
+	}
+	sd = math.Sqrt(sd / float64(max(1, len(d))))
+	return fmt.Sprintf("%+.3f ± %.3f", mean, sd)
+}
