@@ -76,6 +76,9 @@ type Snapshot struct {
 	byHost   map[string][]int
 }
 
+// guidanceKey begins the guidance in a method's detail body, after its listing item.
+var guidanceKey = []byte(`"guidance":`)
+
 type methodDetail struct {
 	Method
 	Guidance json.RawMessage `json:"guidance"`
@@ -152,6 +155,10 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 			if old := prev.slugs[j].Body; bytes.Equal(old, detail) {
 				detail = old
 			}
+		}
+		// The guidance too is held once, in the detail: what follows "guidance":.
+		if g := detail[k+1 : len(detail)-1]; len(m.Guidance) > 0 && bytes.HasPrefix(g, guidanceKey) {
+			m.Guidance = g[len(guidanceKey):len(g):len(g)]
 		}
 		s.items[i], details[i] = int32(k+1), detail
 	})
