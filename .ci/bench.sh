@@ -89,6 +89,8 @@ ADMIN_URL=${WAYSTATION_TEST_DATABASE_URL:-$(.ci/db.sh url postgres)}
 # db_url NAME: the URL of database NAME on the same server.
 db_url() { sed -E "s#^([a-z]+://[^/?]*)/[^?]*#\\1/$1#" <<<"$ADMIN_URL"; }
 psql_admin() { "$PSQL" "$ADMIN_URL" -X -q -A -t -v ON_ERROR_STOP=1 "$@" </dev/null; }
+# psql_db NAME ARGS...: psql on database NAME.
+psql_db() { "$PSQL" "$(db_url "$1")" -X -q -A -t -v ON_ERROR_STOP=1 "${@:2}" </dev/null; }
 
 # ---------------------------------------------------------------------------- databases
 
@@ -126,7 +128,7 @@ start_service() {
 	: >"$log" # here, not only in the background: the last run's log must not be read
 	# Appended, so that truncating the file between runs (truncate_logs) leaves no hole.
 	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
-		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=0 PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
+		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=1s PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
 		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
 		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" "$SERVER" serve >>"$log" 2>&1 &
 	SERVICE_PID=$!
@@ -250,6 +252,22 @@ same() {
 	[[ -n $ea && $ea == "$eb" ]] || die "ETags differ for ${a#http://*/}: nginx $ea, service $eb"
 }
 
+# rss PID: the process's resident memory now, in MB.
+rss() { awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
+
+# generation SQL: the statement run on the catalog's database, then the generation
+# the service's watch makes of the change waited for.
+generation() {
+	: >"$OUT/service-$name.log"
+	psql_db "$name" -c "$1" >/dev/null
+	for _ in $(seq 6000); do
+		grep -q 'msg="snapshot generated" why="catalog changed"' "$OUT/service-$name.log" && return
+		kill -0 "$SERVICE_PID" 2>/dev/null || die "the server exited"
+		sleep 0.1
+	done
+	die "the service made no snapshot of a change within 10 minutes"
+}
+
 # truncate_logs: the access logs of the service and nginx emptied, so that a run's
 # lines do not pile up on disk.
 truncate_logs() {
@@ -332,6 +350,14 @@ for size in $SIZES; do
 	load_db "$name" "$size"
 	note "the $size catalog: starting the service (it publishes the site first) and nginx"
 	start_service "$name"
+	boot_rss=$(rss "$SERVICE_PID")
+	note "$size: service resident memory after boot (its snapshot built and published): $boot_rss MB (awk '/^VmRSS:/' /proc/$SERVICE_PID/status)"
+	# One generation, as after a catalog change: a method's description, then back.
+	first_id=$(psql_db "$name" -c "SELECT min(id) FROM provider_methods WHERE enabled")
+	generation "UPDATE provider_methods SET description = description || ' ', updated_at = now() WHERE id = $first_id"
+	gen_rss=$(rss "$SERVICE_PID")
+	note "$size: service resident memory after one generation (a method changed): $gen_rss MB"
+	generation "UPDATE provider_methods SET description = left(description, -1), updated_at = now() WHERE id = $first_id"
 	start_nginx "$name" on
 	EDGE_LOG=$EDGE NGINX_LOG_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')"
 	start_nginx "$name" off
@@ -359,7 +385,7 @@ for size in $SIZES; do
 		row "$label" "$what" "$bytes" "$nr" "$np" "$lr" "$lp" "$RPS" "$P99" "$((ne + le + ERRORS))" "$nc" "$lc" "$CPU"
 	done
 	if [[ $SEARCH == 0 ]]; then
-		MEMORY+=("| $label | $(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status") | $(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status") |")
+		MEMORY+=("| $label | $boot_rss | $gen_rss | $(rss "$SERVICE_PID") | $(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status") |")
 		cleanup
 		[[ $size == real ]] || rm -rf -- "$OUT/site-$name"
 		continue
@@ -382,9 +408,9 @@ for size in $SIZES; do
 	CPU_PIDS=$SERVICE_PID run_wrk "$OUT/wrk/$label-novel-search-service.txt" -s "$OUT/novel.lua" "http://$SERVICE" "$API/services?q=" "$RANDOM$RANDOM"
 	row "$label" "novel search" "$BYTES" "" "" "" "" "$RPS" "$P99" "$ERRORS" "" "" "$CPU"
 
-	rss=$(awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status")
+	rss=$(rss "$SERVICE_PID")
 	hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/$SERVICE_PID/status")
-	MEMORY+=("| $label | $rss | $hwm |")
+	MEMORY+=("| $label | $boot_rss | $gen_rss | $rss | $hwm |")
 	note "$label: service resident memory ${rss} MB now, ${hwm} MB at its peak (building and publishing the snapshot)"
 	cleanup
 	# The published site of a large catalog takes gigabytes: it is not kept.
@@ -413,8 +439,12 @@ done
 	echo
 	echo "## Resident memory of the service (MB)"
 	echo
-	echo "| catalog | VmRSS after the run | VmHWM (peak, snapshot build and publish included) |"
-	echo "|---|---:|---:|"
+	echo "VmRSS of the server (/proc/PID/status) once it listens, its first snapshot built and published;"
+	echo "after one generation, as after a catalog change (one method's description, through the watch);"
+	echo "and after the load run; VmHWM, its peak, the builds included."
+	echo
+	echo "| catalog | VmRSS after boot | VmRSS after a generation | VmRSS after the run | VmHWM (peak, snapshot builds and publications included) |"
+	echo "|---|---:|---:|---:|---:|"
 	printf '%s\n' "${MEMORY[@]}"
 	if [[ -s $OUT/go-bench.txt ]]; then
 		echo

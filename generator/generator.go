@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
 )
 
@@ -39,6 +40,9 @@ type Generator struct {
 	fingerprint string
 	generated   bool
 	last        *directory.Snapshot
+	// forms caches the encoded forms of the snapshots' methods and merchants, read
+	// from the files the site published, across generations.
+	forms *resource.Cache
 }
 
 // Stats tell how one generation went.
@@ -89,7 +93,10 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
 		st.Written, st.Files = g.Site.Written()
-		snap = served(snap, dir, g.Log)
+		if g.forms == nil {
+			g.forms = resource.NewCache(cachedForms)
+		}
+		snap = served(snap, dir, g.forms, g.Log)
 	}
 	if g.Holder != nil {
 		g.Holder.Set(snap)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/web"
 )
@@ -221,4 +224,73 @@ func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
 	if len(m.Files) == 0 || m.Counts.Files != 2*len(m.Files) || !bytes.Equal(mustJSON(m), raw) {
 		t.Fatalf("manifest.json is not json.Marshal's encoding of itself:\n%s", raw)
 	}
+}
+
+// TestServedSnapshotsAnswerFromTheirPublishedFiles checks that a generation's snapshot
+// holds no encoded form of its methods and merchants, and answers each as the files
+// published for it hold it: after a full build, after a change (the unchanged methods
+// are the previous snapshot's, answered from the new directory), after another
+// publisher made another directory current (the site writes every file again, from
+// the previous snapshot's files), and, for a snapshot no longer in force, once its
+// directory is gone.
+func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
+	src := &records{rec: testRecords(12, at)}
+	site := &Site{Dir: t.TempDir(), Keep: 3, Views: views}
+	g := &Generator{Source: src, Site: site}
+	check := func(step string, snap *directory.Snapshot, files map[string][]byte) {
+		t.Helper()
+		answer := func(path string, res *resource.Resource) {
+			if res.Gzip != nil || res.Brotli != nil {
+				t.Errorf("%s: %s holds its encoded forms", step, path)
+			}
+			for ae, x := range map[string]string{"identity": "", "gzip": ".gz", "br": ".br"} {
+				want, ok := files[filepath.FromSlash(path)+x]
+				if !ok {
+					t.Fatalf("%s: %s%s is not published", step, path, x)
+				}
+				r := httptest.NewRequest(http.MethodGet, "/", nil)
+				r.Header.Set("Accept-Encoding", ae)
+				w := httptest.NewRecorder()
+				resource.Serve(w, r, res, http.StatusOK)
+				if !bytes.Equal(w.Body.Bytes(), want) {
+					t.Errorf("%s: %s (%s) answers %d bytes, not the %d published", step, path, ae, w.Body.Len(), len(want))
+				}
+			}
+		}
+		for _, m := range snap.Methods() {
+			res, _ := snap.Method(m.Slug)
+			answer(servicesDir+m.Slug, res)
+		}
+		for _, h := range snap.Hostnames() {
+			res, _ := snap.Merchant(h)
+			answer(merchantsDir+h, res)
+		}
+	}
+	if _, err := g.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("full build", g.last, tree(t, site.Current()))
+	first, firstDir := g.last, site.Current()
+	firstFiles := tree(t, firstDir)
+	src.rec.Methods[3].Method.Description = "Does something else now."
+	if _, err := g.once(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	check("a change", g.last, tree(t, site.Current()))
+	// Another publisher's directory made current: this site knows nothing of it.
+	other := &Site{Dir: site.Dir, Keep: 3, Views: views}
+	if _, err := other.Publish(testSnapshot(t, at, 3)); err != nil {
+		t.Fatal(err)
+	}
+	src.rec.Methods[4].Method.Description = "Does another thing now."
+	if _, err := g.once(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	check("after another publisher", g.last, tree(t, site.Current()))
+	if err := os.RemoveAll(firstDir); err != nil {
+		t.Fatal(err)
+	}
+	check("its directory gone", first, firstFiles)
 }

@@ -438,6 +438,10 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 		if err != nil {
 			return err
 		}
+		// A body served from the files of the directory before has its forms there.
+		if res, err = res.Encoded(); err != nil {
+			return fmt.Errorf("generator: write %s: %w", path, err)
+		}
 		if res.Gzip == nil {
 			return fmt.Errorf("generator: write %s: its forms are not in memory", path)
 		}
@@ -712,21 +716,38 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// served is snap answering its list from the files published in dir, or snap itself
-// when they do not open (then the list is served from memory, with a warning when
-// log is not nil).
-func served(snap *directory.Snapshot, dir string, log *slog.Logger) *directory.Snapshot {
+// cachedForms is how many encoded forms of the methods and merchants a server keeps
+// in memory, the ones asked for last (see resource.Cache): at a few hundred bytes
+// each, a few megabytes, where all of them at a hundred thousand methods are 56 MB.
+const cachedForms = 16 << 10
+
+// served is snap answering from the files published in dir: its list (or from memory,
+// with a warning when log is not nil, when they do not open), and the encoded forms
+// of its methods and merchants, through cache.
+func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger) *directory.Snapshot {
 	list, err := snap.List().FromFiles(filepath.Join(dir, filepath.FromSlash(ListFile)))
 	if err == nil {
 		var withList *directory.Snapshot
 		if withList, err = snap.WithList(list); err == nil {
-			return withList
+			snap = withList
 		}
 	}
-	if log != nil {
+	if err != nil && log != nil {
 		log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
 	}
-	return snap
+	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
+	merchants := resource.NewStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
+	stored, err := snap.WithStored(
+		func(slug string, res *resource.Resource) *resource.Resource { return res.Stored(methods, slug) },
+		func(host string, res *resource.Resource) *resource.Resource { return res.Stored(merchants, host) })
+	if err != nil {
+		// Not met: Stored keeps what WithStored checks.
+		if log != nil {
+			log.Warn("the published methods are not the snapshot's; serving them from memory", "dir", dir, "err", err)
+		}
+		return snap
+	}
+	return stored
 }
 
 // LoadSite rebuilds the snapshot of the site in force under dir, so that the service
@@ -774,5 +795,5 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 	if !bytes.Equal(list, snap.List().Body) {
 		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
 	}
-	return served(snap, cur, nil), nil
+	return served(snap, cur, resource.NewCache(cachedForms), nil), nil
 }

@@ -76,6 +76,9 @@ type Snapshot struct {
 	byHost   map[string][]int
 }
 
+// guidanceKey begins the guidance in a method's detail body, after its listing item.
+var guidanceKey = []byte(`"guidance":`)
+
 type methodDetail struct {
 	Method
 	Guidance json.RawMessage `json:"guidance"`
@@ -152,6 +155,10 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 			if old := prev.slugs[j].Body; bytes.Equal(old, detail) {
 				detail = old
 			}
+		}
+		// The guidance too is held once, in the detail: what follows "guidance":.
+		if g := detail[k+1 : len(detail)-1]; len(m.Guidance) > 0 && bytes.HasPrefix(g, guidanceKey) {
+			m.Guidance = g[len(guidanceKey):len(g):len(g)]
 		}
 		s.items[i], details[i] = int32(k+1), detail
 	})
@@ -283,6 +290,28 @@ func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
 	}
 	c := *s
 	c.list = list
+	return &c, nil
+}
+
+// WithStored is the snapshot with its methods' and merchants' resources replaced by
+// the ones method and merchant return for them (by slug and by hostname): the same
+// representations (their ETags say so) with their encoded forms held elsewhere. The
+// generator hands it resources stored in their published files (see
+// resource.Stored), so that the snapshot holds their bodies alone.
+func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.Resource) *resource.Resource) (*Snapshot, error) {
+	c := *s
+	c.slugs = make([]*resource.Resource, len(s.slugs))
+	for i, res := range s.slugs {
+		if c.slugs[i] = method(s.methods[i].Slug, res); c.slugs[i].ETag != res.ETag || c.slugs[i].Body == nil {
+			return nil, fmt.Errorf("directory: the stored method %s is not the snapshot's", s.methods[i].Slug)
+		}
+	}
+	c.merchants = make(map[string]*resource.Resource, len(s.merchants))
+	for host, res := range s.merchants {
+		if c.merchants[host] = merchant(host, res); c.merchants[host].ETag != res.ETag || c.merchants[host].Body == nil {
+			return nil, fmt.Errorf("directory: the stored merchant %s is not the snapshot's", host)
+		}
+	}
 	return &c, nil
 }
 

@@ -205,3 +205,33 @@ func TestNewSnapshotAfterIsNewSnapshotSharingWhatDidNotChange(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotHoldsEachGuidanceOnceInItsDetail checks that a method's guidance is
+// held as the end of its detail body, not beside it: the same JSON, compacted as the
+// body has it, in the body's bytes; a method without guidance has none.
+func TestSnapshotHoldsEachGuidanceOnceInItsDetail(t *testing.T) {
+	methods := synthetic(3, 5)
+	methods[0].Guidance = json.RawMessage(`{ "summary": "Pay <first>", "notes": ["a"] }`)
+	snap, err := NewSnapshot(time.Unix(0, 0), methods, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range snap.Methods() {
+		res, _ := snap.Method(m.Slug)
+		if m.Slug != methods[0].Slug {
+			if m.Guidance != nil || !bytes.HasSuffix(res.Body, []byte(`"guidance":null}`)) {
+				t.Errorf("%s: guidance %q", m.Slug, m.Guidance)
+			}
+			continue
+		}
+		var got, want any
+		if err := json.Unmarshal(m.Guidance, &got); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(methods[0].Guidance, &want)
+		end := res.Body[len(res.Body)-1-len(m.Guidance) : len(res.Body)-1]
+		if fmt.Sprint(got) != fmt.Sprint(want) || &end[0] != &m.Guidance[0] {
+			t.Errorf("guidance %s, held apart from the body %v", m.Guidance, &end[0] != &m.Guidance[0])
+		}
+	}
+}

@@ -37,6 +37,16 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 			return
 		}
 	}
+	var body []byte
+	if res.at != nil && form != identity {
+		// A stored form that cannot be had is not offered: the body goes instead.
+		if body = res.form(form); body == nil {
+			form, coding = identity, nil
+			if status == http.StatusOK {
+				h["Etag"] = res.header(hETag)
+			}
+		}
+	}
 	if res.ContentType != "" {
 		h["Content-Type"] = res.header(hType)
 	}
@@ -52,7 +62,10 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 		res.files[form].send(w, r)
 		return
 	}
-	w.Write([...][]byte{res.Body, res.Gzip, res.Brotli}[form])
+	if body == nil {
+		body = [...][]byte{res.Body, res.Gzip, res.Brotli}[form]
+	}
+	w.Write(body)
 }
 
 // etagMatch applies If-None-Match's weak comparison: any listed tag, with or without

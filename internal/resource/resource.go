@@ -39,6 +39,10 @@ type Resource struct {
 	hdr [headers]string
 	// files, when set, send the forms from published files instead (see FromFiles).
 	files *[3]*file
+	// at, when set, is where the encoded forms are instead of Gzip and Brotli (see
+	// Stored); levels are those they were made at, to make them again.
+	at     *stored
+	levels [2]int8
 }
 
 // Indexes of Resource.hdr: the type, then each form's ETag and length, the form's
@@ -84,7 +88,7 @@ func New(contentType string, body []byte) *Resource {
 // NewLevels is New at other levels. The encoded bytes depend only on the body and the
 // levels, so every replica makes the same ones.
 func NewLevels(contentType string, body []byte, l Levels) *Resource {
-	r := &Resource{Body: body, Gzip: compress(body, l.Gzip)}
+	r := &Resource{Body: body, Gzip: compress(body, l.Gzip), levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
 	if l.Brotli > 0 {
 		r.Brotli = compressBrotli(body, l.Brotli)
 	}

@@ -1,0 +1,138 @@
+package resource
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Store is a directory where resources' forms are published, as a site publishes
+// them: a resource's body in the file named after it, its gzip and brotli forms
+// beside it (name.gz, name.br). A resource stored there (see Stored) keeps its body
+// and leaves its encoded forms in their files, so that a snapshot of a hundred
+// thousand methods does not hold two more copies of each in memory: the forms asked
+// for lately are read into the Cache the store shares with the others.
+type Store struct {
+	dir   string
+	cache *Cache
+}
+
+// NewStore is the store of directory dir, its forms read through cache.
+func NewStore(dir string, cache *Cache) *Store {
+	return &Store{dir: dir + string(os.PathSeparator), cache: cache}
+}
+
+// Cache holds the encoded forms of stored resources read lately, each known by its
+// ETag (which names its bytes: the body's hash and the form), a bounded number of
+// them: a form asked for again is answered from memory, without a read or an
+// allocation, and one that is not asked for any more is dropped for another.
+type Cache struct {
+	lru *lru.Cache[string, []byte]
+}
+
+// NewCache holds the last forms of stored resources asked for, at most forms of them
+// (at least one), each of at most MaxCached bytes.
+func NewCache(forms int) *Cache {
+	c, _ := lru.New[string, []byte](max(forms, 1))
+	return &Cache{lru: c}
+}
+
+// MaxCached is the size of the largest form a Cache keeps: a larger one is read from
+// its file for each answer that asks for it, so that a few large bodies do not push
+// thousands of small ones out.
+const MaxCached = 64 << 10
+
+// Len is the number of forms cached.
+func (c *Cache) Len() int { return c.lru.Len() }
+
+// stored is where a stored resource's forms are: st's directory, name.
+type stored struct {
+	st   *Store
+	name string
+}
+
+// Stored is res with its gzip and brotli forms left in st's files name.gz and
+// name.br, which must hold them byte for byte as long as the resource is served (a
+// published site's directory never holds other bytes under a name: a name is a
+// snapshot's, which its ID names); its body stays in memory. A form that cannot be
+// read, or is not of its size, is encoded again from the body at the levels it was
+// made at (encoding is deterministic), and failing that the answer is the body
+// itself, as to a client that takes no encoding.
+func (res *Resource) Stored(st *Store, name string) *Resource {
+	out := *res
+	out.Gzip, out.Brotli, out.files = nil, nil, nil
+	out.at = &stored{st: st, name: name}
+	return &out
+}
+
+// form is the stored form's bytes (gzipForm or brotliForm), from the cache when it
+// holds them, else read and cached; nil when neither the file nor an encoding of the
+// body has the form's size.
+func (res *Resource) form(form int) []byte {
+	c := res.at.st.cache
+	tag := res.hdr[hETag+form]
+	if b, ok := c.lru.Get(tag); ok {
+		return b
+	}
+	b, err := res.read(form)
+	if err != nil {
+		return nil
+	}
+	if len(b) <= MaxCached {
+		c.lru.Add(tag, b)
+	}
+	return b
+}
+
+// read is the stored form's bytes from its file, or encoded again from the body
+// when the file does not hold the form's size.
+func (res *Resource) read(form int) ([]byte, error) {
+	size, err := strconv.Atoi(res.hdr[hLength+form])
+	if err != nil {
+		return nil, fmt.Errorf("resource: %s has no form %d", res.ETag, form)
+	}
+	b, err := os.ReadFile(res.at.st.dir + res.at.name + suffixes[form])
+	if err == nil && len(b) == size {
+		return b, nil
+	}
+	if form == brotliForm {
+		b = compressBrotli(res.Body, int(res.levels[1]))
+	} else {
+		b = compress(res.Body, int(res.levels[0]))
+	}
+	if len(b) != size {
+		return nil, fmt.Errorf("resource: %s%s: %d bytes, not %d", res.at.name, suffixes[form], len(b), size)
+	}
+	return b, nil
+}
+
+// suffixes name the files of a resource's forms beside its body's.
+var suffixes = [...]string{"", ".gz", ".br"}
+
+// Encoded is res with its gzip and brotli forms in memory, as New makes it: res
+// itself unless it is stored, else one with its forms read from its files (or encoded
+// again from its body), for a publisher that writes them elsewhere.
+func (res *Resource) Encoded() (*Resource, error) {
+	if res.at == nil {
+		return res, nil
+	}
+	out := *res
+	out.at = nil
+	for _, form := range [...]int{gzipForm, brotliForm} {
+		if !res.has(form) {
+			continue
+		}
+		b, err := res.read(form)
+		if err != nil {
+			return nil, err
+		}
+		if form == gzipForm {
+			out.Gzip = b
+		} else {
+			out.Brotli = b
+		}
+	}
+	return &out, nil
+}

@@ -1,0 +1,135 @@
+package resource
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// serveStored answers a request for res with Accept-Encoding ae (and If-None-Match inm).
+func serveStored(res *Resource, method, ae, inm string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, "/", nil)
+	r.Header.Set("Accept-Encoding", ae)
+	if inm != "" {
+		r.Header.Set("If-None-Match", inm)
+	}
+	w := httptest.NewRecorder()
+	Serve(w, r, res, http.StatusOK)
+	return w
+}
+
+// TestStoredAnswersAsFromMemory checks that a resource whose encoded forms are left
+// in its published files holds none of them, and answers every form, HEAD and
+// revalidation with the headers and bytes of the one in memory, read once and then
+// from the cache; Encoded gives the forms back in memory.
+func TestStoredAnswersAsFromMemory(t *testing.T) {
+	body := bytes.Repeat([]byte(`{"slug":"a-method","b":[1,2,3]},`), 40)
+	mem := New(JSON, body)
+	path := published(t, mem)
+	cache := NewCache(8)
+	res := mem.Stored(NewStore(filepath.Dir(path), cache), filepath.Base(path))
+	if res.Gzip != nil || res.Brotli != nil || !bytes.Equal(res.Body, body) || res.ETag != mem.ETag {
+		t.Fatalf("stored: gzip held %v, brotli held %v, ETag %s", res.Gzip != nil, res.Brotli != nil, res.ETag)
+	}
+	check := func() {
+		t.Helper()
+		for _, c := range []struct {
+			ae, coding, etag string
+			want             []byte
+		}{
+			{"identity", "", mem.ETag, body},
+			{"gzip", "gzip", mem.GzipETag, mem.Gzip},
+			{"br, gzip", "br", mem.BrotliETag, mem.Brotli},
+		} {
+			w := serveStored(res, http.MethodGet, c.ae, "")
+			if !bytes.Equal(w.Body.Bytes(), c.want) || w.Header().Get("Content-Encoding") != c.coding || w.Header().Get("Etag") != c.etag ||
+				w.Header().Get("Content-Length") != strconv.Itoa(len(c.want)) {
+				t.Errorf("%s: %d bytes, %v", c.ae, w.Body.Len(), w.Header())
+			}
+		}
+	}
+	check()
+	if cache.Len() != 2 {
+		t.Errorf("%d forms cached, want 2", cache.Len())
+	}
+	// Cached: the files are not read again.
+	for _, x := range []string{".gz", ".br"} {
+		if err := os.WriteFile(path+x, []byte("another snapshot's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check()
+	if w := serveStored(res, http.MethodHead, "gzip", ""); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") != strconv.Itoa(len(mem.Gzip)) {
+		t.Errorf("HEAD: %d, %d bytes, %v", w.Code, w.Body.Len(), w.Header())
+	}
+	if w := serveStored(res, http.MethodGet, "gzip", mem.ETag); w.Code != http.StatusNotModified || w.Header().Get("Etag") != mem.GzipETag {
+		t.Errorf("If-None-Match: %d %v", w.Code, w.Header())
+	}
+	enc, err := res.Encoded()
+	if err != nil || !bytes.Equal(enc.Gzip, mem.Gzip) || !bytes.Equal(enc.Brotli, mem.Brotli) || enc.ETag != mem.ETag {
+		t.Errorf("encoded: %v", err)
+	}
+	if enc, _ := mem.Encoded(); enc != mem {
+		t.Error("a resource in memory was encoded again")
+	}
+}
+
+// TestStoredEncodesAgainWhatItsFilesDoNotHold checks that a stored form whose file is
+// gone, or of another size, is encoded again from the body, byte for byte the form
+// published; and that a form that cannot be had at all is not offered: the body
+// goes, with its own headers.
+func TestStoredEncodesAgainWhatItsFilesDoNotHold(t *testing.T) {
+	body := bytes.Repeat([]byte(`{"hostname":"a.example","methods":[]},`), 30)
+	mem := New(JSON, body)
+	path := published(t, mem)
+	if err := os.Remove(path + ".gz"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".br", []byte("short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := mem.Stored(NewStore(filepath.Dir(path), NewCache(8)), filepath.Base(path))
+	if w := serveStored(res, http.MethodGet, "gzip", ""); !bytes.Equal(w.Body.Bytes(), mem.Gzip) || w.Header().Get("Etag") != mem.GzipETag {
+		t.Errorf("gzip: %d bytes, %v", w.Body.Len(), w.Header())
+	}
+	if w := serveStored(res, http.MethodGet, "br", ""); !bytes.Equal(w.Body.Bytes(), mem.Brotli) || w.Header().Get("Etag") != mem.BrotliETag {
+		t.Errorf("brotli: %d bytes, %v", w.Body.Len(), w.Header())
+	}
+	// Made at the best levels, its forms are made again at those.
+	best := NewLevels(JSON, body, Best)
+	res = best.Stored(NewStore(t.TempDir(), NewCache(8)), "gone")
+	if enc, err := res.Encoded(); err != nil || !bytes.Equal(enc.Gzip, best.Gzip) || !bytes.Equal(enc.Brotli, best.Brotli) {
+		t.Errorf("encoded at the best levels: %v", err)
+	}
+	// A form of a size nothing makes.
+	res.hdr[hLength+gzipForm] = "1"
+	w := serveStored(res, http.MethodGet, "gzip", "")
+	if !bytes.Equal(w.Body.Bytes(), body) || w.Header().Get("Content-Encoding") != "" || w.Header().Get("Etag") != best.ETag ||
+		w.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+		t.Errorf("a form that cannot be had: %d bytes, %v", w.Body.Len(), w.Header())
+	}
+	if _, err := res.Encoded(); err == nil {
+		t.Error("Encoded made a form of another size than the published one")
+	}
+}
+
+// TestServeStoredDoesNotAllocate checks that a stored form the cache holds is served
+// without garbage, as one in memory is.
+func TestServeStoredDoesNotAllocate(t *testing.T) {
+	mem := New(JSON, bytes.Repeat([]byte(`{"slug":"a-method"},`), 40))
+	path := published(t, mem)
+	res := mem.Stored(NewStore(filepath.Dir(path), NewCache(8)), filepath.Base(path))
+	w := &discard{h: http.Header{}}
+	for _, ae := range []string{"gzip", "br", ""} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Accept-Encoding", ae)
+		Serve(w, r, res, http.StatusOK) // read into the cache
+		if n := testing.AllocsPerRun(100, func() { clear(w.h); Serve(w, r, res, http.StatusOK) }); n != 0 {
+			t.Errorf("%q: %v allocations", ae, n)
+		}
+	}
+}
