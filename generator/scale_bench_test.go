@@ -25,7 +25,8 @@ import (
 // what it can, the second into the spare, as every one after it). It reports the
 // seconds of each, the files each wrote, and the peak resident memory of the full
 // build (VmHWM, reset just before it), and the heap and resident memory a server holds
-// between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile). It runs only with WAYSTATION_BENCH_100K set
+// between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile;
+// with WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second change's generation). It runs only with WAYSTATION_BENCH_100K set
 // (make bench sets it).
 func BenchmarkPublish100k(b *testing.B) {
 	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
@@ -57,11 +58,13 @@ func BenchmarkPublish100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		stop := cpuProfile(b, name)
 		start := time.Now()
 		st, err := g.once(ctx, true)
 		if err != nil {
 			b.Fatal(err)
 		}
+		stop()
 		b.ReportMetric(time.Since(start).Seconds(), "1%-"+name+"-s")
 		b.ReportMetric(float64(st.Written), "1%-"+name+"-written")
 		progress(b, "1%% changed (%d methods), into the %s directory: %s", tag.RowsAffected(), name, st)
@@ -85,6 +88,27 @@ func BenchmarkPublish100k(b *testing.B) {
 		}
 	}
 	runtime.KeepAlive(g)
+}
+
+// cpuProfile profiles the CPU until the returned func is called, when
+// WAYSTATION_BENCH_CPUPROFILE names a file and round is the spare directory's (the
+// generation every one after a change is like); else it does nothing.
+func cpuProfile(b *testing.B, round string) func() {
+	path := os.Getenv("WAYSTATION_BENCH_CPUPROFILE")
+	if path == "" || round != "spare" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // progress logs a step as soon as it is done, on standard error too: removing the

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -224,13 +225,21 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	if err := w.removeGone(); err != nil {
 		return "", err
 	}
-	files := make([]ManifestFile, 0, len(w.files))
-	for p, e := range w.files {
-		files = append(files, e.manifestFile(p))
+	paths := make([]string, 0, len(w.files))
+	for p := range w.files {
+		paths = append(paths, p)
 	}
-	slices.SortFunc(files, func(a, b ManifestFile) int { return strings.Compare(a.Path, b.Path) })
-	// Each written as it is encoded: at a hundred thousand methods the snapshot and
-	// the manifest are hundreds of megabytes.
+	slices.Sort(paths)
+	// Each entry made as it is written, and each file written as it is encoded: at a
+	// hundred thousand methods the entries, the snapshot and the manifest are hundreds
+	// of megabytes.
+	files := func(yield func(ManifestFile) bool) {
+		for _, p := range paths {
+			if !yield(w.files[p].manifestFile(p)) {
+				return
+			}
+		}
+	}
 	extra := []struct {
 		name  string
 		write func(*bufio.Writer)
@@ -600,41 +609,38 @@ func writeFile(path string, write func(*bufio.Writer)) error {
 	return err
 }
 
-func manifest(snap *directory.Snapshot, files []ManifestFile) Manifest {
-	m := Manifest{Snapshot: snap.Info(), Files: files}
-	m.Counts.Methods = snap.Len()
-	m.Counts.Merchants = len(snap.Hostnames())
-	for _, f := range files {
+// manifestCounts counts what a site of snap's files holds.
+func manifestCounts(snap *directory.Snapshot, files iter.Seq[ManifestFile]) ManifestCounts {
+	c := ManifestCounts{Methods: snap.Len(), Merchants: len(snap.Hostnames())}
+	for f := range files {
 		if f.ContentType == resource.HTML {
-			m.Counts.Pages++
+			c.Pages++
 		}
-		m.Counts.Files += 2
-		m.Counts.Bytes += f.Bytes + f.GzipBytes
+		c.Files += 2
+		c.Bytes += f.Bytes + f.GzipBytes
 	}
-	return m
+	return c
 }
 
 // writeManifest writes the manifest as json.Marshal encodes it, a file at a time.
-func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files []ManifestFile) {
-	m := manifest(snap, files)
-	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(m.Snapshot), mustJSON(m.Counts))
-	if files == nil {
-		b.WriteString("null}")
-		return
-	}
+func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files iter.Seq[ManifestFile]) {
+	counts := manifestCounts(snap, files)
+	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(snap.Info()), mustJSON(counts))
 	b.WriteByte('[')
-	for i, f := range files {
-		if i > 0 {
+	n := 0
+	for f := range files {
+		if n > 0 {
 			b.WriteByte(',')
 		}
 		b.Write(mustJSON(f))
+		n++
 	}
 	b.WriteString("]}")
 }
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
 // read: the content type, caching and CORS of each tree of the site.
-func headersFile(files []ManifestFile) []byte {
+func headersFile(files iter.Seq[ManifestFile]) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Headers of the generated site, for CDNs that read a _headers file.\n")
 	rule := func(path string, lines ...string) {
@@ -655,7 +661,7 @@ func headersFile(files []ManifestFile) []byte {
 		"Cache-Control: public, max-age=31536000, immutable",
 		"Access-Control-Allow-Origin: *")
 	seen := map[string]bool{}
-	for _, f := range files {
+	for f := range files {
 		if f.ContentType != resource.HTML {
 			continue
 		}
@@ -677,9 +683,9 @@ func headersFile(files []ManifestFile) []byte {
 // can send the origin's ETags (see nginx.conf.example). Keyed by the directory, a map
 // loaded for an older snapshot never names a newer file: nginx then sends no ETag
 // rather than a wrong one, until it is reloaded.
-func writeETagMap(b *bufio.Writer, name string, files []ManifestFile) {
+func writeETagMap(b *bufio.Writer, name string, files iter.Seq[ManifestFile]) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
-	for _, f := range files {
+	for f := range files {
 		fmt.Fprintf(b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
 	}
 }

@@ -76,5 +76,5 @@ func render(c templ.Component) (*resource.Resource, error) {
 	if err := c.Render(context.Background(), &b); err != nil {
 		return nil, err
 	}
-	return resource.New(resource.HTML, b.Bytes()), nil
+	return resource.NewLevels(resource.HTML, b.Bytes(), resource.LevelsFor(b.Len())), nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -67,6 +68,9 @@ type Snapshot struct {
 	merchants map[string]*resource.Resource
 	hosts     []string // merchant hostnames, sorted
 	list      *resource.Resource
+	// pieces are those of the list's gzip form, which the next snapshot takes what it
+	// can from (see gzipList).
+	pieces listPieces
 
 	all      bitset
 	category map[string]bitset
@@ -131,6 +135,13 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 	errs := make([]error, n)
 	parallel(n, func(i int) {
 		m := &methods[i]
+		if j, ok := prev.position(m.Slug); ok && reflect.DeepEqual(prev.methods[j], *m) {
+			// The same method encodes the same: prev's bytes, not encoded again, and
+			// its guidance the end of them, as prev's is.
+			s.items[i], details[i] = prev.items[j], prev.slugs[j].Body
+			m.Guidance = prev.methods[j].Guidance
+			return
+		}
 		item, err := json.Marshal(m)
 		if err != nil {
 			errs[i] = fmt.Errorf("directory: encode %s: %w", m.Slug, err)
@@ -197,7 +208,10 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 		for _, k := range s.items {
 			size += int(k) + 1
 		}
-		s.list = resource.New(resource.JSON, s.appendList(make([]byte, 0, size), Filter{}, details))
+		body := s.appendList(make([]byte, 0, size), Filter{}, details)
+		var gz []byte
+		gz, s.pieces = gzipList(body, s.listCuts(len(body)), prev.listPieces())
+		s.list = resource.NewForms(resource.JSON, body, gz, resource.Brotli(body, resource.LevelsFor(len(body)).Brotli))
 		close(done)
 	}()
 	merchantRes := make([]*resource.Resource, len(merchants))
@@ -230,6 +244,13 @@ func (s *Snapshot) method(slug string) *resource.Resource {
 		return s.slugs[i]
 	}
 	return nil
+}
+
+func (s *Snapshot) listPieces() listPieces {
+	if s == nil {
+		return nil
+	}
+	return s.pieces
 }
 
 func (s *Snapshot) merchant(hostname string) *resource.Resource {
@@ -455,7 +476,7 @@ func (s *Snapshot) AppendList(dst []byte, f Filter) []byte {
 func (s *Snapshot) appendList(dst []byte, f Filter, details [][]byte) []byte {
 	mask, dims := s.match(f)
 	total := mask.count()
-	dst = append(dst, `{"object":"list","items":[`...)
+	dst = append(dst, listHead...)
 	count, skipped := 0, 0
 	mask.each(func(i int) bool {
 		if skipped < f.Offset {

@@ -1,0 +1,32 @@
+package resource
+
+// NewForms is a resource whose encoded forms were made already, by the caller: gzip
+// and brotli must decode to body (brotli nil for none). Its ETags are body's hash's,
+// as New's are, whatever bytes the forms hold.
+func NewForms(contentType string, body, gzip, brotli []byte) *Resource {
+	r := &Resource{Body: body, Gzip: gzip, Brotli: brotli}
+	r.init(contentType)
+	return r
+}
+
+// Brotli is body's brotli form at quality, as NewLevels makes it.
+func Brotli(body []byte, quality int) []byte { return compressBrotli(body, quality) }
+
+// LargeBody is the size past which LevelsFor makes brotli at LargeBrotli.
+const (
+	LargeBody   = 1 << 20
+	LargeBrotli = 2
+)
+
+// LevelsFor are the Default levels for a body of size bytes, but brotli at
+// LargeBrotli past LargeBody: brotli is made on one processor and in one piece, and
+// at its default quality the largest bodies of a hundred thousand methods (the list,
+// the category pages) would take most of a snapshot's time; quality 2 is about ten
+// times as fast, for a form about a tenth larger. The real catalog's bodies are all
+// smaller.
+func LevelsFor(size int) Levels {
+	if size > LargeBody {
+		return Levels{Gzip: Default.Gzip, Brotli: LargeBrotli}
+	}
+	return Default
+}
