@@ -68,14 +68,7 @@ func TestFromFilesAnswersAsFromMemory(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 16 {
 			wg.Go(func() {
-				for _, c := range []struct {
-					ae, coding, etag string
-					want             []byte
-				}{
-					{"identity", "", mem.ETag, body},
-					{"gzip", "gzip", mem.GzipETag, mem.Gzip},
-					{"br, gzip", "br", mem.BrotliETag, mem.Brotli},
-				} {
+				for _, c := range formsOf(mem) {
 					resp, b := get(http.MethodGet, c.ae, "")
 					if resp == nil {
 						return

@@ -37,14 +37,7 @@ func TestStoredAnswersAsFromMemory(t *testing.T) {
 	}
 	check := func() {
 		t.Helper()
-		for _, c := range []struct {
-			ae, coding, etag string
-			want             []byte
-		}{
-			{"identity", "", mem.ETag, body},
-			{"gzip", "gzip", mem.GzipETag, mem.Gzip},
-			{"br, gzip", "br", mem.BrotliETag, mem.Brotli},
-		} {
+		for _, c := range formsOf(mem) {
 			w := serveStored(res, http.MethodGet, c.ae, "")
 			if !bytes.Equal(w.Body.Bytes(), c.want) || w.Header().Get("Content-Encoding") != c.coding || w.Header().Get("Etag") != c.etag ||
 				w.Header().Get("Content-Length") != strconv.Itoa(len(c.want)) {
@@ -131,5 +124,20 @@ func TestServeStoredDoesNotAllocate(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { clear(w.h); Serve(w, r, res, http.StatusOK) }); n != 0 {
 			t.Errorf("%q: %v allocations", ae, n)
 		}
+	}
+}
+
+// form is one of a resource's forms as a client asks for it (ae) and is answered.
+type form struct {
+	ae, coding, etag string
+	want             []byte
+}
+
+// formsOf is every form of r: its body, its gzip and its brotli.
+func formsOf(r *Resource) []form {
+	return []form{
+		{"identity", "", r.ETag, r.Body},
+		{"gzip", "gzip", r.GzipETag, r.Gzip},
+		{"br, gzip", "br", r.BrotliETag, r.Brotli},
 	}
 }
