@@ -309,7 +309,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 
 	svc := newServices(ctx, cfg, log, store)
 	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
-	var draining atomic.Bool
+	var draining drainState
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: closeWhile(&draining, observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
@@ -346,7 +346,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	case <-ctx.Done():
 	}
 	if cfg.ShutdownDrain > 0 {
-		drain(log, &draining, apiServer, cfg.ShutdownDrain)
+		drain(log, &draining, apiServer.Drain, cfg.ShutdownDrain)
 	}
 	// In-flight requests run to their end; long polls and event streams end early.
 	// A socket from systemd stays open after the listener closes: the connections
@@ -380,7 +380,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 // before they are closed. Closing an idle connection races a request the balancer is
 // sending on it, which the balancer cannot pass on to another replica when the request
 // is not idempotent; a connection the balancer leaves idle longer than its own
-// keep-alive timeout it closes itself. Long polls and event streams end at once, so
+// keep-alive timeout it closes itself. A request that began before the drain kept its
+// connection open when it was answered, so the drain lasts d past the last of those
+// answers too. Long polls and event streams end at once, so
 // their clients come back through the balancer.
 //
 // The server accepts on through the drain in both modes: new connections are answered
@@ -388,19 +390,47 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 // of the server's own closes its socket, and the kernel resets the connections still
 // in its queue, which the balancer may have written a request on; a socket from
 // systemd stays open, and keeps them for the next process.
-func drain(log *slog.Logger, draining *atomic.Bool, apiServer *api.Server, d time.Duration) {
+func drain(log *slog.Logger, draining *drainState, endWaits func(), d time.Duration) {
 	log.Info("draining: serving on, closing each connection after its answer", "for", d.String())
-	draining.Store(true)
-	apiServer.Drain()
-	time.Sleep(d)
+	draining.start()
+	endWaits()
+	for {
+		wait := time.Until(draining.lastOpen().Add(d))
+		if wait <= 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
 }
 
-// closeWhile answers with Connection: close while draining is set.
-func closeWhile(draining *atomic.Bool, next http.Handler) http.Handler {
+// drainState tells whether the server drains and, while it does, when it last answered
+// a request on a connection it left open.
+type drainState struct {
+	on   atomic.Bool
+	last atomic.Int64 // Unix nanoseconds: the drain's start, then the last such answer
+}
+
+func (s *drainState) start() {
+	s.last.Store(time.Now().UnixNano())
+	s.on.Store(true)
+}
+
+func (s *drainState) lastOpen() time.Time { return time.Unix(0, s.last.Load()) }
+
+// closeWhile answers with Connection: close while draining. A request that began
+// before the drain keeps its connection; when it ends during the drain, its end is
+// noted, so the drain outlasts the balancer's keep-alive timeout on that connection
+// too. Outside a drain this costs two atomic loads.
+func closeWhile(draining *drainState, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() {
+		if draining.on.Load() {
 			w.Header()["Connection"] = []string{"close"}
+			next.ServeHTTP(w, r)
+			return
 		}
 		next.ServeHTTP(w, r)
+		if draining.on.Load() {
+			draining.last.Store(time.Now().UnixNano())
+		}
 	})
 }

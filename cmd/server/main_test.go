@@ -7,7 +7,9 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,5 +250,53 @@ func TestPaymentConfigReadsTheSolanaPayer(t *testing.T) {
 		} else if strings.Contains(err.Error(), b58[:20]) || strings.Contains(err.Error(), "api-key") || strings.Contains(err.Error(), string(arr[:20])) {
 			t.Errorf("the error quotes a secret: %v", err)
 		}
+	}
+}
+
+// A request that began before the drain is answered without Connection: close, so the
+// balancer may keep its connection idle for its own keep-alive timeout: the drain lasts
+// its length past that answer, not only past its own start. A request begun during the
+// drain closes its connection and does not lengthen it.
+func TestDrainOutlastsTheAnswersThatKeptTheirConnection(t *testing.T) {
+	var draining drainState
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := closeWhile(&draining, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+	}))
+	before := make(chan http.Header)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/slow", nil))
+		before <- w.Header()
+	}()
+	<-entered
+	const d = 200 * time.Millisecond
+	drained := make(chan time.Time)
+	began := time.Now()
+	go func() {
+		drain(slog.New(slog.DiscardHandler), &draining, func() {}, d)
+		drained <- time.Now()
+	}()
+	for !draining.on.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/fast", nil))
+	if got := w.Header().Get("Connection"); got != "close" {
+		t.Errorf("a request begun while draining: Connection %q, want close", got)
+	}
+	time.Sleep(150 * time.Millisecond)
+	answered := time.Now()
+	close(release)
+	if got := (<-before).Get("Connection"); got != "" {
+		t.Errorf("a request begun before the drain: Connection %q, want none (its connection stays open)", got)
+	}
+	end := <-drained
+	if end.Sub(answered) < d {
+		t.Errorf("the drain ended %s after the last answer that kept its connection, want at least %s (it began %s before)",
+			end.Sub(answered), d, answered.Sub(began))
 	}
 }
