@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,8 +70,8 @@ type Config struct {
 	LogLevel         slog.Level
 	SnapshotInterval time.Duration
 	ShutdownTimeout  time.Duration
-	// ShutdownDrain is how long a stopping server keeps serving, closing each
-	// connection after its answer, before it stops accepting (see drain).
+	// ShutdownDrain is the longest a stopping server keeps serving, closing each
+	// connection after its answer, before it stops accepting (see drainer).
 	ShutdownDrain time.Duration
 	// AuthPepper is the secret API keys are hashed with, Secrets the keys provided
 	// values are sealed with, PublicURL the origin of approval links (serve only).
@@ -309,10 +308,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 
 	svc := newServices(ctx, cfg, log, store)
 	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
-	var draining drainState
+	draining := newDrainer()
 	srv := &http.Server{
 		Addr: cfg.Addr,
-		Handler: closeWhile(&draining, observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
+		Handler: draining.closeWhile(observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
 			log, snapshots, searcher, withApprovals(cfg, svc)))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -322,6 +321,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Answers sent from files go out with their headers in one segment.
 		ConnContext: resource.ConnContext,
+		ConnState:   draining.track,
 	}
 	ln, err := listen(cfg)
 	if err != nil {
@@ -346,7 +346,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	case <-ctx.Done():
 	}
 	if cfg.ShutdownDrain > 0 {
-		drain(log, &draining, apiServer.Drain, cfg.ShutdownDrain)
+		draining.drain(log, apiServer.Drain, cfg.ShutdownDrain)
 	}
 	// In-flight requests run to their end; long polls and event streams end early.
 	// A socket from systemd stays open after the listener closes: the connections
@@ -373,64 +373,4 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	}
 	log.Info("stopped", "ms", time.Since(start).Milliseconds())
 	return nil
-}
-
-// drain keeps a stopping server serving for d, each answer closing its connection, so
-// that a balancer in front stops reusing its keep-alive connections to this replica
-// before they are closed. Closing an idle connection races a request the balancer is
-// sending on it, which the balancer cannot pass on to another replica when the request
-// is not idempotent; a connection the balancer leaves idle longer than its own
-// keep-alive timeout it closes itself. A request that began before the drain kept its
-// connection open when it was answered, so the drain lasts d past the last of those
-// answers too. Long polls and event streams end at once, so
-// their clients come back through the balancer.
-//
-// The server accepts on through the drain in both modes: new connections are answered
-// at once rather than held for the next process. What differs is its end. A listener
-// of the server's own closes its socket, and the kernel resets the connections still
-// in its queue, which the balancer may have written a request on; a socket from
-// systemd stays open, and keeps them for the next process.
-func drain(log *slog.Logger, draining *drainState, endWaits func(), d time.Duration) {
-	log.Info("draining: serving on, closing each connection after its answer", "for", d.String())
-	draining.start()
-	endWaits()
-	for {
-		wait := time.Until(draining.lastOpen().Add(d))
-		if wait <= 0 {
-			return
-		}
-		time.Sleep(wait)
-	}
-}
-
-// drainState tells whether the server drains and, while it does, when it last answered
-// a request on a connection it left open.
-type drainState struct {
-	on   atomic.Bool
-	last atomic.Int64 // Unix nanoseconds: the drain's start, then the last such answer
-}
-
-func (s *drainState) start() {
-	s.last.Store(time.Now().UnixNano())
-	s.on.Store(true)
-}
-
-func (s *drainState) lastOpen() time.Time { return time.Unix(0, s.last.Load()) }
-
-// closeWhile answers with Connection: close while draining. A request that began
-// before the drain keeps its connection; when it ends during the drain, its end is
-// noted, so the drain outlasts the balancer's keep-alive timeout on that connection
-// too. Outside a drain this costs two atomic loads.
-func closeWhile(draining *drainState, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if draining.on.Load() {
-			w.Header()["Connection"] = []string{"close"}
-			next.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-		if draining.on.Load() {
-			draining.last.Store(time.Now().UnixNano())
-		}
-	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -253,50 +254,89 @@ func TestPaymentConfigReadsTheSolanaPayer(t *testing.T) {
 	}
 }
 
-// A request that began before the drain is answered without Connection: close, so the
-// balancer may keep its connection idle for its own keep-alive timeout: the drain lasts
-// its length past that answer, not only past its own start. A request begun during the
-// drain closes its connection and does not lengthen it.
-func TestDrainOutlastsTheAnswersThatKeptTheirConnection(t *testing.T) {
-	var draining drainState
-	entered, release := make(chan struct{}), make(chan struct{})
-	h := closeWhile(&draining, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			close(entered)
-			<-release
+// A drain ends when the connections open at its start have closed: after their next
+// answer, which closes them, or when the client closes one it held idle, as a balancer
+// does after its keep-alive timeout. It never closes one itself before its longest
+// length, and a connection opened during the drain does not hold it.
+func TestDrainWaitsForTheConnectionsOpenAtItsStart(t *testing.T) {
+	d := newDrainer()
+	srv := httptest.NewUnstartedServer(d.closeWhile(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	})))
+	srv.Config.ConnState = d.track
+	srv.Start()
+	defer srv.Close()
+	get := func(c net.Conn, r *bufio.Reader) *http.Response {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
 		}
-	}))
-	before := make(chan http.Header)
+		res, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	reused, reusedR := dial()
+	if res := get(reused, reusedR); res.Close {
+		t.Fatal("before the drain, an answer closed its connection")
+	}
+	idle, idleR := dial()
+	get(idle, idleR)
+
+	drained := make(chan struct{})
 	go func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", "/slow", nil))
-		before <- w.Header()
+		d.drain(slog.New(slog.DiscardHandler), func() {}, time.Minute)
+		close(drained)
 	}()
-	<-entered
-	const d = 200 * time.Millisecond
-	drained := make(chan time.Time)
-	began := time.Now()
-	go func() {
-		drain(slog.New(slog.DiscardHandler), &draining, func() {}, d)
-		drained <- time.Now()
-	}()
-	for !draining.on.Load() {
+	for !d.on.Load() {
 		time.Sleep(time.Millisecond)
 	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", "/fast", nil))
-	if got := w.Header().Get("Connection"); got != "close" {
-		t.Errorf("a request begun while draining: Connection %q, want close", got)
+	fresh, freshR := dial()
+	if res := get(fresh, freshR); !res.Close {
+		t.Error("a connection opened while draining stayed open after its answer")
 	}
-	time.Sleep(150 * time.Millisecond)
-	answered := time.Now()
-	close(release)
-	if got := (<-before).Get("Connection"); got != "" {
-		t.Errorf("a request begun before the drain: Connection %q, want none (its connection stays open)", got)
+	if res := get(reused, reusedR); !res.Close {
+		t.Error("a connection reused while draining stayed open after its answer")
 	}
-	end := <-drained
-	if end.Sub(answered) < d {
-		t.Errorf("the drain ended %s after the last answer that kept its connection, want at least %s (it began %s before)",
-			end.Sub(answered), d, answered.Sub(began))
+	if _, err := reusedR.ReadByte(); err != io.EOF {
+		t.Errorf("after its answer while draining, the connection gave %v, want EOF", err)
 	}
+	select {
+	case <-drained:
+		t.Fatal("the drain ended while a connection open at its start was still open")
+	case <-time.After(100 * time.Millisecond):
+	}
+	idle.Close()
+	select {
+	case <-drained:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drain went on after every connection open at its start had closed")
+	}
+}
+
+// A drain whose connections stay open ends at its longest length.
+func TestDrainEndsAtItsLongest(t *testing.T) {
+	d := newDrainer()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	d.track(a, http.StateNew)
+	d.track(a, http.StateIdle)
+	start := time.Now()
+	d.drain(slog.New(slog.DiscardHandler), func() {}, 50*time.Millisecond)
+	if took := time.Since(start); took < 50*time.Millisecond {
+		t.Errorf("the drain ended after %s with a connection open, want its longest, 50ms", took)
+	}
+	d.track(a, http.StateClosed) // a close after the drain's end is harmless
 }

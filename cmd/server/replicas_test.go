@@ -541,9 +541,11 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 		t.Cleanup(func() { sockets[i].Close() })
 	}
 	start := func(i int) *child {
-		// A drain above the example upstream's keepalive_timeout (2 s): by the time a
-		// stopping replica closes its connections, nginx holds none of them idle.
-		return startActivated(t, bin, map[string]string{"DATABASE_URL": dbURL, "SITE_DIR": site, "SHUTDOWN_DRAIN": "3s"}, sockets[i])
+		// The drain ends once nginx holds none of the replica's connections: it closes
+		// the ones it leaves idle after the example upstream's keepalive_timeout (2 s).
+		// Ten seconds is only its bound.
+		return startActivated(t, bin, map[string]string{"DATABASE_URL": dbURL, "SITE_DIR": site, "SHUTDOWN_DRAIN": "10s",
+			"LOG_LEVEL": "INFO", "ACCESS_LOG": "false"}, sockets[i])
 	}
 	replicas := []*child{start(0), start(1)}
 	edge, errorLog := startNginx(t, site, ports...)
@@ -614,11 +616,21 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 	if out, err := migrate.CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
+	var timeline []string
 	for i, c := range replicas {
+		// A connection of the test's own, open when the drain begins, holds the drain
+		// until it is used: the replica answers on it, and closes it after.
+		direct := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
+		if res, err := direct.Get("http://" + ports[i] + "/functions/v1/api/health"); err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		} else {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		timeline = append(timeline, fmt.Sprintf("%s SIGTERM to replica %d", time.Now().Format("15:04:05.000"), i))
 		c.cmd.Process.Signal(syscall.SIGTERM)
-		// Draining, the replica still answers, and closes each connection after.
 		time.Sleep(300 * time.Millisecond)
-		if res, err := http.Get("http://" + ports[i] + "/functions/v1/api/health"); err != nil {
+		if res, err := direct.Get("http://" + ports[i] + "/functions/v1/api/health"); err != nil {
 			t.Errorf("replica %d draining: %v", i, err)
 		} else {
 			res.Body.Close()
@@ -627,6 +639,7 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 			}
 		}
 		<-c.done
+		timeline = append(timeline, fmt.Sprintf("%s replica %d stopped; its log:\n%s", time.Now().Format("15:04:05.000"), i, c.logs))
 		if c.err != nil {
 			t.Errorf("replica %d stopped with %v\n%s", i, c.err, c.logs)
 		}
@@ -639,6 +652,9 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 		calls.Load(), len(acked), len(bad), slowest.Round(time.Millisecond))
 	for _, b := range bad {
 		t.Error(b)
+	}
+	if len(bad) > 0 || testing.Verbose() {
+		t.Logf("the restarts:\n%s", strings.Join(timeline, "\n"))
 	}
 	// The connections to a replica nginx found closed or reset, which it passed on to
 	// the other replica when it could (a GET), are logged.
