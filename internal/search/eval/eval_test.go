@@ -110,6 +110,23 @@ const NewSetPath = "testdata/queries.jsonl"
 // the newer apart, so that a change of data does not pass for a change of method.
 const lastOlderQuery = "n316"
 
+// lastFittedQuery is the id of the last query of NewSetPath the builtin band
+// (search.HybridCalibration) was fitted on, with the development set: the queries
+// written after it are held out from the band until the next refit, which moves this
+// to the file's last id. make eval reports them apart.
+const lastFittedQuery = "n467"
+
+// upTo tells whether the own set's query id comes no later than last (ids are n
+// and a number).
+func upTo(id, last string) bool {
+	n, err1 := strconv.Atoi(strings.TrimPrefix(id, "n"))
+	l, err2 := strconv.Atoi(strings.TrimPrefix(last, "n"))
+	if err1 != nil || err2 != nil {
+		panic("eval: not an id of the own set: " + id + ", " + last)
+	}
+	return n <= l
+}
+
 // readJSONLSet reads a labelled set in the development set's format.
 func readJSONLSet(t *testing.T, path, name string) querySet {
 	f, err := os.Open(path)
@@ -632,17 +649,23 @@ func TestRelevance(t *testing.T) {
 		own := readJSONLSet(t, NewSetPath, "own set ("+NewSetPath+")")
 		fx.checkLabels(t, own)
 		mine := fx.labelled(t, own, "own")
-		checkBuiltinCalibration(t, append(slices.Clone(mine), dev...))
+		var fitted []search.Labelled
+		for i, q := range own.queries {
+			if upTo(q.id, lastFittedQuery) {
+				fitted = append(fitted, mine[i])
+			}
+		}
+		checkBuiltinCalibration(t, append(fitted, dev...))
 		if full {
 			older, newer := slices.Clone(dev), []search.Labelled(nil)
 			for i, q := range own.queries {
-				if q.id <= lastOlderQuery {
+				if upTo(q.id, lastOlderQuery) {
 					older = append(older, mine[i])
 				} else {
 					newer = append(newer, mine[i])
 				}
 			}
-			tables = append(tables, calibrationTables(dev, older, newer))
+			tables = append(tables, originTable(dev, own, mine), calibrationTables(dev, older, newer))
 		}
 	})
 
