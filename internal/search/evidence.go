@@ -20,32 +20,38 @@ type Evidence [NumFeatures]float64
 
 // The features of Evidence.
 const (
-	FeatSimilarity = iota // the nearest method's similarity
-	FeatSemantic          // its sentence encoder part (the similarity under a model of one part)
-	FeatLexical           // its lexical part (0 under a model of one part)
-	FeatGap               // how far it leads the next
-	FeatLead              // how far it leads the mean of the others
-	FeatAgree             // the share of the next four in its category
-	FeatCover             // the IDF-weighted share of the query's concepts it holds
-	FeatCover3            // the same, for the nearest three together
-	FeatKnown             // the share of the query's concepts the catalog has at all
-	FeatWords             // log(1 + the query's concepts)
-	FeatDomain            // the mean, over the query's words, of how much likelier the catalog writes them than general English
-	FeatDomainMin         // the least of those: the query's most foreign word
-	FeatSynCover          // the IDF-weighted share of the query's concepts the nearest method does not hold but holds a WordNet relative of (0 without a thesaurus)
-	FeatSynCover3         // the same, for the nearest three together
-	FeatSynKnown          // the share of the query's concepts the catalog does not have but has a WordNet relative of
+	FeatSimilarity    = iota // the nearest method's similarity
+	FeatSemantic             // its sentence encoder part (the similarity under a model of one part)
+	FeatLexical              // its lexical part (0 under a model of one part)
+	FeatGap                  // how far it leads the next
+	FeatLead                 // how far it leads the mean of the others
+	FeatAgree                // the share of the next four in its category
+	FeatCover                // the IDF-weighted share of the query's concepts it holds
+	FeatCover3               // the same, for the nearest three together
+	FeatKnown                // the share of the query's concepts the catalog has at all
+	FeatWords                // log(1 + the query's concepts)
+	FeatDomain               // the mean, over the query's words, of how much likelier the catalog writes them than general English
+	FeatDomainMin            // the least of those: the query's most foreign word
+	FeatSynCover             // the IDF-weighted share of the query's concepts the nearest method does not hold but holds a WordNet relative of (0 without a thesaurus)
+	FeatSynCover3            // the same, for the nearest three together
+	FeatSynKnown             // the share of the query's concepts the catalog does not have but has a WordNet relative of
+	FeatVecCover             // soft coverage: the IDF-weighted mean, over the query's concepts, of each one's best word-vector cosine to the nearest method's (1 held exactly; 0 without word vectors)
+	FeatVecCover3            // the same, for the nearest three together
+	FeatVecKnown             // the mean, over the query's concepts, of each one's best word-vector cosine to the catalog's
+	FeatVecSimilarity        // the cosine of the query's IDF-weighted word vectors' sum to the nearest method's
 	NumFeatures
 )
 
 // FeatureNames name the features, as calibrations store their weights.
 var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap", "lead", "agree", "cover", "cover3", "known", "words",
-	"domain", "domain_min", "syn_cover", "syn_cover3", "syn_known"}
+	"domain", "domain_min", "syn_cover", "syn_cover3", "syn_known",
+	"vec_cover", "vec_cover3", "vec_known", "vec_similarity"}
 
 // EvidenceVersion names the evidence's recipe (its features and how each is read):
 // a calibration fitted on another recipe weighs other numbers, and is not used. Change
-// it with any change to Gather. (The thesaurus' features, syn_*, are 0 without one,
-// as the service runs: they left the recipe as it was.)
+// it with any change to Gather. (The thesaurus' features, syn_*, and the word
+// vectors', vec_*, are 0 without them, as the service runs: they left the recipe as
+// it was.)
 const EvidenceVersion = "evidence-v1"
 
 // Neighbours is how many nearest methods a query's evidence reads.
@@ -71,9 +77,11 @@ type textIndex struct {
 	// thes relates the query's concepts to the catalog's, when search has a
 	// thesaurus.
 	thes *thesaurusIndex
+	// vec holds the catalog's concepts' word vectors, when search has them.
+	vec *vectorIndex
 }
 
-func newTextIndex(snap *directory.Snapshot, t *Thesaurus) *textIndex {
+func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors) *textIndex {
 	ms := snap.Methods()
 	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), tf: map[string]int32{}}
 	for p, m := range ms {
@@ -100,6 +108,9 @@ func newTextIndex(snap *directory.Snapshot, t *Thesaurus) *textIndex {
 	if t != nil {
 		x.thes = newThesaurusIndex(t, x.ids)
 	}
+	if v != nil {
+		x.vec = newVectorIndex(v, x.ids, x.tf)
+	}
 	return x
 }
 
@@ -108,7 +119,7 @@ func (e *Engine) textIndex(snap *directory.Snapshot) *textIndex {
 	if x := e.text.Load(); x != nil && x.snap == snap {
 		return x
 	}
-	x := newTextIndex(snap, e.cfg.Thesaurus)
+	x := newTextIndex(snap, e.cfg.Thesaurus, e.cfg.WordVectors)
 	e.text.Store(x)
 	return x
 }
@@ -225,6 +236,9 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 	e[FeatSynCover], e[FeatSynCover3] = syn/q.total, syn3/q.total
 	e[FeatSynKnown] = float64(synKnown) / float64(len(q.ids))
 	e[FeatWords] = math.Log1p(float64(len(q.ids)))
+	if q.vectors != nil {
+		x.gatherVectors(&e, q, pos)
+	}
 	if general != nil {
 		words := embedding.Words(query)
 		least := math.Inf(1)
@@ -246,7 +260,8 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 type queryConcepts struct {
 	ids        []uint32
 	known      []bool
-	related    [][]uint32 // by concept, the catalog's concepts related to it (nil without a thesaurus)
+	related    [][]uint32  // by concept, the catalog's concepts related to it (nil without a thesaurus)
+	vectors    [][]float32 // by concept, its unit word vector, nil for one without (all nil without word vectors)
 	weights    []float64
 	total      float64
 	knownCount int
@@ -271,6 +286,9 @@ func (x *textIndex) queryConcepts(query string) queryConcepts {
 			q.related[i] = x.thes.of(c, q.ids[i], q.known[i], x.thes.t.Hypernyms)
 		}
 	}
+	if x.vec != nil {
+		q.vectors = x.vec.queryVectors(query, cs)
+	}
 	return q
 }
 
@@ -294,6 +312,8 @@ func (x *textIndex) cover(q queryConcepts, p int) float64 {
 			held += q.weights[i]
 		case q.related != nil && x.thes.t.Weight > 0 && x.holdsAny(p, q.related[i]):
 			held += x.thes.t.Weight * q.weights[i]
+		case q.vectors != nil && x.vec.v.Weight > 0 && q.vectors[i] != nil && p >= 0:
+			held += x.vec.v.Weight * x.vec.v.soft(x.vec.best(q.vectors[i], x.concepts[p])) * q.weights[i]
 		}
 	}
 	return held / q.total
@@ -453,4 +473,60 @@ func (c *Calibration) Band(p float64, near []Neighbour, max int) []Neighbour {
 		out = append(out, n)
 	}
 	return out
+}
+
+// gatherVectors reads the word vectors' evidence (the vec_* features) of q over the
+// methods at list positions pos, the nearest first.
+func (x *textIndex) gatherVectors(e *Evidence, q queryConcepts, pos []int) {
+	v := x.vec
+	var cover, cover3, known float64
+	sum := make([]float32, v.dims)
+	for i, id := range q.ids {
+		qv := q.vectors[i]
+		best, best3 := 0.0, 0.0
+		for k, p := range pos {
+			s := 0.0
+			switch {
+			case x.holds(p, id, q.known[i]):
+				s = 1
+			case qv != nil && p >= 0:
+				s = v.v.soft(v.best(qv, x.concepts[p]))
+			}
+			if k == 0 {
+				best = s
+			}
+			best3 = max(best3, s)
+		}
+		cover += best * q.weights[i]
+		cover3 += best3 * q.weights[i]
+		switch {
+		case q.known[i]:
+			known++
+		case qv != nil:
+			known += v.v.soft(v.bestAll(qv))
+		}
+		if qv != nil {
+			w := float32(q.weights[i])
+			for j, f := range qv {
+				sum[j] += w * f
+			}
+		}
+	}
+	e[FeatVecCover], e[FeatVecCover3] = cover/q.total, cover3/q.total
+	e[FeatVecKnown] = known / float64(len(q.ids))
+	if pos[0] < 0 || !unit(sum) {
+		return
+	}
+	own := make([]float32, v.dims)
+	for _, id := range x.concepts[pos[0]] {
+		if v.has[id] {
+			w := float32(x.idf(x.df[id]))
+			for j, f := range v.of(id) {
+				own[j] += w * f
+			}
+		}
+	}
+	if unit(own) {
+		e[FeatVecSimilarity] = float64(dot(sum, own))
+	}
 }

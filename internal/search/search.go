@@ -63,6 +63,10 @@ type Config struct {
 	// evidence (WordNet's synonyms and related forms: the syn_* features); without
 	// it, as the service runs, those features are 0.
 	Thesaurus *Thesaurus
+	// WordVectors, when set, place a query's words near the catalog's for the band's
+	// evidence (soft concept coverage: the vec_* features); without them those
+	// features are 0.
+	WordVectors *WordVectors
 }
 
 // Observer hears what search does, for metrics. Its methods must be cheap and safe

@@ -44,7 +44,8 @@ func TestWordNetAblation(t *testing.T) {
 		d := g.labelled(t, dev, "dev")
 		return append(g.labelled(t, own, "own"), d...), d
 	}
-	base := without(search.FeatAgree, search.FeatDomain, search.FeatDomainMin, search.FeatSynCover, search.FeatSynCover3, search.FeatSynKnown)
+	base := without(search.FeatAgree, search.FeatDomain, search.FeatDomainMin, search.FeatSynCover, search.FeatSynCover3, search.FeatSynKnown,
+		search.FeatVecCover, search.FeatVecCover3, search.FeatVecKnown, search.FeatVecSimilarity)
 	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
 	figures := []func(search.CalibrationScore) float64{search.CalibrationScore.Recall,
 		func(s search.CalibrationScore) float64 { return s.KindRecall("paraphrase") }, search.CalibrationScore.FalseMatchRate}

@@ -1,0 +1,113 @@
+package eval
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/search"
+)
+
+// TestWordVectorAblation prints the cross-validated ablation of the evidence word
+// vectors give the band (make eval-wordvec): over the dev and own labelled queries
+// together, the band's features without word vectors, then with them under each
+// recipe (the cosine a concept's best counts nothing at, the rerank weight of a
+// concept held only softly) and each new feature added alone or all together. Each
+// row has its figures' mean and spread over the folds, their difference from the
+// first row's on the same folds (paired), the ranking's own recall@3 with no band
+// under the rerank weight chosen, and the dev set's in-sample figures of the band
+// fitted on every query.
+func TestWordVectorAblation(t *testing.T) {
+	dir := os.Getenv("WAYSTATION_WORDVEC")
+	if dir == "" || os.Getenv("WAYSTATION_EVAL") == "" {
+		t.Skip("make eval-wordvec runs it: WAYSTATION_EVAL and WAYSTATION_WORDVEC")
+	}
+	fx := setup(t)
+	if fx.hybrid == nil {
+		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
+	}
+	start := time.Now()
+	vecs, err := search.LoadWordVectors(dir, search.WordVectorRanks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("word vectors: %d words loaded in %v", vecs.Words(), time.Since(start).Round(time.Millisecond))
+	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
+	label := func(v *search.WordVectors) (all, devOnly []search.Labelled) {
+		e, err := search.NewEngine(search.Config{WordVectors: v}, fx.store, &search.Model{Embedder: fx.hybridModel, Record: fx.hybridRecord}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := fx
+		g.hybrid = e
+		d := g.labelled(t, dev, "dev")
+		return append(g.labelled(t, own, "own"), d...), d
+	}
+	base := slices.Clone(search.BandFeatures)
+	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
+	figures := []func(search.CalibrationScore) float64{search.CalibrationScore.Recall,
+		func(s search.CalibrationScore) float64 { return s.KindRecall("paraphrase") }, search.CalibrationScore.FalseMatchRate}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nWord vectors' evidence (%d words), dev and own sets together, %d folds × %d shuffles (Δ: paired difference from the first row on the same folds)\n\n", vecs.Words(), cvFolds, cvRepeats)
+	b.WriteString("| evidence | recall@3 | paraphrase | false matches | Δ recall@3 | Δ paraphrase | Δ false matches | no band, recall@3 | dev in-sample recall@3 / paraphrase / false matches |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var first []search.CalibrationScore
+	cells := func(scores []search.CalibrationScore) {
+		for _, f := range figures {
+			fmt.Fprintf(&b, " %s |", meanSD(scores, f))
+		}
+		for _, f := range figures {
+			fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
+		}
+	}
+	row := func(name string, samples, devS []search.Labelled, o search.CalibrationOptions) {
+		scores := search.CrossValidate(samples, o, cvFolds, cvRepeats)
+		if first == nil {
+			first = scores
+		}
+		fmt.Fprintf(&b, "| %s |", name)
+		cells(scores)
+		c := search.Calibrate(samples, o)
+		in := c.Score(devS)
+		all := search.Calibration{Margin: 1, Rerank: c.Rerank}.Score(samples)
+		fmt.Fprintf(&b, " %.3f (weight %.1f) | %.3f / %.3f / %.3f |\n", all.Recall(), c.Rerank, in.Recall(), in.KindRecall("paraphrase"), in.FalseMatchRate())
+		t.Log(b.String()[strings.LastIndex(strings.TrimSuffix(b.String(), "\n"), "\n")+1:])
+	}
+	none, noneDev := label(nil)
+	row("no word vectors: the band's features", none, noneDev, search.CalibrationOptions{Features: base})
+	thresholds := []float64{0, 0.3, 0.5}
+	if s := os.Getenv("WAYSTATION_WORDVEC_THRESHOLDS"); s != "" {
+		thresholds = nil
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			thresholds = append(thresholds, v)
+		}
+	}
+	for _, th := range thresholds {
+		for _, w := range []float64{0, 0.5} {
+			c := *vecs
+			c.Threshold, c.Weight = th, w
+			all, d := label(&c)
+			name := fmt.Sprintf("threshold %.1f, a soft hold weighs %.1f in the rerank", th, w)
+			row(name+": + vec_cover", all, d, search.CalibrationOptions{Features: plus(search.FeatVecCover)})
+			row(name+": + vec_cover, vec_cover3", all, d, search.CalibrationOptions{Features: plus(search.FeatVecCover, search.FeatVecCover3)})
+			row(name+": + vec_known", all, d, search.CalibrationOptions{Features: plus(search.FeatVecKnown)})
+			row(name+": + vec_similarity", all, d, search.CalibrationOptions{Features: plus(search.FeatVecSimilarity)})
+			row(name+": + all four", all, d, search.CalibrationOptions{Features: plus(search.FeatVecCover, search.FeatVecCover3, search.FeatVecKnown, search.FeatVecSimilarity)})
+			if w == 0 && os.Getenv("WAYSTATION_WORDVEC_CHOICES") != "" {
+				choices := append(slices.Clone(evidenceKinds), []int{search.FeatVecCover, search.FeatVecCover3}, []int{search.FeatVecKnown}, []int{search.FeatVecSimilarity})
+				scores := search.CrossValidate(all, search.CalibrationOptions{Features: evidenceBase, Choices: choices}, cvFolds, cvRepeats)
+				fmt.Fprintf(&b, "| %s: the kinds of evidence (the vectors' three among them) chosen inside each training fold |", name)
+				cells(scores)
+				b.WriteString(" | |\n")
+			}
+		}
+	}
+	fmt.Print(b.String())
+}
