@@ -35,6 +35,7 @@ help:
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make eval-wordnet  the cross-validated ablation of WordNet's evidence for the search band (fetches WordNet: make wordnet)"
+	@echo "make eval-adapt [ADAPTS=top:5,top:10]  the cross-validated ablation of the sentence encoder adapted to the catalog's domain"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | lint-codegen | clean"
 	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -437,6 +438,17 @@ eval: go db model
 .PHONY: eval-wordnet
 eval-wordnet: go db model wordnet
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_WORDNET='$(abspath $(WORDNET_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestWordNetAblation$$' $(RELEVANCE)
+
+# The ablation of the sentence encoder adapted to the catalog's domain, cross-validated
+# as make eval's tables are: the band's evidence under the plain encoder, then under
+# each map of ADAPTS fitted on the catalog's method texts alone ("top:N": the mean
+# and the N strongest directions removed; "contrast:STEPS": a linear map fitted
+# contrastively on the heads of descriptions against the rest), each with its paired
+# difference from the plain encoder and the ranking's recall with no band.
+ADAPTS ?= top:0,top:2,top:5,top:10,top:20,top:40,contrast:150
+.PHONY: eval-adapt
+eval-adapt: go db model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_SENTENCE_ADAPTS='$(ADAPTS)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestAdaptAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the
