@@ -36,6 +36,7 @@ help:
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
 	@echo "make eval-wordnet  the cross-validated ablation of WordNet's evidence for the search band (fetches WordNet: make wordnet)"
 	@echo "make eval-wordvec  the same for word vectors' soft concept coverage (fetches them: make wordvec)"
+	@echo "make eval-adapt [ADAPTS=top:5,top:10]  the cross-validated ablation of the sentence encoder adapted to the catalog's domain"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | lint-codegen | clean"
 	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -465,6 +466,16 @@ WORDVEC_THRESHOLDS ?= 0,0.3,0.5
 .PHONY: eval-wordvec
 eval-wordvec: go db model wordvec
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_WORDVEC='$(abspath $(WORDVEC_DIR))' WAYSTATION_WORDVEC_THRESHOLDS='$(WORDVEC_THRESHOLDS)' WAYSTATION_WORDVEC_CHOICES='$(WORDVEC_CHOICES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestWordVectorAblation$$' $(RELEVANCE)
+# The ablation of the sentence encoder adapted to the catalog's domain, cross-validated
+# as make eval's tables are: the band's evidence under the plain encoder, then under
+# each map of ADAPTS fitted on the catalog's method texts alone ("top:N": the mean
+# and the N strongest directions removed; "contrast:STEPS": a linear map fitted
+# contrastively on the heads of descriptions against the rest), each with its paired
+# difference from the plain encoder and the ranking's recall with no band.
+ADAPTS ?= top:0,top:2,top:5,top:10,top:20,top:40,contrast:150
+.PHONY: eval-adapt
+eval-adapt: go db model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_SENTENCE_ADAPTS='$(ADAPTS)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestAdaptAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the

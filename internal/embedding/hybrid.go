@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/waystation/waystation/internal/embedding/adapt"
 	"github.com/waystation/waystation/internal/embedding/sentence"
 )
 
@@ -29,14 +30,22 @@ const SemanticShare = 0.4
 // Hybrid is the builtin model: a sentence encoder that knows paraphrases, and a
 // lexical part that knows names, rare words and identifiers.
 type Hybrid struct {
-	enc  *sentence.Encoder
-	freq atomic.Pointer[Frequencies]
+	enc *sentence.Encoder
+	// adapt maps the encoder's vectors to the catalog's domain; nil leaves them.
+	adapt *adapt.Map
+	freq  atomic.Pointer[Frequencies]
 }
 
 var _ Embedder = (*Hybrid)(nil)
 
 // NewHybrid makes the hybrid model over a loaded sentence encoder.
 func NewHybrid(enc *sentence.Encoder) *Hybrid { return &Hybrid{enc: enc} }
+
+// NewAdaptedHybrid makes the hybrid model over a loaded sentence encoder whose vectors
+// go through m, a map adapted to the catalog's domain; its model id names the map.
+func NewAdaptedHybrid(enc *sentence.Encoder, m *adapt.Map) *Hybrid {
+	return &Hybrid{enc: enc, adapt: m}
+}
 
 // SetFrequencies sets the catalog's word frequencies that weigh the words of queries
 // embedded from now on, and reports whether they differ from those in force.
@@ -45,8 +54,13 @@ func (h *Hybrid) SetFrequencies(f *Frequencies) bool {
 	return old == nil || f == nil || old.sum != f.sum
 }
 
-// Model names the hybrid model.
-func (*Hybrid) Model() string { return HybridModel }
+// Model names the hybrid model, and its map when it has one.
+func (h *Hybrid) Model() string {
+	if h.adapt != nil {
+		return HybridModel + "/" + h.adapt.ID()
+	}
+	return HybridModel
+}
 
 // Dimensions is HybridDimensions.
 func (*Hybrid) Dimensions() int { return HybridDimensions }
@@ -55,6 +69,39 @@ func (*Hybrid) Dimensions() int { return HybridDimensions }
 // lexical part weighs its fields, and its encoder part reads its name and
 // description. It never fails.
 func (h *Hybrid) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	sentences, lexical := h.split(texts)
+	semantic := h.enc.Embed(sentences)
+	a, b := float32(math.Sqrt(SemanticShare)), float32(math.Sqrt(1-SemanticShare))
+	out := make([][]float32, len(texts))
+	for i := range texts {
+		sem := h.adapt.Apply(semantic[i])
+		v := make([]float32, HybridDimensions)
+		for j, x := range sem {
+			v[j] = a * x
+		}
+		lex := lexical[i]
+		if isZeroVector(lex) {
+			// No word the lexical part knows: the encoder's part alone, at full
+			// length, so that the vector stays normalised.
+			copy(v, sem)
+		}
+		for j, x := range lex {
+			v[sentence.Dimensions+j] = b * x
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// SentenceVectors are the encoder's vectors of texts (queries or method texts) before
+// any map: what a map is fitted on.
+func (h *Hybrid) SentenceVectors(texts []string) [][]float32 {
+	sentences, _ := h.split(texts)
+	return h.enc.Embed(sentences)
+}
+
+// split returns what the encoder reads of each text, and its lexical vector.
+func (h *Hybrid) split(texts []string) ([]string, [][]float32) {
 	sentences := make([]string, len(texts))
 	lexical := make([][]float32, len(texts))
 	for i, t := range texts {
@@ -67,26 +114,7 @@ func (h *Hybrid) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		}
 		sentences[i] = strings.ToLower(sentences[i])
 	}
-	semantic := h.enc.Embed(sentences)
-	a, b := float32(math.Sqrt(SemanticShare)), float32(math.Sqrt(1-SemanticShare))
-	out := make([][]float32, len(texts))
-	for i := range texts {
-		v := make([]float32, HybridDimensions)
-		for j, x := range semantic[i] {
-			v[j] = a * x
-		}
-		lex := lexical[i]
-		if isZeroVector(lex) {
-			// No word the lexical part knows: the encoder's part alone, at full
-			// length, so that the vector stays normalised.
-			copy(v, semantic[i])
-		}
-		for j, x := range lex {
-			v[sentence.Dimensions+j] = b * x
-		}
-		out[i] = v
-	}
-	return out, nil
+	return sentences, lexical
 }
 
 // GeneralLogProb is a word's log-probability in general English, as the sentence

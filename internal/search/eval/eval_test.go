@@ -246,8 +246,11 @@ func setup(t *testing.T) fixture {
 			t.Fatal(err)
 		}
 		fx.hybridModel = embedding.NewHybrid(enc)
+		if spec := os.Getenv("WAYSTATION_SENTENCE_ADAPT"); spec != "" {
+			fx.hybridModel = adaptedHybrid(t, store, enc, spec)
+		}
 		c := search.HybridCalibration
-		fx.hybridRecord, err = store.RegisterModel(ctx, search.ModelRecord{ID: embedding.HybridModel, Dimensions: embedding.HybridDimensions,
+		fx.hybridRecord, err = store.RegisterModel(ctx, search.ModelRecord{ID: fx.hybridModel.Model(), Dimensions: embedding.HybridDimensions,
 			Floor: search.HybridFloor, Margin: search.HybridMargin, Calibration: &c})
 		if err != nil {
 			t.Fatal(err)
@@ -257,7 +260,7 @@ func setup(t *testing.T) fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %d methods embedded in %v", embedding.HybridModel, n, time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: %d methods embedded in %v", fx.hybridModel.Model(), n, time.Since(start).Round(time.Millisecond))
 		fx.hybrid, err = search.NewEngine(search.Config{}, store, &search.Model{Embedder: fx.hybridModel, Record: fx.hybridRecord}, nil)
 		if err != nil {
 			t.Fatal(err)
