@@ -445,7 +445,7 @@ bench: go db model
 # rerank weight (recall@3 with the nearest methods counted).
 .PHONY: eval
 eval: go db model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -run '^TestRelevance$$' $(RELEVANCE)
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestRelevance$$' $(RELEVANCE)
 
 # The ablation of the evidence WordNet would give the band, cross-validated as make
 # eval's tables are: each new feature alone and together, with hypernyms and without,
@@ -466,6 +466,7 @@ WORDVEC_THRESHOLDS ?= 0,0.3,0.5
 .PHONY: eval-wordvec
 eval-wordvec: go db model wordvec
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_WORDVEC='$(abspath $(WORDVEC_DIR))' WAYSTATION_WORDVEC_THRESHOLDS='$(WORDVEC_THRESHOLDS)' WAYSTATION_WORDVEC_CHOICES='$(WORDVEC_CHOICES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestWordVectorAblation$$' $(RELEVANCE)
+
 # The ablation of the sentence encoder adapted to the catalog's domain, cross-validated
 # as make eval's tables are: the band's evidence under the plain encoder, then under
 # each map of ADAPTS fitted on the catalog's method texts alone ("top:N": the mean
