@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -105,6 +106,10 @@ type Site struct {
 	Views web.Views
 
 	last *published
+	// sized are the methods and merchants the last publication compressed, by path,
+	// their forms dropped once written: what served needs of them to answer their
+	// forms from the files (see directory.NewSnapshotUnencoded).
+	sized map[string]*resource.Resource
 }
 
 // published is what a Site knows of the directory it published last.
@@ -200,8 +205,9 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		return final, s.link(name)
 	}
 	// Until this publication succeeds, the next starts afresh: the spare is moved here.
-	s.last = nil
-	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last}
+	s.last, s.sized = nil, nil
+	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last,
+		sized: map[string]*resource.Resource{}}
 	if last != nil {
 		w.cur = filepath.Join(s.Dir, last.name)
 	}
@@ -281,7 +287,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 			}
 		}
 	}
-	s.last = next
+	s.last, s.sized = next, w.sized
 	s.prune(name, next.before)
 	return final, nil
 }
@@ -366,6 +372,8 @@ type siteWriter struct {
 	files map[string]fileEntry
 	// written counts the files made and written.
 	written atomic.Int64
+	// sized are the resources it compressed (see Site.sized).
+	sized map[string]*resource.Resource
 }
 
 // writeAll writes the directory's JSON, the human pages and the static files.
@@ -452,7 +460,14 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 			return fmt.Errorf("generator: write %s: %w", path, err)
 		}
 		if res.Gzip == nil {
-			return fmt.Errorf("generator: write %s: its forms are not in memory", path)
+			// A body the snapshot left unencoded is compressed here, as
+			// directory.NewSnapshotAfter would have, and its forms dropped once written.
+			res = resource.New(res.ContentType, res.Body)
+			sized := *res
+			sized.Gzip, sized.Brotli = nil, nil
+			w.mu.Lock()
+			w.sized[path] = &sized
+			w.mu.Unlock()
 		}
 		// Removed first, never truncated: the file may be linked from another directory.
 		for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
@@ -727,10 +742,16 @@ func mustJSON(v any) []byte {
 // each, a few megabytes, where all of them at a hundred thousand methods are 56 MB.
 const cachedForms = 16 << 10
 
+// acceptsGzip is what a client that takes gzip asks for.
+var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
+
 // served is snap answering from the files published in dir: its list (or from memory,
 // with a warning when log is not nil, when they do not open), and the encoded forms
-// of its methods and merchants, through cache.
-func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger) *directory.Snapshot {
+// of its methods and merchants, through cache. sized are the resources of the bodies
+// snap left unencoded, as the publication compressed them, by path; one it did not
+// compress (it kept the files of the same snapshot published before) is compressed
+// again, to learn its forms' sizes.
+func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger, sized map[string]*resource.Resource) *directory.Snapshot {
 	list, err := snap.List().FromFiles(filepath.Join(dir, filepath.FromSlash(ListFile)))
 	if err == nil {
 		var withList *directory.Snapshot
@@ -743,9 +764,22 @@ func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *sl
 	}
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
 	merchants := resource.NewStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
+	sizes := func(path string, res *resource.Resource) *resource.Resource {
+		if r, ok := sized[path]; ok && r.ETag == res.ETag {
+			return r
+		}
+		if resource.Encoding(acceptsGzip, res) == "" {
+			return resource.New(res.ContentType, res.Body)
+		}
+		return res
+	}
 	stored, err := snap.WithStored(
-		func(slug string, res *resource.Resource) *resource.Resource { return res.Stored(methods, slug) },
-		func(host string, res *resource.Resource) *resource.Resource { return res.Stored(merchants, host) })
+		func(slug string, res *resource.Resource) *resource.Resource {
+			return sizes(servicesDir+slug, res).Stored(methods, slug)
+		},
+		func(host string, res *resource.Resource) *resource.Resource {
+			return sizes(merchantsDir+host, res).Stored(merchants, host)
+		})
 	if err != nil {
 		// Not met: Stored keeps what WithStored checks.
 		if log != nil {
@@ -801,5 +835,12 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 	if !bytes.Equal(list, snap.List().Body) {
 		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
 	}
-	return served(snap, cur, resource.NewCache(cachedForms), nil), nil
+	return served(snap, cur, resource.NewCache(cachedForms), nil, nil), nil
+}
+
+// takeSized hands over what the last publication compressed (see Site.sized), once.
+func (s *Site) takeSized() map[string]*resource.Resource {
+	sized := s.sized
+	s.sized = nil
+	return sized
 }
