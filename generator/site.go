@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -643,14 +644,62 @@ func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files iter.Seq[Man
 	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(snap.Info()), mustJSON(counts))
 	b.WriteByte('[')
 	n := 0
+	var buf []byte
 	for f := range files {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(mustJSON(f))
+		buf = appendManifestFile(buf[:0], f)
+		b.Write(buf)
 		n++
 	}
 	b.WriteString("]}")
+}
+
+// appendManifestFile appends f as json.Marshal encodes it, without its reflection: a
+// site of a hundred thousand methods has hundreds of thousands of entries.
+func appendManifestFile(b []byte, f ManifestFile) []byte {
+	b = append(b, `{"url":`...)
+	b = appendJSONString(b, f.URL)
+	b = append(b, `,"path":`...)
+	b = appendJSONString(b, f.Path)
+	b = append(b, `,"content_type":`...)
+	b = appendJSONString(b, f.ContentType)
+	b = append(b, `,"bytes":`...)
+	b = strconv.AppendInt(b, int64(f.Bytes), 10)
+	b = append(b, `,"gzip_bytes":`...)
+	b = strconv.AppendInt(b, int64(f.GzipBytes), 10)
+	b = append(b, `,"brotli_bytes":`...)
+	b = strconv.AppendInt(b, int64(f.BrotliBytes), 10)
+	b = append(b, `,"sha256":`...)
+	b = appendJSONString(b, f.SHA256)
+	b = append(b, `,"etag":`...)
+	b = appendJSONString(b, f.ETag)
+	b = append(b, `,"gzip_etag":`...)
+	b = appendJSONString(b, f.GzipETag)
+	b = append(b, `,"brotli_etag":`...)
+	b = appendJSONString(b, f.BrotliETag)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as json.Marshal encodes a string: printable ASCII as it
+// is but for the quote and the backslash, escaped; anything else as json.Marshal
+// makes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			return append(b, mustJSON(s)...)
+		}
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' {
+			b = append(b, '\\', c)
+		} else {
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
@@ -700,8 +749,13 @@ func headersFile(files iter.Seq[ManifestFile]) []byte {
 // rather than a wrong one, until it is reloaded.
 func writeETagMap(b *bufio.Writer, name string, files iter.Seq[ManifestFile]) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
+	var line []byte
 	for f := range files {
-		fmt.Fprintf(b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
+		// As fmt's %q quotes them, without its reflection.
+		line = strconv.AppendQuote(line[:0], name+" "+f.URL)
+		line = append(line, ' ')
+		line = strconv.AppendQuote(line, strings.Trim(f.ETag, `"`))
+		b.Write(append(line, ";\n"...))
 	}
 }
 
