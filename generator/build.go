@@ -22,23 +22,36 @@ func Build(ctx context.Context, src trust.RecordStore, now time.Time, payer trus
 // BuildAfter is Build for the snapshot that follows prev (nil for none): what is
 // unchanged since prev is not encoded again (see directory.NewSnapshotAfter).
 func BuildAfter(ctx context.Context, prev *directory.Snapshot, src trust.RecordStore, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
+	return build(ctx, prev, src, now, payer, directory.NewSnapshotAfter)
+}
+
+// buildUnencoded is BuildAfter for a snapshot a Site publishes before it is served
+// (see directory.NewSnapshotUnencoded).
+func buildUnencoded(ctx context.Context, prev *directory.Snapshot, src trust.RecordStore, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
+	return build(ctx, prev, src, now, payer, directory.NewSnapshotUnencoded)
+}
+
+// newSnapshot is how a build makes its snapshot from the methods and merchants.
+type newSnapshot func(prev *directory.Snapshot, at time.Time, methods []directory.Method, merchants []directory.Merchant) (*directory.Snapshot, error)
+
+func build(ctx context.Context, prev *directory.Snapshot, src trust.RecordStore, now time.Time, payer trust.Payer, newSnap newSnapshot) (*directory.Snapshot, error) {
 	now = now.UTC().Truncate(time.Second)
 	rec, err := src.DirectoryRecords(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}
-	return assemble(rec, now, payer, prev)
+	return assemble(rec, now, payer, prev, newSnap)
 }
 
 // Assemble computes every method's trust block, payability and stats and every
 // merchant record, and builds the snapshot. A method is payable only when its newest
 // offer follows x402 and payer pays in its network and asset (see trust.Payable).
 func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
-	return assemble(rec, now, payer, nil)
+	return assemble(rec, now, payer, nil, directory.NewSnapshotAfter)
 }
 
-// assemble is Assemble for the snapshot that follows prev (nil for none).
-func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directory.Snapshot) (*directory.Snapshot, error) {
+// assemble is Assemble for the snapshot that follows prev (nil for none), made by newSnap.
+func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directory.Snapshot, newSnap newSnapshot) (*directory.Snapshot, error) {
 	methods := make([]directory.Method, 0, len(rec.Methods))
 	byHost := map[string][]int{}
 	for _, r := range rec.Methods {
@@ -83,5 +96,5 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		mr.Origin = rec.Origins[host]
 		merchants = append(merchants, mr)
 	}
-	return directory.NewSnapshotAfter(prev, now, methods, merchants)
+	return newSnap(prev, now, methods, merchants)
 }

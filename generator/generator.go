@@ -80,7 +80,12 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	if sameClock && g.last != nil {
 		now = g.last.Info().GeneratedAt
 	}
-	snap, err := BuildAfter(ctx, g.last, g.Source, now, g.Payer)
+	build := BuildAfter
+	if g.Site != nil {
+		// Published before it is served: the site compresses what it writes.
+		build = buildUnencoded
+	}
+	snap, err := build(ctx, g.last, g.Source, now, g.Payer)
 	if err != nil {
 		return st, err
 	}
@@ -96,7 +101,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		if g.forms == nil {
 			g.forms = resource.NewCache(cachedForms)
 		}
-		snap = served(snap, dir, g.forms, g.Log)
+		snap = served(snap, dir, g.forms, g.Log, g.Site.takeSized())
 	}
 	if g.Holder != nil {
 		g.Holder.Set(snap)

@@ -232,7 +232,8 @@ func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
 // are the previous snapshot's, answered from the new directory), after another
 // publisher made another directory current (the site writes every file again, from
 // the previous snapshot's files), and, for a snapshot no longer in force, once its
-// directory is gone.
+// directory is gone; and one whose bodies were left unencoded, served from the files
+// of the same snapshot published before.
 func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
@@ -279,6 +280,13 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a change", g.last, tree(t, site.Current()))
+	// The same snapshot made again, its bodies unencoded, served from the files
+	// published before rather than written by its own publication.
+	again, err := assemble(src.rec, g.last.Info().GeneratedAt, nil, nil, directory.NewSnapshotUnencoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("published before", served(again, site.Current(), resource.NewCache(16), nil, nil), tree(t, site.Current()))
 	// Another publisher's directory made current: this site knows nothing of it.
 	other := &Site{Dir: site.Dir, Keep: 3, Views: views}
 	if _, err := other.Publish(testSnapshot(t, at, 3)); err != nil {
@@ -293,4 +301,15 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("its directory gone", first, firstFiles)
+}
+
+// TestManifestStringsAreEncodedAsJSONEncodesThem holds the manifest's string encoder to
+// json.Marshal's bytes, for the strings a URL or a path may hold and those it should not.
+func TestManifestStringsAreEncodedAsJSONEncodesThem(t *testing.T) {
+	for _, s := range []string{"", "/methods/a-b", `"abc-gzip"`, `back\slash`, "/categories/caf%C3%A9", "café", "a<b>&c",
+		"tab\there", "line\u2028sep", "\xff invalid", "/merchants/xn--bcher-kva.example"} {
+		if got, want := appendJSONString(nil, s), mustJSON(s); !bytes.Equal(got, want) {
+			t.Errorf("%q encodes as %s, not %s", s, got, want)
+		}
+	}
 }

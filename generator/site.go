@@ -13,10 +13,12 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,6 +107,10 @@ type Site struct {
 	Views web.Views
 
 	last *published
+	// sized are the methods and merchants the last publication compressed, by path,
+	// their forms dropped once written: what served needs of them to answer their
+	// forms from the files (see directory.NewSnapshotUnencoded).
+	sized map[string]*resource.Resource
 }
 
 // published is what a Site knows of the directory it published last.
@@ -200,8 +206,9 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		return final, s.link(name)
 	}
 	// Until this publication succeeds, the next starts afresh: the spare is moved here.
-	s.last = nil
-	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last}
+	s.last, s.sized = nil, nil
+	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last,
+		sized: map[string]*resource.Resource{}}
 	if last != nil {
 		w.cur = filepath.Join(s.Dir, last.name)
 	}
@@ -281,7 +288,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 			}
 		}
 	}
-	s.last = next
+	s.last, s.sized = next, w.sized
 	s.prune(name, next.before)
 	return final, nil
 }
@@ -366,6 +373,8 @@ type siteWriter struct {
 	files map[string]fileEntry
 	// written counts the files made and written.
 	written atomic.Int64
+	// sized are the resources it compressed (see Site.sized).
+	sized map[string]*resource.Resource
 }
 
 // writeAll writes the directory's JSON, the human pages and the static files.
@@ -452,7 +461,14 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 			return fmt.Errorf("generator: write %s: %w", path, err)
 		}
 		if res.Gzip == nil {
-			return fmt.Errorf("generator: write %s: its forms are not in memory", path)
+			// A body the snapshot left unencoded is compressed here, as
+			// directory.NewSnapshotAfter would have, and its forms dropped once written.
+			res = resource.New(res.ContentType, res.Body)
+			sized := *res
+			sized.Gzip, sized.Brotli = nil, nil
+			w.mu.Lock()
+			w.sized[path] = &sized
+			w.mu.Unlock()
 		}
 		// Removed first, never truncated: the file may be linked from another directory.
 		for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
@@ -628,14 +644,62 @@ func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files iter.Seq[Man
 	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(snap.Info()), mustJSON(counts))
 	b.WriteByte('[')
 	n := 0
+	var buf []byte
 	for f := range files {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(mustJSON(f))
+		buf = appendManifestFile(buf[:0], f)
+		b.Write(buf)
 		n++
 	}
 	b.WriteString("]}")
+}
+
+// appendManifestFile appends f as json.Marshal encodes it, without its reflection: a
+// site of a hundred thousand methods has hundreds of thousands of entries.
+func appendManifestFile(b []byte, f ManifestFile) []byte {
+	b = append(b, `{"url":`...)
+	b = appendJSONString(b, f.URL)
+	b = append(b, `,"path":`...)
+	b = appendJSONString(b, f.Path)
+	b = append(b, `,"content_type":`...)
+	b = appendJSONString(b, f.ContentType)
+	b = append(b, `,"bytes":`...)
+	b = strconv.AppendInt(b, int64(f.Bytes), 10)
+	b = append(b, `,"gzip_bytes":`...)
+	b = strconv.AppendInt(b, int64(f.GzipBytes), 10)
+	b = append(b, `,"brotli_bytes":`...)
+	b = strconv.AppendInt(b, int64(f.BrotliBytes), 10)
+	b = append(b, `,"sha256":`...)
+	b = appendJSONString(b, f.SHA256)
+	b = append(b, `,"etag":`...)
+	b = appendJSONString(b, f.ETag)
+	b = append(b, `,"gzip_etag":`...)
+	b = appendJSONString(b, f.GzipETag)
+	b = append(b, `,"brotli_etag":`...)
+	b = appendJSONString(b, f.BrotliETag)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as json.Marshal encodes a string: printable ASCII as it
+// is but for the quote and the backslash, escaped; anything else as json.Marshal
+// makes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			return append(b, mustJSON(s)...)
+		}
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' {
+			b = append(b, '\\', c)
+		} else {
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
@@ -685,8 +749,13 @@ func headersFile(files iter.Seq[ManifestFile]) []byte {
 // rather than a wrong one, until it is reloaded.
 func writeETagMap(b *bufio.Writer, name string, files iter.Seq[ManifestFile]) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
+	var line []byte
 	for f := range files {
-		fmt.Fprintf(b, "%q %q;\n", name+" "+f.URL, strings.Trim(f.ETag, `"`))
+		// As fmt's %q quotes them, without its reflection.
+		line = strconv.AppendQuote(line[:0], name+" "+f.URL)
+		line = append(line, ' ')
+		line = strconv.AppendQuote(line, strings.Trim(f.ETag, `"`))
+		b.Write(append(line, ";\n"...))
 	}
 }
 
@@ -727,10 +796,16 @@ func mustJSON(v any) []byte {
 // each, a few megabytes, where all of them at a hundred thousand methods are 56 MB.
 const cachedForms = 16 << 10
 
+// acceptsGzip is what a client that takes gzip asks for.
+var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
+
 // served is snap answering from the files published in dir: its list (or from memory,
 // with a warning when log is not nil, when they do not open), and the encoded forms
-// of its methods and merchants, through cache.
-func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger) *directory.Snapshot {
+// of its methods and merchants, through cache. sized are the resources of the bodies
+// snap left unencoded, as the publication compressed them, by path; one it did not
+// compress (it kept the files of the same snapshot published before) is compressed
+// again, to learn its forms' sizes.
+func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger, sized map[string]*resource.Resource) *directory.Snapshot {
 	list, err := snap.List().FromFiles(filepath.Join(dir, filepath.FromSlash(ListFile)))
 	if err == nil {
 		var withList *directory.Snapshot
@@ -743,9 +818,22 @@ func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *sl
 	}
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
 	merchants := resource.NewStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
+	sizes := func(path string, res *resource.Resource) *resource.Resource {
+		if r, ok := sized[path]; ok && r.ETag == res.ETag {
+			return r
+		}
+		if resource.Encoding(acceptsGzip, res) == "" {
+			return resource.New(res.ContentType, res.Body)
+		}
+		return res
+	}
 	stored, err := snap.WithStored(
-		func(slug string, res *resource.Resource) *resource.Resource { return res.Stored(methods, slug) },
-		func(host string, res *resource.Resource) *resource.Resource { return res.Stored(merchants, host) })
+		func(slug string, res *resource.Resource) *resource.Resource {
+			return sizes(servicesDir+slug, res).Stored(methods, slug)
+		},
+		func(host string, res *resource.Resource) *resource.Resource {
+			return sizes(merchantsDir+host, res).Stored(merchants, host)
+		})
 	if err != nil {
 		// Not met: Stored keeps what WithStored checks.
 		if log != nil {
@@ -801,5 +889,12 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 	if !bytes.Equal(list, snap.List().Body) {
 		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
 	}
-	return served(snap, cur, resource.NewCache(cachedForms), nil), nil
+	return served(snap, cur, resource.NewCache(cachedForms), nil, nil), nil
+}
+
+// takeSized hands over what the last publication compressed (see Site.sized), once.
+func (s *Site) takeSized() map[string]*resource.Resource {
+	sized := s.sized
+	s.sized = nil
+	return sized
 }

@@ -108,6 +108,10 @@ func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
 		etag    string
 		methods []string // their bodies' ETags
 		probes  string   // a digest of the probes
+		// decoded are the probes, decoded once for all its method pages; found is
+		// false when they do not decode, as MethodPage finds them.
+		decoded []directory.ProbeRecord
+		found   bool
 	}
 	records := make(map[string]record, len(snap.Hostnames()))
 	for _, h := range snap.Hostnames() {
@@ -121,6 +125,7 @@ func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
 		json.Unmarshal(res.Body, &mr)
 		sum := sha256.Sum256(mr.Probes)
 		r := record{etag: res.ETag, probes: string(sum[:])}
+		r.found = json.Unmarshal(mr.Probes, &r.decoded) == nil
 		for _, e := range mr.Methods {
 			if m, ok := snap.Method(e.Slug); ok {
 				r.methods = append(r.methods, m.ETag)
@@ -131,9 +136,9 @@ func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
 	for _, m := range snap.Methods() {
 		res, _ := snap.Method(m.Slug)
 		u := "/methods/" + m.Slug
-		add(u, digest("method", u, res.ETag, records[m.Hostname].probes), func() templ.Component {
-			v, _ := vs.MethodPage(snap, m.Slug)
-			return MethodPageView(v)
+		r := records[m.Hostname]
+		add(u, digest("method", u, res.ETag, r.probes), func() templ.Component {
+			return MethodPageView(vs.methodPage(snap, m, r.decoded, r.found))
 		})
 	}
 	for _, h := range snap.Hostnames() {

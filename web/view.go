@@ -317,6 +317,31 @@ func (vs Views) MethodPage(snap *directory.Snapshot, slug string) (MethodView, b
 	if !ok {
 		return MethodView{}, false
 	}
+	probes, found := merchantProbes(snap, m.Hostname)
+	return vs.methodPage(snap, m, probes, found), true
+}
+
+// merchantProbes are the probes of a hostname's merchant record, newest first; false
+// when the snapshot has no record of it.
+func merchantProbes(snap *directory.Snapshot, hostname string) ([]directory.ProbeRecord, bool) {
+	res, ok := snap.Merchant(hostname)
+	if !ok {
+		return nil, false
+	}
+	// Only the probes: at a hundred thousand methods a merchant's record lists
+	// hundreds of methods, which decoding whole for each method page cost most of the
+	// pages' time.
+	var mr struct {
+		Probes []directory.ProbeRecord `json:"probes"`
+	}
+	if json.Unmarshal(res.Body, &mr) != nil {
+		return nil, false
+	}
+	return mr.Probes, true
+}
+
+// methodPage is the view of m's page, with its merchant's probes charted when found.
+func (vs Views) methodPage(snap *directory.Snapshot, m directory.Method, probes []directory.ProbeRecord, found bool) MethodView {
 	v := MethodView{
 		Page:     newPage(snap, m.Name+" by "+m.Provider, m.Description, vs.DirectoryAPI+"/services/"+m.Slug),
 		Method:   methodRow(m),
@@ -327,18 +352,10 @@ func (vs Views) MethodPage(snap *directory.Snapshot, slug string) (MethodView, b
 		Guidance: guidanceView(m.Guidance),
 		Delivery: deliveryBar(m.Stats),
 	}
-	if res, ok := snap.Merchant(m.Hostname); ok {
-		// Only the probes: at a hundred thousand methods a merchant's record lists
-		// hundreds of them, which decoding whole for each method page cost most of
-		// the pages' time.
-		var mr struct {
-			Probes []directory.ProbeRecord `json:"probes"`
-		}
-		if json.Unmarshal(res.Body, &mr) == nil {
-			v.Chart = probeChart(mr.Probes, m.Kind)
-		}
+	if found {
+		v.Chart = probeChart(probes, m.Kind)
 	}
-	return v, true
+	return v
 }
 
 // probeChart draws probes (newest first, as the record lists them); nil for none.

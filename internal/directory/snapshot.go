@@ -100,6 +100,22 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 // encoded resource instead of being compressed again, so that a build costs what
 // changed. The result is the one NewSnapshot makes.
 func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
+	return newSnapshot(prev, generatedAt, methods, merchants, resource.New)
+}
+
+// NewSnapshotUnencoded is NewSnapshotAfter for a snapshot that is published before it
+// is served: the methods' and merchants' bodies it encodes anew are not compressed
+// here, their resources holding the body and its ETags alone (see
+// resource.NewIdentity), so that a build does not hold the gzip and brotli forms of a
+// hundred thousand methods at once. The publisher compresses each as it writes its
+// files, and the snapshot is served through WithStored. The list has its forms.
+func NewSnapshotUnencoded(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
+	return newSnapshot(prev, generatedAt, methods, merchants, resource.NewIdentity)
+}
+
+// newSnapshot is NewSnapshotAfter with the methods' and merchants' new bodies made
+// into resources by encode.
+func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant, encode func(contentType string, body []byte) *resource.Resource) (*Snapshot, error) {
 	methods = slices.Clone(methods)
 	slices.SortFunc(methods, compareMethods)
 	merchants = slices.Clone(merchants)
@@ -217,9 +233,9 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 	merchantRes := make([]*resource.Resource, len(merchants))
 	parallel(n+len(merchants), func(i int) {
 		if i < n {
-			s.slugs[i] = prev.reuse(prev.method(methods[i].Slug), details[i])
+			s.slugs[i] = prev.reuse(prev.method(methods[i].Slug), details[i], encode)
 		} else {
-			merchantRes[i-n] = prev.reuse(prev.merchant(merchants[i-n].Hostname), bodies[i-n])
+			merchantRes[i-n] = prev.reuse(prev.merchant(merchants[i-n].Hostname), bodies[i-n], encode)
 		}
 	})
 	for i, mr := range merchants {
@@ -261,11 +277,11 @@ func (s *Snapshot) merchant(hostname string) *resource.Resource {
 }
 
 // reuse is old when it holds body already, else body encoded anew.
-func (*Snapshot) reuse(old *resource.Resource, body []byte) *resource.Resource {
+func (*Snapshot) reuse(old *resource.Resource, body []byte, encode func(string, []byte) *resource.Resource) *resource.Resource {
 	if old != nil && bytes.Equal(old.Body, body) {
 		return old
 	}
-	return resource.New(resource.JSON, body)
+	return encode(resource.JSON, body)
 }
 
 func compareMethods(a, b Method) int {

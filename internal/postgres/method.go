@@ -352,6 +352,12 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 	}
 	defer tx.Rollback(ctx)
 
+	// Room for every enabled method, counted first: at a hundred thousand methods,
+	// growing the slice row by row copied it over and over.
+	var enabled int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM provider_methods WHERE enabled`).Scan(&enabled); err != nil {
+		return rec, fail("directory methods", err)
+	}
 	rows, _ := tx.Query(ctx, `
 		SELECT m.id, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
 			m.endpoint_method, m.endpoint_url, m.guidance, m.offers, m.source, m.listed_calls_30d,
@@ -364,7 +370,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 			AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins lo
 				WHERE lo.hostname = m.hostname AND lo.status <> 'delisted'))
 		ORDER BY m.id`)
-	rec.Methods, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
+	rec.Methods, err = pgx.AppendRows(make([]trust.MethodRecord, 0, enabled), rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
 		var r trust.MethodRecord
 		var guidance, offers []byte
 		var source *string
