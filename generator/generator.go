@@ -103,16 +103,17 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		}
 		snap = served(snap, dir, g.forms, g.Log, g.Site.takeSized())
 	}
+	g.generated, g.last = true, snap
 	if g.Holder != nil {
 		g.Holder.Set(snap)
 		// What the build made and dropped goes back to the system, so that a server
-		// holds what its snapshot needs and not the build's peak: the compressors the
-		// build pooled go too, at the second collection (a sync.Pool keeps what it
-		// holds through one).
+		// holds what its snapshot needs and not the build's peak: the snapshot before
+		// too, which is why this comes after last is the new one, and the compressors
+		// the build pooled, at the second collection (a sync.Pool keeps what it holds
+		// through one).
 		runtime.GC()
 		debug.FreeOSMemory()
 	}
-	g.generated, g.last = true, snap
 	return st, nil
 }
 

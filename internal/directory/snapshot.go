@@ -334,13 +334,23 @@ func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
 // the ones method and merchant return for them (by slug and by hostname): the same
 // representations (their ETags say so) with their encoded forms held elsewhere. The
 // generator hands it resources stored in their published files (see
-// resource.Stored), so that the snapshot holds their bodies alone.
+// resource.Stored), so that the snapshot holds their bodies alone. Its methods are
+// copies made apart from what the build dropped (see held), their guidance the end of
+// the stored bodies.
 func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.Resource) *resource.Resource) (*Snapshot, error) {
 	c := *s
 	c.slugs = make([]*resource.Resource, len(s.slugs))
+	c.methods = held(s.methods)
 	for i, res := range s.slugs {
 		if c.slugs[i] = method(s.methods[i].Slug, res); c.slugs[i].ETag != res.ETag || c.slugs[i].Body == nil {
 			return nil, fmt.Errorf("directory: the stored method %s is not the snapshot's", s.methods[i].Slug)
+		}
+		// A guidance held as the end of the detail body is the end of the stored one,
+		// so that the body it was made in is not held too.
+		m, body := &c.methods[i], c.slugs[i].Body
+		if g := body[min(int(s.items[i]), len(body)-1) : len(body)-1]; len(m.Guidance) > 0 && bytes.HasPrefix(g, guidanceKey) &&
+			bytes.Equal(g[len(guidanceKey):], m.Guidance) {
+			m.Guidance = g[len(guidanceKey):len(g):len(g)]
 		}
 	}
 	c.merchants = make(map[string]*resource.Resource, len(s.merchants))

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/waystation/waystation/internal/resource"
 )
 
 // synthetic makes n methods spread over categories, verdicts, kinds and hosts.
@@ -233,5 +237,72 @@ func TestSnapshotHoldsEachGuidanceOnceInItsDetail(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) || &end[0] != &m.Guidance[0] {
 			t.Errorf("guidance %s, held apart from the body %v", m.Guidance, &end[0] != &m.Guidance[0])
 		}
+	}
+}
+
+// TestWithStoredHoldsGuidanceInTheStoredBody checks that a snapshot whose methods are
+// held elsewhere (as the generator stores them, in bodies of its own) holds each
+// guidance as the end of the stored body, not of the one it was built with, which it
+// would otherwise keep alive; the snapshot it was made from keeps its own.
+func TestWithStoredHoldsGuidanceInTheStoredBody(t *testing.T) {
+	methods := synthetic(3, 5)
+	methods[1].Guidance = json.RawMessage(`{"summary":"Pay first"}`)
+	snap, err := NewSnapshot(time.Unix(0, 0), methods, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := func(_ string, res *resource.Resource) *resource.Resource {
+		return resource.NewIdentity(res.ContentType, bytes.Clone(res.Body))
+	}
+	stored, err := snap.WithStored(copied, copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range stored.Methods() {
+		res, _ := stored.Method(m.Slug)
+		before, _ := snap.MethodBySlug(m.Slug)
+		if !bytes.Equal(m.Guidance, before.Guidance) {
+			t.Errorf("%s: guidance %s, was %s", m.Slug, m.Guidance, before.Guidance)
+		}
+		if len(m.Guidance) == 0 {
+			continue
+		}
+		end := res.Body[len(res.Body)-1-len(m.Guidance) : len(res.Body)-1]
+		old, _ := snap.Method(m.Slug)
+		if &end[0] != &m.Guidance[0] || &before.Guidance[0] != &old.Body[len(old.Body)-1-len(m.Guidance)] {
+			t.Errorf("%s: the stored guidance is not the end of the stored body", m.Slug)
+		}
+	}
+}
+
+// TestHeldMethodsAreEqualCopies checks that the methods a stored snapshot holds are
+// the same values as the ones it was built with, every pointer followed, and share
+// nothing with them: neither a pointer nor a string's bytes.
+func TestHeldMethodsAreEqualCopies(t *testing.T) {
+	methods := synthetic(40, 9)
+	s := func(v string) *string { return &v }
+	at := time.Unix(1700000000, 0).UTC()
+	n, d := int64(12), 6
+	methods[0].Description = "the same description"
+	methods[1].Description = "the same description"
+	methods[0].Stats = NewStats(10, 9)
+	methods[0].SourceListing = &Listing{Source: "bazaar", Calls30d: &n, LastCalledAt: &at}
+	methods[0].Trust.Probe = &Probe{Outcome: "valid_offer", ProbedAt: at, Network: s("base"), Asset: s("0xabc"),
+		Price: &Price{Amount: s("1000"), Decimals: &d, Value: s("0.001")}, Reason: s("none")}
+	methods[0].Trust.Override = &Override{Verdict: VerdictAvoid, Reason: "fraud", SetAt: at, ExpiresAt: &at}
+	methods[0].Trust.Owner = &Owner{Verified: true, PayTo: "0xdef", Origin: "https://a.example", Points: 5}
+	got := held(methods)
+	if !reflect.DeepEqual(got, methods) {
+		t.Fatal("the held methods differ from the built ones")
+	}
+	m, h := methods[0], got[0]
+	if unsafe.StringData(m.Slug) == unsafe.StringData(h.Slug) || m.Trust.Probe == h.Trust.Probe ||
+		m.Trust.Probe.Network == h.Trust.Probe.Network || m.Trust.Probe.Price == h.Trust.Probe.Price ||
+		m.Trust.Override == h.Trust.Override || m.Trust.Owner == h.Trust.Owner || m.Stats == h.Stats ||
+		m.SourceListing == h.SourceListing || m.SourceListing.LastCalledAt == h.SourceListing.LastCalledAt {
+		t.Error("a held method shares memory with the built one")
+	}
+	if unsafe.StringData(got[0].Description) != unsafe.StringData(got[1].Description) {
+		t.Error("a recurring string is held twice")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -14,9 +16,17 @@ import (
 // and leaves its encoded forms in their files, so that a snapshot of a hundred
 // thousand methods does not hold two more copies of each in memory: the forms asked
 // for lately are read into the Cache the store shares with the others.
+//
+// What a store's resources hold in memory is made in blocks (see Stored), apart from
+// what the snapshot's build made and dropped around it.
 type Store struct {
 	dir   string
 	cache *Cache
+
+	mu        sync.Mutex
+	resources []Resource // the rest of the block stored resources are made in
+	at        []stored   // and where their forms are
+	bytes     []byte     // and their bodies and header values
 }
 
 // NewStore is the store of directory dir, its forms read through cache.
@@ -60,11 +70,68 @@ type stored struct {
 // read, or is not of its size, is encoded again from the body at the levels it was
 // made at (encoding is deterministic), and failing that the answer is the body
 // itself, as to a client that takes no encoding.
+//
+// The stored resource, its body and its header values are copies made in blocks the
+// store shares between its resources, a few large allocations instead of three small
+// ones each: a snapshot of a hundred thousand methods holds as many, which built
+// among the garbage of the build would keep most of its pages from going back to the
+// system (a page holding one of them is not returned), and hold each in a size class
+// larger than it. A body larger than a block's quarter is its own allocation already
+// and is not copied.
 func (res *Resource) Stored(st *Store, name string) *Resource {
-	out := *res
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := take(&st.resources, resourceBlock)
+	*out = *res
 	out.Gzip, out.Brotli, out.files = nil, nil, nil
-	out.at = &stored{st: st, name: name}
-	return &out
+	if len(res.Body) > 0 && len(res.Body) <= bytesBlock/4 {
+		out.Body = append(st.alloc(len(res.Body)), res.Body...)
+	}
+	// The header values but the type are slices of one string: copied as one.
+	var n int
+	for i := hETag; i < headers; i++ {
+		n += len(res.hdr[i])
+	}
+	b := st.alloc(n)
+	for i := hETag; i < headers; i++ {
+		b = append(b, res.hdr[i]...)
+	}
+	all := unsafe.String(unsafe.SliceData(b), n)
+	for i := hETag; i < headers; i++ {
+		out.hdr[i], all = all[:len(res.hdr[i])], all[len(res.hdr[i]):]
+	}
+	out.ETag, out.GzipETag, out.BrotliETag = out.hdr[hETag], out.hdr[hETag+1], out.hdr[hETag+2]
+	out.at = take(&st.at, resourceBlock)
+	*out.at = stored{st: st, name: name}
+	return out
+}
+
+// Sizes of the blocks a Store makes its resources in: a thousand resources (about
+// 270 KB), and 1 MB of bodies and header values.
+const (
+	resourceBlock = 1 << 10
+	bytesBlock    = 1 << 20
+)
+
+// take is the next element of the block, a new block of n made when it is used up.
+func take[T any](block *[]T, n int) *T {
+	if len(*block) == 0 {
+		*block = make([]T, n)
+	}
+	p := &(*block)[0]
+	*block = (*block)[1:]
+	return p
+}
+
+// alloc is room for n bytes in the store's block of bytes, a new block made when
+// the rest of it is too small: empty, of capacity n.
+func (st *Store) alloc(n int) []byte {
+	if n > len(st.bytes) {
+		st.bytes = make([]byte, max(bytesBlock, n))
+	}
+	b := st.bytes[:0:n]
+	st.bytes = st.bytes[n:]
+	return b
 }
 
 // form is the stored form's bytes (gzipForm or brotliForm), from the cache when it

@@ -2,12 +2,18 @@ package resource
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 // serveStored answers a request for res with Accept-Encoding ae (and If-None-Match inm).
@@ -123,6 +129,55 @@ func TestServeStoredDoesNotAllocate(t *testing.T) {
 		Serve(w, r, res, http.StatusOK) // read into the cache
 		if n := testing.AllocsPerRun(100, func() { clear(w.h); Serve(w, r, res, http.StatusOK) }); n != 0 {
 			t.Errorf("%q: %v allocations", ae, n)
+		}
+	}
+}
+
+// TestStoredHoldsNothingOfTheResourceItWasMadeFrom checks that resources stored
+// together are made in a store's blocks: once the resource a stored one was made from
+// is dropped, its body and header values are collected, while the stored one answers
+// as it did.
+func TestStoredHoldsNothingOfTheResourceItWasMadeFrom(t *testing.T) {
+	dir := t.TempDir()
+	st := NewStore(dir, NewCache(8))
+	var (
+		stored []*Resource
+		want   [][]form
+		freed  atomic.Int32
+	)
+	for i := range 50 {
+		mem := New(JSON, bytes.Repeat([]byte(fmt.Sprintf(`{"slug":"m-%d"},`, i)), 10+i))
+		name := strconv.Itoa(i)
+		for j, b := range [...][]byte{mem.Body, mem.Gzip, mem.Brotli} {
+			if err := os.WriteFile(filepath.Join(dir, name+suffixes[j]), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		forms := formsOf(mem)
+		for j := range forms { // copies: the test must not hold what it checks is freed
+			forms[j].etag, forms[j].want = strings.Clone(forms[j].etag), bytes.Clone(forms[j].want)
+		}
+		want = append(want, forms)
+		stored = append(stored, mem.Stored(st, name))
+		runtime.AddCleanup(&mem.Body[0], func(*atomic.Int32) { freed.Add(1) }, &freed)
+		runtime.AddCleanup(unsafe.StringData(mem.ETag), func(*atomic.Int32) { freed.Add(1) }, &freed)
+	}
+	for range 20 {
+		if runtime.GC(); freed.Load() == 100 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := freed.Load(); n != 100 {
+		t.Errorf("%d of the 100 bodies and header values made first were collected", n)
+	}
+	for i, res := range stored {
+		for _, c := range want[i] {
+			w := serveStored(res, http.MethodGet, c.ae, "")
+			if !bytes.Equal(w.Body.Bytes(), c.want) || w.Header().Get("Etag") != c.etag ||
+				w.Header().Get("Content-Length") != strconv.Itoa(len(c.want)) {
+				t.Errorf("%d %s: %d bytes, %v", i, c.ae, w.Body.Len(), w.Header())
+			}
 		}
 	}
 }
