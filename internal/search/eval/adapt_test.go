@@ -77,29 +77,8 @@ func TestAdaptAblation(t *testing.T) {
 	label := func(g fixture) []search.Labelled {
 		return append(g.labelled(t, own, "own"), g.labelled(t, dev, "dev")...)
 	}
-	figures := []func(search.CalibrationScore) float64{search.CalibrationScore.Recall,
-		func(s search.CalibrationScore) float64 { return s.KindRecall("paraphrase") }, search.CalibrationScore.FalseMatchRate}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nthe encoder adapted to the catalog's domain, dev and own sets together, %d folds × %d shuffles (Δ: paired difference from the plain encoder on the same folds)\n\n", cvFolds, cvRepeats)
-	b.WriteString("| encoder | recall@3 | paraphrase | false matches | Δ recall@3 | Δ paraphrase | Δ false matches | no band, recall@3 |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	var first []search.CalibrationScore
-	row := func(name string, samples []search.Labelled) {
-		scores := search.CrossValidate(samples, bandOptions, cvFolds, cvRepeats)
-		if first == nil {
-			first = scores
-		}
-		fmt.Fprintf(&b, "| %s |", name)
-		for _, f := range figures {
-			fmt.Fprintf(&b, " %s |", meanSD(scores, f))
-		}
-		for _, f := range figures {
-			fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
-		}
-		c := search.Calibrate(samples, bandOptions)
-		all := search.Calibration{Margin: 1, Rerank: c.Rerank}.Score(samples)
-		fmt.Fprintf(&b, " %.3f |\n", all.Recall())
-		t.Log(name)
-	}
+	a := newAblation(t, "the encoder adapted to the catalog's domain", "encoder", "the plain encoder", false)
+	row := func(name string, samples []search.Labelled) { a.row(name, samples, nil, bandOptions) }
 	row("plain ("+embedding.HybridModel+")", label(fx))
 	ctx := context.Background()
 	for _, spec := range strings.Split(specs, ",") {
@@ -119,7 +98,7 @@ func TestAdaptAblation(t *testing.T) {
 		}
 		row(spec+" ("+h.Model()+")", label(g))
 	}
-	fmt.Print(b.String())
+	fmt.Print(a)
 }
 
 // contrastHybrid is the hybrid model under a map fitted contrastively on pairs of the

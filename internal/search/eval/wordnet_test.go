@@ -2,10 +2,8 @@ package eval
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/waystation/waystation/internal/search"
@@ -47,30 +45,8 @@ func TestWordNetAblation(t *testing.T) {
 	base := without(search.FeatAgree, search.FeatDomain, search.FeatDomainMin, search.FeatSynCover, search.FeatSynCover3, search.FeatSynKnown,
 		search.FeatVecCover, search.FeatVecCover3, search.FeatVecKnown, search.FeatVecSimilarity)
 	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
-	figures := []func(search.CalibrationScore) float64{search.CalibrationScore.Recall,
-		func(s search.CalibrationScore) float64 { return s.KindRecall("paraphrase") }, search.CalibrationScore.FalseMatchRate}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nWordNet's evidence, dev and own sets together, %d folds × %d shuffles (Δ: paired difference from the first row on the same folds)\n\n", cvFolds, cvRepeats)
-	b.WriteString("| evidence | recall@3 | paraphrase | false matches | Δ recall@3 | Δ paraphrase | Δ false matches | no band, recall@3 | dev in-sample recall@3 / paraphrase / false matches |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var first []search.CalibrationScore
-	row := func(name string, samples, devS []search.Labelled, o search.CalibrationOptions) {
-		scores := search.CrossValidate(samples, o, cvFolds, cvRepeats)
-		if first == nil {
-			first = scores
-		}
-		fmt.Fprintf(&b, "| %s |", name)
-		for _, f := range figures {
-			fmt.Fprintf(&b, " %s |", meanSD(scores, f))
-		}
-		for _, f := range figures {
-			fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
-		}
-		c := search.Calibrate(samples, o)
-		in := c.Score(devS)
-		all := search.Calibration{Margin: 1, Rerank: c.Rerank}.Score(samples)
-		fmt.Fprintf(&b, " %.3f (weight %.1f) | %.3f / %.3f / %.3f |\n", all.Recall(), c.Rerank, in.Recall(), in.KindRecall("paraphrase"), in.FalseMatchRate())
-		t.Log(name)
-	}
+	a := newAblation(t, "WordNet's evidence", "evidence", "the first row", true)
+	row := a.row
 	none, noneDev := label(nil)
 	row("no thesaurus: the band's features before", none, noneDev, search.CalibrationOptions{Features: base})
 	for _, hyp := range []bool{false, true} {
@@ -86,36 +62,10 @@ func TestWordNetAblation(t *testing.T) {
 				row(name+": + syn_known", all, d, search.CalibrationOptions{Features: plus(search.FeatSynKnown)})
 				if !hyp {
 					scores := search.CrossValidate(all, search.CalibrationOptions{Features: evidenceBase, Choices: append(slices.Clone(evidenceKinds), []int{search.FeatSynCover})}, cvFolds, cvRepeats)
-					fmt.Fprintf(&b, "| %s: the kinds of evidence (WordNet's syn_cover one of them) chosen inside each training fold |", name)
-					for _, f := range figures {
-						fmt.Fprintf(&b, " %s |", meanSD(scores, f))
-					}
-					for _, f := range figures {
-						fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
-					}
-					b.WriteString(" | |\n")
+					a.scored(name+": the kinds of evidence (WordNet's syn_cover one of them) chosen inside each training fold", scores)
 				}
 			}
 		}
 	}
-	fmt.Print(b.String())
-}
-
-// pairedDiff is the mean and spread over folds of f's difference between two
-// cross-validations on the same folds.
-func pairedDiff(a, b []search.CalibrationScore, f func(search.CalibrationScore) float64) string {
-	var d []float64
-	for i := range min(len(a), len(b)) {
-		d = append(d, f(a[i])-f(b[i]))
-	}
-	mean, sd := 0.0, 0.0
-	for _, v := range d {
-		mean += v
-	}
-	mean /= float64(max(1, len(d)))
-	for _, v := range d {
-		sd += (v - mean) * (v - mean)
-	}
-	sd = math.Sqrt(sd / float64(max(1, len(d))))
-	return fmt.Sprintf("%+.3f ± %.3f", mean, sd)
+	fmt.Print(a)
 }

@@ -49,33 +49,8 @@ func TestWordVectorAblation(t *testing.T) {
 	}
 	base := slices.Clone(search.BandFeatures)
 	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
-	figures := []func(search.CalibrationScore) float64{search.CalibrationScore.Recall,
-		func(s search.CalibrationScore) float64 { return s.KindRecall("paraphrase") }, search.CalibrationScore.FalseMatchRate}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nWord vectors' evidence (%d words), dev and own sets together, %d folds × %d shuffles (Δ: paired difference from the first row on the same folds)\n\n", vecs.Words(), cvFolds, cvRepeats)
-	b.WriteString("| evidence | recall@3 | paraphrase | false matches | Δ recall@3 | Δ paraphrase | Δ false matches | no band, recall@3 | dev in-sample recall@3 / paraphrase / false matches |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var first []search.CalibrationScore
-	cells := func(scores []search.CalibrationScore) {
-		for _, f := range figures {
-			fmt.Fprintf(&b, " %s |", meanSD(scores, f))
-		}
-		for _, f := range figures {
-			fmt.Fprintf(&b, " %s |", pairedDiff(scores, first, f))
-		}
-	}
-	row := func(name string, samples, devS []search.Labelled, o search.CalibrationOptions) {
-		scores := search.CrossValidate(samples, o, cvFolds, cvRepeats)
-		if first == nil {
-			first = scores
-		}
-		fmt.Fprintf(&b, "| %s |", name)
-		cells(scores)
-		c := search.Calibrate(samples, o)
-		in := c.Score(devS)
-		all := search.Calibration{Margin: 1, Rerank: c.Rerank}.Score(samples)
-		fmt.Fprintf(&b, " %.3f (weight %.1f) | %.3f / %.3f / %.3f |\n", all.Recall(), c.Rerank, in.Recall(), in.KindRecall("paraphrase"), in.FalseMatchRate())
-		t.Log(b.String()[strings.LastIndex(strings.TrimSuffix(b.String(), "\n"), "\n")+1:])
-	}
+	a := newAblation(t, fmt.Sprintf("Word vectors' evidence (%d words)", vecs.Words()), "evidence", "the first row", true)
+	row := a.row
 	none, noneDev := label(nil)
 	row("no word vectors: the band's features", none, noneDev, search.CalibrationOptions{Features: base})
 	thresholds := []float64{0, 0.3, 0.5}
@@ -103,11 +78,9 @@ func TestWordVectorAblation(t *testing.T) {
 			if w == 0 && os.Getenv("WAYSTATION_WORDVEC_CHOICES") != "" {
 				choices := append(slices.Clone(evidenceKinds), []int{search.FeatVecCover, search.FeatVecCover3}, []int{search.FeatVecKnown}, []int{search.FeatVecSimilarity})
 				scores := search.CrossValidate(all, search.CalibrationOptions{Features: evidenceBase, Choices: choices}, cvFolds, cvRepeats)
-				fmt.Fprintf(&b, "| %s: the kinds of evidence (the vectors' three among them) chosen inside each training fold |", name)
-				cells(scores)
-				b.WriteString(" | |\n")
+				a.scored(name+": the kinds of evidence (the vectors' three among them) chosen inside each training fold", scores)
 			}
 		}
 	}
-	fmt.Print(b.String())
+	fmt.Print(a)
 }
