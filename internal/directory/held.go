@@ -2,7 +2,8 @@ package directory
 
 import (
 	"time"
-	"unsafe"
+
+	"github.com/waystation/waystation/internal/blocks"
 )
 
 // held copies methods for a snapshot that is held as long as it is served: their
@@ -22,10 +23,10 @@ func held(methods []Method) []Method {
 		m.Endpoint = Endpoint{Method: h.string(m.Endpoint.Method), URL: h.string(m.Endpoint.URL)}
 		m.Trust = h.trust(m.Trust)
 		if m.Stats != nil {
-			m.Stats = put(&h.stats, *m.Stats)
+			m.Stats = blocks.Put(&h.stats, *m.Stats)
 		}
 		if l := m.SourceListing; l != nil {
-			m.SourceListing = put(&h.listings, Listing{Source: h.string(l.Source), Calls30d: h.int64(l.Calls30d),
+			m.SourceListing = blocks.Put(&h.listings, Listing{Source: h.string(l.Source), Calls30d: h.int64(l.Calls30d),
 				Payers30d: h.int64(l.Payers30d), LastCalledAt: h.time(l.LastCalledAt), UpdatedAt: h.time(l.UpdatedAt)})
 		}
 		out[i] = m
@@ -36,7 +37,7 @@ func held(methods []Method) []Method {
 // copies is where held makes its copies: the rest of the current block of each kind.
 type copies struct {
 	strings    map[string]string
-	text       []byte
+	text       blocks.Bytes
 	ints       []int
 	int64s     []int64
 	times      []time.Time
@@ -49,23 +50,6 @@ type copies struct {
 	listings   []Listing
 }
 
-// heldBlock is how many values of a kind a block holds, and textBlock how many bytes
-// of strings.
-const (
-	heldBlock = 1 << 10
-	textBlock = 1 << 20
-)
-
-// put is a copy of v in the block, a new block made when it is used up.
-func put[T any](block *[]T, v T) *T {
-	if len(*block) == 0 {
-		*block = make([]T, heldBlock)
-	}
-	p := &(*block)[0]
-	*p, *block = v, (*block)[1:]
-	return p
-}
-
 func (h *copies) string(s string) string {
 	if s == "" {
 		return ""
@@ -73,16 +57,11 @@ func (h *copies) string(s string) string {
 	if c, ok := h.strings[s]; ok {
 		return c
 	}
-	if len(s) > textBlock/4 {
+	if len(s) > blocks.BytesSize/4 {
 		h.strings[s] = s // its own allocation already
 		return s
 	}
-	if len(s) > len(h.text) {
-		h.text = make([]byte, textBlock)
-	}
-	n := copy(h.text, s)
-	c := unsafe.String(&h.text[0], n) // those bytes are never written again
-	h.text = h.text[n:]
+	c := h.text.String(s)
 	h.strings[c] = c
 	return c
 }
@@ -91,28 +70,28 @@ func (h *copies) stringPtr(s *string) *string {
 	if s == nil {
 		return nil
 	}
-	return put(&h.stringPtrs, h.string(*s))
+	return blocks.Put(&h.stringPtrs, h.string(*s))
 }
 
 func (h *copies) int(v *int) *int {
 	if v == nil {
 		return nil
 	}
-	return put(&h.ints, *v)
+	return blocks.Put(&h.ints, *v)
 }
 
 func (h *copies) int64(v *int64) *int64 {
 	if v == nil {
 		return nil
 	}
-	return put(&h.int64s, *v)
+	return blocks.Put(&h.int64s, *v)
 }
 
 func (h *copies) time(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
-	return put(&h.times, *t)
+	return blocks.Put(&h.times, *t)
 }
 
 func (h *copies) trust(t Trust) Trust {
@@ -122,16 +101,16 @@ func (h *copies) trust(t Trust) Trust {
 		c.Outcome, c.Network, c.Asset, c.AssetSymbol, c.Reason = h.string(p.Outcome), h.stringPtr(p.Network), h.stringPtr(p.Asset),
 			h.stringPtr(p.AssetSymbol), h.stringPtr(p.Reason)
 		if pr := p.Price; pr != nil {
-			c.Price = put(&h.prices, Price{Amount: h.stringPtr(pr.Amount), Decimals: h.int(pr.Decimals), Value: h.stringPtr(pr.Value)})
+			c.Price = blocks.Put(&h.prices, Price{Amount: h.stringPtr(pr.Amount), Decimals: h.int(pr.Decimals), Value: h.stringPtr(pr.Value)})
 		}
-		t.Probe = put(&h.probes, c)
+		t.Probe = blocks.Put(&h.probes, c)
 	}
 	if o := t.Override; o != nil {
-		t.Override = put(&h.overrides, Override{Verdict: h.string(o.Verdict), Reason: h.string(o.Reason), SetAt: o.SetAt,
+		t.Override = blocks.Put(&h.overrides, Override{Verdict: h.string(o.Verdict), Reason: h.string(o.Reason), SetAt: o.SetAt,
 			ExpiresAt: h.time(o.ExpiresAt)})
 	}
 	if o := t.Owner; o != nil {
-		t.Owner = put(&h.owners, Owner{Verified: o.Verified, PayTo: h.string(o.PayTo), Origin: h.string(o.Origin), Points: o.Points})
+		t.Owner = blocks.Put(&h.owners, Owner{Verified: o.Verified, PayTo: h.string(o.PayTo), Origin: h.string(o.Origin), Points: o.Points})
 	}
 	return t
 }

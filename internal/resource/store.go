@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/waystation/waystation/internal/blocks"
 )
 
 // Store is a directory where resources' forms are published, as a site publishes
@@ -24,9 +25,9 @@ type Store struct {
 	cache *Cache
 
 	mu        sync.Mutex
-	resources []Resource // the rest of the block stored resources are made in
-	at        []stored   // and where their forms are
-	bytes     []byte     // and their bodies and header values
+	resources []Resource   // the rest of the block stored resources are made in
+	at        []stored     // and where their forms are
+	bytes     blocks.Bytes // and their bodies and header values
 }
 
 // NewStore is the store of directory dir, its forms read through cache.
@@ -81,18 +82,18 @@ type stored struct {
 func (res *Resource) Stored(st *Store, name string) *Resource {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	out := take(&st.resources, resourceBlock)
+	out := blocks.Next(&st.resources)
 	*out = *res
 	out.Gzip, out.Brotli, out.files = nil, nil, nil
-	if len(res.Body) > 0 && len(res.Body) <= bytesBlock/4 {
-		out.Body = append(st.alloc(len(res.Body)), res.Body...)
+	if len(res.Body) > 0 && len(res.Body) <= blocks.BytesSize/4 {
+		out.Body = append(st.bytes.Alloc(len(res.Body)), res.Body...)
 	}
 	// The header values but the type are slices of one string: copied as one.
 	var n int
 	for i := hETag; i < headers; i++ {
 		n += len(res.hdr[i])
 	}
-	b := st.alloc(n)
+	b := st.bytes.Alloc(n)
 	for i := hETag; i < headers; i++ {
 		b = append(b, res.hdr[i]...)
 	}
@@ -101,37 +102,9 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 		out.hdr[i], all = all[:len(res.hdr[i])], all[len(res.hdr[i]):]
 	}
 	out.ETag, out.GzipETag, out.BrotliETag = out.hdr[hETag], out.hdr[hETag+1], out.hdr[hETag+2]
-	out.at = take(&st.at, resourceBlock)
+	out.at = blocks.Next(&st.at)
 	*out.at = stored{st: st, name: name}
 	return out
-}
-
-// Sizes of the blocks a Store makes its resources in: a thousand resources (about
-// 270 KB), and 1 MB of bodies and header values.
-const (
-	resourceBlock = 1 << 10
-	bytesBlock    = 1 << 20
-)
-
-// take is the next element of the block, a new block of n made when it is used up.
-func take[T any](block *[]T, n int) *T {
-	if len(*block) == 0 {
-		*block = make([]T, n)
-	}
-	p := &(*block)[0]
-	*block = (*block)[1:]
-	return p
-}
-
-// alloc is room for n bytes in the store's block of bytes, a new block made when
-// the rest of it is too small: empty, of capacity n.
-func (st *Store) alloc(n int) []byte {
-	if n > len(st.bytes) {
-		st.bytes = make([]byte, max(bytesBlock, n))
-	}
-	b := st.bytes[:0:n]
-	st.bytes = st.bytes[n:]
-	return b
 }
 
 // form is the stored form's bytes (gzipForm or brotliForm), from the cache when it
