@@ -26,7 +26,8 @@ FUZZ_TARGETS := \
 	./internal/origin:FuzzReadManifest \
 	./internal/embedding/sentence:FuzzTokenizer \
 	./internal/redact:FuzzRedact \
-	./internal/trace:FuzzParse
+	./internal/trace:FuzzParse \
+	./internal/jsonstr:FuzzAppend
 
 .PHONY: help
 help:

@@ -1,13 +1,13 @@
 package api
 
 import (
-	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/jsonstr"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
@@ -56,11 +56,11 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 // its similarity added before the closing brace, so it is byte for byte the list's.
 func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Result) []byte {
 	dst = append(dst, `{"object":"search","query":`...)
-	dst = appendJSONString(dst, q)
+	dst = jsonstr.Append(dst, q)
 	dst = append(dst, `,"match":`...)
-	dst = appendJSONString(dst, res.Match)
+	dst = jsonstr.Append(dst, res.Match)
 	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, res.Model)
+	dst = jsonstr.Append(dst, res.Model)
 	dst = append(dst, `,"degraded":`...)
 	dst = strconv.AppendBool(dst, res.Degraded)
 	if b := res.Band; b != nil {
@@ -130,12 +130,6 @@ func appendRounded(dst []byte, x float64) []byte {
 // rounded is x rounded to four decimals, as a search answer says its figures.
 func rounded(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
-// appendJSONString appends s as a JSON string, encoded by encoding/json: control
-// characters, U+2028 and U+2029 escaped, invalid UTF-8 replaced. (Go's string quoting
-// is not JSON: it writes \a, \v, \x01 and \U0010ffff, which parsers refuse.)
+// ceilSeconds is d in whole seconds, rounded up, as the RateLimit headers count a
+// window and a reset: a wait of half a second is told as one, never as none.
 func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
-
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
-}

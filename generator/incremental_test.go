@@ -302,14 +302,3 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	}
 	check("its directory gone", first, firstFiles)
 }
-
-// TestManifestStringsAreEncodedAsJSONEncodesThem holds the manifest's string encoder to
-// json.Marshal's bytes, for the strings a URL or a path may hold and those it should not.
-func TestManifestStringsAreEncodedAsJSONEncodesThem(t *testing.T) {
-	for _, s := range []string{"", "/methods/a-b", `"abc-gzip"`, `back\slash`, "/categories/caf%C3%A9", "café", "a<b>&c",
-		"tab\there", "line\u2028sep", "\xff invalid", "/merchants/xn--bcher-kva.example"} {
-		if got, want := appendJSONString(nil, s), mustJSON(s); !bytes.Equal(got, want) {
-			t.Errorf("%q encodes as %s, not %s", s, got, want)
-		}
-	}
-}

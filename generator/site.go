@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/jsonstr"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/web"
 )
@@ -718,11 +719,11 @@ func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files iter.Seq[Man
 // site of a hundred thousand methods has hundreds of thousands of entries.
 func appendManifestFile(b []byte, f ManifestFile) []byte {
 	b = append(b, `{"url":`...)
-	b = appendJSONString(b, f.URL)
+	b = jsonstr.Append(b, f.URL)
 	b = append(b, `,"path":`...)
-	b = appendJSONString(b, f.Path)
+	b = jsonstr.Append(b, f.Path)
 	b = append(b, `,"content_type":`...)
-	b = appendJSONString(b, f.ContentType)
+	b = jsonstr.Append(b, f.ContentType)
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, int64(f.Bytes), 10)
 	b = append(b, `,"gzip_bytes":`...)
@@ -730,34 +731,14 @@ func appendManifestFile(b []byte, f ManifestFile) []byte {
 	b = append(b, `,"brotli_bytes":`...)
 	b = strconv.AppendInt(b, int64(f.BrotliBytes), 10)
 	b = append(b, `,"sha256":`...)
-	b = appendJSONString(b, f.SHA256)
+	b = jsonstr.Append(b, f.SHA256)
 	b = append(b, `,"etag":`...)
-	b = appendJSONString(b, f.ETag)
+	b = jsonstr.Append(b, f.ETag)
 	b = append(b, `,"gzip_etag":`...)
-	b = appendJSONString(b, f.GzipETag)
+	b = jsonstr.Append(b, f.GzipETag)
 	b = append(b, `,"brotli_etag":`...)
-	b = appendJSONString(b, f.BrotliETag)
+	b = jsonstr.Append(b, f.BrotliETag)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as json.Marshal encodes a string: printable ASCII as it
-// is but for the quote and the backslash, escaped; anything else as json.Marshal
-// makes it.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '<' || c == '>' || c == '&' {
-			return append(b, mustJSON(s)...)
-		}
-	}
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' {
-			b = append(b, '\\', c)
-		} else {
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them

@@ -158,7 +158,9 @@ func needsQuoting(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// appendEscapedJSONString is the JSON handler's string, without its quotes.
+// appendEscapedJSONString is the JSON handler's string, without its quotes. It is
+// slog's, not json.Marshal's (internal/jsonstr): it leaves <, > and & as they are and
+// writes \b and \f as \u0008 and \u000c.
 func appendEscapedJSONString(buf []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
