@@ -26,47 +26,7 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(browserProfile(t)),
-		chromedp.WindowSize(412, 915),
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	ctx, cancelTab := chromedp.NewContext(ctx)
-	defer cancelTab()
-
-	// Start the browser, then listen to its console before the first page loads.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var problems []string
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
-				mu.Lock()
-				problems = append(problems, m.String()+" at "+m.URL)
-				mu.Unlock()
-			}
-		}
-	}()
+	ctx, problems := startBrowser(t, chromium)
 
 	shot := func(name string) { t.Helper(); screenshot(t, ctx, name) }
 	text := func(sel string) string { t.Helper(); return textOf(t, ctx, sel) }
@@ -177,9 +137,7 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
+	for _, p := range problems() {
 		t.Errorf("console: %s", p)
 	}
 }
@@ -322,8 +280,6 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 	}
 }
 
-// startBrowser starts headless Chromium with a phone-sized window, listening to its
-// console before the first page loads; problems returns the errors seen so far.
 // screenshot saves the whole page as browserOutput/name.png.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
@@ -346,11 +302,14 @@ func textOf(t *testing.T, ctx context.Context, sel string) string {
 	return strings.TrimSpace(s)
 }
 
-// browserProfile is a fresh Chromium profile directory, removed after the test once
-// the browser is gone. Chromium's helper processes may write to it for a moment after
-// the browser exits, so removal is retried; a profile left behind is logged, not a
-// failure of the test.
-func browserProfile(t *testing.T) string {
+// browserDirs makes the directories of one Chromium run under one directory, removed
+// after the test once the browser is gone: its profile, and the temporary directory it
+// is given (TMPDIR). Chromium makes the directory of its single-instance socket
+// (org.chromium.Chromium.*) in the temporary directory and leaves it behind when the
+// test ends it; left in the system's, one would gather there per run. Its helper
+// processes may write to the profile for a moment after the browser exits, so removal
+// is retried; a directory left behind is logged, not a failure of the test.
+func browserDirs(t *testing.T) (profile, tmp string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "waystation-chromium-")
 	if err != nil {
@@ -363,13 +322,20 @@ func browserProfile(t *testing.T) string {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Logf("the browser profile %s was left behind", dir)
+		t.Logf("the browser's directory %s was left behind", dir)
 	})
-	return dir
+	profile, tmp = filepath.Join(dir, "profile"), filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return profile, tmp
 }
 
+// startBrowser starts headless Chromium with a phone-sized window, listening to its
+// console before the first page loads; problems returns the errors seen so far.
 func startBrowser(t *testing.T, chromium string) (ctx context.Context, problems func() []string) {
 	t.Helper()
+	profile, tmp := browserDirs(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", true),
@@ -382,7 +348,8 @@ func startBrowser(t *testing.T, chromium string) (ctx context.Context, problems 
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(browserProfile(t)),
+		chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR=" + tmp),
 		chromedp.WindowSize(412, 915),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
