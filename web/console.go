@@ -71,16 +71,26 @@ func ledgerRows(entries []payment.LedgerEntry) ([]SpendRow, payment.Micros) {
 	return rows, settled
 }
 
+// ledger is the newest payments of the signed-in person's agents, which the spend
+// page and its CSV show alike; false when it answered instead (a sign-in, a failure).
+func (s *Server) ledger(w http.ResponseWriter, r *http.Request) (auth.WebSession, []payment.LedgerEntry, bool) {
+	ws, ok := s.signedIn(w, r, "", http.StatusOK)
+	if !ok {
+		return ws, nil, false
+	}
+	entries, err := s.approvals.Payments.Ledger(r.Context(), ws.Principal, ledgerLimit)
+	if err != nil {
+		s.fail(w, r, err)
+		return ws, nil, false
+	}
+	return ws, entries, true
+}
+
 // handleSpend shows the payments of the person's agents, newest first, with receipts.
 func (s *Server) handleSpend() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		ws, entries, ok := s.ledger(w, r)
 		if !ok {
-			return
-		}
-		entries, err := s.approvals.Payments.Ledger(r.Context(), ws.Principal, ledgerLimit)
-		if err != nil {
-			s.fail(w, r, err)
 			return
 		}
 		rows, settled := ledgerRows(entries)
@@ -92,13 +102,8 @@ func (s *Server) handleSpend() http.HandlerFunc {
 // handleSpendCSV answers the same ledger as CSV, for a spreadsheet.
 func (s *Server) handleSpendCSV() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ws, ok := s.signedIn(w, r, "", http.StatusOK)
+		_, entries, ok := s.ledger(w, r)
 		if !ok {
-			return
-		}
-		entries, err := s.approvals.Payments.Ledger(r.Context(), ws.Principal, ledgerLimit)
-		if err != nil {
-			s.fail(w, r, err)
 			return
 		}
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
