@@ -98,6 +98,8 @@ func TestLearnedAblation(t *testing.T) {
 		candidate{"stumps100-knn10", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and the kNN's four, k 10", search.CalibrationOptions{Features: plus(search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest, search.FeatKNNOn3), Learner: stumps(100, 0.1), Prepare: knn(10)}},
 		candidate{"stumps100-ask", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld), Learner: stumps(100, 0.1), Prepare: l.prepare(form)}},
 		candidate{"ask-knn10", "query form and kNN k 10: + ask, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knnForm(10)}},
+		candidate{"band-fm20", "the band's features under a budget of 0.20 false matches", search.CalibrationOptions{Features: base, MaxFalseMatch: 0.20}},
+		candidate{"ask-knn10-fm20", "query form and kNN k 10 (as ask-knn10) under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knnForm(10), MaxFalseMatch: 0.20}},
 		candidate{"ask-exp-words", "query form and the words' expansion: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk), Prepare: l.prepare(func(s, ref []search.Labelled) []search.Labelled { return form(l.expand(true, 0)(s, ref), nil) })}},
 	)
 	if s := os.Getenv("WAYSTATION_LEARNED"); s != "" {
