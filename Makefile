@@ -38,6 +38,7 @@ help:
 	@echo "make eval-wordnet  the cross-validated ablation of WordNet's evidence for the search band (fetches WordNet: make wordnet)"
 	@echo "make eval-wordvec  the same for word vectors' soft concept coverage (fetches them: make wordvec)"
 	@echo "make eval-adapt [ADAPTS=top:5,top:10]  the cross-validated ablation of the sentence encoder adapted to the catalog's domain"
+	@echo "make eval-learned [LEARNED=ask,knn10-three]  the same for evidence learned from the labelled queries (kNN, expansion, query form, stumps)"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | lint-codegen | clean"
 	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -483,6 +484,22 @@ ADAPTS ?= top:0,top:2,top:5,top:10,top:20,top:40,contrast:150
 .PHONY: eval-adapt
 eval-adapt: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_SENTENCE_ADAPTS='$(ADAPTS)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestAdaptAblation$$' $(RELEVANCE)
+
+# The ablation of evidence learned from the labelled queries themselves, cross-validated
+# as make eval's tables are, everything learned from the training fold alone: the
+# nearest labelled queries (knn_*), the methods expanded by the queries that want them
+# (their words, their vectors), the query's form (a question, or a request for an
+# act: ask, first_held), and boosted decision stumps in place of the logistic model;
+# each with its paired difference from the band's features, the ranking's recall with
+# no band, and the by-origin check (fitted on the older queries, scored on the newer).
+# LEARNED (comma-separated ids, see learned_test.go) chooses the rows; LEARNED_REPEATS
+# the shuffles (4); LEARNED_FAILURES=1 first lists the paraphrases the band refuses
+# and the off-topic queries it answers, with their evidence.
+LEARNED ?=
+LEARNED_REPEATS ?= 4
+.PHONY: eval-learned
+eval-learned: go db model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_LEARNED='$(LEARNED)' WAYSTATION_LEARNED_REPEATS='$(LEARNED_REPEATS)' WAYSTATION_LEARNED_FAILURES='$(LEARNED_FAILURES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 120m -run '^TestLearnedAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the

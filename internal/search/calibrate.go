@@ -14,15 +14,27 @@ import (
 // ranking's order, at most MaxResults) and which of them the labels call relevant.
 // An off-topic query has no relevant method. Rankings, when set, hold the same under
 // each of RerankWeights (the first, 0, is the ranking by similarity alone, the one the
-// fields above hold). Category is the nearest method's category.
+// fields above hold). Category is the nearest method's category; Keys are the
+// endpoint keys (EndpointKey) and Slugs the slugs of the nearest three.
+//
+// What Label read it from is kept too, for measures that read the ranking again: the
+// query (normalised), its vector under the model, the endpoint keys its labels name,
+// and its nearest methods as the store found them.
 type Labelled struct {
-	Set, Kind    string
-	Off          bool
-	Evidence     Evidence
-	Category     string
-	Similarities []float64
-	Relevant     []bool
-	Rankings     []Ranking
+	ID, Set, Kind string
+	Off           bool
+	Evidence      Evidence
+	Category      string
+	Similarities  []float64
+	Relevant      []bool
+	Keys          []string
+	Slugs         []string
+	Rankings      []Ranking
+
+	Query  string
+	Vector []float32
+	Labels []string
+	Near   []Neighbour
 }
 
 // Ranking is how a labelled query reads when its nearest methods are reranked under
@@ -32,6 +44,8 @@ type Ranking struct {
 	Category     string
 	Similarities []float64
 	Relevant     []bool
+	Keys         []string
+	Slugs        []string
 }
 
 // RerankWeights are the weights of concept coverage calibration chooses the ranking's
@@ -42,7 +56,7 @@ var RerankWeights = []float64{0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5}
 func (s Labelled) ranked(i int) Labelled {
 	if i < len(s.Rankings) {
 		r := s.Rankings[i]
-		s.Evidence, s.Category, s.Similarities, s.Relevant = r.Evidence, r.Category, r.Similarities, r.Relevant
+		s.Evidence, s.Category, s.Similarities, s.Relevant, s.Keys, s.Slugs = r.Evidence, r.Category, r.Similarities, r.Relevant, r.Keys, r.Slugs
 	}
 	return s
 }
@@ -123,7 +137,20 @@ type CalibrationOptions struct {
 	// Lambdas, when set, are the penalties calibration chooses Lambda from: the one
 	// whose out-of-fold predictions have the least log loss.
 	Lambdas []float64
+	// Prepare, when set, reads a training fold and the fold scored on it again before
+	// the fit (CrossValidate, FitScore): evidence learned from labelled queries (their
+	// nearest among the training fold's, the methods' texts expanded by them) must
+	// come from the training fold alone. Calibrate leaves it out.
+	Prepare func(train, test []Labelled) ([]Labelled, []Labelled)
+	// Learner, when set, fits the probability in place of the logistic model, to
+	// measure other classifiers; Calibrate leaves it out, a Calibration being a
+	// logistic model.
+	Learner Learner
 }
+
+// Learner fits a probability that the catalog answers a query, from the features
+// (indexes of Evidence) of samples, each labelled by Answerable.
+type Learner func(samples []Labelled, features []int) func(Evidence) float64
 
 func (o CalibrationOptions) withDefaults() CalibrationOptions {
 	if o.Features == nil {
@@ -159,15 +186,26 @@ func (o CalibrationOptions) withDefaults() CalibrationOptions {
 // cross-validation inside samples too. Groups are left out: a Calibration has no
 // intercept per group.
 func Calibrate(samples []Labelled, o CalibrationOptions) Calibration {
-	o.Groups = nil
+	o.Groups, o.Prepare, o.Learner = nil, nil, nil
 	return calibrate(samples, o).Calibration
 }
 
-// model is a fitted calibration with its intercepts per group of categories.
+// FitScore is how a band fitted under o on train does on test, each read again by
+// o.Prepare first.
+func FitScore(train, test []Labelled, o CalibrationOptions) CalibrationScore {
+	if o.Prepare != nil {
+		train, test = o.Prepare(train, test)
+	}
+	return calibrate(train, o).score(test)
+}
+
+// model is a fitted calibration with its intercepts per group of categories, or, of
+// another Learner, its probability.
 type model struct {
 	Calibration
 	groups  [][]string
 	offsets []float64
+	prob    func(Evidence) float64
 }
 
 // offset is m's intercept for a query whose nearest method is of category.
@@ -182,6 +220,9 @@ func (m model) offset(category string) float64 {
 
 // probability is m's probability that the catalog answers s.
 func (m model) probability(s Labelled) float64 {
+	if m.prob != nil {
+		return m.prob(s.Evidence)
+	}
 	z := m.Bias + m.offset(s.Category)
 	for i, w := range m.Weights {
 		z += w * s.Evidence[i]
@@ -216,7 +257,7 @@ func calibrate(samples []Labelled, o CalibrationOptions) model {
 		o.Features = chooseFeatures(samples, o)
 	}
 	prob := outOfFold(samples, o)
-	m := fitLogistic(samples, o)
+	m := fit(samples, o)
 	m.Least, m.Margin = chooseBand(samples, prob, o)
 	m.Rerank = RerankWeights[rerank]
 	m.Evidence = EvidenceVersion
@@ -276,7 +317,7 @@ func outOfFold(samples []Labelled, o CalibrationOptions) []float64 {
 	prob := make([]float64, len(samples))
 	for _, fold := range Folds(samples, o.Folds, o.Seed) {
 		train, _ := Split(samples, fold)
-		m := fitLogistic(train, o)
+		m := fit(train, o)
 		for _, i := range fold {
 			prob[i] = m.probability(samples[i])
 		}
@@ -367,6 +408,17 @@ func Split(samples []Labelled, fold []int) (train, test []Labelled) {
 	}
 	return train, test
 }
+
+// fit fits o's learner on samples, the logistic model by default.
+func fit(samples []Labelled, o CalibrationOptions) model {
+	if o.Learner != nil {
+		return model{prob: o.Learner(samples, o.Features)}
+	}
+	return fitLogistic(samples, o)
+}
+
+// Answerable is what a band's model learns to predict of s (answerable).
+func (s Labelled) Answerable() bool { return answerable(s) }
 
 // answerable is what the model learns to predict: that the band should answer,
 // because the ranking's nearest methods hold a relevant one. An on-topic query whose
@@ -590,7 +642,7 @@ func CrossValidate(samples []Labelled, o CalibrationOptions, k, repeats int) []C
 	for r := range repeats {
 		for _, fold := range Folds(samples, k, o.Seed+uint64(r)*7919+1) {
 			train, test := Split(samples, fold)
-			out = append(out, calibrate(train, o).score(test))
+			out = append(out, FitScore(train, test, o))
 		}
 	}
 	return out
@@ -677,4 +729,4 @@ func (c Calibration) GoString() string {
 // featureConst names the features' constants, for GoString.
 var featureConst = [NumFeatures]string{"FeatSimilarity", "FeatSemantic", "FeatLexical", "FeatGap", "FeatLead", "FeatAgree",
 	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin", "FeatSynCover", "FeatSynCover3", "FeatSynKnown",
-	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity"}
+	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity", "FeatKNNOff", "FeatKNNOffBest", "FeatKNNOnBest", "FeatKNNOn3", "FeatAsk", "FeatFirstHeld"}

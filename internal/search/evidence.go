@@ -39,13 +39,19 @@ const (
 	FeatVecCover3            // the same, for the nearest three together
 	FeatVecKnown             // the mean, over the query's concepts, of each one's best word-vector cosine to the catalog's
 	FeatVecSimilarity        // the cosine of the query's IDF-weighted word vectors' sum to the nearest method's
+	FeatKNNOff               // the similarity-weighted share of off-topic queries among the nearest labelled queries (0 without them: QueryNeighbours)
+	FeatKNNOffBest           // the similarity of the nearest off-topic labelled query
+	FeatKNNOnBest            // the similarity of the nearest on-topic labelled query
+	FeatKNNOn3               // the similarity of the nearest on-topic labelled query one of whose methods is among the ranking's three
+	FeatAsk                  // 1 when the query asks a question (a question word first, or a question mark), 0 when it asks for an act (0 unless read: Engine.QueryForm)
+	FeatFirstHeld            // 1 when the nearest method holds the query's first concept (the act an imperative asks for)
 	NumFeatures
 )
 
 // FeatureNames name the features, as calibrations store their weights.
 var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap", "lead", "agree", "cover", "cover3", "known", "words",
 	"domain", "domain_min", "syn_cover", "syn_cover3", "syn_known",
-	"vec_cover", "vec_cover3", "vec_known", "vec_similarity"}
+	"vec_cover", "vec_cover3", "vec_known", "vec_similarity", "knn_off", "knn_off_best", "knn_on_best", "knn_on3", "ask", "first_held"}
 
 // EvidenceVersion names the evidence's recipe (its features and how each is read):
 // a calibration fitted on another recipe weighs other numbers, and is not used. Change
@@ -81,12 +87,26 @@ type textIndex struct {
 	vec *vectorIndex
 }
 
-func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors) *textIndex {
+func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors, exp map[string][]string) *textIndex {
 	ms := snap.Methods()
 	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), tf: map[string]int32{}}
 	for p, m := range ms {
 		text := embedding.MethodText(m.Name, m.Provider, m.Description, m.Category, m.Endpoint.URL)
 		cs := embedding.Concepts(text)
+		if extra := exp[m.Slug]; len(extra) > 0 {
+			seen := map[string]bool{}
+			for _, c := range cs {
+				seen[c] = true
+			}
+			for _, q := range extra {
+				for _, c := range embedding.Concepts(q) {
+					if !seen[c] {
+						seen[c] = true
+						cs = append(cs, c)
+					}
+				}
+			}
+		}
 		own := make([]uint32, len(cs))
 		for i, c := range cs {
 			id, ok := x.ids[c]
@@ -119,7 +139,7 @@ func (e *Engine) textIndex(snap *directory.Snapshot) *textIndex {
 	if x := e.text.Load(); x != nil && x.snap == snap {
 		return x
 	}
-	x := newTextIndex(snap, e.cfg.Thesaurus, e.cfg.WordVectors)
+	x := newTextIndex(snap, e.cfg.Thesaurus, e.cfg.WordVectors, e.cfg.Expansion)
 	e.text.Store(x)
 	return x
 }

@@ -75,15 +75,26 @@ func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, 
 		return Labelled{}, err
 	}
 	SplitParts(m.Embedder, vs[0], near)
-	relevant := map[string]bool{}
+	l := Labelled{ID: q.ID, Set: set, Kind: q.Kind, Off: q.Kind == KindOffTopic, Query: norm, Vector: vs[0], Near: near}
 	for _, u := range q.Relevant {
-		relevant[EndpointKey(u)] = true
+		l.Labels = append(l.Labels, EndpointKey(u))
+	}
+	return e.Relabel(snap, m, l, near), nil
+}
+
+// Relabel reads l again as Label does, over near, its nearest methods (most similar
+// first) found some other way: what a change of the ranking (an expansion of the
+// methods' texts, say) does to the evidence and the relevant methods among the three.
+func (e *Engine) Relabel(snap *directory.Snapshot, m *Model, l Labelled, near []Neighbour) Labelled {
+	relevant := map[string]bool{}
+	for _, k := range l.Labels {
+		relevant[k] = true
 	}
 	x := e.textIndex(snap)
-	l := Labelled{Set: set, Kind: q.Kind, Off: q.Kind == KindOffTopic}
+	l.Rankings = nil
 	for _, w := range RerankWeights {
-		ranked := x.Rerank(norm, near, w)
-		r := Ranking{Evidence: x.Gather(norm, ranked, generalEnglish(m))}
+		ranked := x.Rerank(l.Query, near, w)
+		r := Ranking{Evidence: x.Gather(l.Query, ranked, generalEnglish(m))}
 		if len(ranked) > 0 {
 			if top, ok := x.method(ranked[0].Slug); ok {
 				r.Category = top.Category
@@ -96,11 +107,12 @@ func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, 
 			}
 			r.Similarities = append(r.Similarities, n.Similarity)
 			r.Relevant = append(r.Relevant, relevant[EndpointKey(url)])
+			r.Keys = append(r.Keys, EndpointKey(url))
+			r.Slugs = append(r.Slugs, n.Slug)
 		}
 		l.Rankings = append(l.Rankings, r)
 	}
-	l = l.ranked(0)
-	return l, nil
+	return l.ranked(0)
 }
 
 // EndpointKey is a loose identity of an endpoint URL, the one labelled query sets are

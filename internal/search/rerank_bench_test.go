@@ -116,7 +116,7 @@ func benchmarkRerankAndGather(b *testing.B, th *Thesaurus, v *WordVectors) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	x := newTextIndex(snap, th, v)
+	x := newTextIndex(snap, th, v, nil)
 	indexed := time.Since(start)
 	near := make([]Neighbour, Reranked)
 	for i := range near {

@@ -67,6 +67,11 @@ type Config struct {
 	// evidence (soft concept coverage: the vec_* features); without them those
 	// features are 0.
 	WordVectors *WordVectors
+	// Expansion, when set, adds to a method's words (by slug) those of the texts
+	// given, for the rerank and the band's evidence: labelled queries that want the
+	// method, as search engines expand documents by the queries that find them.
+	// Without it, as the service runs, a method's words are its own.
+	Expansion map[string][]string
 }
 
 // Observer hears what search does, for metrics. Its methods must be cheap and safe

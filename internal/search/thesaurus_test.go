@@ -38,7 +38,7 @@ func TestThesaurusEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := thesaurusSnapshot(t)
-	plain, rich := newTextIndex(snap, nil, nil), newTextIndex(snap, th, nil)
+	plain, rich := newTextIndex(snap, nil, nil, nil), newTextIndex(snap, th, nil, nil)
 	near := func(first string) []Neighbour {
 		other := map[string]string{"outlook": "vehicles", "vehicles": "outlook"}[first]
 		return []Neighbour{{Slug: first, Similarity: 0.6}, {Slug: other, Similarity: 0.4}}
@@ -89,7 +89,7 @@ func TestThesaurusRerank(t *testing.T) {
 	q := embedding.NormalizeQuery("prognosis")
 	for _, w := range []float64{0, 0.5} {
 		th.Weight = w
-		got := newTextIndex(snap, th, nil).Rerank(q, near, 1)
+		got := newTextIndex(snap, th, nil, nil).Rerank(q, near, 1)
 		if want := map[float64]string{0: "vehicles", 0.5: "outlook"}[w]; got[0].Slug != want {
 			t.Errorf("weight %v: first %s, want %s", w, got[0].Slug, want)
 		}

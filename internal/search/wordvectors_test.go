@@ -52,7 +52,7 @@ func TestLoadWordVectors(t *testing.T) {
 func TestWordVectorEvidence(t *testing.T) {
 	v := loadTestVectors(t)
 	snap := thesaurusSnapshot(t)
-	plain, rich := newTextIndex(snap, nil, nil), newTextIndex(snap, nil, v)
+	plain, rich := newTextIndex(snap, nil, nil, nil), newTextIndex(snap, nil, v, nil)
 	near := []Neighbour{{Slug: "outlook", Similarity: 0.6}, {Slug: "vehicles", Similarity: 0.4}}
 	for _, c := range []struct {
 		query      string
@@ -101,7 +101,7 @@ func TestWordVectorRerank(t *testing.T) {
 	q := embedding.NormalizeQuery("prognosis")
 	for _, w := range []float64{0, 0.5} {
 		v.Weight = w
-		got := newTextIndex(snap, nil, v).Rerank(q, near, 1)
+		got := newTextIndex(snap, nil, v, nil).Rerank(q, near, 1)
 		if want := map[float64]string{0: "vehicles", 0.5: "outlook"}[w]; got[0].Slug != want {
 			t.Errorf("weight %v: first %s, want %s", w, got[0].Slug, want)
 		}
