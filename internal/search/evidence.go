@@ -43,7 +43,7 @@ const (
 	FeatKNNOffBest           // the similarity of the nearest off-topic labelled query
 	FeatKNNOnBest            // the similarity of the nearest on-topic labelled query
 	FeatKNNOn3               // the similarity of the nearest on-topic labelled query one of whose methods is among the ranking's three
-	FeatAsk                  // 1 when the query asks a question (a question word first, or a question mark), 0 when it asks for an act (0 unless read: Engine.QueryForm)
+	FeatAsk                  // 1 when the query asks a question (a question word first, or a question mark), 0 when it asks for an act
 	FeatFirstHeld            // 1 when the nearest method holds the query's first concept (the act an imperative asks for)
 	NumFeatures
 )
@@ -55,10 +55,10 @@ var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap
 
 // EvidenceVersion names the evidence's recipe (its features and how each is read):
 // a calibration fitted on another recipe weighs other numbers, and is not used. Change
-// it with any change to Gather. (The thesaurus' features, syn_*, and the word
-// vectors', vec_*, are 0 without them, as the service runs: they left the recipe as
-// it was.)
-const EvidenceVersion = "evidence-v1"
+// it with any change to Gather. (The thesaurus' features, syn_*, the word vectors',
+// vec_*, and the labelled queries', knn_*, are 0 without them, as the service runs:
+// they left the recipe as it was; v2 reads the query's form, ask.)
+const EvidenceVersion = "evidence-v2"
 
 // Neighbours is how many nearest methods a query's evidence reads.
 const Neighbours = 10
@@ -186,6 +186,9 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 	var e Evidence
 	if len(near) == 0 {
 		return e
+	}
+	if asks(query) {
+		e[FeatAsk] = 1
 	}
 	best := near[0]
 	e[FeatSimilarity], e[FeatSemantic] = best.Similarity, best.Similarity

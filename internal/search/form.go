@@ -11,6 +11,13 @@ var questionWords = map[string]bool{"who": true, "what": true, "what's": true, "
 	"where": true, "when": true, "why": true, "is": true, "are": true, "was": true, "were": true, "does": true, "do": true,
 	"did": true, "can": true, "could": true, "has": true, "have": true, "will": true, "would": true, "should": true}
 
+// asks reports whether query (normalised) asks a question, a question word first or
+// a question mark last, rather than for an act.
+func asks(query string) bool {
+	first, _, _ := strings.Cut(query, " ")
+	return questionWords[first] || strings.HasSuffix(query, "?")
+}
+
 // QueryForm returns samples with the evidence of their queries' form (FeatAsk,
 // FeatFirstHeld, in every ranking) read over snap: the near misses of the labelled
 // queries mostly ask the catalog to do something (register a name, place an order,
@@ -25,7 +32,7 @@ func (x *textIndex) queryForm(samples []Labelled) []Labelled {
 	out := make([]Labelled, len(samples))
 	for i, s := range samples {
 		ask := 0.0
-		if f := strings.Fields(s.Query); len(f) > 0 && (questionWords[f[0]] || strings.HasSuffix(s.Query, "?")) {
+		if asks(s.Query) {
 			ask = 1
 		}
 		q := x.queryConcepts(s.Query)
