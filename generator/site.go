@@ -275,14 +275,14 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	}
 	if _, err := os.Stat(final); err == nil {
 		// The same snapshot was published already (the ID hashes every body): what it
-		// holds is read from its manifest, unless this site published it last.
+		// holds is read from its manifest, unless it is the one in force, known
+		// already; when the manifest does not read, the next publication starts afresh.
+		s.last = last
 		if last == nil || last.name != name {
 			s.last = nil
-			files, err := readManifest(final)
-			if err != nil {
-				return "", err
+			if files, err := readManifest(final); err == nil {
+				s.last = &published{name: name, files: files}
 			}
-			s.last = &published{name: name, files: files}
 		}
 		return final, s.link(name)
 	}
