@@ -2,6 +2,7 @@ package generator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -56,6 +57,32 @@ type Stats struct {
 	Written, Files int
 }
 
+// Load puts in force the snapshot the site published last, as a server does before it
+// reads the catalog: the next generation follows it, and its publication writes the
+// files that differ from that site's and no more (see Site.Load).
+func (g *Generator) Load() (*directory.Snapshot, error) {
+	if g.Site == nil {
+		return nil, errors.New("generator: no site to load")
+	}
+	snap, err := g.Site.Load(g.cache())
+	if err != nil {
+		return nil, err
+	}
+	g.last = snap
+	if g.Holder != nil {
+		g.Holder.Set(snap)
+	}
+	return snap, nil
+}
+
+// cache is where the forms of the snapshots' methods and merchants are cached.
+func (g *Generator) cache() *resource.Cache {
+	if g.forms == nil {
+		g.forms = resource.NewCache(cachedForms)
+	}
+	return g.forms
+}
+
 // Once builds, publishes and swaps in one snapshot as of now. On error the holder
 // keeps the one in force.
 func (g *Generator) Once(ctx context.Context) (Stats, error) {
@@ -98,10 +125,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
 		st.Written, st.Files = g.Site.Written()
-		if g.forms == nil {
-			g.forms = resource.NewCache(cachedForms)
-		}
-		snap = served(snap, dir, g.forms, g.Log, g.Site.takeSized())
+		snap = served(snap, dir, g.cache(), g.Log, g.Site.files())
 	}
 	g.generated, g.last = true, snap
 	if g.Holder != nil {
@@ -117,8 +141,9 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	return st, nil
 }
 
-// Run generates at once unless Once already did, then every Every, and after each change the watch sees,
-// until ctx ends. A generation after a change keeps the clock of the snapshot in force
+// Run generates at once unless Once already did (as of the loaded snapshot's time
+// while that is younger than Every, see Load), then every Every, and after each change
+// the watch sees, until ctx ends. A generation after a change keeps the clock of the snapshot in force
 // (see once), so that it costs what changed; one every Every moves it on. A failed generation is logged; the directory keeps answering from
 // the last good snapshot.
 func (g *Generator) Run(ctx context.Context) {
@@ -132,7 +157,11 @@ func (g *Generator) Run(ctx context.Context) {
 		watch = t.C
 	}
 	if !g.generated {
-		g.generate(ctx, "start", false)
+		// A start that loaded a snapshot younger than Every keeps its clock, as a
+		// change does: only Every moves it on, so that a catalog that did not change
+		// while the server was down publishes the very snapshot in force, and a
+		// changed one what changed.
+		g.generate(ctx, "start", g.last != nil && time.Since(g.last.Info().GeneratedAt) < g.Every)
 	}
 	for {
 		select {

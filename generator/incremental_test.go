@@ -286,7 +286,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("published before", served(again, site.Current(), resource.NewCache(16), nil, nil), tree(t, site.Current()))
+	check("published before", served(again, site.Current(), resource.NewCache(16), nil, site.files()), tree(t, site.Current()))
 	// Another publisher's directory made current: this site knows nothing of it.
 	other := &Site{Dir: site.Dir, Keep: 3, Views: views}
 	if _, err := other.Publish(testSnapshot(t, at, 3)); err != nil {

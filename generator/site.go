@@ -14,6 +14,7 @@ import (
 	"iter"
 	"log/slog"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -88,6 +89,10 @@ type ManifestFile struct {
 	ETag        string `json:"etag"`
 	GzipETag    string `json:"gzip_etag"`
 	BrotliETag  string `json:"brotli_etag"`
+	// Source names what a page was rendered from (the digest of its sources), so that
+	// a publisher that reads the manifest renders again only the pages whose sources
+	// changed; the other files are made from their body, which their ETag names.
+	Source string `json:"source,omitempty"`
 }
 
 // Site is a directory of published snapshots: each in its own subdirectory, the one in
@@ -99,8 +104,9 @@ type ManifestFile struct {
 // The next snapshot is written into that spare directory, where only the files that
 // differ are written (rendered first, for a page, unless the directory in force has it,
 // when it is linked from there) and the files it no longer has are removed; then it
-// is renamed and made current. A Site that published nothing yet writes a fresh
-// directory, linking what it can from the last one it published.
+// is renamed and made current. A Site that published nothing yet (as after a start)
+// writes a fresh directory, linking what it can from the one in force, which its
+// manifest describes.
 type Site struct {
 	Dir string
 	// Keep is how many published snapshots stay on disk, the current one included; with
@@ -110,10 +116,6 @@ type Site struct {
 	Views web.Views
 
 	last *published
-	// sized are the methods and merchants the last publication compressed, by path,
-	// their forms dropped once written: what served needs of them to answer their
-	// forms from the files (see directory.NewSnapshotUnencoded).
-	sized map[string]*resource.Resource
 }
 
 // published is what a Site knows of the directory it published last.
@@ -238,11 +240,15 @@ func urlOf(path string, k urlKind) string {
 // manifestFile is the file's manifest entry; path is where it is.
 func (e fileEntry) manifestFile(path string) ManifestFile {
 	tag := base64.RawURLEncoding.EncodeToString(e.sum[:18])
-	return ManifestFile{
+	f := ManifestFile{
 		URL: urlOf(path, e.url), Path: path, ContentType: e.contentType, Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
 		BrotliBytes: int(e.sizes[2]), SHA256: hex.EncodeToString(e.sum[:]), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`,
 		BrotliETag: `"` + tag + `-br"`,
 	}
+	if e.source != sourceID(e.sum[:18]) {
+		f.Source = base64.RawURLEncoding.EncodeToString(e.source[:])
+	}
+	return f
 }
 
 // Publish writes the snapshot's files into a directory of their own, syncs them to
@@ -257,20 +263,33 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	name := snapPrefix + info.GeneratedAt.UTC().Format("20060102T150405Z") + "-" + info.ID
 	final := filepath.Join(s.Dir, name)
 	last := s.last
-	if last != nil && filepath.Base(s.Current()) != last.name {
-		last = nil // another publisher made another directory current
+	if cur := s.Current(); last == nil || filepath.Base(cur) != last.name {
+		// Another publisher made another directory current, or this site published
+		// none yet (a process that starts finds the one its last run published): what
+		// that directory holds is read from its manifest.
+		last = nil
+		if cur != "" {
+			if files, err := readManifest(cur); err == nil {
+				last = &published{name: filepath.Base(cur), files: files}
+			}
+		}
 	}
 	if _, err := os.Stat(final); err == nil {
-		// The same snapshot was published already (the ID hashes every body).
+		// The same snapshot was published already (the ID hashes every body): what it
+		// holds is read from its manifest, unless it is the one in force, known
+		// already; when the manifest does not read, the next publication starts afresh.
+		s.last = last
 		if last == nil || last.name != name {
 			s.last = nil
+			if files, err := readManifest(final); err == nil {
+				s.last = &published{name: name, files: files}
+			}
 		}
 		return final, s.link(name)
 	}
 	// Until this publication succeeds, the next starts afresh: the spare is moved here.
-	s.last, s.sized = nil, nil
-	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last,
-		sized: map[string]*resource.Resource{}}
+	s.last = nil
+	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last}
 	if last != nil {
 		w.cur = filepath.Join(s.Dir, last.name)
 	}
@@ -347,7 +366,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 			}
 		}
 	}
-	s.last, s.sized = next, w.sized
+	s.last = next
 	s.prune(name, next.before)
 	return final, nil
 }
@@ -432,8 +451,6 @@ type siteWriter struct {
 	files map[string]fileEntry
 	// written counts the files made and written.
 	written atomic.Int64
-	// sized are the resources it compressed (see Site.sized).
-	sized map[string]*resource.Resource
 }
 
 // writeAll writes the directory's JSON, the human pages and the static files.
@@ -472,11 +489,18 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 
 // writeResource writes an encoded body, known by its ETag.
 func (w *siteWriter) writeResource(url, path string, res *resource.Resource) error {
-	var id sourceID
-	if n, err := base64.RawURLEncoding.Decode(id[:], []byte(strings.Trim(res.ETag, `"`))); err != nil || n != len(id) {
+	id, ok := etagID(res.ETag)
+	if !ok {
 		return fmt.Errorf("generator: write %s: the ETag %s is not a body's hash", path, res.ETag)
 	}
 	return w.write(url, path, id, func() (*resource.Resource, error) { return res, nil })
+}
+
+// etagID is the body hash's first bytes an ETag names.
+func etagID(etag string) (sourceID, bool) {
+	var id sourceID
+	n, err := base64.RawURLEncoding.Decode(id[:], []byte(strings.Trim(etag, `"`)))
+	return id, err == nil && n == len(id)
 }
 
 // suffixes are the forms of a served file: the body, then its gzip and brotli.
@@ -521,13 +545,9 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 		}
 		if res.Gzip == nil {
 			// A body the snapshot left unencoded is compressed here, as
-			// directory.NewSnapshotAfter would have, and its forms dropped once written.
+			// directory.NewSnapshotAfter would have; served learns its forms' sizes
+			// from the manifest.
 			res = resource.New(res.ContentType, res.Body)
-			sized := *res
-			sized.Gzip, sized.Brotli = nil, nil
-			w.mu.Lock()
-			w.sized[path] = &sized
-			w.mu.Unlock()
 		}
 		// Removed first, never truncated: the file may be linked from another directory.
 		for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
@@ -738,6 +758,10 @@ func appendManifestFile(b []byte, f ManifestFile) []byte {
 	b = jsonstr.Append(b, f.GzipETag)
 	b = append(b, `,"brotli_etag":`...)
 	b = jsonstr.Append(b, f.BrotliETag)
+	if f.Source != "" {
+		b = append(b, `,"source":`...)
+		b = jsonstr.Append(b, f.Source)
+	}
 	return append(b, '}')
 }
 
@@ -840,11 +864,10 @@ var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
 
 // served is snap answering from the files published in dir: its list (or from memory,
 // with a warning when log is not nil, when they do not open), and the encoded forms
-// of its methods and merchants, through cache. sized are the resources of the bodies
-// snap left unencoded, as the publication compressed them, by path; one it did not
-// compress (it kept the files of the same snapshot published before) is compressed
-// again, to learn its forms' sizes.
-func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger, sized map[string]*resource.Resource) *directory.Snapshot {
+// of its methods and merchants, through cache. files are what the directory holds, as
+// its manifest lists them: the sizes of the forms of the bodies snap left unencoded
+// are read there; one it does not list is compressed again, to learn them.
+func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger, files fileTable) *directory.Snapshot {
 	list, err := snap.List().FromFiles(filepath.Join(dir, filepath.FromSlash(ListFile)))
 	if err == nil {
 		var withList *directory.Snapshot
@@ -858,13 +881,15 @@ func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *sl
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
 	merchants := resource.NewStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
 	sizes := func(path string, res *resource.Resource) *resource.Resource {
-		if r, ok := sized[path]; ok && r.ETag == res.ETag {
-			return r
+		if resource.Encoding(acceptsGzip, res) != "" {
+			return res // its forms' sizes known: encoded, or stored before
 		}
-		if resource.Encoding(acceptsGzip, res) == "" {
-			return resource.New(res.ContentType, res.Body)
+		if e, ok := files.get(path); ok {
+			if id, ok := etagID(res.ETag); ok && id == sourceID(e.sum[:18]) {
+				return res.Published(int(e.sizes[1]), int(e.sizes[2]))
+			}
 		}
-		return res
+		return resource.New(res.ContentType, res.Body)
 	}
 	stored, err := snap.WithStored(
 		func(slug string, res *resource.Resource) *resource.Resource {
@@ -883,13 +908,22 @@ func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *sl
 	return stored
 }
 
-// LoadSite rebuilds the snapshot of the site in force under dir, so that the service
-// serves the last published directory before, or without, the database. The rebuilt
-// snapshot must match the files byte for byte: same ID, same list.
+// LoadSite rebuilds the snapshot of the site in force under dir (see Site.Load).
 func LoadSite(dir string) (*directory.Snapshot, error) {
-	cur := Site{Dir: dir}.Current()
+	return (&Site{Dir: dir}).Load(resource.NewCache(cachedForms))
+}
+
+// Load rebuilds the snapshot of the site in force, so that the service serves the
+// last published directory before, or without, the database, its methods' and
+// merchants' forms read through cache; the rebuilt snapshot must match the files byte
+// for byte: same ID, same list. The site then knows what that directory holds, as its
+// manifest lists it, so that the next publication writes what differs from it and no
+// more. Nothing is compressed: the forms are the published files, their sizes the
+// manifest's.
+func (s *Site) Load(cache *resource.Cache) (*directory.Snapshot, error) {
+	cur := s.Current()
 	if cur == "" {
-		return nil, fmt.Errorf("generator: no site published in %s", dir)
+		return nil, fmt.Errorf("generator: no site published in %s", s.Dir)
 	}
 	raw, err := os.ReadFile(filepath.Join(cur, SnapshotName))
 	if err != nil {
@@ -907,6 +941,7 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("generator: load site: %w", err)
 	}
+	raw = nil
 	methods := make([]directory.Method, len(in.Methods))
 	for i, m := range in.Methods {
 		methods[i] = m.Method
@@ -914,7 +949,8 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 			methods[i].Guidance = m.Guidance
 		}
 	}
-	snap, err := directory.NewSnapshot(in.GeneratedAt, methods, in.Merchants)
+	in.Methods = nil
+	snap, err := directory.NewSnapshotUnencoded(nil, in.GeneratedAt, methods, in.Merchants)
 	if err != nil {
 		return nil, fmt.Errorf("generator: load site: %w", err)
 	}
@@ -928,12 +964,122 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 	if !bytes.Equal(list, snap.List().Body) {
 		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
 	}
-	return served(snap, cur, resource.NewCache(cachedForms), nil, nil), nil
+	files, err := readManifest(cur)
+	if err != nil {
+		return nil, err
+	}
+	s.last = &published{name: filepath.Base(cur), files: files}
+	return served(snap, cur, cache, nil, files), nil
 }
 
-// takeSized hands over what the last publication compressed (see Site.sized), once.
-func (s *Site) takeSized() map[string]*resource.Resource {
-	sized := s.sized
-	s.sized = nil
-	return sized
+// files are what the site published last holds; none when it knows nothing of it.
+func (s *Site) files() fileTable {
+	if s.last == nil {
+		return fileTable{}
+	}
+	return s.last.files
+}
+
+// readManifest is what the site published in dir holds, as its manifest lists it,
+// read a file at a time: at a hundred thousand methods it lists hundreds of thousands.
+func readManifest(dir string) (fileTable, error) {
+	fail := func(err error) (fileTable, error) {
+		return fileTable{}, fmt.Errorf("generator: read the manifest of %s: %w", filepath.Base(dir), err)
+	}
+	f, err := os.Open(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	expect := func(want json.Delim) error {
+		if t, err := dec.Token(); err != nil || t != want {
+			return cmp.Or(err, fmt.Errorf("%v where %v was expected", t, want))
+		}
+		return nil
+	}
+	if err := expect('{'); err != nil {
+		return fail(err)
+	}
+	var (
+		t     fileTable
+		paths strings.Builder
+		last  string
+		types = map[string]string{}
+	)
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return fail(err)
+		}
+		switch key {
+		case "counts":
+			var c ManifestCounts
+			if err := dec.Decode(&c); err != nil {
+				return fail(err)
+			}
+			t.ends, t.entries = make([]uint32, 0, c.Files/2), make([]fileEntry, 0, c.Files/2)
+		case "files":
+			if err := expect('['); err != nil {
+				return fail(err)
+			}
+			for dec.More() {
+				var mf ManifestFile
+				if err := dec.Decode(&mf); err != nil {
+					return fail(err)
+				}
+				e, err := entryOf(mf, types)
+				if err != nil {
+					return fail(err)
+				}
+				if t.len() > 0 && mf.Path <= last {
+					return fail(fmt.Errorf("%s is listed after %s", mf.Path, last))
+				}
+				paths.WriteString(mf.Path)
+				t.ends, t.entries, last = append(t.ends, uint32(paths.Len())), append(t.entries, e), mf.Path
+			}
+			if err := expect(']'); err != nil {
+				return fail(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	t.paths = paths.String()
+	return t, nil
+}
+
+// entryOf is the record of the file a manifest entry lists; types holds the content
+// types met so far, each held once.
+func entryOf(f ManifestFile, types map[string]string) (fileEntry, error) {
+	var e fileEntry
+	var ok bool
+	if e.url, ok = kindOf(f.URL, f.Path); !ok {
+		return e, fmt.Errorf("the URL %s of %s does not follow from its path", f.URL, f.Path)
+	}
+	if n, err := hex.Decode(e.sum[:], []byte(f.SHA256)); err != nil || n != len(e.sum) {
+		return e, fmt.Errorf("%s: its hash %q is not a SHA-256", f.Path, f.SHA256)
+	}
+	if id, ok := etagID(f.ETag); !ok || id != sourceID(e.sum[:18]) {
+		return e, fmt.Errorf("%s: its ETag %s is not its hash's", f.Path, f.ETag)
+	}
+	e.source = sourceID(e.sum[:18])
+	if f.Source != "" {
+		if n, err := base64.RawURLEncoding.Decode(e.source[:], []byte(f.Source)); err != nil || n != len(e.source) {
+			return e, fmt.Errorf("%s: its source %q names none", f.Path, f.Source)
+		}
+	}
+	if e.contentType, ok = types[f.ContentType]; !ok {
+		types[f.ContentType], e.contentType = f.ContentType, f.ContentType
+	}
+	for i, n := range [...]int{f.Bytes, f.GzipBytes, f.BrotliBytes} {
+		if n < 0 || n > math.MaxInt32 {
+			return e, fmt.Errorf("%s: %d bytes", f.Path, n)
+		}
+		e.sizes[i] = int32(n)
+	}
+	return e, nil
 }

@@ -40,11 +40,17 @@ func loadSiteConfig(c *Config, getenv func(string) string) error {
 // channel closes once it has, its last publication written out.
 func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store trust.RecordStore, migrate func(context.Context) error) (*generator.Holder, <-chan struct{}, error) {
 	holder := generator.NewHolder()
+	g := &generator.Generator{
+		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: 3, Views: views}, Holder: holder,
+		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch,
+	}
+	if cfg.Payment.Payer != nil {
+		g.Payer = cfg.Payment.Payer
+	}
 	fromDisk := false
-	if snap, err := generator.LoadSite(cfg.SiteDir); err != nil {
+	if snap, err := g.Load(); err != nil {
 		log.Info("no snapshot on disk to start from", "site", cfg.SiteDir, "err", err)
 	} else {
-		holder.Set(snap)
 		fromDisk = true
 		log.Info("serving the snapshot on disk until a fresh one is built", "id", snap.Info().ID,
 			"generated_at", snap.Info().GeneratedAt, "methods", snap.Len())
@@ -54,13 +60,6 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 			return nil, nil, err
 		}
 		log.Warn("database unavailable; serving the snapshot on disk", "err", err)
-	}
-	g := &generator.Generator{
-		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: 3, Views: views}, Holder: holder,
-		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch,
-	}
-	if cfg.Payment.Payer != nil {
-		g.Payer = cfg.Payment.Payer
 	}
 	if !fromDisk {
 		if _, err := g.Once(ctx); err != nil {

@@ -1,5 +1,7 @@
 package resource
 
+import "strings"
+
 // NewForms is a resource whose encoded forms were made already, by the caller: gzip
 // and brotli must decode to body (brotli nil for none). Its ETags are body's hash's,
 // as New's are, whatever bytes the forms hold.
@@ -29,4 +31,17 @@ func LevelsFor(size int) Levels {
 		return Levels{Gzip: Default.Gzip, Brotli: LargeBrotli}
 	}
 	return Default
+}
+
+// Published is res with gzip and brotli forms of gzip and brotli bytes (0 for a form
+// it has none of), published already at the levels LevelsFor gives its body, as New
+// and NewLevels make them: it holds none of them, and is meant to be answered from
+// where they were published (see Stored), so that a server that starts from a
+// published site learns their sizes from its manifest rather than by compressing
+// every body again. Its ETags are res's.
+func (res *Resource) Published(gzip, brotli int) *Resource {
+	l := LevelsFor(len(res.Body))
+	r := &Resource{Body: res.Body, levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
+	r.setHeaders(res.ContentType, []byte(strings.Trim(res.ETag, `"`)), gzip, brotli)
+	return r
 }

@@ -109,9 +109,17 @@ func NewIdentity(contentType string, body []byte) *Resource {
 // string but the type is a slice of one, so that they cost one allocation.
 func (r *Resource) init(contentType string) {
 	sum := sha256.Sum256(r.Body)
+	var a [24]byte
+	r.setHeaders(contentType, base64.RawURLEncoding.AppendEncode(a[:0], sum[:18]), len(r.Gzip), len(r.Brotli))
+}
+
+// setHeaders makes the header values of a body whose hash tag names, with forms of
+// gzip and brotli bytes, held or not: a form of 0 bytes is one the resource does not
+// have (no encoding of a body is empty).
+func (r *Resource) setHeaders(contentType string, etag []byte, gzip, brotli int) {
 	var a [128]byte
 	b := append(a[:0], '"')
-	b = base64.RawURLEncoding.AppendEncode(b, sum[:18])
+	b = append(b, etag...)
 	tag := len(b)
 	b = append(b, `""`...)
 	b = append(b, b[1:tag]...)
@@ -119,9 +127,9 @@ func (r *Resource) init(contentType string) {
 	b = append(b, b[1:tag]...)
 	b = append(b, `-br"`...)
 	ends := [headers]int{hETag: tag + 1, hETag + 1: 2*tag + 7, hETag + 2: 3*tag + 11}
-	for i, form := range [...][]byte{r.Body, r.Gzip, r.Brotli} {
-		if i == identity || form != nil {
-			b = strconv.AppendInt(b, int64(len(form)), 10)
+	for i, size := range [...]int{len(r.Body), gzip, brotli} {
+		if i == identity || size > 0 {
+			b = strconv.AppendInt(b, int64(size), 10)
 			ends[hLength+i] = len(b)
 		}
 	}
