@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
@@ -36,6 +39,12 @@ type Generator struct {
 	// Watch is how often the source's fingerprint is compared, when the source has
 	// one; 0 never looks.
 	Watch time.Duration
+	// FullMemoryLimit is the soft memory limit (see debug.SetMemoryLimit) a full
+	// generation runs under, 0 for none: the first, and one that moves the clock on,
+	// which encodes, renders and writes every file. A generation after a change, which
+	// costs what changed, runs without it: near the limit, with the snapshot in force
+	// beside the one being built, the collector would run without pause.
+	FullMemoryLimit int64
 
 	fingerprint string
 	generated   bool
@@ -79,6 +88,8 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	now := start
 	if sameClock && g.last != nil {
 		now = g.last.Info().GeneratedAt
+	} else if g.FullMemoryLimit > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(g.FullMemoryLimit))
 	}
 	build := BuildAfter
 	if g.Site != nil {
@@ -161,6 +172,30 @@ func (g *Generator) generate(ctx context.Context, why string, sameClock bool) {
 	g.Log.Info("snapshot generated", "why", why, "id", st.ID, "methods", st.Methods,
 		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond),
 		"written", st.Written, "files", st.Files, "dir", st.Directory)
+}
+
+// ParseMemoryLimit reads a memory limit written as GOMEMLIMIT is: a whole number of
+// bytes with an optional unit (B, KiB, MiB, GiB, TiB); "" and "0" are none.
+func ParseMemoryLimit(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"B", 0}}
+	if s == "" {
+		return 0, nil
+	}
+	n, shift := s, uint(0)
+	for _, u := range units {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, shift = v, u.shift
+			break
+		}
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("memory limit %q: want a number of bytes with an optional unit (B, KiB, MiB, GiB, TiB), as GOMEMLIMIT", s)
+	}
+	return v << shift, nil
 }
 
 // String names the generation for logs and the generator command.
