@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
@@ -52,6 +53,56 @@ type Generator struct {
 	// forms caches the encoded forms of the snapshots' methods and merchants, read
 	// from the files the site published, across generations.
 	forms *resource.Cache
+	// kept is what the generator keeps of the records last's methods were made from,
+	// in order of ID, for a source that reads what changed since (see ChangedRecords).
+	kept []keptRecord
+}
+
+// ChangedRecords is what a source offers when it can read the records after an earlier
+// read for what changed since: a method whose stored rows are the versions prev's
+// record was read from (see trust.MethodRecord.Version) is prev's record, not read
+// again.
+type ChangedRecords interface {
+	DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error)
+}
+
+// keptRecord is what a generator keeps of a method's record between generations: all
+// but the method, which the snapshot in force holds (see Generator.read).
+type keptRecord struct {
+	id                           int64
+	slug, version, owner, origin string
+	offers                       []catalog.Offer
+}
+
+// keep is what the generator keeps of records.
+func keep(records []trust.MethodRecord) []keptRecord {
+	kept := make([]keptRecord, len(records))
+	for i, r := range records {
+		kept[i] = keptRecord{id: r.ID, slug: r.Method.Slug, version: r.Version, owner: r.Owner, origin: r.Origin, offers: r.Offers}
+	}
+	return kept
+}
+
+// read reads the records of a generation at now: after an earlier generation, from a
+// source that can, only what changed since, the other methods' records made again
+// from what the generator kept and the snapshot in force holds. A method of the
+// snapshot is the method of its record with its trust, stats and payability computed
+// (see assemble), its guidance encoded (the same bytes once encoded again).
+func (g *Generator) read(ctx context.Context, now time.Time) (trust.Records, error) {
+	changes, ok := g.Source.(ChangedRecords)
+	if !ok || g.last == nil || g.kept == nil {
+		return g.Source.DirectoryRecords(ctx, now)
+	}
+	prev := make([]trust.MethodRecord, 0, len(g.kept))
+	for _, k := range g.kept {
+		m, ok := g.last.MethodBySlug(k.slug)
+		if !ok || k.version == "" {
+			continue // read again
+		}
+		m.Trust, m.Stats, m.Payable = directory.Trust{}, nil, false
+		prev = append(prev, trust.MethodRecord{ID: k.id, Method: m, Offers: k.offers, Owner: k.owner, Origin: k.origin, Version: k.version})
+	}
+	return changes.DirectoryRecordsAfter(ctx, now, prev)
 }
 
 // Stats tell how one generation went.
@@ -91,12 +142,17 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	} else if g.FullMemoryLimit > 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(g.FullMemoryLimit))
 	}
-	build := BuildAfter
+	now = now.UTC().Truncate(time.Second)
+	rec, err := g.read(ctx, now)
+	if err != nil {
+		return st, fmt.Errorf("generator: %w", err)
+	}
+	newSnap := directory.NewSnapshotAfter
 	if g.Site != nil {
 		// Published before it is served: the site compresses what it writes.
-		build = buildUnencoded
+		newSnap = directory.NewSnapshotUnencoded
 	}
-	snap, err := build(ctx, g.last, g.Source, now, g.Payer)
+	snap, err := assemble(rec, now, g.Payer, g.last, newSnap)
 	if err != nil {
 		return st, err
 	}
@@ -115,6 +171,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		snap = served(snap, dir, g.forms, g.Log, g.Site.takeSized())
 	}
 	g.generated, g.last = true, snap
+	g.kept = keep(rec.Methods)
 	if g.Holder != nil {
 		g.Holder.Set(snap)
 		// What the build made and dropped goes back to the system, so that a server
