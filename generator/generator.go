@@ -74,11 +74,16 @@ type keptRecord struct {
 	offers                       []catalog.Offer
 }
 
-// keep is what the generator keeps of records.
-func keep(records []trust.MethodRecord) []keptRecord {
+// keep is what the generator keeps of records, whose methods snap holds: their slugs
+// the ones it holds, so that the build's are not kept too.
+func keep(records []trust.MethodRecord, snap *directory.Snapshot) []keptRecord {
 	kept := make([]keptRecord, len(records))
 	for i, r := range records {
-		kept[i] = keptRecord{id: r.ID, slug: r.Method.Slug, version: r.Version, owner: r.Owner, origin: r.Origin, offers: r.Offers}
+		slug := r.Method.Slug
+		if m, ok := snap.MethodBySlug(slug); ok {
+			slug = m.Slug
+		}
+		kept[i] = keptRecord{id: r.ID, slug: slug, version: r.Version, owner: r.Owner, origin: r.Origin, offers: r.Offers}
 	}
 	return kept
 }
@@ -171,7 +176,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		snap = served(snap, dir, g.forms, g.Log, g.Site.takeSized())
 	}
 	g.generated, g.last = true, snap
-	g.kept = keep(rec.Methods)
+	g.kept = keep(rec.Methods, snap)
 	if g.Holder != nil {
 		g.Holder.Set(snap)
 		// What the build made and dropped goes back to the system, so that a server
