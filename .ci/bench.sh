@@ -462,16 +462,17 @@ done
 		echo "change to 1% of the methods published as after a catalog change: first into a fresh directory"
 		echo "(linking what it can), then into the spare, as every later one; then what a server holds between"
 		echo "generations, in its heap and resident (VmRSS, after the build's garbage went back). Printed by"
-		echo "\`WAYSTATION_BENCH_100K=1 go test -run '^\$' -bench Publish100k -benchtime 1x ./generator\`."
+		echo "\`SNAPSHOT_MEMLIMIT=400MiB WAYSTATION_BENCH_100K=1 go test -run '^\$' -bench Publish100k -benchtime 1x ./generator\`."
 		echo
 		echo "Seconds are wall time, then the CPU time of the process (user and system), the stable figure on"
-		echo "a loaded machine. make bench runs it under the soft memory limit a server of that size is given"
-		echo "(GOMEMLIMIT=400MiB, the Makefile's SNAPSHOT_MEMLIMIT)."
+		echo "a loaded machine. make bench runs its full build under the soft memory limit a server of that"
+		echo "size is given (SNAPSHOT_MEMLIMIT=400MiB, which a server applies to full generations only), and"
+		echo "the changes without it; each change's peak is its own (VmHWM reset before it)."
 		echo
-		echo "| benchmark | full s | CPU s | full peak MB | files | 1% fresh s | CPU s | written | 1% spare s | CPU s | written | held heap MB | held resident MB |"
-		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-		metric_rows '^BenchmarkPublish100k' full-s full-cpu-s full-peak-MB files 1%-fresh-s 1%-fresh-cpu-s 1%-fresh-written \
-			1%-spare-s 1%-spare-cpu-s 1%-spare-written held-MB held-RSS-MB
+		echo "| benchmark | full s | CPU s | full peak MB | limit MB | files | 1% fresh s | CPU s | written | 1% spare s | CPU s | written | peak MB | held heap MB | held resident MB |"
+		echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		metric_rows '^BenchmarkPublish100k' full-s full-cpu-s full-peak-MB memlimit-MB files 1%-fresh-s 1%-fresh-cpu-s 1%-fresh-written \
+			1%-spare-s 1%-spare-cpu-s 1%-spare-written 1%-spare-peak-MB held-MB held-RSS-MB
 		echo
 		echo "## Search at the Bazaar's scale (Go benchmarks, in process, one query at a time)"
 		echo

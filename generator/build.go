@@ -25,12 +25,6 @@ func BuildAfter(ctx context.Context, prev *directory.Snapshot, src trust.RecordS
 	return build(ctx, prev, src, now, payer, directory.NewSnapshotAfter)
 }
 
-// buildUnencoded is BuildAfter for a snapshot a Site publishes before it is served
-// (see directory.NewSnapshotUnencoded).
-func buildUnencoded(ctx context.Context, prev *directory.Snapshot, src trust.RecordStore, now time.Time, payer trust.Payer) (*directory.Snapshot, error) {
-	return build(ctx, prev, src, now, payer, directory.NewSnapshotUnencoded)
-}
-
 // newSnapshot is how a build makes its snapshot from the methods and merchants.
 type newSnapshot func(prev *directory.Snapshot, at time.Time, methods []directory.Method, merchants []directory.Merchant) (*directory.Snapshot, error)
 

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
@@ -37,6 +41,12 @@ type Generator struct {
 	// Watch is how often the source's fingerprint is compared, when the source has
 	// one; 0 never looks.
 	Watch time.Duration
+	// FullMemoryLimit is the soft memory limit (see debug.SetMemoryLimit) a full
+	// generation runs under, 0 for none: the first, and one that moves the clock on,
+	// which encodes, renders and writes every file. A generation after a change, which
+	// costs what changed, runs without it: near the limit, with the snapshot in force
+	// beside the one being built, the collector would run without pause.
+	FullMemoryLimit int64
 
 	fingerprint string
 	generated   bool
@@ -44,6 +54,61 @@ type Generator struct {
 	// forms caches the encoded forms of the snapshots' methods and merchants, read
 	// from the files the site published, across generations.
 	forms *resource.Cache
+	// kept is what the generator keeps of the records last's methods were made from,
+	// in order of ID, for a source that reads what changed since (see ChangedRecords).
+	kept []keptRecord
+}
+
+// ChangedRecords is what a source offers when it can read the records after an earlier
+// read for what changed since: a method whose stored rows are the versions prev's
+// record was read from (see trust.MethodRecord.Version) is prev's record, not read
+// again.
+type ChangedRecords interface {
+	DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error)
+}
+
+// keptRecord is what a generator keeps of a method's record between generations: all
+// but the method, which the snapshot in force holds (see Generator.read).
+type keptRecord struct {
+	id                           int64
+	slug, version, owner, origin string
+	offers                       []catalog.Offer
+}
+
+// keep is what the generator keeps of records, whose methods snap holds: their slugs
+// the ones it holds, so that the build's are not kept too.
+func keep(records []trust.MethodRecord, snap *directory.Snapshot) []keptRecord {
+	kept := make([]keptRecord, len(records))
+	for i, r := range records {
+		slug := r.Method.Slug
+		if m, ok := snap.MethodBySlug(slug); ok {
+			slug = m.Slug
+		}
+		kept[i] = keptRecord{id: r.ID, slug: slug, version: r.Version, owner: r.Owner, origin: r.Origin, offers: r.Offers}
+	}
+	return kept
+}
+
+// read reads the records of a generation at now: after an earlier generation, from a
+// source that can, only what changed since, the other methods' records made again
+// from what the generator kept and the snapshot in force holds. A method of the
+// snapshot is the method of its record with its trust, stats and payability computed
+// (see assemble), its guidance encoded (the same bytes once encoded again).
+func (g *Generator) read(ctx context.Context, now time.Time) (trust.Records, error) {
+	changes, ok := g.Source.(ChangedRecords)
+	if !ok || g.last == nil || g.kept == nil {
+		return g.Source.DirectoryRecords(ctx, now)
+	}
+	prev := make([]trust.MethodRecord, 0, len(g.kept))
+	for _, k := range g.kept {
+		m, ok := g.last.MethodBySlug(k.slug)
+		if !ok || k.version == "" {
+			continue // read again
+		}
+		m.Trust, m.Stats, m.Payable = directory.Trust{}, nil, false
+		prev = append(prev, trust.MethodRecord{ID: k.id, Method: m, Offers: k.offers, Owner: k.owner, Origin: k.origin, Version: k.version})
+	}
+	return changes.DirectoryRecordsAfter(ctx, now, prev)
 }
 
 // Stats tell how one generation went.
@@ -106,13 +171,20 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	now := start
 	if sameClock && g.last != nil {
 		now = g.last.Info().GeneratedAt
+	} else if g.FullMemoryLimit > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(g.FullMemoryLimit))
 	}
-	build := BuildAfter
+	now = now.UTC().Truncate(time.Second)
+	rec, err := g.read(ctx, now)
+	if err != nil {
+		return st, fmt.Errorf("generator: %w", err)
+	}
+	newSnap := directory.NewSnapshotAfter
 	if g.Site != nil {
 		// Published before it is served: the site compresses what it writes.
-		build = buildUnencoded
+		newSnap = directory.NewSnapshotUnencoded
 	}
-	snap, err := build(ctx, g.last, g.Source, now, g.Payer)
+	snap, err := assemble(rec, now, g.Payer, g.last, newSnap)
 	if err != nil {
 		return st, err
 	}
@@ -128,6 +200,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		snap = served(snap, dir, g.cache(), g.Log, g.Site.files())
 	}
 	g.generated, g.last = true, snap
+	g.kept = keep(rec.Methods, snap)
 	if g.Holder != nil {
 		g.Holder.Set(snap)
 		// What the build made and dropped goes back to the system, so that a server
@@ -190,6 +263,30 @@ func (g *Generator) generate(ctx context.Context, why string, sameClock bool) {
 	g.Log.Info("snapshot generated", "why", why, "id", st.ID, "methods", st.Methods,
 		"build", st.Build.Round(time.Millisecond), "publish", st.Publish.Round(time.Millisecond),
 		"written", st.Written, "files", st.Files, "dir", st.Directory)
+}
+
+// ParseMemoryLimit reads a memory limit written as GOMEMLIMIT is: a whole number of
+// bytes with an optional unit (B, KiB, MiB, GiB, TiB); "" and "0" are none.
+func ParseMemoryLimit(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}, {"B", 0}}
+	if s == "" {
+		return 0, nil
+	}
+	n, shift := s, uint(0)
+	for _, u := range units {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, shift = v, u.shift
+			break
+		}
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("memory limit %q: want a number of bytes with an optional unit (B, KiB, MiB, GiB, TiB), as GOMEMLIMIT", s)
+	}
+	return v << shift, nil
 }
 
 // String names the generation for logs and the generator command.

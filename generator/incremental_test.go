@@ -15,7 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/web"
@@ -147,49 +152,7 @@ func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 		if g.last.Info().GeneratedAt != clock {
 			t.Fatalf("%s: the clock moved to %s", st.name, g.last.Info().GeneratedAt)
 		}
-		full, err := Assemble(src.rec, clock, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fresh := &Site{Dir: t.TempDir(), Views: views}
-		want, err := fresh.Publish(full)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if filepath.Base(got) != filepath.Base(want) {
-			t.Fatalf("%s: published %s, a full build %s", st.name, filepath.Base(got), filepath.Base(want))
-		}
-		a, b := tree(t, got), tree(t, want)
-		for p, body := range b {
-			if !bytes.Equal(a[p], body) {
-				t.Errorf("%s: %s differs from the full build's (%d bytes, want %d)", st.name, p, len(a[p]), len(body))
-			}
-		}
-		for p := range a {
-			if _, ok := b[p]; !ok {
-				t.Errorf("%s: %s is published, and not by a full build", st.name, p)
-			}
-		}
-		same := func(p string) bool {
-			x, err1 := os.Stat(filepath.Join(before, p))
-			y, err2 := os.Stat(filepath.Join(got, p))
-			return err1 == nil && err2 == nil && os.SameFile(x, y)
-		}
-		for _, p := range st.touched {
-			if _, ok := a[p]; !ok || same(p) {
-				t.Errorf("%s: %s was not published anew", st.name, p)
-			}
-		}
-		for _, p := range st.kept {
-			for _, x := range suffixes {
-				if !same(p + x) {
-					t.Errorf("%s: %s was written again", st.name, p+x)
-				}
-			}
-		}
-		if t.Failed() {
-			t.FailNow()
-		}
+		matchFullBuild(t, st.name, src.rec, clock, before, got, st.touched, st.kept)
 	}
 	// Two kept, however many published: the one in force and the spare the next is
 	// written into.
@@ -202,6 +165,56 @@ func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 	}
 	if len(dirs) != 2 {
 		t.Errorf("site keeps %v", dirs)
+	}
+}
+
+// matchFullBuild checks that the directory published, got, is byte for byte the one a
+// full build of rec at clock publishes in a directory of its own, that the touched
+// files are new since the directory before and the kept ones the very files it has.
+func matchFullBuild(t *testing.T, step string, rec trust.Records, clock time.Time, before, got string, touched, kept []string) {
+	t.Helper()
+	full, err := Assemble(rec, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := &Site{Dir: t.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	want, err := fresh.Publish(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(got) != filepath.Base(want) {
+		t.Fatalf("%s: published %s, a full build %s", step, filepath.Base(got), filepath.Base(want))
+	}
+	a, b := tree(t, got), tree(t, want)
+	for p, body := range b {
+		if !bytes.Equal(a[p], body) {
+			t.Errorf("%s: %s differs from the full build's (%d bytes, want %d)", step, p, len(a[p]), len(body))
+		}
+	}
+	for p := range a {
+		if _, ok := b[p]; !ok {
+			t.Errorf("%s: %s is published, and not by a full build", step, p)
+		}
+	}
+	same := func(p string) bool {
+		x, err1 := os.Stat(filepath.Join(before, p))
+		y, err2 := os.Stat(filepath.Join(got, p))
+		return err1 == nil && err2 == nil && os.SameFile(x, y)
+	}
+	for _, p := range touched {
+		if _, ok := a[p]; !ok || same(p) {
+			t.Errorf("%s: %s was not published anew", step, p)
+		}
+	}
+	for _, p := range kept {
+		for _, x := range suffixes {
+			if !same(p + x) {
+				t.Errorf("%s: %s was written again", step, p+x)
+			}
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 
@@ -301,4 +314,91 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("its directory gone", first, firstFiles)
+}
+
+// changedRecords is the store, noting how many methods each read after another
+// was given.
+type changedRecords struct {
+	*postgres.Store
+	given []int
+}
+
+func (c *changedRecords) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error) {
+	c.given = append(c.given, len(prev))
+	return c.Store.DirectoryRecordsAfter(ctx, now, prev)
+}
+
+// TestIncrementalPublicationsFromTheStoreMatchFullBuilds changes a stored catalog step
+// by step (a description, a provider's name, a method disabled, one deleted, one moved
+// to another merchant, one added, a merchant's probe) and publishes each step as the
+// generator does after a change, reading only the methods whose rows changed: every
+// file must be byte for byte a full build's of the whole catalog read afresh.
+func TestIncrementalPublicationsFromTheStoreMatchFullBuilds(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	demo, _ := catalog.Demo()
+	if _, err := store.LoadCatalog(ctx, demo, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	src := &changedRecords{Store: store}
+	site := &Site{Dir: t.TempDir(), Keep: 3, Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	g := &Generator{Source: src, Site: site}
+	if _, err := g.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock := g.last.Info().GeneratedAt
+	var ids []int64
+	var hosts []string
+	rows, _ := store.Pool().Query(ctx, `SELECT id, hostname FROM provider_methods WHERE enabled ORDER BY id`)
+	var id int64
+	var host string
+	pgx.ForEachRow(rows, []any{&id, &host}, func() error {
+		ids, hosts = append(ids, id), append(hosts, host)
+		return nil
+	})
+	other := func(i int) string { // a hostname of another method than i's
+		for _, h := range hosts {
+			if h != hosts[i] {
+				return h
+			}
+		}
+		t.Fatal("one hostname")
+		return ""
+	}
+	if len(ids) < 7 {
+		t.Fatalf("%d methods", len(ids))
+	}
+	steps := []struct {
+		name, sql string
+		args      []any
+	}{
+		{"a description", `UPDATE provider_methods SET description = description || ' Revised.' WHERE id = $1`, []any{ids[0]}},
+		{"a provider's name", `UPDATE providers SET name = name || ' Renamed' WHERE id = (SELECT provider_id FROM provider_methods WHERE id = $1)`, []any{ids[1]}},
+		{"a method disabled", `UPDATE provider_methods SET enabled = false WHERE id = $1`, []any{ids[2]}},
+		{"a method deleted", `DELETE FROM provider_methods WHERE id = $1`, []any{ids[3]}},
+		{"a move to another merchant", `UPDATE provider_methods SET hostname = $2 WHERE id = $1`, []any{ids[4], other(4)}},
+		{"a new method", `INSERT INTO provider_methods (provider_id, slug, name, description, category, kind, hostname, endpoint_url)
+			SELECT provider_id, slug || '-again', name, description, category, kind, hostname, endpoint_url || '/again'
+			FROM provider_methods WHERE id = $1`, []any{ids[5]}},
+		{"a merchant's probe", `INSERT INTO probes (method_id, hostname, probed_at, outcome, http_status)
+			VALUES ($1, $2, $3, 'http_error', 500)`, []any{ids[6], hosts[6], clock.Add(-time.Minute)}},
+		{"nothing", `SELECT $1::bigint`, []any{ids[0]}},
+	}
+	for _, st := range steps {
+		before := site.Current()
+		if _, err := store.Pool().Exec(ctx, st.sql, st.args...); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if _, err := g.once(ctx, true); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		rec, err := store.DirectoryRecords(ctx, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matchFullBuild(t, st.name, rec, clock, before, site.Current(), nil, nil)
+	}
+	if len(src.given) != len(steps) || slices.Contains(src.given, 0) {
+		t.Errorf("the reads after the first were given %v methods of the one before", src.given)
+	}
 }

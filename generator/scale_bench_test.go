@@ -26,23 +26,39 @@ import (
 // incrementally as after a catalog change (the first into a fresh directory, linking
 // what it can, the second into the spare, as every one after it). It reports the
 // seconds of each, the files each wrote, and the peak resident memory of the full
-// build (VmHWM, reset just before it), and the heap and resident memory a server holds
-// between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a file, its profile;
-// with WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second change's generation). It runs only with WAYSTATION_BENCH_100K set
-// (make bench sets it).
+// build (VmHWM, reset just before it) and of each change, and the heap and resident
+// memory a server holds between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a
+// file, its profile; with WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second
+// change's generation). The full build runs under SNAPSHOT_MEMLIMIT, as a server's
+// does (see Generator.FullMemoryLimit), the changes without it.
+// WAYSTATION_BENCH_METHODS grows the catalog to another size, for a profile that does
+// not take a full build of 100,000. It runs only with WAYSTATION_BENCH_100K set (make
+// bench sets it).
 func BenchmarkPublish100k(b *testing.B) {
 	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
 		b.Skip("set WAYSTATION_BENCH_100K=1 (make bench) to run the 100k-method benchmark")
 	}
 	ctx := context.Background()
+	size := 100_000
+	if v := os.Getenv("WAYSTATION_BENCH_METHODS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("WAYSTATION_BENCH_METHODS %q: want a number of methods", v)
+		}
+		size = n
+	}
+	limit, err := ParseMemoryLimit(os.Getenv("SNAPSHOT_MEMLIMIT"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	store, _ := pgtest.LoadRealCatalog(b)
-	if err := pgtest.GrowCatalog(ctx, store, 100_000); err != nil {
+	if err := pgtest.GrowCatalog(ctx, store, size); err != nil {
 		b.Fatal(err)
 	}
 	// With a holder, as a server runs it: after each generation, what the build dropped
 	// goes back to the system.
 	g := &Generator{Source: store, Site: &Site{Dir: b.TempDir(), Keep: 3, Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}},
-		Holder: NewHolder(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Holder: NewHolder(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FullMemoryLimit: limit}
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeak(b)
@@ -54,8 +70,12 @@ func BenchmarkPublish100k(b *testing.B) {
 	b.ReportMetric(time.Since(start).Seconds(), "full-s")
 	b.ReportMetric((cpuTime(b) - cpu).Seconds(), "full-cpu-s")
 	b.ReportMetric(float64(peakRSS(b))/(1<<20), "full-peak-MB")
-	// The soft memory limit the runtime keeps to (GOMEMLIMIT), 0 for none.
-	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+	// The soft memory limit the full build kept to (SNAPSHOT_MEMLIMIT, or the
+	// runtime's own, GOMEMLIMIT), none reported for none.
+	if limit == 0 {
+		limit = debug.SetMemoryLimit(-1)
+	}
+	if limit < math.MaxInt64 {
 		b.ReportMetric(float64(limit)/(1<<20), "memlimit-MB")
 	}
 	b.ReportMetric(float64(st.Files), "files")
@@ -66,6 +86,7 @@ func BenchmarkPublish100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		stop := cpuProfile(b, name)
+		resetPeak(b)
 		start, cpu := time.Now(), cpuTime(b)
 		st, err := g.once(ctx, true)
 		if err != nil {
@@ -75,6 +96,7 @@ func BenchmarkPublish100k(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds(), "1%-"+name+"-s")
 		b.ReportMetric((cpuTime(b) - cpu).Seconds(), "1%-"+name+"-cpu-s")
 		b.ReportMetric(float64(st.Written), "1%-"+name+"-written")
+		b.ReportMetric(float64(peakRSS(b))/(1<<20), "1%-"+name+"-peak-MB")
 		progress(b, "1%% changed (%d methods), into the %s directory: %s", tag.RowsAffected(), name, st)
 	}
 	// What a server holds between generations: the snapshot and what the site

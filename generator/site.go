@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -128,6 +129,8 @@ type published struct {
 	changed map[string]bool
 	before  string
 	written int // files it made and wrote, the others being kept or linked
+	// manifest is where each file's entry lies in its manifest.
+	manifest manifestSpans
 }
 
 // fileEntry is one served file: what it was made from, and what its manifest entry
@@ -182,11 +185,16 @@ func (t fileTable) path(i int) string {
 
 // get is the entry of path.
 func (t fileTable) get(path string) (fileEntry, bool) {
-	i, ok := sort.Find(len(t.entries), func(i int) int { return strings.Compare(path, t.path(i)) })
+	i, ok := t.find(path)
 	if !ok {
 		return fileEntry{}, false
 	}
 	return t.entries[i], true
+}
+
+// find is the position of path's entry.
+func (t fileTable) find(path string) (int, bool) {
+	return sort.Find(len(t.entries), func(i int) int { return strings.Compare(path, t.path(i)) })
 }
 
 // all are the paths and entries in order of path.
@@ -315,23 +323,19 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	}
 	table := newFileTable(w.files)
 	w.files = nil
-	// Each entry made as it is written, and each file written as it is encoded: at a
-	// hundred thousand methods the entries, the snapshot and the manifest are hundreds
-	// of megabytes.
-	files := func(yield func(ManifestFile) bool) {
-		for p, e := range table.all() {
-			if !yield(e.manifestFile(p)) {
-				return
-			}
-		}
+	// Each file written as it is encoded: at a hundred thousand methods the entries,
+	// the snapshot and the manifest are hundreds of megabytes. The manifest's entries
+	// that did not change are copied from the manifest in force.
+	spans, err := writeManifest(filepath.Join(w.dir, ManifestName), snap, table, last, w.cur)
+	if err != nil {
+		return "", fmt.Errorf("generator: site: %w", err)
 	}
 	extra := []struct {
 		name  string
 		write func(*bufio.Writer)
 	}{
-		{ManifestName, func(b *bufio.Writer) { writeManifest(b, snap, files) }},
-		{HeadersName, func(b *bufio.Writer) { b.Write(headersFile(files)) }},
-		{ETagMapName, func(b *bufio.Writer) { writeETagMap(b, name, files) }},
+		{HeadersName, func(b *bufio.Writer) { b.Write(headersFile(table)) }},
+		{ETagMapName, func(b *bufio.Writer) { writeETagMap(b, name, table) }},
 		{SnapshotName, func(b *bufio.Writer) { writeSnapshot(b, snap) }},
 	}
 	for _, e := range extra {
@@ -351,7 +355,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	if err := s.link(name); err != nil {
 		return "", err
 	}
-	next := &published{name: name, files: table, written: int(w.written.Load())}
+	next := &published{name: name, files: table, written: int(w.written.Load()), manifest: spans}
 	if last != nil {
 		next.before = last.name
 		next.changed = map[string]bool{}
@@ -705,34 +709,124 @@ func writeFile(path string, write func(*bufio.Writer)) error {
 }
 
 // manifestCounts counts what a site of snap's files holds.
-func manifestCounts(snap *directory.Snapshot, files iter.Seq[ManifestFile]) ManifestCounts {
+func manifestCounts(snap *directory.Snapshot, table fileTable) ManifestCounts {
 	c := ManifestCounts{Methods: snap.Len(), Merchants: len(snap.Hostnames())}
-	for f := range files {
-		if f.ContentType == resource.HTML {
+	for _, e := range table.entries {
+		if e.contentType == resource.HTML {
 			c.Pages++
 		}
 		c.Files += 2
-		c.Bytes += f.Bytes + f.GzipBytes
+		c.Bytes += int(e.sizes[0]) + int(e.sizes[1])
 	}
 	return c
 }
 
-// writeManifest writes the manifest as json.Marshal encodes it, a file at a time.
-func writeManifest(b *bufio.Writer, snap *directory.Snapshot, files iter.Seq[ManifestFile]) {
-	counts := manifestCounts(snap, files)
-	fmt.Fprintf(b, `{"snapshot":%s,"counts":%s,"files":`, mustJSON(snap.Info()), mustJSON(counts))
-	b.WriteByte('[')
-	n := 0
-	var buf []byte
-	for f := range files {
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		buf = appendManifestFile(buf[:0], f)
-		b.Write(buf)
-		n++
+// manifestSpans are where each file's entry lies in a published manifest, by the
+// file's position in its table: entry i ends at ends[i] and begins at first, or one
+// byte (a comma) past the end of the one before. None when the manifest is too large
+// for them.
+type manifestSpans struct {
+	first uint32
+	ends  []uint32
+}
+
+// span is where entry i lies.
+func (m manifestSpans) span(i int) (start, end int64) {
+	start = int64(m.first)
+	if i > 0 {
+		start = int64(m.ends[i-1]) + 1
 	}
-	b.WriteString("]}")
+	return start, int64(m.ends[i])
+}
+
+// writeManifest writes the manifest of the files in table at path as json.Marshal
+// encodes it, a file at a time, and returns where its entries lie. An entry the
+// manifest last published (in the directory cur) has for the same file is copied
+// from there rather than encoded again: a run of them at once, in the kernel.
+func writeManifest(path string, snap *directory.Snapshot, table fileTable, last *published, cur string) (manifestSpans, error) {
+	var old *os.File
+	if last != nil && last.manifest.ends != nil && len(last.manifest.ends) == last.files.len() {
+		if f, err := os.Open(filepath.Join(cur, ManifestName)); err == nil {
+			defer f.Close()
+			old = f
+		}
+	}
+	os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return manifestSpans{}, err
+	}
+	defer f.Close()
+	b := bufio.NewWriterSize(f, 1<<20)
+	var off int64 // written so far
+	write := func(p []byte) {
+		b.Write(p)
+		off += int64(len(p))
+	}
+	write(fmt.Appendf(nil, `{"snapshot":%s,"counts":%s,"files":[`, mustJSON(snap.Info()), mustJSON(manifestCounts(snap, table))))
+	spans := manifestSpans{first: uint32(off), ends: make([]uint32, table.len())}
+	// The run of entries of the last manifest to copy, [from, to], the first of them
+	// at position at, written from offset start.
+	from, to, at, start := -1, -1, 0, int64(0)
+	copyRun := func() error {
+		if from < 0 {
+			return nil
+		}
+		if err := b.Flush(); err != nil {
+			return err
+		}
+		begin, _ := last.manifest.span(from)
+		_, end := last.manifest.span(to)
+		if _, err := old.Seek(begin, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(f, old, end-begin); err != nil {
+			return err
+		}
+		for k := from; k <= to; k++ {
+			spans.ends[at+k-from] = uint32(int64(last.manifest.ends[k]) - begin + start)
+		}
+		off += end - begin
+		from = -1
+		return nil
+	}
+	var buf []byte
+	for i, e := range table.entries {
+		p := table.path(i)
+		k, same := -1, false
+		if old != nil {
+			k, same = last.files.find(p)
+			same = same && last.files.entries[k] == e
+		}
+		if same && from >= 0 && k == to+1 {
+			to = k
+			continue
+		}
+		if err := copyRun(); err != nil {
+			return manifestSpans{}, err
+		}
+		if i > 0 {
+			write([]byte{','})
+		}
+		if same {
+			from, to, at, start = k, k, i, off
+			continue
+		}
+		buf = appendManifestFile(buf[:0], e.manifestFile(p))
+		write(buf)
+		spans.ends[i] = uint32(off)
+	}
+	if err := copyRun(); err != nil {
+		return manifestSpans{}, err
+	}
+	write([]byte("]}"))
+	if err := b.Flush(); err != nil {
+		return manifestSpans{}, err
+	}
+	if off > math.MaxUint32 {
+		spans = manifestSpans{}
+	}
+	return spans, f.Close()
 }
 
 // appendManifestFile appends f as json.Marshal encodes it, without its reflection: a
@@ -767,7 +861,7 @@ func appendManifestFile(b []byte, f ManifestFile) []byte {
 
 // headersFile is the _headers file that Netlify, Cloudflare Pages and CDNs like them
 // read: the content type, caching and CORS of each tree of the site.
-func headersFile(files iter.Seq[ManifestFile]) []byte {
+func headersFile(table fileTable) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Headers of the generated site, for CDNs that read a _headers file.\n")
 	rule := func(path string, lines ...string) {
@@ -788,13 +882,14 @@ func headersFile(files iter.Seq[ManifestFile]) []byte {
 		"Cache-Control: public, max-age=31536000, immutable",
 		"Access-Control-Allow-Origin: *")
 	seen := map[string]bool{}
-	for f := range files {
-		if f.ContentType != resource.HTML {
+	for p, e := range table.all() {
+		if e.contentType != resource.HTML {
 			continue
 		}
+		url := urlOf(p, e.url)
 		dir := "/"
-		if i := strings.LastIndex(f.URL, "/"); i > 0 {
-			dir = f.URL[:i+1] + "*"
+		if i := strings.LastIndex(url, "/"); i > 0 {
+			dir = url[:i+1] + "*"
 		}
 		if seen[dir] {
 			continue
@@ -810,16 +905,34 @@ func headersFile(files iter.Seq[ManifestFile]) []byte {
 // can send the origin's ETags (see nginx.conf.example). Keyed by the directory, a map
 // loaded for an older snapshot never names a newer file: nginx then sends no ETag
 // rather than a wrong one, until it is reloaded.
-func writeETagMap(b *bufio.Writer, name string, files iter.Seq[ManifestFile]) {
+func writeETagMap(b *bufio.Writer, name string, table fileTable) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
 	var line []byte
-	for f := range files {
-		// As fmt's %q quotes them, without its reflection.
-		line = strconv.AppendQuote(line[:0], name+" "+f.URL)
-		line = append(line, ' ')
-		line = strconv.AppendQuote(line, strings.Trim(f.ETag, `"`))
-		b.Write(append(line, ";\n"...))
+	for p, e := range table.all() {
+		// As fmt's %q quotes them, without its reflection: a URL of printable ASCII
+		// but the quote and the backslash as it is, the ETag's base64 too.
+		url := urlOf(p, e.url)
+		line = append(line[:0], '"')
+		if plain(name) && plain(url) {
+			line = append(append(append(line, name...), ' '), url...)
+			line = append(line, `" "`...)
+		} else {
+			line = append(strconv.AppendQuote(line[:0], name+" "+url), ` "`...)
+		}
+		line = base64.RawURLEncoding.AppendEncode(line, e.sum[:18])
+		b.Write(append(line, "\";\n"...))
 	}
+}
+
+// plain is whether s is printable ASCII without a quote or a backslash, which
+// strconv.Quote leaves as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // writeSnapshot writes the machine-readable snapshot: the time it was made, every method

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/a-h/templ"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -70,11 +71,19 @@ func NewServer(log *slog.Logger, snapshots directory.Snapshots, views Views, sea
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
 // render encodes a page once; pages and the generator share it, so both give the
-// same bytes and ETags.
+// same bytes and ETags. The page is rendered into a pooled buffer and copied out at
+// its size: a category page at a hundred thousand methods is megabytes, which a
+// buffer grown from nothing copied and cleared over and over.
 func render(c templ.Component) (*resource.Resource, error) {
-	var b bytes.Buffer
-	if err := c.Render(context.Background(), &b); err != nil {
+	b := renderBuffers.Get().(*bytes.Buffer)
+	defer renderBuffers.Put(b)
+	b.Reset()
+	if err := c.Render(context.Background(), b); err != nil {
 		return nil, err
 	}
-	return resource.NewLevels(resource.HTML, b.Bytes(), resource.LevelsFor(b.Len())), nil
+	body := bytes.Clone(b.Bytes())
+	return resource.NewLevels(resource.HTML, body, resource.LevelsFor(len(body))), nil
 }
+
+// renderBuffers are the buffers pages are rendered into.
+var renderBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

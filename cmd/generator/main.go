@@ -38,6 +38,8 @@ type Config struct {
 	Keep        int
 	Interval    time.Duration
 	Watch       time.Duration
+	// MemoryLimit is the soft memory limit of a full generation, 0 for none.
+	MemoryLimit int64
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -71,6 +73,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		cfg.Interval = d
 	}
+	limit, err := generator.ParseMemoryLimit(getenv("SNAPSHOT_MEMLIMIT"))
+	if err != nil {
+		return fmt.Errorf("SNAPSHOT_MEMLIMIT: %w", err)
+	}
+	cfg.MemoryLimit = limit
 	if cfg.DatabaseURL == "" {
 		return errors.New("DATABASE_URL is not set")
 	}
@@ -83,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer store.Close()
 	g := &generator.Generator{
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: cfg.Keep, Views: web.Views{DirectoryAPI: api.DirectoryPath}},
-		Log: log, Every: cfg.Interval, Watch: cfg.Watch,
+		Log: log, Every: cfg.Interval, Watch: cfg.Watch, FullMemoryLimit: cfg.MemoryLimit,
 	}
 	// The service's payer pays on X402_PAYER_NETWORKS and SOLANA_PAYER_NETWORKS:
 	// methods payable there are marked payable. The keys stay with the server.

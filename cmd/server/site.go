@@ -15,8 +15,8 @@ import (
 	"github.com/waystation/waystation/web"
 )
 
-// loadSiteConfig reads where the generated site lives and how often the catalog is
-// checked for changes.
+// loadSiteConfig reads where the generated site lives, how often the catalog is
+// checked for changes and the memory limit of a full generation.
 func loadSiteConfig(c *Config, getenv func(string) string) error {
 	c.SiteDir = getenv("SITE_DIR")
 	if c.SiteDir == "" {
@@ -30,6 +30,11 @@ func loadSiteConfig(c *Config, getenv func(string) string) error {
 		}
 		c.SnapshotWatch = d
 	}
+	limit, err := generator.ParseMemoryLimit(getenv("SNAPSHOT_MEMLIMIT"))
+	if err != nil {
+		return fmt.Errorf("SNAPSHOT_MEMLIMIT: %w", err)
+	}
+	c.SnapshotMemoryLimit = limit
 	return nil
 }
 
@@ -42,7 +47,7 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 	holder := generator.NewHolder()
 	g := &generator.Generator{
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: 3, Views: views}, Holder: holder,
-		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch,
+		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch, FullMemoryLimit: cfg.SnapshotMemoryLimit,
 	}
 	if cfg.Payment.Payer != nil {
 		g.Payer = cfg.Payment.Payer

@@ -1,12 +1,14 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -337,9 +339,31 @@ func nullInt(v int) *int {
 // HostProbeLimit is how many recent probes a merchant record shows.
 const HostProbeLimit = 20
 
+// directoryMethods is where the directory's methods are read from: the enabled ones,
+// but a listing's copies of a hostname its own origin lists (the owner's word stands
+// over a listing's copies).
+const directoryMethods = `
+	FROM provider_methods m JOIN providers p ON p.id = m.provider_id
+		LEFT JOIN origins o ON o.id = m.origin_id AND m.source = 'origin'
+	WHERE m.enabled
+		AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins lo
+			WHERE lo.hostname = m.hostname AND lo.status <> 'delisted'))`
+
+// methodVersion names the versions of the rows a method's record is read from (its
+// own, its provider's and its origin's): any change to one is a new version of it.
+const methodVersion = `concat_ws('/', m.xmin, p.xmin, o.xmin)`
+
 // DirectoryRecords reads the enabled methods and the facts their trust is computed
 // from, in one read-only transaction so that they agree with each other.
 func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Records, error) {
+	return s.DirectoryRecordsAfter(ctx, now, nil)
+}
+
+// DirectoryRecordsAfter is DirectoryRecords for a reader holding the methods of an
+// earlier read, prev (in order of ID): a method whose rows are the versions prev's
+// record was read from is prev's record, not read and decoded again, so that a read
+// after a change to a few methods costs what changed. Methods gone since are gone.
+func (s *Store) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error) {
 	rec := trust.Records{
 		Probes:     map[int64][]trust.Observation{},
 		HostProbes: map[string][]trust.Observation{},
@@ -352,48 +376,8 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 	}
 	defer tx.Rollback(ctx)
 
-	// Room for every enabled method, counted first: at a hundred thousand methods,
-	// growing the slice row by row copied it over and over.
-	var enabled int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM provider_methods WHERE enabled`).Scan(&enabled); err != nil {
-		return rec, fail("directory methods", err)
-	}
-	rows, _ := tx.Query(ctx, `
-		SELECT m.id, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
-			m.endpoint_method, m.endpoint_url, m.guidance, m.offers, m.source, m.listed_calls_30d,
-			m.listed_payers_30d, m.listed_last_called_at, m.listed_updated_at,
-			CASE WHEN m.owner_verified THEN coalesce(o.owner, '') ELSE '' END, coalesce(o.origin, '')
-		FROM provider_methods m JOIN providers p ON p.id = m.provider_id
-			LEFT JOIN origins o ON o.id = m.origin_id AND m.source = 'origin'
-		WHERE m.enabled
-			-- A hostname its own origin lists: the owner's word stands over a listing's copies.
-			AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins lo
-				WHERE lo.hostname = m.hostname AND lo.status <> 'delisted'))
-		ORDER BY m.id`)
-	rec.Methods, err = pgx.AppendRows(make([]trust.MethodRecord, 0, enabled), rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
-		var r trust.MethodRecord
-		var guidance, offers []byte
-		var source *string
-		var l directory.Listing
-		m := &r.Method
-		err := row.Scan(&r.ID, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
-			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers,
-			&source, &l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt, &r.Owner, &r.Origin)
-		if err != nil {
-			return r, err
-		}
-		m.Guidance = guidance
-		if source != nil {
-			// What the listing says of the method, shown apart from the service's own
-			// stats.
-			l.Source = *source
-			l.LastCalledAt, l.UpdatedAt = utc(l.LastCalledAt), utc(l.UpdatedAt)
-			m.SourceListing = &l
-		}
-		return r, json.Unmarshal(offers, &r.Offers)
-	})
-	if err != nil {
-		return rec, fail("directory methods", err)
+	if rec.Methods, err = directoryMethodRecords(ctx, tx, prev); err != nil {
+		return rec, err
 	}
 
 	scanProbe := func(row pgx.CollectableRow) (probeRow, error) {
@@ -403,7 +387,7 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 			&o.Scheme, &o.Network, &o.Asset, &o.PayTo, &o.Amount, &o.Reason)
 		return p, err
 	}
-	rows, _ = tx.Query(ctx, `
+	rows, _ := tx.Query(ctx, `
 		SELECT '', method_id, probed_at, outcome, http_status, latency_ms, scheme, network, asset, pay_to, amount, reason
 		FROM (SELECT *, row_number() OVER (PARTITION BY method_id ORDER BY probed_at DESC, id DESC) AS n
 			FROM probes) p
@@ -490,6 +474,93 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 		return rec, fail("directory payments", err)
 	}
 	return rec, nil
+}
+
+// directoryMethodRecords reads the directory's methods in order of ID, those whose rows
+// are the versions of prev's record of them (prev in order of ID) taken from prev.
+func directoryMethodRecords(ctx context.Context, tx pgx.Tx, prev []trust.MethodRecord) ([]trust.MethodRecord, error) {
+	if len(prev) == 0 {
+		// Room for every enabled method, counted first: at a hundred thousand
+		// methods, growing the slice row by row copied it over and over.
+		var enabled int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM provider_methods WHERE enabled`).Scan(&enabled); err != nil {
+			return nil, fail("directory methods", err)
+		}
+		return readMethodRecords(ctx, tx, make([]trust.MethodRecord, 0, enabled), `ORDER BY m.id`)
+	}
+	// The versions first, a few bytes a method; then what changed, in full.
+	rows, _ := tx.Query(ctx, `SELECT m.id, `+methodVersion+directoryMethods+` ORDER BY m.id`)
+	type version struct {
+		id      int64
+		version string
+	}
+	versions, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (version, error) {
+		var v version
+		return v, row.Scan(&v.id, &v.version)
+	})
+	if err != nil {
+		return nil, fail("directory method versions", err)
+	}
+	out := make([]trust.MethodRecord, 0, len(versions))
+	var changed []int64
+	j := 0
+	for _, v := range versions {
+		for j < len(prev) && prev[j].ID < v.id {
+			j++
+		}
+		if j < len(prev) && prev[j].ID == v.id && prev[j].Version == v.version {
+			out = append(out, prev[j])
+		} else {
+			changed = append(changed, v.id)
+		}
+	}
+	if len(changed) == 0 {
+		return out, nil
+	}
+	read, err := readMethodRecords(ctx, tx, make([]trust.MethodRecord, 0, len(changed)), `AND m.id = ANY($1) ORDER BY m.id`, changed)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, read...)
+	slices.SortFunc(out, func(a, b trust.MethodRecord) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// readMethodRecords appends to out the directory's methods that rest, a clause after
+// directoryMethods' with its arguments args, reads.
+func readMethodRecords(ctx context.Context, tx pgx.Tx, out []trust.MethodRecord, rest string, args ...any) ([]trust.MethodRecord, error) {
+	rows, _ := tx.Query(ctx, `
+		SELECT m.id, `+methodVersion+`, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
+			m.endpoint_method, m.endpoint_url, m.guidance, m.offers, m.source, m.listed_calls_30d,
+			m.listed_payers_30d, m.listed_last_called_at, m.listed_updated_at,
+			CASE WHEN m.owner_verified THEN coalesce(o.owner, '') ELSE '' END, coalesce(o.origin, '')`+
+		directoryMethods+` `+rest, args...)
+	out, err := pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
+		var r trust.MethodRecord
+		var guidance, offers []byte
+		var source *string
+		var l directory.Listing
+		m := &r.Method
+		err := row.Scan(&r.ID, &r.Version, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
+			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers,
+			&source, &l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt, &r.Owner, &r.Origin)
+		if err != nil {
+			return r, err
+		}
+		m.Guidance = guidance
+		if source != nil {
+			// What the listing says of the method, shown apart from the service's own
+			// stats.
+			l.Source = *source
+			l.LastCalledAt, l.UpdatedAt = utc(l.LastCalledAt), utc(l.UpdatedAt)
+			m.SourceListing = &l
+		}
+		return r, json.Unmarshal(offers, &r.Offers)
+	})
+	if err != nil {
+		return nil, fail("directory methods", err)
+	}
+	return out, nil
 }
 
 type probeRow struct {

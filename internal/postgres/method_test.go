@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +261,88 @@ func TestDirectoryRecordsCarryTheListingApartFromStats(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Errorf("%d imported methods in the records", seen)
+	}
+}
+
+// TestDirectoryRecordsAfterReadOnlyWhatChanged changes a catalog (a description, a
+// provider's name, a method disabled, one deleted, one added) and reads it again after
+// the first read: every record must be the one a whole read gives, and those of the
+// methods whose rows did not change must be the earlier read's, not read again.
+func TestDirectoryRecordsAfterReadOnlyWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	demo, _ := catalog.Demo()
+	now := time.Now()
+	if _, err := store.LoadCatalog(ctx, demo, now); err != nil {
+		t.Fatal(err)
+	}
+	first, err := store.DirectoryRecords(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Methods) < 6 {
+		t.Fatalf("%d methods", len(first.Methods))
+	}
+	ids := func(n int) int64 { return first.Methods[n].ID }
+	for _, q := range []struct {
+		sql string
+		arg any
+	}{
+		{`UPDATE provider_methods SET description = description || ' Revised.' WHERE id = $1`, ids(0)},
+		{`UPDATE providers SET name = name || ' Renamed' WHERE id = (SELECT provider_id FROM provider_methods WHERE id = $1)`, ids(1)},
+		{`UPDATE provider_methods SET enabled = false WHERE id = $1`, ids(2)},
+		{`DELETE FROM provider_methods WHERE id = $1`, ids(3)},
+		{`INSERT INTO provider_methods (provider_id, slug, name, description, category, kind, hostname, endpoint_url)
+			SELECT provider_id, slug || '-again', name, description, category, kind, hostname, endpoint_url || '/again'
+			FROM provider_methods WHERE id = $1`, ids(4)},
+	} {
+		if _, err := store.Pool().Exec(ctx, q.sql, q.arg); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	// The earlier read's records marked, to tell them when they come back.
+	prev := slices.Clone(first.Methods)
+	for i := range prev {
+		prev[i].Method.Name = "kept: " + prev[i].Method.Name
+	}
+	got, err := store.DirectoryRecordsAfter(ctx, now, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := store.DirectoryRecords(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Methods) != len(want.Methods) {
+		t.Fatalf("%d methods read after, %d read whole", len(got.Methods), len(want.Methods))
+	}
+	var provider string
+	store.Pool().QueryRow(ctx, `SELECT p.name FROM providers p JOIN provider_methods m ON m.provider_id = p.id WHERE m.id = $1`, ids(1)).Scan(&provider)
+	kept := 0
+	for i, r := range got.Methods {
+		w := want.Methods[i]
+		if r.ID != w.ID {
+			t.Fatalf("method %d is %d, read whole %d", i, r.ID, w.ID)
+		}
+		changed := r.ID == ids(0) || r.Method.Provider == provider || r.Method.Slug == first.Methods[4].Method.Slug+"-again"
+		if name, ok := strings.CutPrefix(r.Method.Name, "kept: "); ok {
+			if changed {
+				t.Errorf("%s changed and was not read again", r.Method.Slug)
+			}
+			r.Method.Name = name
+			kept++
+		} else if !changed {
+			t.Errorf("%s did not change and was read again", r.Method.Slug)
+		}
+		if !reflect.DeepEqual(r, w) {
+			t.Errorf("%s read after differs from its whole read:\n%+v\n%+v", r.Method.Slug, r, w)
+		}
+	}
+	if kept == 0 {
+		t.Error("nothing was kept")
+	}
+	got.Methods, want.Methods = nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Error("the facts beside the methods differ from a whole read's")
 	}
 }

@@ -17,6 +17,9 @@ type MethodRecord struct {
 	// Owner is the payee that signed the origin listing the method, when the
 	// method's live 402 named it at listing; Origin is that origin.
 	Owner, Origin string
+	// Version names the versions of the stored rows the record was read from, so
+	// that a later read can tell it unchanged; "" when the store tells none.
+	Version string
 }
 
 // Payments counts settled payments to a hostname.
