@@ -341,7 +341,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		where, from, snapshots.Current().Info().ID, snapshots.Current().Len())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// The connections read and write without the scheduler's bookkeeping, which cost
+	// the large answers a context switch each (see resource.Listener).
+	go func() { errc <- srv.Serve(resource.Listener(ln)) }()
 	select {
 	case err := <-errc:
 		return err

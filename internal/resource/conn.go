@@ -14,6 +14,9 @@ import (
 // the client would be woken for alone. Without it (a connection that is not TCP, a
 // server that does not set it) answers are the same bytes in one segment more.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if sc, ok := c.(*sendConn); ok {
+		return context.WithValue(ctx, connKey{}, sc)
+	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return ctx
@@ -34,7 +37,13 @@ func corked(r *http.Request) syscall.RawConn {
 	if r.ProtoMajor != 1 {
 		return nil
 	}
-	rc, _ := r.Context().Value(connKey{}).(syscall.RawConn)
+	var rc syscall.RawConn
+	switch c := r.Context().Value(connKey{}).(type) {
+	case *sendConn:
+		rc = c.rc
+	case syscall.RawConn:
+		rc = c
+	}
 	if rc == nil || rc.Control(corkOn) != nil {
 		return nil
 	}

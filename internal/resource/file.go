@@ -52,7 +52,26 @@ type file struct {
 // end.
 type opened struct {
 	io.LimitedReader
-	f *os.File
+	f  *os.File
+	fd int // f's descriptor, for sendConn
+
+	// at is where Read is in the file: it reads at offsets, and a sendConn sends from
+	// one, so that the file's own offset stays at 0.
+	at int64
+}
+
+// Read reads the file from at, without moving its offset.
+func (o *opened) Read(p []byte) (int, error) {
+	if o.N <= 0 {
+		return 0, io.EOF
+	}
+	n, err := o.f.ReadAt(p[:min(int64(len(p)), o.N)], o.at)
+	o.at += int64(n)
+	o.N -= int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
 }
 
 func openFile(path, length string) (*file, error) {
@@ -98,21 +117,29 @@ func (f *file) send(w http.ResponseWriter, r *http.Request) {
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	o.R, o.N = o.f, f.size
+	o.R, o.N, o.at = o.f, f.size, 0
+	// Through a sendConn, o itself, whose reads leave the file's offset at 0, as the
+	// sendConn's sendfile(2) does; else net's sendfile(2), which moves it.
+	var src io.Reader = &o.LimitedReader
+	_, own := r.Context().Value(connKey{}).(*sendConn)
+	if own {
+		src = o
+	}
 	var n int64
 	var err error
 	if rf, ok := w.(io.ReaderFrom); ok {
-		n, err = rf.ReadFrom(&o.LimitedReader)
+		n, err = rf.ReadFrom(src)
 	} else {
-		n, err = io.Copy(w, &o.LimitedReader)
+		n, err = io.Copy(w, src)
+	}
+	if err == nil && n == f.size && !own {
+		_, err = o.f.Seek(0, io.SeekStart)
 	}
 	if err == nil && n == f.size {
-		if _, err = o.f.Seek(0, io.SeekStart); err == nil {
-			f.mu.Lock()
-			f.idle = append(f.idle, o)
-			f.mu.Unlock()
-			return
-		}
+		f.mu.Lock()
+		f.idle = append(f.idle, o)
+		f.mu.Unlock()
+		return
 	}
 	o.f.Close()
 }
@@ -134,5 +161,5 @@ func (f *file) take() *opened {
 	if err != nil {
 		return nil
 	}
-	return &opened{f: o}
+	return &opened{f: o, fd: int(o.Fd())}
 }
