@@ -692,10 +692,10 @@ var BandFeatures = func() []int {
 // the 589 queries it was fitted on, its rerank weight, over the nearest forty, lifts
 // the nearest three's recall@3 from 0.75 to 0.81 (a paraphrase's from 0.62 to 0.70).
 // Cross-validated over all 660 labelled queries, the band answers 0.67 of on-topic
-// queries with a relevant method among three (paraphrases 0.51) at 0.15 false
+// queries with a relevant method among three (paraphrases 0.50) at 0.15 false
 // matches (make eval). The queries written last, as strangers to the catalog would,
-// are the hard part: fitted on the older ones, the band answers 0.50 of the newer
-// (paraphrases 0.49) at 0.22 false matches.
+// are the hard part: fitted on the older ones, the band answers 0.48 of the newer
+// (paraphrases 0.47) at 0.22 false matches.
 var HybridCalibration = Calibration{
 	Weights: [NumFeatures]float64{
 		FeatSimilarity: -0.5238359382291013,
