@@ -182,13 +182,6 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 	if !strings.HasPrefix(approval, "http") {
 		approval = srv.base + approval
 	}
-	polled := make(chan string, 1)
-	go func() {
-		var out struct{ Status string }
-		call("GET", "/sessions/"+sess.ID+"/requests/"+req.ID+"?wait=30", "", &out)
-		polled <- out.Status
-	}()
-
 	ctx, problems := startBrowser(t, chromium)
 	shot := func(name string) { t.Helper(); screenshot(t, ctx, name) }
 	text := func(sel string) string { t.Helper(); return textOf(t, ctx, sel) }
@@ -235,6 +228,14 @@ func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) 
 		t.Fatal(err)
 	}
 	shot("7-request")
+	// The agent long-polls the request while the person decides; started here, not
+	// before the sign-in, so that a slow browser cannot outlast its wait.
+	polled := make(chan string, 1)
+	go func() {
+		var out struct{ Status string }
+		call("GET", "/sessions/"+sess.ID+"/requests/"+req.ID+"?wait=30", "", &out)
+		polled <- out.Status
+	}()
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="approve"]`))); err != nil {
 		t.Fatal(err)
 	}
