@@ -86,33 +86,38 @@ func (e *Engine) Label(ctx context.Context, snap *directory.Snapshot, m *Model, 
 // first) found some other way: what a change of the ranking (an expansion of the
 // methods' texts, say) does to the evidence and the relevant methods among the three.
 func (e *Engine) Relabel(snap *directory.Snapshot, m *Model, l Labelled, near []Neighbour) Labelled {
+	x := e.textIndex(snap)
+	l.Rankings = nil
+	for _, w := range RerankWeights {
+		l.Rankings = append(l.Rankings, x.ranking(snap, m, l, x.Rerank(l.Query, near, w)))
+	}
+	return l.ranked(0)
+}
+
+// ranking is how l reads over ranked, its nearest methods in a ranking's order: the
+// evidence, the nearest one's category, and which of the first three are relevant.
+func (x *textIndex) ranking(snap *directory.Snapshot, m *Model, l Labelled, ranked []Neighbour) Ranking {
 	relevant := map[string]bool{}
 	for _, k := range l.Labels {
 		relevant[k] = true
 	}
-	x := e.textIndex(snap)
-	l.Rankings = nil
-	for _, w := range RerankWeights {
-		ranked := x.Rerank(l.Query, near, w)
-		r := Ranking{Evidence: x.Gather(l.Query, ranked, generalEnglish(m))}
-		if len(ranked) > 0 {
-			if top, ok := x.method(ranked[0].Slug); ok {
-				r.Category = top.Category
-			}
+	r := Ranking{Evidence: x.Gather(l.Query, ranked, generalEnglish(m))}
+	if len(ranked) > 0 {
+		if top, ok := x.method(ranked[0].Slug); ok {
+			r.Category = top.Category
 		}
-		for _, n := range ranked[:min(len(ranked), MaxResults)] {
-			url := ""
-			if p, ok := snap.Position(n.Slug); ok {
-				url = snap.Methods()[p].Endpoint.URL
-			}
-			r.Similarities = append(r.Similarities, n.Similarity)
-			r.Relevant = append(r.Relevant, relevant[EndpointKey(url)])
-			r.Keys = append(r.Keys, EndpointKey(url))
-			r.Slugs = append(r.Slugs, n.Slug)
-		}
-		l.Rankings = append(l.Rankings, r)
 	}
-	return l.ranked(0)
+	for _, n := range ranked[:min(len(ranked), MaxResults)] {
+		url := ""
+		if p, ok := snap.Position(n.Slug); ok {
+			url = snap.Methods()[p].Endpoint.URL
+		}
+		r.Similarities = append(r.Similarities, n.Similarity)
+		r.Relevant = append(r.Relevant, relevant[EndpointKey(url)])
+		r.Keys = append(r.Keys, EndpointKey(url))
+		r.Slugs = append(r.Slugs, n.Slug)
+	}
+	return r
 }
 
 // EndpointKey is a loose identity of an endpoint URL, the one labelled query sets are
