@@ -39,6 +39,7 @@ help:
 	@echo "make eval-wordvec  the same for word vectors' soft concept coverage (fetches them: make wordvec)"
 	@echo "make eval-adapt [ADAPTS=top:5,top:10]  the cross-validated ablation of the sentence encoder adapted to the catalog's domain"
 	@echo "make eval-learned [LEARNED=ask,knn10-three]  the same for evidence learned from the labelled queries (kNN, expansion, query form, stumps)"
+	@echo "make eval-rank [RANK=pair-all,frame]  the cross-validated ablation of rankings of the nearest forty (learned, multi-vector, query frames, feedback)"
 	@echo "make db | migrate | import [CATALOG=file.jsonl | BAZAAR_URL=url] | fuzz | build | generate | lint | lint-openapi | lint-codegen | clean"
 	@echo "make calibrate [CALIBRATE_FLAGS=-n]  fit the search band on the labelled queries, cross-validated, and store it"
 	@echo "make key USER=name [AGENT=name]   print a new API key once"
@@ -502,6 +503,21 @@ LEARNED_REPEATS ?= 4
 .PHONY: eval-learned
 eval-learned: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_LEARNED='$(LEARNED)' WAYSTATION_LEARNED_REPEATS='$(LEARNED_REPEATS)' WAYSTATION_LEARNED_FAILURES='$(LEARNED_FAILURES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 120m -run '^TestLearnedAblation$$' $(RELEVANCE)
+
+# The ablation of rankings of a query's nearest forty methods, cross-validated as make
+# eval's tables are: a linear ranking learned from the training fold's labelled queries
+# (pairwise logistic, over the features of search.RankIndex), methods read as several
+# vectors (the encoder over the name, description and path apart), the queries without
+# their question or request frames, and pseudo-relevance feedback; each with recall@3
+# with no band and with the band fitted again on its ranking, paired with the service's
+# ranking, and the by-origin check. RANK (comma-separated ids, see rank_test.go)
+# chooses the rows; RANK_REPEATS the shuffles (4); RANK_FAILURES=1 first lists the
+# on-topic queries the service's ranking leaves out of its first three.
+RANK ?=
+RANK_REPEATS ?= 4
+.PHONY: eval-rank
+eval-rank: go db model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_RANK='$(RANK)' WAYSTATION_RANK_REPEATS='$(RANK_REPEATS)' WAYSTATION_RANK_FAILURES='$(RANK_FAILURES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 120m -run '^TestRankAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the
