@@ -505,10 +505,12 @@ eval-learned: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_LEARNED='$(LEARNED)' WAYSTATION_LEARNED_REPEATS='$(LEARNED_REPEATS)' WAYSTATION_LEARNED_FAILURES='$(LEARNED_FAILURES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 120m -run '^TestLearnedAblation$$' $(RELEVANCE)
 
 # The ablation of rankings of a query's nearest forty methods, cross-validated as make
-# eval's tables are: a linear ranking learned from the training fold's labelled queries
-# (pairwise logistic, over the features of search.RankIndex), methods read as several
-# vectors (the encoder over the name, description and path apart), the queries without
-# their question or request frames, and pseudo-relevance feedback; each with recall@3
+# eval's tables are: linear rankings learned from the training fold's labelled queries
+# over the features of search.RankIndex (pairwise logistic, listwise softmax, coordinate
+# ascent on recall@3), methods read as several vectors (the encoder over the name,
+# description and path apart), the queries without their question or request frames,
+# pseudo-relevance feedback, and at most one or two methods of a merchant among the
+# three; each with recall@3
 # with no band and with the band fitted again on its ranking, paired with the service's
 # ranking, and the by-origin check. RANK (comma-separated ids, see rank_test.go)
 # chooses the rows; RANK_REPEATS the shuffles (4); RANK_FAILURES=1 first lists the

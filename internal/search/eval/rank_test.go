@@ -19,16 +19,17 @@ import (
 // TestRankAblation prints the cross-validated ablation of rankings of a query's
 // nearest forty methods (make eval-rank), against the service's (the similarity plus
 // the rerank weight times the concept coverage, the weight chosen on the training
-// fold) on the same folds: a linear ranking learned from the training fold's labelled
-// queries by a pairwise logistic loss over features the engine has of each candidate
-// (search.RankIndex), with and without the sentence encoder's cosines to the
-// method's name, description and path apart (multi-vector methods); the queries
-// without their question or request frames (search.StripFrame); and pseudo-relevance
-// feedback (the query's vector moved towards its nearest methods', Rocchio). Each row
-// has recall@3 with no band (the nearest three of its ranking, always) and with the
-// band fitted again on its ranking in the training fold, their paired differences
-// from the service's ranking, and the by-origin check: fitted on the older queries,
-// scored on the newer.
+// fold) on the same folds: linear rankings learned from the training fold's labelled
+// queries over features the engine has of each candidate (search.RankIndex), by a
+// pairwise logistic loss, a listwise softmax or coordinate ascent on recall@3, with
+// and without the sentence encoder's cosines to the method's name, description and
+// path apart (multi-vector methods); the queries without their question or request
+// frames (search.StripFrame); pseudo-relevance feedback (the query's vector moved
+// towards its nearest methods', Rocchio); and at most one or two methods of a
+// merchant among the first three. Each row has recall@3 with no band (the nearest
+// three of its ranking, always) and with the band fitted again on its ranking in the
+// training fold, their paired differences from the service's ranking, and the
+// by-origin check: fitted on the older queries, scored on the newer.
 func TestRankAblation(t *testing.T) {
 	if os.Getenv("WAYSTATION_EVAL") == "" {
 		t.Skip("make eval-rank runs it: WAYSTATION_EVAL")
@@ -78,6 +79,8 @@ func TestRankAblation(t *testing.T) {
 		{"pair-all", "learned, pairwise: every feature of search.RankIndex", plain, learnedFit(allF, 1, 0)},
 		{"pair-all-top10", "learned, pairwise: every feature, pairs against the first ten or above the relevant one", plain, learnedFit(allF, 1, 10)},
 		{"pair-all-l10", "learned, pairwise: every feature, L2 penalty 10", plain, learnedFit(allF, 10, 0)},
+		{"list-fields", "learned, listwise (softmax over the forty): the fields' features", plain, listFit(fields, 1)},
+		{"list-all", "learned, listwise: every feature", plain, listFit(allF, 1)},
 		{"grid-fields", "coordinate ascent on recall@3: the fields' features", plain, gridFit(fields, 2)},
 		{"grid-all", "coordinate ascent on recall@3: every feature", plain, gridFit(allF, 2)},
 		{"mv-max", "multi-vector: the encoder's part the best of its cosines to the method's whole text, name, description and path; + w × coverage", r.multi, mvMaxFit},
@@ -87,6 +90,7 @@ func TestRankAblation(t *testing.T) {
 		{"diverse2", "the service's ranking, at most two methods of a merchant among the first three", plain, r.diverse(rerankFit, 2)},
 		{"frame", "query frames stripped before the encoder and the lexical part; the service's rerank", r.framed, rerankFit},
 		{"grid-all-mv", "coordinate ascent on recall@3: every feature and the encoder's cosines by field", r.multi, gridFit(mv(allF), 2)},
+		{"list-all-mv", "learned, listwise: every feature and the encoder's cosines by field", r.multi, listFit(mv(allF), 1)},
 		{"frame-pair-all", "query frames stripped; learned, pairwise, every feature", r.framed, learnedFit(allF, 1, 0)},
 		{"prf3-0.3", "pseudo-relevance feedback: the query's vector + 0.3 × the mean of its nearest three's, searched again; the service's rerank", r.prf(3, 0.3), rerankFit},
 		{"prf5-0.5", "pseudo-relevance feedback: + 0.5 × the mean of the nearest five's", r.prf(5, 0.5), rerankFit},
@@ -325,6 +329,103 @@ func top3(relevant []bool, score []float64) bool {
 		}
 	}
 	return ahead < 3
+}
+
+// listFit fits a linear ranking over the features fs by a listwise loss: the negative
+// log of the softmax probability the relevant candidates of a training list get among
+// its forty, summed over the lists, with an L2 penalty lambda on the weights of the
+// standardised features; by gradient descent on the mean over the lists.
+func listFit(fs []int, lambda float64) rankFitter {
+	return func(rd *rankReading, train []int) func(i int) []float64 {
+		d := len(fs)
+		mean, sd := make([]float64, d), make([]float64, d)
+		n := 0.0
+		for _, i := range train {
+			for _, f := range rd.features[i] {
+				for k, j := range fs {
+					mean[k] += f[j]
+				}
+				n++
+			}
+		}
+		for k := range mean {
+			mean[k] /= n
+		}
+		for _, i := range train {
+			for _, f := range rd.features[i] {
+				for k, j := range fs {
+					sd[k] += (f[j] - mean[k]) * (f[j] - mean[k])
+				}
+			}
+		}
+		for k := range sd {
+			if sd[k] = math.Sqrt(sd[k] / n); sd[k] < 1e-9 {
+				sd[k] = 1
+			}
+		}
+		x := func(f []float64) []float64 {
+			out := make([]float64, d)
+			for k, j := range fs {
+				out[k] = (f[j] - mean[k]) / sd[k]
+			}
+			return out
+		}
+		type list struct {
+			x   [][]float64
+			rel []bool
+		}
+		var lists []list
+		for _, i := range train {
+			if !slices.Contains(rd.relevant[i], true) {
+				continue
+			}
+			l := list{rel: rd.relevant[i]}
+			for _, f := range rd.features[i] {
+				l.x = append(l.x, x(f))
+			}
+			lists = append(lists, l)
+		}
+		w := make([]float64, d)
+		for range 400 {
+			grad := make([]float64, d)
+			for _, l := range lists {
+				s := make([]float64, len(l.x))
+				top := math.Inf(-1)
+				for j, v := range l.x {
+					s[j] = search.RankScore(w, v)
+					top = max(top, s[j])
+				}
+				var all, rel float64
+				for j := range s {
+					s[j] = math.Exp(s[j] - top)
+					all += s[j]
+					if l.rel[j] {
+						rel += s[j]
+					}
+				}
+				for j, v := range l.x {
+					p := s[j] / all
+					q := 0.0
+					if l.rel[j] {
+						q = s[j] / rel
+					}
+					for k := range grad {
+						grad[k] += (p - q) * v[k]
+					}
+				}
+			}
+			for k := range w {
+				w[k] -= 0.5 * (grad[k]/float64(len(lists)) + lambda*w[k]/float64(len(lists)))
+			}
+		}
+		return func(i int) []float64 {
+			out := make([]float64, len(rd.features[i]))
+			for j, f := range rd.features[i] {
+				out[j] = search.RankScore(w, x(f))
+			}
+			return out
+		}
+	}
 }
 
 // gridSteps are the weights coordinate ascent tries for each feature.
