@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,16 @@ func bodyTooLarge(limit int64) error {
 // validator is a request body that checks itself once decoded.
 type validator interface {
 	validate() error
+}
+
+// httpURL checks raw, the value of the input name, as an absolute http or https URL
+// of at most 2048 bytes: a seller's address the service may look up or call.
+func httpURL(name, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(raw) > 2048 {
+		return problem.Invalid(name + " must be an absolute http or https URL of at most 2048 bytes.")
+	}
+	return nil
 }
 
 // readJSON reads a bounded request body and decodes it into req, which validates

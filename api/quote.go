@@ -25,9 +25,8 @@ type quoteRequest struct {
 }
 
 func (q *quoteRequest) validate() error {
-	u, err := url.Parse(q.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(q.URL) > 2048 {
-		return problem.Invalid("url must be an absolute http or https URL of at most 2048 bytes.")
+	if err := httpURL("url", q.URL); err != nil {
+		return err
 	}
 	switch strings.ToUpper(q.Method) {
 	case "", http.MethodGet, http.MethodPost, http.MethodHead:

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -30,9 +29,8 @@ func (q *resolveRequest) validate() error {
 		return problem.Invalid("intent must be at most 1024 bytes.")
 	}
 	if q.TargetURL != "" {
-		u, err := url.Parse(q.TargetURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(q.TargetURL) > 2048 {
-			return problem.Invalid("targetUrl must be an absolute http or https URL of at most 2048 bytes.")
+		if err := httpURL("targetUrl", q.TargetURL); err != nil {
+			return err
 		}
 	}
 	if len(q.Fields) > memory.MaxFields {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/jsonstr"
@@ -30,8 +29,8 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 	refused := problem.CodeOf(err) == problem.RateLimited
 	if a.Rate.Limit > 0 && (refused || a.Keyed) {
 		h := w.Header()
-		h.Set("RateLimit-Policy", `"search";q=`+strconv.Itoa(a.Rate.Limit)+`;w=`+strconv.Itoa(ceilSeconds(s.search.Limiter.Window())))
-		h.Set("RateLimit", `"search";r=`+strconv.Itoa(a.Rate.Remaining)+`;t=`+strconv.Itoa(ceilSeconds(a.Rate.Reset)))
+		h.Set("RateLimit-Policy", `"search";q=`+strconv.Itoa(a.Rate.Limit)+`;w=`+strconv.Itoa(problem.Seconds(s.search.Limiter.Window())))
+		h.Set("RateLimit", `"search";r=`+strconv.Itoa(a.Rate.Remaining)+`;t=`+strconv.Itoa(problem.Seconds(a.Rate.Reset)))
 	}
 	if err != nil {
 		if r.Context().Err() == nil || problem.CodeOf(err) != "" {
@@ -129,7 +128,3 @@ func appendRounded(dst []byte, x float64) []byte {
 
 // rounded is x rounded to four decimals, as a search answer says its figures.
 func rounded(x float64) float64 { return math.Round(x*1e4) / 1e4 }
-
-// ceilSeconds is d in whole seconds, rounded up, as the RateLimit headers count a
-// window and a reset: a wait of half a second is told as one, never as none.
-func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }

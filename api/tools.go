@@ -17,11 +17,7 @@ type merchantCheckRequest struct {
 }
 
 func (m *merchantCheckRequest) validate() error {
-	u, err := url.Parse(m.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(m.URL) > 2048 {
-		return problem.Invalid("url must be an absolute http or https URL of at most 2048 bytes.")
-	}
-	return nil
+	return httpURL("url", m.URL)
 }
 
 // merchantCheck is the directory's advisory word on the seller behind a URL. It

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
@@ -60,6 +59,12 @@ func testRecords(n int, at time.Time) trust.Records {
 	return rec
 }
 
+// testViews are the views the tests' sites render.
+var testViews = web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
+
+// testSite is a site in dir that keeps three publications, as a server's does.
+func testSite(dir string) *Site { return &Site{Dir: dir, Keep: 3, Views: testViews} }
+
 // tree reads every file under dir, by path.
 func tree(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
@@ -89,9 +94,8 @@ func tree(t *testing.T, dir string) map[string][]byte {
 // neither rendered nor written again.
 func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
 	src := &records{rec: testRecords(24, at)}
-	site := &Site{Dir: t.TempDir(), Keep: 3, Views: views}
+	site := testSite(t.TempDir())
 	g := &Generator{Source: src, Site: site}
 	if _, err := g.Once(context.Background()); err != nil {
 		t.Fatal(err)
@@ -177,7 +181,7 @@ func matchFullBuild(t *testing.T, step string, rec trust.Records, clock time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := &Site{Dir: t.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	fresh := &Site{Dir: t.TempDir(), Views: testViews}
 	want, err := fresh.Publish(full)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +225,7 @@ func matchFullBuild(t *testing.T, step string, rec trust.Records, clock time.Tim
 // TestManifestIsWrittenAsJSONEncodesIt holds the manifest, written a file at a time,
 // to the bytes json.Marshal makes of it.
 func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
-	site := &Site{Dir: t.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	site := &Site{Dir: t.TempDir(), Views: testViews}
 	dir, err := site.Publish(testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 7))
 	if err != nil {
 		t.Fatal(err)
@@ -249,9 +253,8 @@ func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
 // of the same snapshot published before.
 func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
 	src := &records{rec: testRecords(12, at)}
-	site := &Site{Dir: t.TempDir(), Keep: 3, Views: views}
+	site := testSite(t.TempDir())
 	g := &Generator{Source: src, Site: site}
 	check := func(step string, snap *directory.Snapshot, files map[string][]byte) {
 		t.Helper()
@@ -301,7 +304,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	}
 	check("published before", served(again, site.Current(), resource.NewCache(16), nil, site.files()), tree(t, site.Current()))
 	// Another publisher's directory made current: this site knows nothing of it.
-	other := &Site{Dir: site.Dir, Keep: 3, Views: views}
+	other := testSite(site.Dir)
 	if _, err := other.Publish(testSnapshot(t, at, 3)); err != nil {
 		t.Fatal(err)
 	}
@@ -335,13 +338,9 @@ func (c *changedRecords) DirectoryRecordsAfter(ctx context.Context, now time.Tim
 // file must be byte for byte a full build's of the whole catalog read afresh.
 func TestIncrementalPublicationsFromTheStoreMatchFullBuilds(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	demo, _ := catalog.Demo()
-	if _, err := store.LoadCatalog(ctx, demo, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := pgtest.LoadDemo(t, time.Now())
 	src := &changedRecords{Store: store}
-	site := &Site{Dir: t.TempDir(), Keep: 3, Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	site := testSite(t.TempDir())
 	g := &Generator{Source: src, Site: site}
 	if _, err := g.Once(ctx); err != nil {
 		t.Fatal(err)

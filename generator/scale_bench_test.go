@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/postgres/pgtest"
-	"github.com/waystation/waystation/web"
 )
 
 // BenchmarkPublish100k publishes the real catalog grown to 100,000 methods: a full
@@ -57,7 +56,7 @@ func BenchmarkPublish100k(b *testing.B) {
 	}
 	// With a holder, as a server runs it: after each generation, what the build dropped
 	// goes back to the system.
-	g := &Generator{Source: store, Site: &Site{Dir: b.TempDir(), Keep: 3, Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}},
+	g := &Generator{Source: store, Site: testSite(b.TempDir()),
 		Holder: NewHolder(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FullMemoryLimit: limit}
 	runtime.GC()
 	debug.FreeOSMemory()

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/resource"
-	"github.com/waystation/waystation/web"
 )
 
 // TestAChangeAfterAStartWritesWhatChanged publishes a catalog, then starts again on
@@ -27,19 +25,18 @@ import (
 // snapshot again writes nothing, and the change after it no more.
 func TestAChangeAfterAStartWritesWhatChanged(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
 	for _, start := range []string{"loaded", "not loaded", "the same snapshot again"} {
 		t.Run(start, func(t *testing.T) {
 			src := &records{rec: testRecords(24, at)}
 			dir := t.TempDir()
-			first := &Generator{Source: src, Site: &Site{Dir: dir, Keep: 3, Views: views}}
+			first := &Generator{Source: src, Site: testSite(dir)}
 			if _, err := first.Once(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			clock := first.last.Info().GeneratedAt
 
 			// The next process: nothing in memory but what it reads from the site.
-			g := &Generator{Source: src, Site: &Site{Dir: dir, Keep: 3, Views: views}}
+			g := &Generator{Source: src, Site: testSite(dir)}
 			switch start {
 			case "loaded":
 				if _, err := g.Load(); err != nil {
@@ -72,7 +69,7 @@ func TestAChangeAfterAStartWritesWhatChanged(t *testing.T) {
 				t.Fatalf("the clock moved to %s", g.last.Info().GeneratedAt)
 			}
 			got := g.Site.Current()
-			full := fullBuild(t, src, clock, views)
+			full := fullBuild(t, src, clock)
 			a, b := tree(t, got), tree(t, full)
 			if len(a) != len(b) {
 				t.Errorf("published %d files, a full build %d", len(a), len(b))
@@ -106,10 +103,10 @@ func TestAChangeAfterAStartWritesWhatChanged(t *testing.T) {
 				want[p] = true
 			}
 			digests := map[string][32]byte{}
-			for _, p := range views.PageSources(first.last) {
+			for _, p := range testViews.PageSources(first.last) {
 				digests[p.URL] = p.Digest
 			}
-			for _, p := range views.PageSources(g.last) {
+			for _, p := range testViews.PageSources(g.last) {
 				if d, ok := digests[p.URL]; !ok || d != p.Digest {
 					want[pagePath(p.URL)] = true
 				}
@@ -160,13 +157,13 @@ func contains(list []string, s string) bool {
 
 // fullBuild publishes the catalog as of at in a site of its own and returns its
 // directory.
-func fullBuild(t *testing.T, src *records, at time.Time, views web.Views) string {
+func fullBuild(t *testing.T, src *records, at time.Time) string {
 	t.Helper()
 	full, err := Assemble(src.rec, at, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := (&Site{Dir: t.TempDir(), Views: views}).Publish(full)
+	dir, err := (&Site{Dir: t.TempDir(), Views: testViews}).Publish(full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +174,7 @@ func fullBuild(t *testing.T, src *records, at time.Time, views web.Views) string
 // and merchant's forms to the files: their sizes, read from the manifest, are the
 // files', so each form is the file's bytes and none is held in memory.
 func TestLoadedSitesAnswerFromTheirFiles(t *testing.T) {
-	site := &Site{Dir: t.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	site := &Site{Dir: t.TempDir(), Views: testViews}
 	dir, err := site.Publish(testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 9))
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +219,7 @@ func BenchmarkLoadSite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	site := &Site{Dir: b.TempDir(), Views: web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}}
+	site := &Site{Dir: b.TempDir(), Views: testViews}
 	if _, err := site.Publish(snap); err != nil {
 		b.Fatal(err)
 	}
@@ -242,20 +239,12 @@ func BenchmarkLoadSite(b *testing.B) {
 // build is the one.
 func TestAStartWithNoChangeGeneratesOnce(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, err := catalog.Demo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	views := web.Views{DirectoryAPI: "/functions/v1/api/api/public/v1"}
+	store, _ := pgtest.LoadDemo(t, time.Now())
 	dir := t.TempDir()
 	for _, start := range []string{"afresh", "from disk"} {
 		t.Run(start, func(t *testing.T) {
 			generated := make(chan slog.Record, 16)
-			g := &Generator{Source: store, Site: &Site{Dir: dir, Keep: 3, Views: views}, Holder: NewHolder(),
+			g := &Generator{Source: store, Site: testSite(dir), Holder: NewHolder(),
 				Log: slog.New(recorder{generated}), Every: time.Hour, Watch: 5 * time.Millisecond}
 			before := ""
 			if start == "afresh" {

@@ -85,7 +85,9 @@ type Listing struct {
 	UpdatedAt    *time.Time `json:"updated_at,omitempty"`
 }
 
-// Endpoint is the HTTP method and URL an agent calls.
+// Endpoint is the HTTP method and URL an agent calls, as a catalog gives them (the
+// method in any case). It is not directory.Endpoint, the listing's: the import format
+// and the wire contract change apart and meet only in the store.
 type Endpoint struct {
 	Method string `json:"method"`
 	URL    string `json:"url"`

@@ -58,7 +58,9 @@ type Listing struct {
 	UpdatedAt    *time.Time `json:"updated_at"`
 }
 
-// Endpoint is the HTTP method and URL an agent calls.
+// Endpoint is the HTTP method and URL an agent calls, as the listing item of the wire
+// contract tells them (the method upper-case, as the store keeps it). It is not
+// catalog.Endpoint, an import's: the two change apart and meet only in the store.
 type Endpoint struct {
 	Method string `json:"method"`
 	URL    string `json:"url"`

@@ -47,7 +47,7 @@ type Store interface {
 
 // Expired deletes the records that expired or were abandoned in progress.
 type Expired interface {
-	DeleteExpiredIdempotency(ctx context.Context) (int64, error)
+	DeleteExpiredIdempotency(ctx context.Context) (int, error)
 }
 
 // Sweeper deletes expired records every Every, until its context ends.
@@ -59,11 +59,5 @@ type Sweeper struct {
 
 // Run sweeps every s.Every until ctx ends.
 func (s Sweeper) Run(ctx context.Context) {
-	periodic.Run(ctx, s.Every, s.Every, func(ctx context.Context) {
-		if n, err := s.Store.DeleteExpiredIdempotency(ctx); err != nil && ctx.Err() == nil {
-			s.Log.Warn("sweeping expired idempotency records failed", "err", err)
-		} else if n > 0 {
-			s.Log.Debug("expired idempotency records deleted", "count", n)
-		}
-	})
+	periodic.Sweep(ctx, s.Every, s.Log, "delete expired idempotency records", s.Store.DeleteExpiredIdempotency)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -121,7 +120,7 @@ func (s *Service) Submit(ctx context.Context, userID, rawOrigin string) (Submiss
 	if s.cfg.Limiter != nil {
 		if wait, ok := s.cfg.Limiter.Take(ctx, "origin:user:"+userID); !ok {
 			p := problem.New(problem.SubmissionRateLimited, "This user submitted origins faster than its rate allows; submit again after Retry-After.")
-			p.RetryAfter = max(1, int(math.Ceil(wait.Seconds())))
+			p.RetryAfter = max(1, problem.Seconds(wait))
 			return Submission{}, p
 		}
 	}

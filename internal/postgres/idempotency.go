@@ -89,10 +89,10 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, kid, route, key string) 
 
 // DeleteExpiredIdempotency deletes the records that expired or were abandoned in
 // progress, and returns how many.
-func (s *Store) DeleteExpiredIdempotency(ctx context.Context) (int64, error) {
+func (s *Store) DeleteExpiredIdempotency(ctx context.Context) (int, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE `+staleIdempotency)
 	if err != nil {
 		return 0, fail("delete expired idempotency keys", err)
 	}
-	return tag.RowsAffected(), nil
+	return int(tag.RowsAffected()), nil
 }

@@ -117,15 +117,8 @@ func enabledKeys(t *testing.T, store *postgres.Store) map[string]bool {
 
 func TestSyncDisablesOnlyWhatTheListingDropped(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	demo, err := catalog.Demo()
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	if _, err := store.LoadCatalog(ctx, demo, now); err != nil {
-		t.Fatal(err)
-	}
+	store, demo := pgtest.LoadDemo(t, now)
 	a := `{"resource":"https://a.example/one","description":"One"}`
 	b := `{"resource":"https://b.example/two","description":"Two"}`
 	c := `{"resource":"https://mcp.c.example/mcp","type":"mcp","extensions":{"bazaar":{"info":{"input":{"type":"mcp","toolName":"three","inputSchema":{"type":"object"}}}}}}`
@@ -215,12 +208,8 @@ func TestMCPToolsAtOneURLLoadAsMethodsOfTheirOwn(t *testing.T) {
 
 func TestDirectoryRecordsCarryTheListingApartFromStats(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	demo, _ := catalog.Demo()
 	now := time.Now()
-	if _, err := store.LoadCatalog(ctx, demo, now); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := pgtest.LoadDemo(t, now)
 	cat := listed(t,
 		`{"resource":"https://q.example/a","quality":{"l30DaysTotalCalls":1200,"l30DaysUniquePayers":40,"lastCalledAt":"2026-08-01T10:00:00.5Z"},"lastUpdated":"2026-08-02T00:00:00Z"}`,
 		`{"resource":"https://q.example/b"}`)
@@ -270,12 +259,8 @@ func TestDirectoryRecordsCarryTheListingApartFromStats(t *testing.T) {
 // methods whose rows did not change must be the earlier read's, not read again.
 func TestDirectoryRecordsAfterReadOnlyWhatChanged(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	demo, _ := catalog.Demo()
 	now := time.Now()
-	if _, err := store.LoadCatalog(ctx, demo, now); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := pgtest.LoadDemo(t, now)
 	first, err := store.DirectoryRecords(ctx, now)
 	if err != nil {
 		t.Fatal(err)

@@ -100,15 +100,8 @@ func TestOverridesKeepTheirHistoryAndExpireByThemselves(t *testing.T) {
 // the delivery part of the score come from, as the demo catalog feeds them.
 func TestStatsCountSettledPaymentsPerHostname(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, err := catalog.Demo()
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
-		t.Fatal(err)
-	}
+	store, cat := pgtest.LoadDemo(t, now)
 	rec, err := store.DirectoryRecords(ctx, now)
 	if err != nil {
 		t.Fatal(err)

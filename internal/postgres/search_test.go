@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/search"
@@ -16,11 +15,7 @@ import (
 
 func TestEmbeddingsFollowMethodText(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, _ := catalog.Demo()
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store, cat := pgtest.LoadDemo(t, time.Now())
 	m := search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
 	if _, err := store.RegisterModel(ctx, m); err != nil {
 		t.Fatal(err)
@@ -63,11 +58,7 @@ func TestEmbeddingsFollowMethodText(t *testing.T) {
 // failed (a vector of other dimensions) in the middle of its batch.
 func TestNearestScopesItsSettings(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, _ := catalog.Demo()
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store, cat := pgtest.LoadDemo(t, time.Now())
 	m := search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
 	if _, err := store.RegisterModel(ctx, m); err != nil {
 		t.Fatal(err)

@@ -8,10 +8,12 @@ package problem
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -36,6 +38,11 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Seconds is d in whole seconds, rounded up, as HTTP counts a wait: a Retry-After,
+// and the RateLimit headers' window and reset. A wait of half a second is told as
+// one, never as none.
+func Seconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 // New is a problem of code with detail.
 func New(code, detail string) *Error { return &Error{Code: code, Detail: detail} }

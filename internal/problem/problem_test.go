@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEveryCodeIsExplainedOnce holds the table to what its two readers need: a status
@@ -41,5 +42,15 @@ func TestProblemsAreFoundThroughWrapping(t *testing.T) {
 	}
 	if CodeOf(errors.New("plain")) != "" || CodeOf(nil) != "" {
 		t.Error("a plain error has no code")
+	}
+}
+
+// TestSecondsRoundsAWaitUp: a wait told in seconds is never shorter than the wait,
+// so a client that honours it does not come back too soon.
+func TestSecondsRoundsAWaitUp(t *testing.T) {
+	for d, want := range map[time.Duration]int{0: 0, time.Nanosecond: 1, 500 * time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2, time.Hour: 3600} {
+		if got := Seconds(d); got != want {
+			t.Errorf("Seconds(%s) = %d, want %d", d, got, want)
+		}
 	}
 }

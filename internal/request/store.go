@@ -40,9 +40,5 @@ type Expirer struct {
 
 // Run expires due requests every e.Every until ctx ends.
 func (e Expirer) Run(ctx context.Context) {
-	periodic.Run(ctx, e.Every, e.Every, func(ctx context.Context) {
-		if _, err := e.Store.ExpireRequests(ctx); err != nil && ctx.Err() == nil {
-			e.Log.Warn("expire requests", "err", err)
-		}
-	})
+	periodic.Sweep(ctx, e.Every, e.Log, "expire due requests", e.Store.ExpireRequests)
 }

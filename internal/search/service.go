@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/directory"
@@ -72,7 +70,7 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	if !a.Rate.OK {
 		s.observe(OutcomeRateLimited, "")
 		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")
-		p.RetryAfter = max(1, ceilSeconds(a.Rate.RetryAfter))
+		p.RetryAfter = max(1, problem.Seconds(a.Rate.RetryAfter))
 		return a, p
 	}
 	res, err := s.Engine.Search(ctx, caller, snap, q, f)
@@ -80,7 +78,7 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	case errors.Is(err, ErrAllowanceExhausted):
 		s.observe(OutcomeAllowanceExhausted, "")
 		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings, or this caller's share of it, is spent; repeated and exact queries still answer, and the list works without q.")
-		p.RetryAfter = max(1, ceilSeconds(s.Engine.RetryAfter()))
+		p.RetryAfter = max(1, problem.Seconds(s.Engine.RetryAfter()))
 		return a, p
 	case err != nil && ctx.Err() == nil:
 		s.observe(OutcomeUnavailable, "")
@@ -127,8 +125,6 @@ func (s *Service) retryAfter() int {
 	}
 	return s.RetryAfter
 }
-
-func ceilSeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
 // caller names who a search is charged to: the key's user when there is one, else
 // the client (see clientip).

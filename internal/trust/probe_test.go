@@ -500,15 +500,8 @@ func portOf(addr string) string {
 // x402 methods whose newest answer was a valid exact offer in USDC on Base.
 func TestDemoIsPayableOnlyWithAPayer(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, err := catalog.Demo()
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
-		t.Fatal(err)
-	}
+	store, cat := pgtest.LoadDemo(t, now)
 	snap, err := generator.Build(ctx, store, now, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -555,15 +548,8 @@ func TestDemoIsPayableOnlyWithAPayer(t *testing.T) {
 // but the one an operator override decides.
 func TestDemoVerdictsComeFromProbeRecords(t *testing.T) {
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, err := catalog.Demo()
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	if _, err := store.LoadCatalog(ctx, cat, now); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := pgtest.LoadDemo(t, now)
 	verdicts := func() map[string]int {
 		snap, err := generator.Build(ctx, store, now, nil)
 		if err != nil {

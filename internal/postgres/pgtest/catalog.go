@@ -48,6 +48,21 @@ func LoadRealCatalog(t testing.TB) (*postgres.Store, catalog.Catalog) {
 	return store, cat
 }
 
+// LoadDemo returns a store on a fresh database with the demo catalog loaded as of now,
+// and the catalog.
+func LoadDemo(t testing.TB, now time.Time) (*postgres.Store, catalog.Catalog) {
+	t.Helper()
+	cat, err := catalog.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := New(t)
+	if _, err := store.LoadCatalog(context.Background(), cat, now); err != nil {
+		t.Fatal(err)
+	}
+	return store, cat
+}
+
 // repoRoot finds the module root from the test's working directory.
 func repoRoot(t testing.TB) string {
 	dir, err := os.Getwd()
