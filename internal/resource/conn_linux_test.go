@@ -158,10 +158,12 @@ func TestSendConnReadsAndWritesAsNetDoes(t *testing.T) {
 type flushProbe struct {
 	http.ResponseWriter
 	flushed, proceed chan struct{}
+	at               time.Time // when the headers were flushed
 }
 
 func (p *flushProbe) Flush() {
 	p.ResponseWriter.(http.Flusher).Flush()
+	p.at = time.Now()
 	close(p.flushed)
 	<-p.proceed
 }
@@ -213,9 +215,16 @@ func TestListenerHoldsTheHeadersUntilTheBody(t *testing.T) {
 		}
 		if i == 0 {
 			<-probe.flushed
-			// On loopback a segment sent arrives at once: none must have.
+			// On loopback a segment sent arrives at once: none must have. The kernel
+			// sends held bytes on its own after 200 ms, so a read this test reached
+			// later (a loaded machine) proves nothing either way.
 			c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-			if n, err := br.Read(make([]byte, 1)); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			n, err := br.Read(make([]byte, 1))
+			switch late := time.Since(probe.at); {
+			case n == 0 && errors.Is(err, os.ErrDeadlineExceeded):
+			case late >= 150*time.Millisecond:
+				t.Logf("the client read %d bytes (%v) %v after the flush, past what the test can judge", n, err, late)
+			default:
 				t.Errorf("the client read %d bytes (%v) of headers flushed before the body", n, err)
 			}
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
