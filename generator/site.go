@@ -157,9 +157,10 @@ type fileTable struct {
 // tableAfter is the table of a publication after the one whose table is last: the
 // files of last that kept marks, by position, and made, the files it made. from is,
 // for each of its entries, the position of the same entry in last, -1 for one made;
-// changed are the paths whose file differs from last's (made, or gone), and gone
-// those of last it does not have. It merges the two in order, rather than sorting
-// every path again.
+// changed are the paths whose file differs from last's (made, or gone; none when last
+// is empty, as for a first publication, which then holds no map of every path), and
+// gone those of last it does not have. It merges the two in order, rather than
+// sorting every path again.
 func tableAfter(last fileTable, kept []bool, made map[string]fileEntry) (t fileTable, from []int32, changed map[string]bool, gone []string) {
 	sorted := slices.Sorted(maps.Keys(made))
 	n, size := len(sorted), 0
@@ -175,22 +176,25 @@ func tableAfter(last fileTable, kept []bool, made map[string]fileEntry) (t fileT
 	var b strings.Builder
 	b.Grow(size)
 	t.ends, t.entries, from = make([]uint32, 0, n), make([]fileEntry, 0, n), make([]int32, 0, n)
-	changed = make(map[string]bool, len(made))
+	if last.len() > 0 {
+		changed = make(map[string]bool, len(made))
+	}
 	add := func(p string, e fileEntry, k int) {
 		b.WriteString(p)
 		t.ends, t.entries, from = append(t.ends, uint32(b.Len())), append(t.entries, e), append(from, int32(k))
+		if k < 0 && changed != nil {
+			changed[p] = true
+		}
 	}
 	j := 0
 	for i := range last.entries {
 		p := last.path(i)
 		for ; j < len(sorted) && sorted[j] < p; j++ {
 			add(sorted[j], made[sorted[j]], -1)
-			changed[sorted[j]] = true
 		}
 		switch {
 		case j < len(sorted) && sorted[j] == p:
-			add(p, made[p], -1)
-			changed[sorted[j]] = true
+			add(sorted[j], made[p], -1)
 			j++
 		case kept[i]:
 			add(p, last.entries[i], i)
@@ -202,7 +206,6 @@ func tableAfter(last fileTable, kept []bool, made map[string]fileEntry) (t fileT
 	}
 	for ; j < len(sorted); j++ {
 		add(sorted[j], made[sorted[j]], -1)
-		changed[sorted[j]] = true
 	}
 	t.paths = b.String()
 	return t, from, changed, gone
