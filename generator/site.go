@@ -154,22 +154,61 @@ type fileTable struct {
 	entries []fileEntry
 }
 
-// newFileTable is the table of files.
-func newFileTable(files map[string]fileEntry) fileTable {
-	sorted := slices.Sorted(maps.Keys(files))
-	n := 0
+// tableAfter is the table of a publication after the one whose table is last: the
+// files of last that kept marks, by position, and made, the files it made. from is,
+// for each of its entries, the position of the same entry in last, -1 for one made;
+// changed are the paths whose file differs from last's (made, or gone; none when last
+// is empty, as for a first publication, which then holds no map of every path), and
+// gone those of last it does not have. It merges the two in order, rather than
+// sorting every path again.
+func tableAfter(last fileTable, kept []bool, made map[string]fileEntry) (t fileTable, from []int32, changed map[string]bool, gone []string) {
+	sorted := slices.Sorted(maps.Keys(made))
+	n, size := len(sorted), 0
 	for _, p := range sorted {
-		n += len(p)
+		size += len(p)
+	}
+	for i, k := range kept {
+		if k {
+			n++
+			size += len(last.path(i))
+		}
 	}
 	var b strings.Builder
-	b.Grow(n)
-	t := fileTable{ends: make([]uint32, len(sorted)), entries: make([]fileEntry, len(sorted))}
-	for i, p := range sorted {
+	b.Grow(size)
+	t.ends, t.entries, from = make([]uint32, 0, n), make([]fileEntry, 0, n), make([]int32, 0, n)
+	if last.len() > 0 {
+		changed = make(map[string]bool, len(made))
+	}
+	add := func(p string, e fileEntry, k int) {
 		b.WriteString(p)
-		t.ends[i], t.entries[i] = uint32(b.Len()), files[p]
+		t.ends, t.entries, from = append(t.ends, uint32(b.Len())), append(t.entries, e), append(from, int32(k))
+		if k < 0 && changed != nil {
+			changed[p] = true
+		}
+	}
+	j := 0
+	for i := range last.entries {
+		p := last.path(i)
+		for ; j < len(sorted) && sorted[j] < p; j++ {
+			add(sorted[j], made[sorted[j]], -1)
+		}
+		switch {
+		case j < len(sorted) && sorted[j] == p:
+			add(sorted[j], made[p], -1)
+			j++
+		case kept[i]:
+			add(p, last.entries[i], i)
+		default:
+			p = strings.Clone(p) // not last's paths, which go
+			changed[p] = true
+			gone = append(gone, p)
+		}
+	}
+	for ; j < len(sorted); j++ {
+		add(sorted[j], made[sorted[j]], -1)
 	}
 	t.paths = b.String()
-	return t
+	return t, from, changed, gone
 }
 
 func (t fileTable) len() int { return len(t.entries) }
@@ -225,11 +264,26 @@ const (
 // kindOf is how url follows from path.
 func kindOf(url, path string) (urlKind, bool) {
 	for _, k := range [...]urlKind{urlPath, urlPage, urlList} {
-		if urlOf(path, k) == url {
+		if urlIs(url, path, k) {
 			return k, true
 		}
 	}
 	return 0, false
+}
+
+// urlIs is whether url is urlOf(path, k), told without making it: a publication
+// asks it of every file.
+func urlIs(url, path string, k urlKind) bool {
+	switch k {
+	case urlPage:
+		if path == "index.html" {
+			return url == "/"
+		}
+		path = strings.TrimSuffix(path, ".html")
+	case urlList:
+		path = strings.TrimSuffix(path, "/index.json")
+	}
+	return len(url) == len(path)+1 && url[0] == '/' && url[1:] == path
 }
 
 func urlOf(path string, k urlKind) string {
@@ -300,6 +354,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last}
 	if last != nil {
 		w.cur = filepath.Join(s.Dir, last.name)
+		w.kept = make([]bool, last.files.len())
 	}
 	if last != nil && last.before != "" && s.Keep >= 2 {
 		w.dir = filepath.Join(s.Dir, ".tmp-"+name)
@@ -318,15 +373,19 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	if err := w.writeAll(snap); err != nil {
 		return "", err
 	}
-	if err := w.removeGone(); err != nil {
+	var lastFiles fileTable
+	if last != nil {
+		lastFiles = last.files
+	}
+	table, from, changed, gone := tableAfter(lastFiles, w.kept, w.files)
+	w.files, w.kept = nil, nil
+	if err := w.removeGone(gone, table); err != nil {
 		return "", err
 	}
-	table := newFileTable(w.files)
-	w.files = nil
 	// Each file written as it is encoded: at a hundred thousand methods the entries,
 	// the snapshot and the manifest are hundreds of megabytes. The manifest's entries
 	// that did not change are copied from the manifest in force.
-	spans, err := writeManifest(filepath.Join(w.dir, ManifestName), snap, table, last, w.cur)
+	spans, err := writeManifest(filepath.Join(w.dir, ManifestName), snap, table, from, last, w.cur)
 	if err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
@@ -357,18 +416,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	}
 	next := &published{name: name, files: table, written: int(w.written.Load()), manifest: spans}
 	if last != nil {
-		next.before = last.name
-		next.changed = map[string]bool{}
-		for p, e := range table.all() {
-			if old, _ := last.files.get(p); old.source != e.source {
-				next.changed[p] = true
-			}
-		}
-		for p := range last.files.all() {
-			if _, ok := table.get(p); !ok {
-				next.changed[strings.Clone(p)] = true // not the last one's paths, which go
-			}
-		}
+		next.before, next.changed = last.name, changed
 	}
 	s.last = next
 	s.prune(name, next.before)
@@ -452,7 +500,11 @@ type siteWriter struct {
 	views web.Views
 	mu    sync.Mutex
 	made  map[string]bool
+	// files are the files made and written, by path; kept marks, by position in
+	// last's table, the files kept or linked, whose entries are last's: at a hundred
+	// thousand methods a change makes a few thousand, of two hundred thousand.
 	files map[string]fileEntry
+	kept  []bool
 	// written counts the files made and written.
 	written atomic.Int64
 }
@@ -466,11 +518,11 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	err := parallel(len(methods)+len(hosts), func(i int) error {
 		if i < len(methods) {
 			res, _ := snap.Method(methods[i].Slug)
-			return w.writeResource("/"+servicesDir+methods[i].Slug, servicesDir+methods[i].Slug, res)
+			return w.putResource(urlPath, servicesDir+methods[i].Slug, res)
 		}
 		h := hosts[i-len(methods)]
 		res, _ := snap.Merchant(h)
-		return w.writeResource("/"+merchantsDir+h, merchantsDir+h, res)
+		return w.putResource(urlPath, merchantsDir+h, res)
 	})
 	if err != nil {
 		return err
@@ -493,11 +545,20 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 
 // writeResource writes an encoded body, known by its ETag.
 func (w *siteWriter) writeResource(url, path string, res *resource.Resource) error {
+	kind, ok := kindOf(url, path)
+	if !ok {
+		return fmt.Errorf("generator: write %s: its URL %s does not follow from its path", path, url)
+	}
+	return w.putResource(kind, path, res)
+}
+
+// putResource is writeResource for the URL of kind.
+func (w *siteWriter) putResource(kind urlKind, path string, res *resource.Resource) error {
 	id, ok := etagID(res.ETag)
 	if !ok {
 		return fmt.Errorf("generator: write %s: the ETag %s is not a body's hash", path, res.ETag)
 	}
-	return w.write(url, path, id, func() (*resource.Resource, error) { return res, nil })
+	return w.put(kind, path, id, func() (*resource.Resource, error) { return res, nil })
 }
 
 // etagID is the body hash's first bytes an ETag names.
@@ -517,20 +578,29 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 	if !ok {
 		return fmt.Errorf("generator: write %s: its URL %s does not follow from its path", path, url)
 	}
+	return w.put(kind, path, source, build)
+}
+
+// put is write for the URL of kind.
+func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func() (*resource.Resource, error)) error {
+	k, have := -1, false
+	if w.last != nil {
+		var found bool
+		if k, found = w.last.files.find(path); found {
+			e := w.last.files.entries[k]
+			have = e.source == source && e.url == kind
+		} else {
+			k = -1
+		}
+	}
+	if have && w.spare && !w.last.changed[path] {
+		return w.keep(k, path) // the spare holds it already
+	}
 	p := filepath.Join(w.dir, filepath.FromSlash(path))
 	if err := w.mkdir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
 	}
-	var e fileEntry
-	var have bool
-	if w.last != nil {
-		e, have = w.last.files.get(path)
-		have = have && e.source == source
-	}
-	switch {
-	case have && w.spare && !w.last.changed[path]:
-		// The spare holds it already.
-	case have:
+	if have {
 		old := filepath.Join(w.cur, filepath.FromSlash(path))
 		for _, x := range suffixes {
 			w.remove(p + x)
@@ -538,41 +608,52 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 				return fmt.Errorf("generator: write %s: %w", path, err)
 			}
 		}
-	default:
-		res, err := build()
-		if err != nil {
-			return err
-		}
-		// A body served from the files of the directory before has its forms there.
-		if res, err = res.Encoded(); err != nil {
+		return w.keep(k, path)
+	}
+	res, err := build()
+	if err != nil {
+		return err
+	}
+	// A body served from the files of the directory before has its forms there.
+	if res, err = res.Encoded(); err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	if res.Gzip == nil {
+		// A body the snapshot left unencoded is compressed here, as
+		// directory.NewSnapshotAfter would have; served learns its forms' sizes
+		// from the manifest.
+		res = resource.New(res.ContentType, res.Body)
+	}
+	// Removed first, never truncated: the file may be linked from another directory.
+	for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
+		w.remove(p + suffixes[i])
+		if err := os.WriteFile(p+suffixes[i], body, 0o644); err != nil {
 			return fmt.Errorf("generator: write %s: %w", path, err)
 		}
-		if res.Gzip == nil {
-			// A body the snapshot left unencoded is compressed here, as
-			// directory.NewSnapshotAfter would have; served learns its forms' sizes
-			// from the manifest.
-			res = resource.New(res.ContentType, res.Body)
-		}
-		// Removed first, never truncated: the file may be linked from another directory.
-		for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
-			w.remove(p + suffixes[i])
-			if err := os.WriteFile(p+suffixes[i], body, 0o644); err != nil {
-				return fmt.Errorf("generator: write %s: %w", path, err)
-			}
-		}
-		w.written.Add(1)
-		e = fileEntry{source: source, url: kind, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
-			sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
-		if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
-			return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
-		}
+	}
+	w.written.Add(1)
+	e := fileEntry{source: source, url: kind, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
+		sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
+	if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
+		return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, dup := w.files[path]; dup {
+	if _, dup := w.files[path]; dup || k >= 0 && w.kept[k] {
 		return fmt.Errorf("generator: two files at %s", path)
 	}
 	w.files[path] = e
+	return nil
+}
+
+// keep records that the file at path is the one at position k of last's table.
+func (w *siteWriter) keep(k int, path string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, dup := w.files[path]; dup || w.kept[k] {
+		return fmt.Errorf("generator: two files at %s", path)
+	}
+	w.kept[k] = true
 	return nil
 }
 
@@ -583,16 +664,14 @@ func (w *siteWriter) remove(p string) {
 	}
 }
 
-// removeGone removes from the spare the files this snapshot does not have: every
-// file it may hold is one last has or changed.
-func (w *siteWriter) removeGone() error {
+// removeGone removes from the spare the files this snapshot, whose files are table,
+// does not have: every file it may hold is one last has or changed, and gone are
+// those of last's it does not have.
+func (w *siteWriter) removeGone(gone []string, table fileTable) error {
 	if !w.spare {
 		return nil
 	}
-	gone := func(path string) error {
-		if _, ok := w.files[path]; ok {
-			return nil
-		}
+	remove := func(path string) error {
 		p := filepath.Join(w.dir, filepath.FromSlash(path))
 		for _, x := range suffixes {
 			if err := os.Remove(p + x); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -601,13 +680,16 @@ func (w *siteWriter) removeGone() error {
 		}
 		return nil
 	}
-	for path := range w.last.files.all() {
-		if err := gone(path); err != nil {
+	for _, path := range gone {
+		if err := remove(path); err != nil {
 			return err
 		}
 	}
 	for path := range w.last.changed {
-		if err := gone(path); err != nil {
+		if _, ok := table.find(path); ok {
+			continue
+		}
+		if err := remove(path); err != nil {
 			return err
 		}
 	}
@@ -741,9 +823,10 @@ func (m manifestSpans) span(i int) (start, end int64) {
 
 // writeManifest writes the manifest of the files in table at path as json.Marshal
 // encodes it, a file at a time, and returns where its entries lie. An entry the
-// manifest last published (in the directory cur) has for the same file is copied
-// from there rather than encoded again: a run of them at once, in the kernel.
-func writeManifest(path string, snap *directory.Snapshot, table fileTable, last *published, cur string) (manifestSpans, error) {
+// manifest last published (in the directory cur) has for the same file (sameAs names
+// its position there, -1 none) is copied from there rather than encoded again: a run
+// of them at once, in the kernel.
+func writeManifest(path string, snap *directory.Snapshot, table fileTable, sameAs []int32, last *published, cur string) (manifestSpans, error) {
 	var old *os.File
 	if last != nil && last.manifest.ends != nil && len(last.manifest.ends) == last.files.len() {
 		if f, err := os.Open(filepath.Join(cur, ManifestName)); err == nil {
@@ -794,9 +877,8 @@ func writeManifest(path string, snap *directory.Snapshot, table fileTable, last 
 	for i, e := range table.entries {
 		p := table.path(i)
 		k, same := -1, false
-		if old != nil {
-			k, same = last.files.find(p)
-			same = same && last.files.entries[k] == e
+		if old != nil && sameAs[i] >= 0 {
+			k, same = int(sameAs[i]), true
 		}
 		if same && from >= 0 && k == to+1 {
 			to = k

@@ -151,7 +151,9 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 	errs := make([]error, n)
 	parallel(n, func(i int) {
 		m := &methods[i]
-		if j, ok := prev.position(m.Slug); ok && reflect.DeepEqual(prev.methods[j], *m) {
+		// Compared through pointers: a Method in an interface is a copy of it, made for
+		// each of a hundred thousand methods.
+		if j, ok := prev.position(m.Slug); ok && reflect.DeepEqual(&prev.methods[j], m) {
 			// The same method encodes the same: prev's bytes, not encoded again, and
 			// its guidance the end of them, as prev's is.
 			s.items[i], details[i] = prev.items[j], prev.slugs[j].Body

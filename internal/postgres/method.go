@@ -1,14 +1,12 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -501,28 +499,43 @@ func directoryMethodRecords(ctx context.Context, tx pgx.Tx, prev []trust.MethodR
 	if err != nil {
 		return nil, fail("directory method versions", err)
 	}
-	out := make([]trust.MethodRecord, 0, len(versions))
+	// from[i] is the position in prev of the record of versions[i], -1 for one read.
+	from := make([]int, len(versions))
 	var changed []int64
 	j := 0
-	for _, v := range versions {
+	for i, v := range versions {
 		for j < len(prev) && prev[j].ID < v.id {
 			j++
 		}
+		from[i] = -1
 		if j < len(prev) && prev[j].ID == v.id && prev[j].Version == v.version {
-			out = append(out, prev[j])
+			from[i] = j
 		} else {
 			changed = append(changed, v.id)
 		}
 	}
-	if len(changed) == 0 {
-		return out, nil
+	var read []trust.MethodRecord
+	if len(changed) > 0 {
+		if read, err = readMethodRecords(ctx, tx, make([]trust.MethodRecord, 0, len(changed)), `AND m.id = ANY($1) ORDER BY m.id`, changed); err != nil {
+			return nil, err
+		}
 	}
-	read, err := readMethodRecords(ctx, tx, make([]trust.MethodRecord, 0, len(changed)), `AND m.id = ANY($1) ORDER BY m.id`, changed)
-	if err != nil {
-		return nil, err
+	// Both in order of ID: merged, not sorted again.
+	out := make([]trust.MethodRecord, 0, len(versions))
+	k := 0
+	for i, v := range versions {
+		switch {
+		case from[i] >= 0:
+			out = append(out, prev[from[i]])
+		default:
+			for k < len(read) && read[k].ID < v.id {
+				k++
+			}
+			if k < len(read) && read[k].ID == v.id {
+				out = append(out, read[k])
+			}
+		}
 	}
-	out = append(out, read...)
-	slices.SortFunc(out, func(a, b trust.MethodRecord) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
