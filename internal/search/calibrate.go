@@ -732,4 +732,5 @@ func (c Calibration) GoString() string {
 // featureConst names the features' constants, for GoString.
 var featureConst = [NumFeatures]string{"FeatSimilarity", "FeatSemantic", "FeatLexical", "FeatGap", "FeatLead", "FeatAgree",
 	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin", "FeatSynCover", "FeatSynCover3", "FeatSynKnown",
-	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity", "FeatKNNOff", "FeatKNNOffBest", "FeatKNNOnBest", "FeatKNNOn3", "FeatAsk", "FeatFirstHeld"}
+	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity", "FeatKNNOff", "FeatKNNOffBest", "FeatKNNOnBest", "FeatKNNOn3", "FeatAsk", "FeatFirstHeld",
+	"FeatAct", "FeatActUnheld", "FeatActUnheld3", "FeatActGet", "FeatVerbHeld"}
