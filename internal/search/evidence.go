@@ -64,8 +64,8 @@ var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap
 // it with any change to Gather. (The thesaurus' features, syn_*, the word vectors',
 // vec_*, and the labelled queries', knn_*, are 0 without them, as the service runs:
 // they left the recipe as it was; v2 reads the query's form, ask. The act a query
-// asks for, act_* and verb_held, is read since but weighed by no band, and no
-// calibration of v2 can weigh it: it leaves the recipe as it was too.)
+// asks for, act_* and verb_held, and first_held are read since but weighed by no
+// band, and no calibration of v2 weighs them: they leave the recipe as it was too.)
 const EvidenceVersion = "evidence-v2"
 
 // Neighbours is how many nearest methods a query's evidence reads.
@@ -266,6 +266,9 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 		}
 	}
 	e[FeatCover], e[FeatCover3] = cover/q.total, cover3/q.total
+	if x.holds(pos[0], q.ids[0], q.known[0]) {
+		e[FeatFirstHeld] = 1
+	}
 	x.gatherAct(&e, query, pos)
 	e[FeatKnown] = float64(q.knownCount) / float64(len(q.ids))
 	e[FeatSynCover], e[FeatSynCover3] = syn/q.total, syn3/q.total

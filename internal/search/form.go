@@ -3,7 +3,6 @@ package search
 import (
 	"strings"
 
-	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 )
 
@@ -17,40 +16,6 @@ var questionWords = map[string]bool{"who": true, "what": true, "what's": true, "
 func asks(query string) bool {
 	first, _, _ := strings.Cut(query, " ")
 	return questionWords[first] || strings.HasSuffix(query, "?")
-}
-
-// QueryForm returns samples with the evidence of their queries' form (FeatAsk,
-// FeatFirstHeld, in every ranking) read over snap: the near misses of the labelled
-// queries mostly ask the catalog to do something (register a name, place an order,
-// send a message) where its methods look things up, so a request for an act whose
-// verb the nearest method does not hold is likelier one. samples are left as they
-// are.
-func (e *Engine) QueryForm(snap *directory.Snapshot, samples []Labelled) []Labelled {
-	return e.textIndex(snap).queryForm(samples)
-}
-
-func (x *textIndex) queryForm(samples []Labelled) []Labelled {
-	out := make([]Labelled, len(samples))
-	for i, s := range samples {
-		ask := 0.0
-		if asks(s.Query) {
-			ask = 1
-		}
-		q := x.queryConcepts(s.Query)
-		set := func(e *Evidence, slugs []string) {
-			e[FeatAsk], e[FeatFirstHeld] = ask, 0
-			if len(q.ids) > 0 && len(slugs) > 0 && x.holds(x.position(slugs[0]), q.ids[0], q.known[0]) {
-				e[FeatFirstHeld] = 1
-			}
-		}
-		s.Rankings = append([]Ranking(nil), s.Rankings...)
-		for k := range s.Rankings {
-			set(&s.Rankings[k].Evidence, s.Rankings[k].Slugs)
-		}
-		set(&s.Evidence, s.Slugs)
-		out[i] = s
-	}
-	return out
 }
 
 // actGroups are the acts of commerce or transaction a query may ask the catalog to
