@@ -20,7 +20,7 @@ func TestQueryNeighboursReadTheNearestLabelledQueries(t *testing.T) {
 		{Set: "s", ID: "off2", Off: true},
 		{Set: "s", ID: "q", Labels: []string{"https://b"}},
 	}
-	q := Labelled{Set: "s", ID: "q", Keys: []string{"https://b", "https://c"}}
+	q := Labelled{Set: "s", ID: "q", Ranking: Ranking{Keys: []string{"https://b", "https://c"}}}
 	q.Evidence[FeatCover] = 0.5
 	q.Rankings = []Ranking{{Keys: []string{"https://a"}}, {Keys: []string{"https://c"}}}
 	n := QueryNeighbours{K: 3, Similarity: func(a, b Labelled) float64 { return sims[b.ID] }}

@@ -451,7 +451,7 @@ func TestStumpsLearnAThreshold(t *testing.T) {
 		e[search.FeatCover] = float64(i) / 200
 		e[search.FeatLead] = float64((i * 37) % 200)
 		on := i >= 100 // at a quantile the stumps cut at
-		samples = append(samples, search.Labelled{Evidence: e, Relevant: []bool{on}, Off: !on})
+		samples = append(samples, search.Labelled{Ranking: search.Ranking{Evidence: e, Relevant: []bool{on}}, Off: !on})
 	}
 	p := stumps(50, 0.3)(samples, []int{search.FeatCover, search.FeatLead})
 	for _, s := range samples {
