@@ -492,7 +492,8 @@ eval-adapt: go db model
 # as make eval's tables are, everything learned from the training fold alone: the
 # nearest labelled queries (knn_*), the methods expanded by the queries that want them
 # (their words, their vectors), the query's form (a question, or a request for an
-# act: ask, first_held), and boosted decision stumps in place of the logistic model;
+# act: ask, first_held), the act a request asks for against what the nearest methods
+# name (act_*, verb_held), and boosted decision stumps in place of the logistic model;
 # each with its paired difference from the band's features, the ranking's recall with
 # no band, and the by-origin check (fitted on the older queries, scored on the newer).
 # LEARNED (comma-separated ids, see learned_test.go) chooses the rows; LEARNED_REPEATS

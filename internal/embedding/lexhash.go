@@ -225,6 +225,10 @@ func Concepts(text string) []string {
 	return out
 }
 
+// Stem is a lower-case word's stem as Concepts reads it, before any synonym group:
+// "booking" and "books" are "book", "renewed" is "renew".
+func Stem(w string) string { return stem(w) }
+
 // Concept is the concept one lower-case word names, as Concepts reads it: its
 // synonym group or its stem; "" for a word Concepts drops (a stop word, one letter).
 func Concept(w string) string {

@@ -10,12 +10,9 @@ import (
 )
 
 // Labelled is one labelled query as calibration reads it: its evidence, and how the
-// ranking did: the similarities of the nearest methods the band may keep (in the
-// ranking's order, at most MaxResults) and which of them the labels call relevant.
-// An off-topic query has no relevant method. Rankings, when set, hold the same under
-// each of RerankWeights (the first, 0, is the ranking by similarity alone, the one the
-// fields above hold). Category is the nearest method's category; Keys are the
-// endpoint keys (EndpointKey) and Slugs the slugs of the nearest three.
+// ranking did (Ranking). An off-topic query has no relevant method. Rankings, when
+// set, hold the same under each of RerankWeights (the first, 0, is the ranking by
+// similarity alone, the one Ranking holds until calibration reads another).
 //
 // What Label read it from is kept too, for measures that read the ranking again: the
 // query (normalised), its vector under the model, the endpoint keys its labels name,
@@ -23,13 +20,8 @@ import (
 type Labelled struct {
 	ID, Set, Kind string
 	Off           bool
-	Evidence      Evidence
-	Category      string
-	Similarities  []float64
-	Relevant      []bool
-	Keys          []string
-	Slugs         []string
-	Rankings      []Ranking
+	Ranking
+	Rankings []Ranking
 
 	Query  string
 	Vector []float32
@@ -38,7 +30,11 @@ type Labelled struct {
 }
 
 // Ranking is how a labelled query reads when its nearest methods are reranked under
-// one weight of their concept coverage (textIndex.Rerank).
+// one weight of their concept coverage (textIndex.Rerank): its evidence, the
+// similarities of the nearest methods the band may keep (in the ranking's order, at
+// most MaxResults) and which of them the labels call relevant; Category is the
+// nearest method's category, Keys are the endpoint keys (EndpointKey) and Slugs the
+// slugs of the nearest three.
 type Ranking struct {
 	Evidence     Evidence
 	Category     string
@@ -55,8 +51,7 @@ var RerankWeights = []float64{0, 0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5}
 // ranked is s as it reads under RerankWeights[i].
 func (s Labelled) ranked(i int) Labelled {
 	if i < len(s.Rankings) {
-		r := s.Rankings[i]
-		s.Evidence, s.Category, s.Similarities, s.Relevant, s.Keys, s.Slugs = r.Evidence, r.Category, r.Similarities, r.Relevant, r.Keys, r.Slugs
+		s.Ranking = s.Rankings[i]
 	}
 	return s
 }
@@ -732,4 +727,5 @@ func (c Calibration) GoString() string {
 // featureConst names the features' constants, for GoString.
 var featureConst = [NumFeatures]string{"FeatSimilarity", "FeatSemantic", "FeatLexical", "FeatGap", "FeatLead", "FeatAgree",
 	"FeatCover", "FeatCover3", "FeatKnown", "FeatWords", "FeatDomain", "FeatDomainMin", "FeatSynCover", "FeatSynCover3", "FeatSynKnown",
-	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity", "FeatKNNOff", "FeatKNNOffBest", "FeatKNNOnBest", "FeatKNNOn3", "FeatAsk", "FeatFirstHeld"}
+	"FeatVecCover", "FeatVecCover3", "FeatVecKnown", "FeatVecSimilarity", "FeatKNNOff", "FeatKNNOffBest", "FeatKNNOnBest", "FeatKNNOn3", "FeatAsk", "FeatFirstHeld",
+	"FeatAct", "FeatActUnheld", "FeatActUnheld3", "FeatActGet", "FeatVerbHeld"}

@@ -19,8 +19,8 @@ func synthetic(n int, seed uint64) []Labelled {
 		if off {
 			e[FeatCover] = 0.2 + 0.2*r.NormFloat64()
 		}
-		out[i] = Labelled{Set: "s", Kind: "paraphrase", Off: off, Evidence: e,
-			Similarities: []float64{0.5, 0.45, 0.2}, Relevant: []bool{!off, false, false}}
+		out[i] = Labelled{Set: "s", Kind: "paraphrase", Off: off, Ranking: Ranking{Evidence: e,
+			Similarities: []float64{0.5, 0.45, 0.2}, Relevant: []bool{!off, false, false}}}
 		if off {
 			out[i].Kind = "offtopic"
 		}

@@ -45,19 +45,27 @@ const (
 	FeatKNNOn3               // the similarity of the nearest on-topic labelled query one of whose methods is among the ranking's three
 	FeatAsk                  // 1 when the query asks a question (a question word first, or a question mark), 0 when it asks for an act
 	FeatFirstHeld            // 1 when the nearest method holds the query's first concept (the act an imperative asks for)
+	FeatAct                  // 1 when the query asks for an act of commerce or transaction (its main verb, after any "can you", "i want to", is one of actGroups)
+	FeatActUnheld            // 1 when it asks for one the nearest method's name, path and description do not name (by the act's words, stemmed)
+	FeatActUnheld3           // 1 when it asks for one none of the nearest three name
+	FeatActGet               // 1 when it asks for one and the nearest method is called with GET
+	FeatVerbHeld             // 1 when the query's main verb (an act, or a verb of lookup or computation) is among the nearest method's concepts
 	NumFeatures
 )
 
 // FeatureNames name the features, as calibrations store their weights.
 var FeatureNames = [NumFeatures]string{"similarity", "semantic", "lexical", "gap", "lead", "agree", "cover", "cover3", "known", "words",
 	"domain", "domain_min", "syn_cover", "syn_cover3", "syn_known",
-	"vec_cover", "vec_cover3", "vec_known", "vec_similarity", "knn_off", "knn_off_best", "knn_on_best", "knn_on3", "ask", "first_held"}
+	"vec_cover", "vec_cover3", "vec_known", "vec_similarity", "knn_off", "knn_off_best", "knn_on_best", "knn_on3", "ask", "first_held",
+	"act", "act_unheld", "act_unheld3", "act_get", "verb_held"}
 
 // EvidenceVersion names the evidence's recipe (its features and how each is read):
 // a calibration fitted on another recipe weighs other numbers, and is not used. Change
 // it with any change to Gather. (The thesaurus' features, syn_*, the word vectors',
 // vec_*, and the labelled queries', knn_*, are 0 without them, as the service runs:
-// they left the recipe as it was; v2 reads the query's form, ask.)
+// they left the recipe as it was; v2 reads the query's form, ask. The act a query
+// asks for, act_* and verb_held, and first_held are read since but weighed by no
+// band, and no calibration of v2 weighs them: they leave the recipe as it was too.)
 const EvidenceVersion = "evidence-v2"
 
 // Neighbours is how many nearest methods a query's evidence reads.
@@ -77,6 +85,7 @@ type textIndex struct {
 	ids      map[string]uint32 // concept to id
 	df       []int32           // by concept id
 	concepts [][]uint32        // by list position
+	acts     []uint64          // by list position, the acts of actGroups the method names, a bit each
 	// tf counts the catalog's words, tokens of them in all.
 	tf     map[string]int32
 	tokens int
@@ -89,7 +98,7 @@ type textIndex struct {
 
 func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors, exp map[string][]string) *textIndex {
 	ms := snap.Methods()
-	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), tf: map[string]int32{}}
+	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), acts: make([]uint64, len(ms)), tf: map[string]int32{}}
 	for p, m := range ms {
 		text := embedding.MethodText(m.Name, m.Provider, m.Description, m.Category, m.Endpoint.URL)
 		cs := embedding.Concepts(text)
@@ -120,10 +129,12 @@ func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors, exp ma
 		}
 		slices.Sort(own)
 		x.concepts[p] = own
-		for _, w := range embedding.Words(text) {
+		words := embedding.Words(text)
+		for _, w := range words {
 			x.tf[w]++
 			x.tokens++
 		}
+		x.acts[p] = actsOf(words)
 	}
 	if t != nil {
 		x.thes = newThesaurusIndex(t, x.ids)
@@ -255,6 +266,10 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 		}
 	}
 	e[FeatCover], e[FeatCover3] = cover/q.total, cover3/q.total
+	if x.holds(pos[0], q.ids[0], q.known[0]) {
+		e[FeatFirstHeld] = 1
+	}
+	x.gatherAct(&e, query, pos)
 	e[FeatKnown] = float64(q.knownCount) / float64(len(q.ids))
 	e[FeatSynCover], e[FeatSynCover3] = syn/q.total, syn3/q.total
 	e[FeatSynKnown] = float64(synKnown) / float64(len(q.ids))
@@ -276,6 +291,34 @@ func (x *textIndex) Gather(query string, near []Neighbour, general func(string) 
 		}
 	}
 	return e
+}
+
+// gatherAct reads the evidence of the act query asks for (the act_* features and
+// verb_held) over the methods at list positions pos, the nearest first.
+func (x *textIndex) gatherAct(e *Evidence, query string, pos []int) {
+	verb := mainVerb(query)
+	g := act(verb)
+	if g < 0 && !taskVerbs[verb] {
+		return
+	}
+	if id, ok := x.ids[embedding.Concept(verb)]; x.holds(pos[0], id, ok) {
+		e[FeatVerbHeld] = 1
+	}
+	if g < 0 {
+		return
+	}
+	e[FeatAct] = 1
+	bit := uint64(1) << g
+	named := func(p int) bool { return p >= 0 && x.acts[p]&bit != 0 }
+	if !named(pos[0]) {
+		e[FeatActUnheld] = 1
+	}
+	if !slices.ContainsFunc(pos, named) {
+		e[FeatActUnheld3] = 1
+	}
+	if pos[0] >= 0 && x.snap.Methods()[pos[0]].Endpoint.Method == "GET" {
+		e[FeatActGet] = 1
+	}
 }
 
 // queryConcepts are a query's concepts as the catalog knows them: each one's id (and

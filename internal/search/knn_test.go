@@ -20,7 +20,7 @@ func TestQueryNeighboursReadTheNearestLabelledQueries(t *testing.T) {
 		{Set: "s", ID: "off2", Off: true},
 		{Set: "s", ID: "q", Labels: []string{"https://b"}},
 	}
-	q := Labelled{Set: "s", ID: "q", Keys: []string{"https://b", "https://c"}}
+	q := Labelled{Set: "s", ID: "q", Ranking: Ranking{Keys: []string{"https://b", "https://c"}}}
 	q.Evidence[FeatCover] = 0.5
 	q.Rankings = []Ranking{{Keys: []string{"https://a"}}, {Keys: []string{"https://c"}}}
 	n := QueryNeighbours{K: 3, Similarity: func(a, b Labelled) float64 { return sims[b.ID] }}
@@ -86,26 +86,22 @@ func TestALearnerAndAPreparationReplaceTheirDefaults(t *testing.T) {
 }
 
 // TestTheQueryFormTellsAQuestionFromARequestForAnAct: a question word first (or a
-// question mark) is a question; first_held reads whether the nearest method of each
-// ranking holds the query's first concept.
+// question mark) is a question; first_held reads whether the nearest method holds the
+// query's first concept.
 func TestTheQueryFormTellsAQuestionFromARequestForAnAct(t *testing.T) {
 	x := newTextIndex(thesaurusSnapshot(t), nil, nil, nil)
 	for _, c := range []struct {
-		query      string
-		ask, first float64
+		query, nearest string
+		ask, first     float64
 	}{
-		{"what is the outlook for paris", 1, 1},
-		{"vehicle plate owner", 0, 0},
-		{"outlook for rome?", 1, 1},
+		{"what is the outlook for paris", "outlook", 1, 1},
+		{"vehicle plate owner", "outlook", 0, 0},
+		{"vehicle plate owner", "vehicles", 0, 1},
+		{"outlook for rome?", "outlook", 1, 1},
 	} {
-		s := Labelled{Query: embedding.NormalizeQuery(c.query), Slugs: []string{"outlook"},
-			Rankings: []Ranking{{Slugs: []string{"outlook"}}, {Slugs: []string{"vehicles"}}}}
-		got := x.queryForm([]Labelled{s})[0]
-		if got.Evidence[FeatAsk] != c.ask || got.Evidence[FeatFirstHeld] != c.first {
-			t.Errorf("%q: ask %v, first_held %v, want %v and %v", c.query, got.Evidence[FeatAsk], got.Evidence[FeatFirstHeld], c.ask, c.first)
-		}
-		if r := got.Rankings[1].Evidence; r[FeatAsk] != c.ask || (c.query == "vehicle plate owner") != (r[FeatFirstHeld] == 1) {
-			t.Errorf("%q under the second ranking: ask %v, first_held %v", c.query, r[FeatAsk], r[FeatFirstHeld])
+		e := x.Gather(embedding.NormalizeQuery(c.query), []Neighbour{{Slug: c.nearest, Similarity: 0.5}}, nil)
+		if e[FeatAsk] != c.ask || e[FeatFirstHeld] != c.first {
+			t.Errorf("%q, %s nearest: ask %v, first_held %v, want %v and %v", c.query, c.nearest, e[FeatAsk], e[FeatFirstHeld], c.ask, c.first)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 // bench sets it), once more counting their relatives.
 func BenchmarkRerankAndGather15k(b *testing.B) {
 	b.Run("exact", func(b *testing.B) { benchmarkRerankAndGather(b, nil, nil) })
+	b.Run("exact-act", func(b *testing.B) { benchmarkRerankAndGather(b, nil, nil, benchAct) })
 	if dir := os.Getenv("WAYSTATION_WORDNET"); dir != "" {
 		th, err := LoadThesaurus(dir)
 		if err != nil {
@@ -83,7 +84,11 @@ func BenchmarkLoadThesaurus(b *testing.B) {
 	runtime.KeepAlive(th)
 }
 
-func benchmarkRerankAndGather(b *testing.B, th *Thesaurus, v *WordVectors) {
+// benchAct is a request for an act, whose main verb the evidence reads (act_*).
+const benchAct = "can you book a hotel by the harbour and send me the weather forecast"
+
+// benchmarkRerankAndGather measures one query (a question, unless one is given).
+func benchmarkRerankAndGather(b *testing.B, th *Thesaurus, v *WordVectors, other ...string) {
 	words := []string{"weather", "forecast", "token", "price", "wallet", "balance", "image", "generate", "summary", "news",
 		"flight", "hotel", "stock", "quote", "email", "verify", "domain", "whois", "tide", "harbour", "sports", "score"}
 	var plain []string
@@ -123,6 +128,9 @@ func benchmarkRerankAndGather(b *testing.B, th *Thesaurus, v *WordVectors) {
 		near[i] = Neighbour{Slug: methods[i*97].Slug, Similarity: 0.6 - float64(i)*0.01, Semantic: 0.5, Lexical: 0.3, Parts: true}
 	}
 	query := "when is high tide in the harbour and what is the weather forecast"
+	if len(other) > 0 {
+		query = other[0]
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		ranked := x.Rerank(query, near, 0.5)

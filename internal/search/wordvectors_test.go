@@ -69,7 +69,7 @@ func TestWordVectorEvidence(t *testing.T) {
 				t.Errorf("%q: %s %v with word vectors, %v without", c.query, FeatureNames[i], after[i], before[i])
 			}
 		}
-		for i := FeatVecCover; i < NumFeatures; i++ {
+		for i := FeatVecCover; i <= FeatVecSimilarity; i++ {
 			if before[i] != 0 {
 				t.Errorf("%q without word vectors: %s %v", c.query, FeatureNames[i], before[i])
 			}

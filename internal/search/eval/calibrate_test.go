@@ -64,7 +64,7 @@ var (
 
 func without(drop ...int) []int {
 	var out []int
-	for i := range search.NumFeatures {
+	for i := range search.FeatAct { // the kinds the table was made of, not the act's read since
 		keep := true
 		for _, d := range drop {
 			keep = keep && i != d

@@ -65,10 +65,6 @@ func TestLearnedAblation(t *testing.T) {
 	knn := func(k int) func(train, test []search.Labelled) ([]search.Labelled, []search.Labelled) {
 		return l.prepare(func(s, ref []search.Labelled) []search.Labelled { return l.neighbours(k).Apply(s, ref) })
 	}
-	form := func(s, _ []search.Labelled) []search.Labelled { return fx.hybrid.QueryForm(fx.snap, s) }
-	knnForm := func(k int) func(train, test []search.Labelled) ([]search.Labelled, []search.Labelled) {
-		return l.prepare(func(s, ref []search.Labelled) []search.Labelled { return l.neighbours(k).Apply(form(s, nil), ref) })
-	}
 	type candidate struct {
 		id, name string
 		o        search.CalibrationOptions
@@ -90,17 +86,31 @@ func TestLearnedAblation(t *testing.T) {
 		candidate{"exp-words-vec0.9", "expansion: their words and their vectors (a method as near as its nearest such query, × 0.9)", search.CalibrationOptions{Features: base, Prepare: l.prepare(l.expand(true, 0.9))}},
 		candidate{"exp-vec0.9", "expansion: their vectors alone (× 0.9)", search.CalibrationOptions{Features: base, Prepare: l.prepare(l.expand(false, 0.9))}},
 		candidate{"exp-vec0.8", "expansion: their vectors alone (× 0.8)", search.CalibrationOptions{Features: base, Prepare: l.prepare(l.expand(false, 0.8))}},
-		candidate{"ask", "query form: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk), Prepare: l.prepare(form)}},
-		candidate{"ask-first", "query form: + ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld), Prepare: l.prepare(form)}},
-		candidate{"ask-first-knn10", "query form and kNN k 10: + ask, first_held, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knnForm(10)}},
+		candidate{"ask", "query form: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk)}},
+		candidate{"ask-first", "query form: + ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld)}},
+		candidate{"ask-first-knn10", "query form and kNN k 10: + ask, first_held, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10)}},
 		candidate{"stumps100", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features", search.CalibrationOptions{Features: base, Learner: stumps(100, 0.1)}},
 		candidate{"stumps300", "boosted stumps (300 rounds, shrinkage 0.05) over the band's features", search.CalibrationOptions{Features: base, Learner: stumps(300, 0.05)}},
 		candidate{"stumps100-knn10", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and the kNN's four, k 10", search.CalibrationOptions{Features: plus(search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest, search.FeatKNNOn3), Learner: stumps(100, 0.1), Prepare: knn(10)}},
-		candidate{"stumps100-ask", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld), Learner: stumps(100, 0.1), Prepare: l.prepare(form)}},
-		candidate{"ask-knn10", "query form and kNN k 10: + ask, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knnForm(10)}},
+		candidate{"stumps100-ask", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld), Learner: stumps(100, 0.1)}},
+		candidate{"ask-knn10", "query form and kNN k 10: + ask, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10)}},
 		candidate{"band-fm20", "the band's features under a budget of 0.20 false matches", search.CalibrationOptions{Features: base, MaxFalseMatch: 0.20}},
-		candidate{"ask-knn10-fm20", "query form and kNN k 10 (as ask-knn10) under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knnForm(10), MaxFalseMatch: 0.20}},
-		candidate{"ask-exp-words", "query form and the words' expansion: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk), Prepare: l.prepare(func(s, ref []search.Labelled) []search.Labelled { return form(l.expand(true, 0)(s, ref), nil) })}},
+		candidate{"ask-knn10-fm20", "query form and kNN k 10 (as ask-knn10) under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10), MaxFalseMatch: 0.20}},
+		candidate{"act", "the act asked for: + act", search.CalibrationOptions{Features: plus(search.FeatAct)}},
+		candidate{"act-unheld", "the act asked for: + act_unheld", search.CalibrationOptions{Features: plus(search.FeatActUnheld)}},
+		candidate{"act-both", "the act asked for: + act, act_unheld", search.CalibrationOptions{Features: plus(search.FeatAct, search.FeatActUnheld)}},
+		candidate{"act-unheld3", "the act asked for: + act_unheld3", search.CalibrationOptions{Features: plus(search.FeatActUnheld3)}},
+		candidate{"act-three", "the act asked for: + act, act_unheld, act_unheld3", search.CalibrationOptions{Features: plus(search.FeatAct, search.FeatActUnheld, search.FeatActUnheld3)}},
+		candidate{"act-get", "the act asked for: + act_get", search.CalibrationOptions{Features: plus(search.FeatActGet)}},
+		candidate{"verb-held", "the act asked for: + verb_held", search.CalibrationOptions{Features: plus(search.FeatVerbHeld)}},
+		candidate{"act-verb", "the act asked for: + act_unheld, verb_held", search.CalibrationOptions{Features: plus(search.FeatActUnheld, search.FeatVerbHeld)}},
+		candidate{"act-all", "the act asked for: + act, act_unheld, act_unheld3, act_get, verb_held", search.CalibrationOptions{Features: plus(search.FeatAct, search.FeatActUnheld, search.FeatActUnheld3, search.FeatActGet, search.FeatVerbHeld)}},
+		candidate{"band-fm18", "the band's features under a budget of 0.18 false matches", search.CalibrationOptions{Features: base, MaxFalseMatch: 0.18}},
+		candidate{"act-fm18", "the act asked for: + act, under a budget of 0.18 false matches", search.CalibrationOptions{Features: plus(search.FeatAct), MaxFalseMatch: 0.18}},
+		candidate{"act-fm20", "the act asked for: + act, under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatAct), MaxFalseMatch: 0.20}},
+		candidate{"act-unheld3-fm20", "the act asked for: + act_unheld3, under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatActUnheld3), MaxFalseMatch: 0.20}},
+		candidate{"act-unheld-fm20", "the act asked for: + act_unheld, under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatActUnheld), MaxFalseMatch: 0.20}},
+		candidate{"ask-exp-words", "query form and the words' expansion: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk), Prepare: l.prepare(l.expand(true, 0))}},
 	)
 	if s := os.Getenv("WAYSTATION_LEARNED"); s != "" {
 		want := strings.Split(s, ",")
@@ -396,7 +406,13 @@ func (l *learned) failures(all []search.Labelled) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the band fitted on every query (least %.3f, rerank %.1f): refused paraphrases with a relevant method among three, and answered off-topic queries\n", c.Least, c.Rerank)
 	fmt.Fprintf(&b, "%-13s %-5s %-60s %5s", "what", "set", "query", "p")
-	for _, f := range search.BandFeatures {
+	shown := slices.Clone(search.BandFeatures)
+	for _, f := range []int{search.FeatAct, search.FeatActUnheld, search.FeatActUnheld3, search.FeatActGet, search.FeatVerbHeld} {
+		if !slices.Contains(shown, f) {
+			shown = append(shown, f)
+		}
+	}
+	for _, f := range shown {
 		fmt.Fprintf(&b, " %8.8s", search.FeatureNames[f])
 	}
 	b.WriteString(" nearest\n")
@@ -418,7 +434,7 @@ func (l *learned) failures(all []search.Labelled) string {
 			top = strings.TrimPrefix(r.Keys[0], "https://")
 		}
 		fmt.Fprintf(&b, "%-13s %-5s %-60.60q %5.3f", what, s.Set, s.Query, p)
-		for _, f := range search.BandFeatures {
+		for _, f := range shown {
 			fmt.Fprintf(&b, " %8.3f", r.Evidence[f])
 		}
 		fmt.Fprintf(&b, " %s\n", top)
@@ -435,7 +451,7 @@ func TestStumpsLearnAThreshold(t *testing.T) {
 		e[search.FeatCover] = float64(i) / 200
 		e[search.FeatLead] = float64((i * 37) % 200)
 		on := i >= 100 // at a quantile the stumps cut at
-		samples = append(samples, search.Labelled{Evidence: e, Relevant: []bool{on}, Off: !on})
+		samples = append(samples, search.Labelled{Ranking: search.Ranking{Evidence: e, Relevant: []bool{on}}, Off: !on})
 	}
 	p := stumps(50, 0.3)(samples, []int{search.FeatCover, search.FeatLead})
 	for _, s := range samples {
