@@ -47,6 +47,13 @@ type Generator struct {
 	// costs what changed, runs without it: near the limit, with the snapshot in force
 	// beside the one being built, the collector would run without pause.
 	FullMemoryLimit int64
+	// ServeMemoryLimit is the soft memory limit between generations, 0 for none: what
+	// a server serving the snapshot in force lets its heap grow to before it collects,
+	// where by default it grows to twice what it holds. Each generation lifts it, to
+	// FullMemoryLimit for a full one and to none after a change, since a build holds
+	// the snapshot it makes beside the one in force, and sets it again once what the
+	// build dropped went back to the system.
+	ServeMemoryLimit int64
 
 	fingerprint string
 	generated   bool
@@ -169,11 +176,11 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	}
 	start := time.Now()
 	now := start
-	if sameClock && g.last != nil {
+	full := !sameClock || g.last == nil
+	if !full {
 		now = g.last.Info().GeneratedAt
-	} else if g.FullMemoryLimit > 0 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(g.FullMemoryLimit))
 	}
+	defer g.limitMemory(full)()
 	now = now.UTC().Truncate(time.Second)
 	rec, err := g.read(ctx, now)
 	if err != nil {
@@ -212,6 +219,27 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		debug.FreeOSMemory()
 	}
 	return st, nil
+}
+
+// limitMemory sets the soft memory limit a generation runs under, full or after a
+// change, and returns what sets it back: ServeMemoryLimit when there is one, else
+// the limit before. Without either limit it changes nothing.
+func (g *Generator) limitMemory(full bool) func() {
+	during := int64(0)
+	switch {
+	case full && g.FullMemoryLimit > 0:
+		during = g.FullMemoryLimit
+	case g.ServeMemoryLimit > 0:
+		during = math.MaxInt64 // none
+	}
+	if during == 0 {
+		return func() {}
+	}
+	before := debug.SetMemoryLimit(during)
+	if g.ServeMemoryLimit > 0 {
+		before = g.ServeMemoryLimit
+	}
+	return func() { debug.SetMemoryLimit(before) }
 }
 
 // Run generates at once unless Once already did (as of the loaded snapshot's time

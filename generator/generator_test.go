@@ -2,7 +2,9 @@ package generator
 
 import (
 	"context"
+	"math"
 	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,6 +40,37 @@ func TestFullGenerationsRunUnderTheMemoryLimit(t *testing.T) {
 	}
 	if want := []int64{limit, before, limit}; len(src.limits) != 3 || src.limits[0] != want[0] || src.limits[1] != want[1] || src.limits[2] != want[2] {
 		t.Errorf("generations ran under the limits %v, want %v", src.limits, want)
+	}
+}
+
+// TestServeMemoryLimitHoldsBetweenGenerations checks that with ServeMemoryLimit a
+// full generation runs under FullMemoryLimit, or none without one, a generation after
+// a change under none, and that the serving limit is in force after each, whatever
+// the limit before the first.
+func TestServeMemoryLimitHoldsBetweenGenerations(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	const full, serve = 3 << 30, 2 << 30
+	for _, tc := range []struct {
+		full int64
+		want []int64
+	}{
+		{full, []int64{full, math.MaxInt64, full}},
+		{0, []int64{math.MaxInt64, math.MaxInt64, math.MaxInt64}},
+	} {
+		debug.SetMemoryLimit(5 << 30)
+		src := &limitSeen{records: records{rec: testRecords(6, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))}}
+		g := &Generator{Source: src, FullMemoryLimit: tc.full, ServeMemoryLimit: serve}
+		for _, sameClock := range []bool{false, true, false} {
+			if _, err := g.once(context.Background(), sameClock); err != nil {
+				t.Fatal(err)
+			}
+			if got := debug.SetMemoryLimit(-1); got != serve {
+				t.Fatalf("the limit after a generation is %d, not the serving %d", got, serve)
+			}
+		}
+		if !slices.Equal(src.limits, tc.want) {
+			t.Errorf("with FullMemoryLimit %d generations ran under the limits %v, want %v", tc.full, src.limits, tc.want)
+		}
 	}
 }
 

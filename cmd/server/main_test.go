@@ -121,6 +121,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "many"},
 		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "-1"},
 		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "NaN"},
+		{"DATABASE_URL": "x", "SNAPSHOT_MEMLIMIT": "400MB"},
+		{"DATABASE_URL": "x", "SERVE_MEMLIMIT": "256MB"},
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
@@ -137,6 +139,12 @@ func TestConfigRefusesBadValues(t *testing.T) {
 	})
 	if err != nil || cfg.Probe.OriginSubmitPerHour != 0 || submitLimiter(0, nil) != nil {
 		t.Errorf("no submission rate: %v, %v", cfg.Probe, err)
+	}
+	cfg, err = loadConfig(func(k string) string {
+		return map[string]string{"DATABASE_URL": "x", "SNAPSHOT_MEMLIMIT": "400MiB", "SERVE_MEMLIMIT": "256MiB"}[k]
+	})
+	if err != nil || cfg.SnapshotMemoryLimit != 400<<20 || cfg.ServeMemoryLimit != 256<<20 {
+		t.Errorf("memory limits: %d, %d, %v", cfg.SnapshotMemoryLimit, cfg.ServeMemoryLimit, err)
 	}
 }
 

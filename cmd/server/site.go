@@ -16,7 +16,7 @@ import (
 )
 
 // loadSiteConfig reads where the generated site lives, how often the catalog is
-// checked for changes and the memory limit of a full generation.
+// checked for changes and the memory limits of a full generation and of serving.
 func loadSiteConfig(c *Config, getenv func(string) string) error {
 	c.SiteDir = getenv("SITE_DIR")
 	if c.SiteDir == "" {
@@ -35,6 +35,9 @@ func loadSiteConfig(c *Config, getenv func(string) string) error {
 		return fmt.Errorf("SNAPSHOT_MEMLIMIT: %w", err)
 	}
 	c.SnapshotMemoryLimit = limit
+	if c.ServeMemoryLimit, err = generator.ParseMemoryLimit(getenv("SERVE_MEMLIMIT")); err != nil {
+		return fmt.Errorf("SERVE_MEMLIMIT: %w", err)
+	}
 	return nil
 }
 
@@ -48,6 +51,7 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 	g := &generator.Generator{
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: 3, Views: views}, Holder: holder,
 		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch, FullMemoryLimit: cfg.SnapshotMemoryLimit,
+		ServeMemoryLimit: cfg.ServeMemoryLimit,
 	}
 	if cfg.Payment.Payer != nil {
 		g.Payer = cfg.Payment.Payer

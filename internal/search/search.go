@@ -220,8 +220,8 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 	if match, pos := e.exactIndex(snap).lookup(norm); match != "" {
 		var hits []Hit
 		for _, p := range pos {
-			if snap.Allows(f, p) && (f.Limit == 0 || len(hits) < f.Limit) {
-				hits = append(hits, Hit{Pos: p, Similarity: 1})
+			if snap.Allows(f, int(p)) && (f.Limit == 0 || len(hits) < f.Limit) {
+				hits = append(hits, Hit{Pos: int(p), Similarity: 1})
 			}
 		}
 		if len(hits) > 0 {
