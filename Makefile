@@ -442,7 +442,7 @@ bench: go db model
 	@mkdir -p var/bench
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench . -skip Publish100k -benchmem -timeout 60m ./... | tee var/bench/go-bench.txt
 	SNAPSHOT_MEMLIMIT=$(SNAPSHOT_MEMLIMIT) WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_BENCH_100K=1 $(GO) test -run '^$$' -bench Publish100k -benchtime 1x -timeout 0 ./generator | tee -a var/bench/go-bench.txt
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' SEARCH_MODEL_DIR='$(abspath $(SEARCH_MODEL_DIR))' CATALOG='$(CATALOG)' GO='$(GO)' .ci/bench.sh
+	SNAPSHOT_MEMLIMIT=$(SNAPSHOT_MEMLIMIT) WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' SEARCH_MODEL_DIR='$(abspath $(SEARCH_MODEL_DIR))' CATALOG='$(CATALOG)' GO='$(GO)' .ci/bench.sh
 
 # Search relevance on the real catalog: a table per labelled query set (the own one in
 # internal/search/eval/testdata, and the development set in ../shared/eval when it is

@@ -26,9 +26,10 @@
 # default the local cluster), CATALOG (the real catalog), BENCH_SIZES ("real 100000"),
 # BENCH_DURATION (8s a run), BENCH_THREADS (2), BENCH_CONNECTIONS (64), BENCH_SEARCH
 # (1; 0 measures the snapshot routes alone), SEARCH_MODEL_DIR (the sentence encoder's
-# files, as make bench passes them: the hybrid builtin model), SERVE_MEMLIMIT (the
-# service's soft memory limit between generations, as a server of that size is given
-# it; unset: none).
+# files, as make bench passes them: the hybrid builtin model), SNAPSHOT_MEMLIMIT (the
+# service's soft memory limit while it builds a whole snapshot, as make bench passes
+# it; unset: none), SERVE_MEMLIMIT (its soft memory limit between generations, as a
+# server of that size is given it; unset: none).
 set -euo pipefail
 
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -132,7 +133,7 @@ start_service() {
 	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
 		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=1s PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
 		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
-		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" SERVE_MEMLIMIT="${SERVE_MEMLIMIT:-}" "$SERVER" serve >>"$log" 2>&1 &
+		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" SNAPSHOT_MEMLIMIT="${SNAPSHOT_MEMLIMIT:-}" SERVE_MEMLIMIT="${SERVE_MEMLIMIT:-}" "$SERVER" serve >>"$log" 2>&1 &
 	SERVICE_PID=$!
 	PIDS+=("$SERVICE_PID")
 	SERVICE=''
@@ -444,7 +445,7 @@ done
 	echo "VmRSS of the server (/proc/PID/status) once it listens, its first snapshot built and published;"
 	echo "after one generation, as after a catalog change (one method's description, through the watch);"
 	echo "and after the load run; VmHWM, its peak, the builds included. Its soft memory limit between"
-	echo "generations (SERVE_MEMLIMIT): ${SERVE_MEMLIMIT:-none}."
+	echo "generations (SERVE_MEMLIMIT): ${SERVE_MEMLIMIT:-none}; while it builds a whole snapshot (SNAPSHOT_MEMLIMIT): ${SNAPSHOT_MEMLIMIT:-none}."
 	echo
 	echo "| catalog | VmRSS after boot | VmRSS after a generation | VmRSS after the run | VmHWM (peak, snapshot builds and publications included) |"
 	echo "|---|---:|---:|---:|---:|"
