@@ -79,6 +79,11 @@ func (d *drainer) closeWhile(next http.Handler) http.Handler {
 // open at its start has closed or longest has passed; endWaits ends the long polls and
 // event streams.
 func (d *drainer) drain(log *slog.Logger, endWaits func(), longest time.Duration) {
+	// On before the connections are counted: a connection that track records after the
+	// count has its every answer closing it, where one recorded between the count and
+	// an on set later could answer a request begun in between and stay open, counted by
+	// nothing, for Shutdown to close as idle under the balancer.
+	d.on.Store(true)
 	d.mu.Lock()
 	d.held = make(map[net.Conn]struct{}, len(d.open))
 	for c := range d.open {
@@ -90,7 +95,6 @@ func (d *drainer) drain(log *slog.Logger, endWaits func(), longest time.Duration
 	}
 	held := len(d.held)
 	d.mu.Unlock()
-	d.on.Store(true)
 	log.Info("draining: serving on, closing each connection after its answer, until the connections open now have closed",
 		"open", held, "at most", longest.String())
 	endWaits()
