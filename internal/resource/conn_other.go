@@ -15,6 +15,3 @@ type sendConn struct {
 	net.Conn
 	rc syscall.RawConn
 }
-
-func (c *sendConn) holdWrites()    {}
-func (c *sendConn) releaseWrites() {}
