@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,7 +86,25 @@ func (d *drainer) drain(log *slog.Logger, endWaits func(), longest time.Duration
 	// an on set later could answer a request begun in between and stay open, counted by
 	// nothing, for Shutdown to close as idle under the balancer.
 	d.on.Store(true)
+	held, gone := d.await()
+	log.Info("draining: serving on, closing each connection after its answer, until the connections open now have closed",
+		"open", held, "at most", longest.String())
+	endWaits()
+	start := time.Now()
+	select {
+	case <-gone:
+		log.Info("drained: every connection open at the drain's start has closed", "ms", time.Since(start).Milliseconds())
+	case <-time.After(longest):
+		log.Warn("drain ended with connections still open; a balancer may still send on them as they close", "open", d.left(),
+			"after", longest.String())
+	}
+}
+
+// await makes the connections open now the ones awaited: it returns how many there
+// are, and a channel closed once the last of them has closed.
+func (d *drainer) await() (int, <-chan struct{}) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.held = make(map[net.Conn]struct{}, len(d.open))
 	for c := range d.open {
 		d.held[c] = struct{}{}
@@ -93,20 +113,61 @@ func (d *drainer) drain(log *slog.Logger, endWaits func(), longest time.Duration
 	if len(d.held) == 0 {
 		close(d.gone)
 	}
-	held := len(d.held)
-	d.mu.Unlock()
-	log.Info("draining: serving on, closing each connection after its answer, until the connections open now have closed",
-		"open", held, "at most", longest.String())
-	endWaits()
-	start := time.Now()
-	select {
-	case <-d.gone:
-		log.Info("drained: every connection open at the drain's start has closed", "ms", time.Since(start).Milliseconds())
-	case <-time.After(longest):
-		d.mu.Lock()
-		left := len(d.held)
-		d.mu.Unlock()
-		log.Warn("drain ended with connections still open; a balancer may still send on them as they close", "open", left,
-			"after", longest.String())
+	return len(d.held), d.gone
+}
+
+// left is how many of the connections awaited are still open.
+func (d *drainer) left() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held)
+}
+
+// stop ends srv, which serves ln, Serve's error to come on served: the drain, when
+// drain is above zero; then no new connections, the requests in flight run to their
+// end, long polls and event streams end at once (endWaits), all within ctx.
+//
+// After a drain, the listener closes and every connection still open answers its
+// request, closing after it, before Shutdown begins. Shutdown itself would drop a
+// request: net/http answers none it reads once shutting down and closes the
+// connection instead, and a connection accepted late in the drain may be reading its
+// first request then. A balancer cannot pass such a request on to another replica
+// when it is a POST, and answers it 502. With the listener closed first, every
+// connection Shutdown finds is answering its last request or done with it.
+//
+// Without a drain, Shutdown begins at once: it closes the connections idle at that
+// instant, and drops a request it finds read but not begun, as above.
+func (d *drainer) stop(ctx context.Context, log *slog.Logger, srv *http.Server, ln net.Listener, served <-chan error,
+	drain time.Duration, endWaits func(), socket string) error {
+	if drain > 0 {
+		d.drain(log, endWaits, drain)
 	}
+	if socket != "" {
+		log.Info("stopping: new connections wait in the socket for the next process; finishing the requests in flight",
+			"socket", socket, "timeout", timeout(ctx))
+	} else {
+		log.Info("stopping: no new connections; finishing the requests in flight", "timeout", timeout(ctx))
+	}
+	if drain > 0 {
+		ln.Close()
+		if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
+			log.Warn("serving ended with an error as the listener closed", "err", err)
+		}
+		open, gone := d.await()
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			log.Warn("connections still open at the shutdown timeout; closing them", "open", d.left(), "of", open)
+		}
+	}
+	srv.RegisterOnShutdown(endWaits)
+	return srv.Shutdown(ctx)
+}
+
+// timeout is the time ctx has left, for a log line.
+func timeout(ctx context.Context) string {
+	if t, ok := ctx.Deadline(); ok {
+		return time.Until(t).Round(time.Millisecond).String()
+	}
+	return "none"
 }

@@ -350,23 +350,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		return err
 	case <-ctx.Done():
 	}
-	if cfg.ShutdownDrain > 0 {
-		draining.drain(log, apiServer.Drain, cfg.ShutdownDrain)
-	}
-	// In-flight requests run to their end; long polls and event streams end early.
-	// A socket from systemd stays open after the listener closes: the connections
-	// that come now wait in its queue for the next process.
-	if cfg.Socket != "" {
-		log.Info("stopping: new connections wait in the socket for the next process; finishing the requests in flight",
-			"socket", cfg.Socket, "timeout", cfg.ShutdownTimeout.String())
-	} else {
-		log.Info("stopping: no new connections; finishing the requests in flight", "timeout", cfg.ShutdownTimeout.String())
-	}
 	start := time.Now()
-	srv.RegisterOnShutdown(apiServer.Drain)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := draining.stop(shutdownCtx, log, srv, ln, errc, cfg.ShutdownDrain, apiServer.Drain, cfg.Socket); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	// The snapshot generator stops with ctx; a publication under way is written out

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -347,4 +349,78 @@ func TestDrainEndsAtItsLongest(t *testing.T) {
 		t.Errorf("the drain ended after %s with a connection open, want its longest, 50ms", took)
 	}
 	d.track(a, http.StateClosed) // a close after the drain's end is harmless
+}
+
+// A connection accepted late in a drain, whose request comes as the server stops
+// accepting, is answered: net/http's Shutdown would close it unanswered, having read
+// the request once shutting down, and a balancer answers a POST so dropped with a 502.
+func TestStopAnswersARequestThatComesAsItStopsAccepting(t *testing.T) {
+	d := newDrainer()
+	srv := &http.Server{Handler: d.closeWhile(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "kept")
+	})), ConnState: d.track}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+
+	// The connection opens once the drain has counted the connections it waits for,
+	// so that it holds neither the drain nor, once the drain is over, the listener.
+	lateConn := make(chan net.Conn, 1)
+	var once sync.Once
+	endWaits := func() {
+		once.Do(func() {
+			late, err := net.Dial("tcp", addr)
+			lateConn <- late
+			if err != nil {
+				return
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				d.mu.Lock()
+				n := len(d.open)
+				d.mu.Unlock()
+				if n == 1 || time.Now().After(deadline) {
+					break
+				}
+			}
+		})
+	}
+	answer := make(chan string, 1)
+	go func() {
+		late := <-lateConn
+		// Its request is sent once the server accepts no more.
+		for {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				break
+			}
+			c.Close()
+			time.Sleep(time.Millisecond)
+		}
+		if late == nil {
+			answer <- "no connection opened during the drain"
+			return
+		}
+		defer late.Close()
+		io.WriteString(late, "POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+		res, err := http.ReadResponse(bufio.NewReader(late), nil)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		answer <- fmt.Sprintf("%d %s close=%t", res.StatusCode, b, res.Close)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.stop(ctx, slog.New(slog.DiscardHandler), srv, ln, served, time.Minute, endWaits, ""); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if got := <-answer; got != "200 kept close=true" {
+		t.Errorf("the request sent as the server stopped accepting got %q, want 200 kept close=true", got)
+	}
 }
