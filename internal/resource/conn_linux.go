@@ -59,6 +59,7 @@ type sendConn struct {
 	wbuf                    []byte
 	wn                      int
 	werr                    error
+	more                    bool  // writes say MSG_MORE (see holdWrites)
 	src                     int   // the descriptor of the file being sent
 	off, left               int64 // where it is at in it, and what is left
 }
@@ -114,7 +115,12 @@ func (c *sendConn) Write(p []byte) (int, error) {
 
 func (c *sendConn) write(fd uintptr) bool {
 	for c.wn < len(c.wbuf) {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wbuf[c.wn])), uintptr(len(c.wbuf)-c.wn))
+		// send(2) with no flags is write(2); MSG_MORE has the bytes wait for what follows.
+		var flags uintptr
+		if c.more {
+			flags = syscall.MSG_MORE
+		}
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&c.wbuf[c.wn])), uintptr(len(c.wbuf)-c.wn), flags, 0, 0)
 		switch errno {
 		case 0:
 			c.wn += int(n)
@@ -130,6 +136,25 @@ func (c *sendConn) write(fd uintptr) bool {
 	return true
 }
 
+// holdWrites has the writes until the next ReadFrom say MSG_MORE: the kernel holds
+// what they write, as it would under TCP_CORK, until the file ReadFrom sends pushes
+// it out with its last bytes, without a system call to cork or uncork.
+func (c *sendConn) holdWrites() {
+	c.wmu.Lock()
+	c.more = true
+	c.wmu.Unlock()
+}
+
+// releaseWrites ends holdWrites; what was held goes out now if no ReadFrom sent it.
+func (c *sendConn) releaseWrites() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.more {
+		c.more = false
+		c.rc.Control(pushOut)
+	}
+}
+
 // ReadFrom sends an answer's file with sendfile(2), from an offset of its own so
 // that the file's offset stays at 0; any other reader as TCPConn does.
 func (c *sendConn) ReadFrom(r io.Reader) (int64, error) {
@@ -139,6 +164,8 @@ func (c *sendConn) ReadFrom(r io.Reader) (int64, error) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	// The last sendfile(2) call has no MSG_MORE: it pushes what the writes held too.
+	c.more = false
 	c.src, c.off, c.left, c.werr = o.fd, o.at, o.N, nil
 	err := c.rc.Write(c.sendFn)
 	if err == nil {

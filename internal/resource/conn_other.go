@@ -15,3 +15,6 @@ type sendConn struct {
 	net.Conn
 	rc syscall.RawConn
 }
+
+func (c *sendConn) holdWrites()    {}
+func (c *sendConn) releaseWrites() {}

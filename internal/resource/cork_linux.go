@@ -10,6 +10,12 @@ import (
 func corkOn(fd uintptr)  { setCork(fd, 1) }
 func corkOff(fd uintptr) { setCork(fd, 0) }
 
-func setCork(fd uintptr, on int32) {
-	syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_CORK, uintptr(unsafe.Pointer(&on)), 4, 0)
+// pushOut sends what a socket holds back now: setting TCP_NODELAY, even when set
+// already, pushes the pending segments out.
+func pushOut(fd uintptr) { setOpt(fd, syscall.TCP_NODELAY, 1) }
+
+func setCork(fd uintptr, on int32) { setOpt(fd, syscall.TCP_CORK, on) }
+
+func setOpt(fd uintptr, opt uintptr, v int32) {
+	syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, fd, syscall.IPPROTO_TCP, opt, uintptr(unsafe.Pointer(&v)), 4, 0)
 }

@@ -98,28 +98,42 @@ func TestFromFilesCorksTheHeadersUntilTheBody(t *testing.T) {
 	}
 }
 
-// TestCorkingAllocatesNothing checks that corking and uncorking an answer's
-// connection keeps Serve free of garbage.
-func TestCorkingAllocatesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	r = r.WithContext(ConnContext(r.Context(), c))
-	if n := testing.AllocsPerRun(100, func() {
-		if rc := corked(r); rc != nil {
-			uncork(rc)
-		} else {
-			t.Fatal("not corked")
+// TestHoldingAllocatesNothing checks that holding an answer's headers and releasing
+// them keeps Serve free of garbage, on a Listener's connection (MSG_MORE) and on
+// another (TCP_CORK).
+func TestHoldingAllocatesNothing(t *testing.T) {
+	for _, wrap := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}); n != 0 {
-		t.Errorf("%v allocations to cork and uncork", n)
+		defer ln.Close()
+		if wrap {
+			ln = Listener(ln)
+		}
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r = r.WithContext(ConnContext(r.Context(), sc))
+		if n := testing.AllocsPerRun(100, func() {
+			h := hold(r)
+			if h.sc == nil && h.rc == nil {
+				t.Fatal("nothing held")
+			}
+			if (h.sc != nil) != wrap {
+				t.Fatalf("held through MSG_MORE %v on a Listener's connection %v", h.sc != nil, wrap)
+			}
+			h.release()
+		}); n != 0 {
+			t.Errorf("Listener %v: %v allocations to hold and release", wrap, n)
+		}
 	}
 }

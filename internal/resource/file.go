@@ -109,11 +109,10 @@ func (f *file) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The headers go first, so that net/http sends all of the body with sendfile
-	// instead of reading its first bytes to sniff them; on a corked connection they
-	// wait there for the body, as nginx's tcp_nopush has them wait.
-	if rc := corked(r); rc != nil {
-		defer uncork(rc)
-	}
+	// instead of reading its first bytes to sniff them; they wait on the connection
+	// for the body (see hold), as nginx's tcp_nopush has them wait.
+	h := hold(r)
+	defer h.release()
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
@@ -121,7 +120,7 @@ func (f *file) send(w http.ResponseWriter, r *http.Request) {
 	// Through a sendConn, o itself, whose reads leave the file's offset at 0, as the
 	// sendConn's sendfile(2) does; else net's sendfile(2), which moves it.
 	var src io.Reader = &o.LimitedReader
-	_, own := r.Context().Value(connKey{}).(*sendConn)
+	own := h.sc != nil
 	if own {
 		src = o
 	}
