@@ -69,8 +69,11 @@ func TestListenerSendsFilesAsNetDoes(t *testing.T) {
 	wg.Wait()
 	conns := 0
 	own.Range(func(any, any) bool { conns++; return true })
-	if conns == 0 || conns > 16 {
-		t.Errorf("answers sent through %d of the listener's connections, want 1 to 16 (kept alive)", conns)
+	// Kept alive, the 16 clients' answers go through about 16 connections: a few more
+	// when the transport dials for a request that an idle connection then takes (the
+	// dialled one joins the pool), one an answer if nothing were kept.
+	if conns == 0 || conns > 32 {
+		t.Errorf("answers sent through %d of the listener's connections, want 1 to 32 (kept alive)", conns)
 	}
 	for form, f := range res.files {
 		if f == nil {
@@ -90,22 +93,7 @@ func TestListenerSendsFilesAsNetDoes(t *testing.T) {
 // writes: all of a write larger than the socket's buffer arrives, a closed peer
 // reads as io.EOF, a deadline as a timeout, and neither allocates.
 func TestSendConnReadsAndWritesAsNetDoes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln = Listener(ln)
-	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, peer := accepted(t, true)
 	if _, ok := c.(*sendConn); !ok {
 		t.Fatalf("accepted a %T, want a *sendConn", c)
 	}
@@ -249,22 +237,7 @@ func TestListenerHoldsTheHeadersUntilTheBody(t *testing.T) {
 // TestReleaseSendsWhatWritesHeld checks that what writes held with MSG_MORE goes out
 // at release when no file followed them.
 func TestReleaseSendsWhatWritesHeld(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln = Listener(ln)
-	defer ln.Close()
-	peer, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, peer := accepted(t, true)
 	sc := c.(*sendConn)
 	msg := []byte("HTTP/1.1 200 OK\r\n\r\n")
 	sc.holdWrites()
@@ -354,4 +327,27 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// accepted returns both ends of a loopback TCP connection, the server's end accepted
+// through Listener when wrap is set; both close when the test ends.
+func accepted(t testing.TB, wrap bool) (server, peer net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if wrap {
+		ln = Listener(ln)
+	}
+	if peer, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	if server, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return server, peer
 }

@@ -3,7 +3,6 @@ package resource
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -103,24 +102,7 @@ func TestFromFilesCorksTheHeadersUntilTheBody(t *testing.T) {
 // another (TCP_CORK).
 func TestHoldingAllocatesNothing(t *testing.T) {
 	for _, wrap := range []bool{true, false} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		if wrap {
-			ln = Listener(ln)
-		}
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		sc, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sc.Close()
+		sc, _ := accepted(t, wrap)
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r = r.WithContext(ConnContext(r.Context(), sc))
 		if n := testing.AllocsPerRun(100, func() {
