@@ -510,17 +510,22 @@ eval-learned: go db model
 # over the features of search.RankIndex (pairwise logistic, listwise softmax, coordinate
 # ascent on recall@3), methods read as several vectors (the encoder over the name,
 # description and path apart), the queries without their question or request frames,
-# pseudo-relevance feedback, and at most one or two methods of a merchant among the
-# three; each with recall@3
+# pseudo-relevance feedback, at most one or two methods of a merchant among the
+# three, and candidates from more than the fused cosine (the fused nearest 80, the
+# union of the forty with the encoder's, the lexical part's or the coverage's nearest);
+# each with recall@3
 # with no band and with the band fitted again on its ranking, paired with the service's
 # ranking, and the by-origin check. RANK (comma-separated ids, see rank_test.go)
 # chooses the rows; RANK_REPEATS the shuffles (4); RANK_FAILURES=1 first lists the
-# on-topic queries the service's ranking leaves out of its first three.
+# on-topic queries the service's ranking leaves out of its first three;
+# RANK_CANDIDATES=1 first prints how many on-topic queries have a relevant method among
+# each source's candidates.
 RANK ?=
 RANK_REPEATS ?= 4
+RANK_CANDIDATES ?=
 .PHONY: eval-rank
 eval-rank: go db model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_RANK='$(RANK)' WAYSTATION_RANK_REPEATS='$(RANK_REPEATS)' WAYSTATION_RANK_FAILURES='$(RANK_FAILURES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 120m -run '^TestRankAblation$$' $(RELEVANCE)
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_RANK='$(RANK)' WAYSTATION_RANK_REPEATS='$(RANK_REPEATS)' WAYSTATION_RANK_FAILURES='$(RANK_FAILURES)' WAYSTATION_RANK_CANDIDATES='$(RANK_CANDIDATES)' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 120m -run '^TestRankAblation$$' $(RELEVANCE)
 
 # The search band of the model search answers with (the provider's with EMBEDDINGS_URL
 # set, else the builtin), fitted on the labelled queries (the project's own, and the

@@ -277,3 +277,36 @@ func (e *Engine) Reordered(snap *directory.Snapshot, m *Model, l Labelled, ranke
 	l.Rankings = []Ranking{e.textIndex(snap).ranking(snap, m, l, ranked[:min(len(ranked), Neighbours)])}
 	return l.ranked(0)
 }
+
+// Covering lists the slugs of at most k methods holding the largest IDF-weighted share
+// of query's concepts (the rerank's coverage), of equal shares the one of fewer
+// concepts first, none that holds nothing: candidates found by the words a query
+// shares with a method's text rather than by either part of a vector.
+func (r *RankIndex) Covering(query string, k int) []string {
+	x := r.x
+	q := x.queryConcepts(query)
+	if q.total == 0 || k <= 0 {
+		return nil
+	}
+	type held struct {
+		p     int
+		cover float64
+	}
+	var hs []held
+	for p := range x.concepts {
+		if c := x.cover(q, p); c > 0 {
+			hs = append(hs, held{p, c})
+		}
+	}
+	slices.SortStableFunc(hs, func(a, b held) int {
+		if c := cmp.Compare(b.cover, a.cover); c != 0 {
+			return c
+		}
+		return cmp.Compare(len(x.concepts[a.p]), len(x.concepts[b.p]))
+	})
+	out := make([]string, 0, min(k, len(hs)))
+	for _, h := range hs[:min(k, len(hs))] {
+		out = append(out, x.snap.Methods()[h.p].Slug)
+	}
+	return out
+}

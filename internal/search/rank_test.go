@@ -39,6 +39,35 @@ func TestRankFeaturesReadEachPartOfAMethod(t *testing.T) {
 	}
 }
 
+// TestCoveringListsTheMethodsThatHoldMostOfTheQuery: the methods holding the larger
+// share of a query's concepts come first, of equal shares the one of fewer concepts,
+// at most k of them; a method holding none of them, or a query of no concept the
+// catalog knows, lists nothing.
+func TestCoveringListsTheMethodsThatHoldMostOfTheQuery(t *testing.T) {
+	snap := tideSnapshot(t)
+	eng, err := search.NewEngine(search.Config{}, fixedStore{}, &search.Model{Embedder: embedding.Lexhash{},
+		Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := eng.RankIndex(snap)
+	for _, c := range []struct {
+		query string
+		k     int
+		want  []string
+	}{
+		{"tide times", 4, []string{"holder", "other"}},
+		{"tide times", 1, []string{"holder"}},
+		{"times", 4, []string{"other", "holder"}},
+		{"zebra crossings", 4, nil},
+		{"tide times", 0, nil},
+	} {
+		if got := x.Covering(c.query, c.k); !slices.Equal(got, c.want) {
+			t.Errorf("Covering(%q, %d) = %v, want %v", c.query, c.k, got, c.want)
+		}
+	}
+}
+
 // TestFitRankerLearnsWhatRanksTheRelevantFirst: on lists where the relevant candidate
 // holds the query's words but is a little less similar, the fitted ranking weighs the
 // words above the similarity, and orders the relevant one first.

@@ -94,6 +94,25 @@ func TestRankAblation(t *testing.T) {
 		{"frame-pair-all", "query frames stripped; learned, pairwise, every feature", r.framed, learnedFit(allF, 1, 0)},
 		{"prf3-0.3", "pseudo-relevance feedback: the query's vector + 0.3 × the mean of its nearest three's, searched again; the service's rerank", r.prf(3, 0.3), rerankFit},
 		{"prf5-0.5", "pseudo-relevance feedback: + 0.5 × the mean of the nearest five's", r.prf(5, 0.5), rerankFit},
+		{"fused80", "the fused nearest 80 in place of 40; the service's rerank", r.union(candidateSource{sourceFused: 80}), rerankFit},
+		{"union-lex20", "the fused nearest 40 and the lexical part's nearest 20; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceLexical: 20}), rerankFit},
+		{"union-lex40", "the fused nearest 40 and the lexical part's nearest 40; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceLexical: 40}), rerankFit},
+		{"union-sem20", "the fused nearest 40 and the encoder's nearest 20; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceSemantic: 20}), rerankFit},
+		{"union-sem40", "the fused nearest 40 and the encoder's nearest 40; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceSemantic: 40}), rerankFit},
+		{"union-both20", "the fused nearest 40, the encoder's nearest 20 and the lexical part's 20; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceSemantic: 20, sourceLexical: 20}), rerankFit},
+		{"union-cover20", "the fused nearest 40 and the 20 methods that hold most of the query's concepts; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceCover: 20}), rerankFit},
+		{"union-cover40", "the fused nearest 40 and the 40 that hold most of its concepts; the service's rerank", r.union(candidateSource{sourceFused: 40, sourceCover: 40}), rerankFit},
+		{"union-sem40-pair-fields", "the fused nearest 40 and the encoder's nearest 40; learned, pairwise, the fields' features", r.union(candidateSource{sourceFused: 40, sourceSemantic: 40}), learnedFit(fields, 1, 0)},
+		{"union-all40-pair-fields", "the fused nearest 40, the encoder's 40 and the lexical part's 40; learned, pairwise, the fields' features", r.union(candidateSource{sourceFused: 40, sourceSemantic: 40, sourceLexical: 40}), learnedFit(fields, 1, 0)},
+	}
+	if os.Getenv("WAYSTATION_RANK_CANDIDATES") != "" {
+		var sources []candidateSource
+		for _, c := range [][len(sourceNames)]int{{40, 0, 0, 0}, {80, 0, 0, 0}, {120, 0, 0, 0}, {0, 40, 0, 0}, {0, 80, 0, 0}, {0, 0, 40, 0}, {0, 0, 80, 0},
+			{0, 0, 0, 40}, {0, 0, 0, 80}, {40, 20, 0, 0}, {40, 40, 0, 0}, {40, 0, 20, 0}, {40, 0, 40, 0}, {40, 0, 0, 20}, {40, 0, 0, 40},
+			{40, 20, 20, 0}, {40, 40, 40, 0}, {40, 20, 0, 20}} {
+			sources = append(sources, candidateSource(c))
+		}
+		fmt.Print(r.candidateRecall(sources))
 	}
 	if s := os.Getenv("WAYSTATION_RANK"); s != "" {
 		want := strings.Split(s, ",")
@@ -714,5 +733,189 @@ func TestTop3CountsTiesAsTheNearerFirst(t *testing.T) {
 		if got := top3(c.relevant, c.score); got != c.want {
 			t.Errorf("top3(%v, %v) = %v, want %v", c.relevant, c.score, got, c.want)
 		}
+	}
+}
+
+// A candidate source of a query's methods before the rerank: the store's nearest
+// under the fused cosine, under the sentence encoder's part alone or under the
+// lexical part alone (the query's vector with the other part zeroed: every method's
+// vector has each part at its own length, so the store orders by that part's
+// cosine); or the methods that hold most of the query's concepts
+// (search.RankIndex.Covering).
+const (
+	sourceFused = iota
+	sourceSemantic
+	sourceLexical
+	sourceCover
+)
+
+var sourceNames = [...]string{"fused", "encoder", "lexical", "coverage"}
+
+// candidateSource is how many of a query's nearest methods under each source a
+// candidate set takes, their union ordered by the fused cosine.
+type candidateSource [len(sourceNames)]int
+
+func (c candidateSource) String() string {
+	var parts []string
+	for s, k := range c {
+		if k > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", sourceNames[s], k))
+		}
+	}
+	return strings.Join(parts, " ∪ ")
+}
+
+// partVector is q with every coordinate outside the source's part zeroed; nil when
+// that part is empty (a query with no word the lexical part knows).
+func partVector(q []float32, source int) []float32 {
+	split := embedding.HybridDimensions - embedding.BuiltinDimensions
+	if source == sourceFused || source == sourceCover || len(q) != embedding.HybridDimensions {
+		return q
+	}
+	v := make([]float32, len(q))
+	lo, hi := 0, split
+	if source == sourceLexical {
+		lo, hi = split, len(q)
+	}
+	copy(v[lo:hi], q[lo:hi])
+	for _, x := range v[lo:hi] {
+		if x != 0 {
+			return v
+		}
+	}
+	return nil
+}
+
+// candidates are s's candidates under c: the union of each source's nearest, each
+// with its fused cosine to the query and its parts, most similar first.
+func (r *rankEval) candidates(s search.Labelled, c candidateSource) []search.Neighbour {
+	ctx := context.Background()
+	seen := map[string]bool{}
+	var out []search.Neighbour
+	for source, k := range c {
+		v, only := partVector(s.Vector, source), []string(nil)
+		if source == sourceCover {
+			v, only = s.Vector, r.index.Covering(s.Query, k)
+			if len(only) == 0 {
+				continue
+			}
+		}
+		if k == 0 || v == nil {
+			continue
+		}
+		near, err := r.fx.store.Nearest(ctx, r.fx.hybridRecord, v, k, only)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, n := range near {
+			if seen[n.Slug] {
+				continue
+			}
+			seen[n.Slug] = true
+			n.Similarity = cosine(s.Vector, n.Vector)
+			out = append(out, n)
+		}
+	}
+	search.SplitParts(r.fx.hybridModel, s.Vector, out)
+	slices.SortStableFunc(out, func(a, b search.Neighbour) int { return cmp.Compare(b.Similarity, a.Similarity) })
+	return out
+}
+
+// union is the reading of every sample over the candidates of c, relabelled over them
+// (the service's rerank and evidence read the union as they read the forty).
+func (r *rankEval) union(c candidateSource) func() *rankReading {
+	return once(func() *rankReading {
+		out := make([]search.Labelled, len(r.plain.samples))
+		grown := 0
+		for i, s := range r.plain.samples {
+			near := r.candidates(s, c)
+			grown += len(near) - len(s.Near)
+			s.Near = near
+			out[i] = r.fx.hybrid.Relabel(r.fx.snap, r.model, s, near)
+		}
+		r.t.Logf("candidates %s: %.1f a query more than the fused %d", c, float64(grown)/float64(len(out)), search.Reranked)
+		return r.read(out, nil)
+	})
+}
+
+// candidateRecall is the table of how many on-topic queries have a relevant method
+// among the candidates of each source, and how many of those with none among the
+// service's forty (the fused nearest) come back.
+func (r *rankEval) candidateRecall(sources []candidateSource) string {
+	var b strings.Builder
+	onTopic, lost := 0, map[int]bool{}
+	has := func(s search.Labelled, near []search.Neighbour) bool {
+		for _, n := range near {
+			if slices.Contains(s.Labels, search.EndpointKey(r.fx.urlOf[n.Slug])) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, s := range r.plain.samples {
+		if s.Off {
+			continue
+		}
+		onTopic++
+		if !has(s, s.Near) {
+			lost[i] = true
+		}
+	}
+	fmt.Fprintf(&b, "\nCandidates of the rerank by source: on-topic queries (of %d) with a relevant method among them, and of the %d with none among the fused nearest %d, how many have one\n\n", onTopic, len(lost), search.Reranked)
+	w := search.HybridCalibration.Rerank
+	fmt.Fprintf(&b, "| candidates | mean count | on-topic with a relevant one | of the lost, with one | of those, one among the first %d / 3 of the rerank (%.1f) |\n|---|---:|---:|---:|---:|\n", search.Neighbours, w)
+	for _, c := range sources {
+		found, back, ten, three, size := 0, 0, 0, 0, 0
+		for i, s := range r.plain.samples {
+			if s.Off {
+				continue
+			}
+			near := r.candidates(s, c)
+			size += len(near)
+			if !has(s, near) {
+				continue
+			}
+			found++
+			if !lost[i] {
+				continue
+			}
+			back++
+			ranked := r.fx.hybrid.Rerank(r.fx.snap, s.Query, near, w)
+			if has(s, ranked) {
+				ten++
+			}
+			if has(s, ranked[:min(3, len(ranked))]) {
+				three++
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %d (%.3f) | %d | %d / %d |\n", c, float64(size)/float64(onTopic), found, float64(found)/float64(onTopic), back, ten, three)
+	}
+	return b.String()
+}
+
+// TestPartVectorKeepsOnePart: the encoder's or the lexical part of a hybrid vector is
+// kept and the other zeroed; a part that is all zero gives no vector, and the fused
+// source, the coverage's or a vector of another model is left whole.
+func TestPartVectorKeepsOnePart(t *testing.T) {
+	split := embedding.HybridDimensions - embedding.BuiltinDimensions
+	q := make([]float32, embedding.HybridDimensions)
+	q[0], q[split] = 0.6, 0.8
+	if v := partVector(q, sourceSemantic); v[0] != 0.6 || v[split] != 0 {
+		t.Errorf("encoder's part: %v, %v; want 0.6, 0", v[0], v[split])
+	}
+	if v := partVector(q, sourceLexical); v[0] != 0 || v[split] != 0.8 {
+		t.Errorf("lexical part: %v, %v; want 0, 0.8", v[0], v[split])
+	}
+	for _, s := range []int{sourceFused, sourceCover} {
+		if v := partVector(q, s); &v[0] != &q[0] {
+			t.Errorf("source %s: a copy, want the query's vector", sourceNames[s])
+		}
+	}
+	q[split] = 0
+	if v := partVector(q, sourceLexical); v != nil {
+		t.Error("an empty lexical part gives a vector")
+	}
+	if v := partVector([]float32{1, 0}, sourceLexical); len(v) != 2 || v[0] != 1 {
+		t.Errorf("a vector of another model: %v, want it whole", v)
 	}
 }
