@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -27,34 +26,10 @@ import (
 // fitted on the older queries (the dev set and the own set up to lastOlderQuery),
 // scored on the newer.
 func TestLearnedAblation(t *testing.T) {
-	if os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval-learned runs it: WAYSTATION_EVAL")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
-	folds, repeats := cvFolds, cvRepeats
-	if s := os.Getenv("WAYSTATION_LEARNED_REPEATS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repeats = n
-	}
-	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
-	var older, newer []search.Labelled
-	mine := fx.labelled(t, own, "own")
-	for i, q := range own.queries {
-		if upTo(q.id, lastOlderQuery) {
-			older = append(older, mine[i])
-		} else {
-			newer = append(newer, mine[i])
-		}
-	}
-	older = append(older, fx.labelled(t, dev, "dev")...)
-	all := append(slices.Clone(older), newer...)
-	l := newLearned(fx, all)
+	fx := newAblationFixture(t, "eval-learned")
+	folds, repeats := cvFolds, cvRepeatsFrom(t, "WAYSTATION_LEARNED_REPEATS")
+	older, newer, all := fx.byOrigin(t)
+	l := newLearned(fx.fixture, all)
 
 	if os.Getenv("WAYSTATION_LEARNED_FAILURES") != "" {
 		t.Log(l.failures(all))
