@@ -20,7 +20,6 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/generator"
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
@@ -40,14 +39,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	store := pgtest.New(t)
-	cat, err := catalog.Demo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	store, _ := pgtest.LoadDemo(t, time.Now())
 	snaps := generator.NewHolder()
 	if err := snaps.Refresh(ctx, store, nil); err != nil {
 		t.Fatal(err)

@@ -457,31 +457,57 @@ func fitLogistic(samples []Labelled, o CalibrationOptions) model {
 			y[i] = 1
 		}
 	}
-	w := make([]float64, d+1)
+	w := newton(d+1, x, y, nil, o.Lambda, true)
+	m := model{groups: o.Groups, offsets: w[nf:d]}
+	m.Bias = w[d]
+	for j, f := range o.Features {
+		m.Weights[f] = w[j] / sd[j]
+		m.Bias -= w[j] * mean[j] / sd[j]
+	}
+	return m
+}
+
+// newton fits the d weights w of a logistic model, P(y = 1 | x) = 1/(1 + e^(-w·x)),
+// to the samples x with labels y and weights weight (nil weighs each 1), by Newton's
+// method from w = 0: at most 50 steps, stopping once no weight moves by 1e-8. An L2
+// penalty lambda holds every weight but, with intercept, the last (x's constant 1):
+// that one goes free, 1e-9 on its Hessian's diagonal keeping the Hessian invertible.
+func newton(d int, x [][]float64, y, weight []float64, lambda float64, intercept bool) []float64 {
+	penalised := d
+	if intercept {
+		penalised = d - 1
+	}
+	w := make([]float64, d)
 	for range 50 {
-		grad := make([]float64, d+1)
-		hess := make([][]float64, d+1)
+		grad := make([]float64, d)
+		hess := make([][]float64, d)
 		for j := range hess {
-			hess[j] = make([]float64, d+1)
+			hess[j] = make([]float64, d)
 		}
-		for i := range x {
+		for i, xi := range x {
 			z := 0.0
-			for j := range w {
-				z += w[j] * x[i][j]
+			for j, v := range xi {
+				z += w[j] * v
 			}
 			p := 1 / (1 + math.Exp(-z))
-			for j := range w {
-				grad[j] += (p - y[i]) * x[i][j]
-				for k := range w {
-					hess[j][k] += p * (1 - p) * x[i][j] * x[i][k]
+			wi := 1.0
+			if weight != nil {
+				wi = weight[i]
+			}
+			for j, v := range xi {
+				grad[j] += wi * (p - y[i]) * v
+				for k, u := range xi {
+					hess[j][k] += wi * p * (1 - p) * v * u
 				}
 			}
 		}
-		for j := range d { // the intercept is not penalised
-			grad[j] += o.Lambda * w[j]
-			hess[j][j] += o.Lambda
+		for j := range penalised {
+			grad[j] += lambda * w[j]
+			hess[j][j] += lambda
 		}
-		hess[d][d] += 1e-9
+		if intercept {
+			hess[d-1][d-1] += 1e-9
+		}
 		step := solve(hess, grad)
 		change := 0.0
 		for j := range w {
@@ -492,13 +518,7 @@ func fitLogistic(samples []Labelled, o CalibrationOptions) model {
 			break
 		}
 	}
-	m := model{groups: o.Groups, offsets: w[nf:d]}
-	m.Bias = w[d]
-	for j, f := range o.Features {
-		m.Weights[f] = w[j] / sd[j]
-		m.Bias -= w[j] * mean[j] / sd[j]
-	}
-	return m
+	return w
 }
 
 // solve solves a x = b for a small symmetric positive definite a, by Gaussian

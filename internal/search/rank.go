@@ -179,13 +179,12 @@ func FitRanker(lists []RankList, lambda float64, top int) []float64 {
 			sd[j] = 1
 		}
 	}
-	type pair struct {
-		diff []float64
-		w    float64
-	}
-	var pairs []pair
+	// Each pair is a relevant candidate's features less another's, labelled 1 (the
+	// relevant one scores higher), each list's pairs weighing one in all.
+	var x [][]float64
+	var weight []float64
 	for _, l := range lists {
-		var ps []pair
+		n := len(x)
 		for i, fi := range l.Features {
 			if !l.Relevant[i] {
 				continue
@@ -198,48 +197,18 @@ func FitRanker(lists []RankList, lambda float64, top int) []float64 {
 				for k := range diff {
 					diff[k] = (fi[k] - fj[k]) / sd[k]
 				}
-				ps = append(ps, pair{diff: diff})
+				x = append(x, diff)
 			}
 		}
-		for k := range ps {
-			ps[k].w = 1 / float64(len(ps))
-		}
-		pairs = append(pairs, ps...)
-	}
-	w := make([]float64, d)
-	for range 50 {
-		grad := make([]float64, d)
-		hess := make([][]float64, d)
-		for j := range hess {
-			hess[j] = make([]float64, d)
-		}
-		for _, p := range pairs {
-			z := 0.0
-			for j, v := range p.diff {
-				z += w[j] * v
-			}
-			s := 1 / (1 + math.Exp(-z))
-			for j, v := range p.diff {
-				grad[j] += p.w * (s - 1) * v
-				for k, u := range p.diff {
-					hess[j][k] += p.w * s * (1 - s) * v * u
-				}
-			}
-		}
-		for j := range d {
-			grad[j] += lambda * w[j]
-			hess[j][j] += lambda
-		}
-		step := solve(hess, grad)
-		change := 0.0
-		for j := range w {
-			w[j] -= step[j]
-			change = max(change, math.Abs(step[j]))
-		}
-		if change < 1e-8 {
-			break
+		for range len(x) - n {
+			weight = append(weight, 1/float64(len(x)-n))
 		}
 	}
+	y := make([]float64, len(x))
+	for i := range y {
+		y[i] = 1
+	}
+	w := newton(d, x, y, weight, lambda, false)
 	for j := range w {
 		w[j] /= sd[j]
 	}

@@ -80,20 +80,7 @@ func BenchmarkSearch100kTwins(b *testing.B) {
 // devSet reads the development query set, or returns nil when it is not beside the
 // repository.
 func devSet(b *testing.B) []search.Query {
-	dir, err := os.Getwd()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			b.Fatal("no go.mod above the working directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-	f, err := os.Open(filepath.Join(dir, devSetPath))
+	f, err := os.Open(filepath.Join(pgtest.RepoRoot(b), devSetPath))
 	if os.IsNotExist(err) {
 		b.Logf("the development set %s is not beside the repository: no relevance figures", devSetPath)
 		return nil

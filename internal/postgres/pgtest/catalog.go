@@ -19,7 +19,7 @@ const RealCatalogPath = "../shared/data/bazaar-2026-08.jsonl"
 // except under CI where that is a failure.
 func RealCatalog(t testing.TB) catalog.Catalog {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(t), RealCatalogPath))
+	f, err := os.Open(filepath.Join(RepoRoot(t), RealCatalogPath))
 	if os.IsNotExist(err) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("the real catalog snapshot is missing: %v", err)
@@ -63,8 +63,9 @@ func LoadDemo(t testing.TB, now time.Time) (*postgres.Store, catalog.Catalog) {
 	return store, cat
 }
 
-// repoRoot finds the module root from the test's working directory.
-func repoRoot(t testing.TB) string {
+// RepoRoot finds the module root from the test's working directory, which the files
+// kept beside the repository are found from.
+func RepoRoot(t testing.TB) string {
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,9 @@ package eval
 import (
 	"fmt"
 	"math"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,4 +112,74 @@ func pairedDiff(a, b []search.CalibrationScore, f func(search.CalibrationScore) 
 	}
 	sd = math.Sqrt(sd / float64(max(1, len(d))))
 	return fmt.Sprintf("%+.3f ± %.3f", mean, sd)
+}
+
+// ablationFixture is what the ablations of make eval-* read: the fixture, with the
+// hybrid model, and the development and own labelled sets.
+type ablationFixture struct {
+	fixture
+	dev, own querySet
+}
+
+// newAblationFixture skips the test unless WAYSTATION_EVAL and each variable of vars
+// are set, as make target sets them, and the sentence model is there.
+func newAblationFixture(t *testing.T, target string, vars ...string) ablationFixture {
+	need := append([]string{"WAYSTATION_EVAL"}, vars...)
+	for _, v := range need {
+		if os.Getenv(v) == "" {
+			t.Skipf("make %s runs it: %s", target, strings.Join(need, " and "))
+		}
+	}
+	fx := setup(t)
+	if fx.hybrid == nil {
+		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
+	}
+	return ablationFixture{fixture: fx, dev: readDevSet(t), own: readJSONLSet(t, NewSetPath, "own")}
+}
+
+// byOrigin labels the sets under the hybrid model and parts them for the by-origin
+// check: older, the dev set and the own set up to lastOlderQuery, to fit on; newer,
+// the own set after it, to score on; all, both, older first.
+func (a ablationFixture) byOrigin(t *testing.T) (older, newer, all []search.Labelled) {
+	mine := a.labelled(t, a.own, "own")
+	for i, q := range a.own.queries {
+		if upTo(q.id, lastOlderQuery) {
+			older = append(older, mine[i])
+		} else {
+			newer = append(newer, mine[i])
+		}
+	}
+	older = append(older, a.labelled(t, a.dev, "dev")...)
+	return older, newer, append(slices.Clone(older), newer...)
+}
+
+// labelUnder labels the sets under g's hybrid model: all, the own set's then the dev
+// set's, and the dev set's alone.
+func (a ablationFixture) labelUnder(t *testing.T, g fixture) (all, dev []search.Labelled) {
+	dev = g.labelled(t, a.dev, "dev")
+	return append(g.labelled(t, a.own, "own"), dev...), dev
+}
+
+// labelWith labels the sets under the hybrid model with an engine configured as c.
+func (a ablationFixture) labelWith(t *testing.T, c search.Config) (all, dev []search.Labelled) {
+	e, err := search.NewEngine(c, a.store, &search.Model{Embedder: a.hybridModel, Record: a.hybridRecord}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := a.fixture
+	g.hybrid = e
+	return a.labelUnder(t, g)
+}
+
+// cvRepeatsFrom is cvRepeats, or the number the variable name holds when it is set.
+func cvRepeatsFrom(t *testing.T, name string) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return cvRepeats
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

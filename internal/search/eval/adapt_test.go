@@ -61,27 +61,20 @@ func adaptedHybrid(t *testing.T, store *postgres.Store, enc *sentence.Encoder, s
 // WAYSTATION_SENTENCE_ADAPT reads them), each row with its paired difference from the
 // plain encoder's on the same folds and the ranking's recall@3 with no band.
 func TestAdaptAblation(t *testing.T) {
-	specs := os.Getenv("WAYSTATION_SENTENCE_ADAPTS")
-	if specs == "" || os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval-adapt runs it: WAYSTATION_EVAL and WAYSTATION_SENTENCE_ADAPTS")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
+	fx := newAblationFixture(t, "eval-adapt", "WAYSTATION_SENTENCE_ADAPTS")
 	enc, err := sentence.Load(os.Getenv("WAYSTATION_SENTENCE_MODEL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
 	label := func(g fixture) []search.Labelled {
-		return append(g.labelled(t, own, "own"), g.labelled(t, dev, "dev")...)
+		all, _ := fx.labelUnder(t, g)
+		return all
 	}
 	a := newAblation(t, "the encoder adapted to the catalog's domain", "encoder", "the plain encoder", false)
 	row := func(name string, samples []search.Labelled) { a.row(name, samples, nil, bandOptions) }
-	row("plain ("+embedding.HybridModel+")", label(fx))
+	row("plain ("+embedding.HybridModel+")", label(fx.fixture))
 	ctx := context.Background()
-	for _, spec := range strings.Split(specs, ",") {
+	for _, spec := range strings.Split(os.Getenv("WAYSTATION_SENTENCE_ADAPTS"), ",") {
 		h := adaptedHybrid(t, fx.store, enc, spec)
 		rec, err := fx.store.RegisterModel(ctx, search.ModelRecord{ID: h.Model(), Dimensions: embedding.HybridDimensions,
 			Floor: search.HybridFloor, Margin: search.HybridMargin})
@@ -91,7 +84,7 @@ func TestAdaptAblation(t *testing.T) {
 		if _, err := search.Sync(ctx, fx.store, h); err != nil {
 			t.Fatal(err)
 		}
-		g := fx
+		g := fx.fixture
 		g.hybridModel, g.hybridRecord = h, rec
 		if g.hybrid, err = search.NewEngine(search.Config{}, fx.store, &search.Model{Embedder: h, Record: rec}, nil); err != nil {
 			t.Fatal(err)

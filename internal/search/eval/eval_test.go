@@ -92,7 +92,7 @@ func readOwnSet(t *testing.T) querySet {
 // readDevSet reads the development set as relevance.py's load_queries does, or skips
 // the test when it is not beside the repository.
 func readDevSet(t *testing.T) querySet {
-	path := filepath.Join(repoRoot(t), DevSetPath)
+	path := filepath.Join(pgtest.RepoRoot(t), DevSetPath)
 	if _, err := os.Stat(path); os.IsNotExist(err) {
 		t.Skipf("the development set %s is not beside the repository", DevSetPath)
 	}
@@ -159,24 +159,6 @@ func readJSONLSet(t *testing.T, path, name string) querySet {
 	}
 	slices.Sort(set.kinds[named:])
 	return set
-}
-
-// repoRoot finds the module root from the test's working directory.
-func repoRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("eval: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // normURL is relevance.py's loose URL identity (search.EndpointKey).

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -27,34 +26,10 @@ import (
 // fitted on the older queries (the dev set and the own set up to lastOlderQuery),
 // scored on the newer.
 func TestLearnedAblation(t *testing.T) {
-	if os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval-learned runs it: WAYSTATION_EVAL")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
-	folds, repeats := cvFolds, cvRepeats
-	if s := os.Getenv("WAYSTATION_LEARNED_REPEATS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repeats = n
-	}
-	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
-	var older, newer []search.Labelled
-	mine := fx.labelled(t, own, "own")
-	for i, q := range own.queries {
-		if upTo(q.id, lastOlderQuery) {
-			older = append(older, mine[i])
-		} else {
-			newer = append(newer, mine[i])
-		}
-	}
-	older = append(older, fx.labelled(t, dev, "dev")...)
-	all := append(slices.Clone(older), newer...)
-	l := newLearned(fx, all)
+	fx := newAblationFixture(t, "eval-learned")
+	folds, repeats := cvFolds, cvRepeatsFrom(t, "WAYSTATION_LEARNED_REPEATS")
+	older, newer, all := fx.byOrigin(t)
+	l := newLearned(fx.fixture, all)
 
 	if os.Getenv("WAYSTATION_LEARNED_FAILURES") != "" {
 		t.Log(l.failures(all))
@@ -62,6 +37,11 @@ func TestLearnedAblation(t *testing.T) {
 
 	base := slices.Clone(search.BandFeatures)
 	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
+	// The query form's rows add ask to the band's features as they were before the
+	// band weighed it, so that each feature stands once and the rows keep their
+	// meaning: ask alone is the band's features of now.
+	noAsk := slices.DeleteFunc(slices.Clone(base), func(f int) bool { return f == search.FeatAsk })
+	form := func(fs ...int) []int { return append(slices.Clone(noAsk), fs...) }
 	knn := func(k int) func(train, test []search.Labelled) ([]search.Labelled, []search.Labelled) {
 		return l.prepare(func(s, ref []search.Labelled) []search.Labelled { return l.neighbours(k).Apply(s, ref) })
 	}
@@ -86,16 +66,16 @@ func TestLearnedAblation(t *testing.T) {
 		candidate{"exp-words-vec0.9", "expansion: their words and their vectors (a method as near as its nearest such query, × 0.9)", search.CalibrationOptions{Features: base, Prepare: l.prepare(l.expand(true, 0.9))}},
 		candidate{"exp-vec0.9", "expansion: their vectors alone (× 0.9)", search.CalibrationOptions{Features: base, Prepare: l.prepare(l.expand(false, 0.9))}},
 		candidate{"exp-vec0.8", "expansion: their vectors alone (× 0.8)", search.CalibrationOptions{Features: base, Prepare: l.prepare(l.expand(false, 0.8))}},
-		candidate{"ask", "query form: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk)}},
-		candidate{"ask-first", "query form: + ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld)}},
-		candidate{"ask-first-knn10", "query form and kNN k 10: + ask, first_held, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10)}},
+		candidate{"ask", "query form: + ask", search.CalibrationOptions{Features: form(search.FeatAsk)}},
+		candidate{"ask-first", "query form: + ask, first_held", search.CalibrationOptions{Features: form(search.FeatAsk, search.FeatFirstHeld)}},
+		candidate{"ask-first-knn10", "query form and kNN k 10: + ask, first_held, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: form(search.FeatAsk, search.FeatFirstHeld, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10)}},
 		candidate{"stumps100", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features", search.CalibrationOptions{Features: base, Learner: stumps(100, 0.1)}},
 		candidate{"stumps300", "boosted stumps (300 rounds, shrinkage 0.05) over the band's features", search.CalibrationOptions{Features: base, Learner: stumps(300, 0.05)}},
 		candidate{"stumps100-knn10", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and the kNN's four, k 10", search.CalibrationOptions{Features: plus(search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest, search.FeatKNNOn3), Learner: stumps(100, 0.1), Prepare: knn(10)}},
-		candidate{"stumps100-ask", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and ask, first_held", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatFirstHeld), Learner: stumps(100, 0.1)}},
-		candidate{"ask-knn10", "query form and kNN k 10: + ask, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10)}},
+		candidate{"stumps100-ask", "boosted stumps (100 rounds, shrinkage 0.1) over the band's features and ask, first_held", search.CalibrationOptions{Features: form(search.FeatAsk, search.FeatFirstHeld), Learner: stumps(100, 0.1)}},
+		candidate{"ask-knn10", "query form and kNN k 10: + ask, knn_off, knn_off_best, knn_on_best", search.CalibrationOptions{Features: form(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10)}},
 		candidate{"band-fm20", "the band's features under a budget of 0.20 false matches", search.CalibrationOptions{Features: base, MaxFalseMatch: 0.20}},
-		candidate{"ask-knn10-fm20", "query form and kNN k 10 (as ask-knn10) under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10), MaxFalseMatch: 0.20}},
+		candidate{"ask-knn10-fm20", "query form and kNN k 10 (as ask-knn10) under a budget of 0.20 false matches", search.CalibrationOptions{Features: form(search.FeatAsk, search.FeatKNNOff, search.FeatKNNOffBest, search.FeatKNNOnBest), Prepare: knn(10), MaxFalseMatch: 0.20}},
 		candidate{"act", "the act asked for: + act", search.CalibrationOptions{Features: plus(search.FeatAct)}},
 		candidate{"act-unheld", "the act asked for: + act_unheld", search.CalibrationOptions{Features: plus(search.FeatActUnheld)}},
 		candidate{"act-both", "the act asked for: + act, act_unheld", search.CalibrationOptions{Features: plus(search.FeatAct, search.FeatActUnheld)}},
@@ -110,7 +90,7 @@ func TestLearnedAblation(t *testing.T) {
 		candidate{"act-fm20", "the act asked for: + act, under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatAct), MaxFalseMatch: 0.20}},
 		candidate{"act-unheld3-fm20", "the act asked for: + act_unheld3, under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatActUnheld3), MaxFalseMatch: 0.20}},
 		candidate{"act-unheld-fm20", "the act asked for: + act_unheld, under a budget of 0.20 false matches", search.CalibrationOptions{Features: plus(search.FeatActUnheld), MaxFalseMatch: 0.20}},
-		candidate{"ask-exp-words", "query form and the words' expansion: + ask", search.CalibrationOptions{Features: plus(search.FeatAsk), Prepare: l.prepare(l.expand(true, 0))}},
+		candidate{"ask-exp-words", "query form and the words' expansion: + ask", search.CalibrationOptions{Features: form(search.FeatAsk), Prepare: l.prepare(l.expand(true, 0))}},
 	)
 	if s := os.Getenv("WAYSTATION_LEARNED"); s != "" {
 		want := strings.Split(s, ",")

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,34 +30,10 @@ import (
 // training fold, their paired differences from the service's ranking, and the
 // by-origin check: fitted on the older queries, scored on the newer.
 func TestRankAblation(t *testing.T) {
-	if os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval-rank runs it: WAYSTATION_EVAL")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
-	folds, repeats := cvFolds, cvRepeats
-	if s := os.Getenv("WAYSTATION_RANK_REPEATS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repeats = n
-	}
-	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
-	var older, newer []search.Labelled
-	mine := fx.labelled(t, own, "own")
-	for i, q := range own.queries {
-		if upTo(q.id, lastOlderQuery) {
-			older = append(older, mine[i])
-		} else {
-			newer = append(newer, mine[i])
-		}
-	}
-	older = append(older, fx.labelled(t, dev, "dev")...)
-	all := append(slices.Clone(older), newer...)
-	r := newRankEval(t, fx, all)
+	fx := newAblationFixture(t, "eval-rank")
+	folds, repeats := cvFolds, cvRepeatsFrom(t, "WAYSTATION_RANK_REPEATS")
+	older, newer, all := fx.byOrigin(t)
+	r := newRankEval(t, fx.fixture, all)
 	if os.Getenv("WAYSTATION_RANK_FAILURES") != "" {
 		t.Log(r.failures(all))
 	}

@@ -19,28 +19,13 @@ import (
 // under the rerank weight chosen, and the dev set's in-sample figures of the band
 // fitted on every query.
 func TestWordNetAblation(t *testing.T) {
-	dir := os.Getenv("WAYSTATION_WORDNET")
-	if dir == "" || os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval-wordnet runs it: WAYSTATION_EVAL and WAYSTATION_WORDNET")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
-	th, err := search.LoadThesaurus(dir)
+	fx := newAblationFixture(t, "eval-wordnet", "WAYSTATION_WORDNET")
+	th, err := search.LoadThesaurus(os.Getenv("WAYSTATION_WORDNET"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
 	label := func(th *search.Thesaurus) (all, devOnly []search.Labelled) {
-		e, err := search.NewEngine(search.Config{Thesaurus: th}, fx.store, &search.Model{Embedder: fx.hybridModel, Record: fx.hybridRecord}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := fx
-		g.hybrid = e
-		d := g.labelled(t, dev, "dev")
-		return append(g.labelled(t, own, "own"), d...), d
+		return fx.labelWith(t, search.Config{Thesaurus: th})
 	}
 	base := without(search.FeatAgree, search.FeatDomain, search.FeatDomainMin, search.FeatSynCover, search.FeatSynCover3, search.FeatSynKnown,
 		search.FeatVecCover, search.FeatVecCover3, search.FeatVecKnown, search.FeatVecSimilarity)

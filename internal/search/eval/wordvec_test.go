@@ -22,30 +22,15 @@ import (
 // under the rerank weight chosen, and the dev set's in-sample figures of the band
 // fitted on every query.
 func TestWordVectorAblation(t *testing.T) {
-	dir := os.Getenv("WAYSTATION_WORDVEC")
-	if dir == "" || os.Getenv("WAYSTATION_EVAL") == "" {
-		t.Skip("make eval-wordvec runs it: WAYSTATION_EVAL and WAYSTATION_WORDVEC")
-	}
-	fx := setup(t)
-	if fx.hybrid == nil {
-		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
-	}
+	fx := newAblationFixture(t, "eval-wordvec", "WAYSTATION_WORDVEC")
 	start := time.Now()
-	vecs, err := search.LoadWordVectors(dir, search.WordVectorRanks)
+	vecs, err := search.LoadWordVectors(os.Getenv("WAYSTATION_WORDVEC"), search.WordVectorRanks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("word vectors: %d words loaded in %v", vecs.Words(), time.Since(start).Round(time.Millisecond))
-	dev, own := readDevSet(t), readJSONLSet(t, NewSetPath, "own")
 	label := func(v *search.WordVectors) (all, devOnly []search.Labelled) {
-		e, err := search.NewEngine(search.Config{WordVectors: v}, fx.store, &search.Model{Embedder: fx.hybridModel, Record: fx.hybridRecord}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := fx
-		g.hybrid = e
-		d := g.labelled(t, dev, "dev")
-		return append(g.labelled(t, own, "own"), d...), d
+		return fx.labelWith(t, search.Config{WordVectors: v})
 	}
 	base := slices.Clone(search.BandFeatures)
 	plus := func(fs ...int) []int { return append(slices.Clone(base), fs...) }
