@@ -139,9 +139,44 @@ type published struct {
 type fileEntry struct {
 	source      sourceID
 	url         urlKind
-	contentType string // one of a few, shared
+	contentType contentType
 	sum         [sha256.Size]byte
 	sizes       [3]int32 // of the body, its gzip and its brotli
+}
+
+// contentType is one of the few content types a site's files have, by its position
+// in the process's table of those met, so that each entry holds a byte, not a string.
+type contentType uint8
+
+// contentTypes are the content types met, by contentType.
+var contentTypes = struct {
+	sync.Mutex
+	names []string
+}{names: []string{resource.JSON, resource.HTML}}
+
+// typeHTML is resource.HTML's.
+const typeHTML contentType = 1
+
+// typeOf is the contentType of name, added to the table when it is new; an error when
+// the table is full.
+func typeOf(name string) (contentType, error) {
+	contentTypes.Lock()
+	defer contentTypes.Unlock()
+	if i := slices.Index(contentTypes.names, name); i >= 0 {
+		return contentType(i), nil
+	}
+	if len(contentTypes.names) > math.MaxUint8 {
+		return 0, fmt.Errorf("more than %d content types", math.MaxUint8+1)
+	}
+	contentTypes.names = append(contentTypes.names, name)
+	return contentType(len(contentTypes.names) - 1), nil
+}
+
+// String is the content type's name.
+func (t contentType) String() string {
+	contentTypes.Lock()
+	defer contentTypes.Unlock()
+	return contentTypes.names[t]
 }
 
 // fileTable is what a site remembers of the files it published, sorted by path, in
@@ -303,7 +338,7 @@ func urlOf(path string, k urlKind) string {
 func (e fileEntry) manifestFile(path string) ManifestFile {
 	tag := base64.RawURLEncoding.EncodeToString(e.sum[:18])
 	f := ManifestFile{
-		URL: urlOf(path, e.url), Path: path, ContentType: e.contentType, Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
+		URL: urlOf(path, e.url), Path: path, ContentType: e.contentType.String(), Bytes: int(e.sizes[0]), GzipBytes: int(e.sizes[1]),
 		BrotliBytes: int(e.sizes[2]), SHA256: hex.EncodeToString(e.sum[:]), ETag: `"` + tag + `"`, GzipETag: `"` + tag + `-gzip"`,
 		BrotliETag: `"` + tag + `-br"`,
 	}
@@ -632,7 +667,11 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 		}
 	}
 	w.written.Add(1)
-	e := fileEntry{source: source, url: kind, contentType: res.ContentType, sum: sha256.Sum256(res.Body),
+	ct, err := typeOf(res.ContentType)
+	if err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	e := fileEntry{source: source, url: kind, contentType: ct, sum: sha256.Sum256(res.Body),
 		sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
 	if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
 		return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
@@ -794,7 +833,7 @@ func writeFile(path string, write func(*bufio.Writer)) error {
 func manifestCounts(snap *directory.Snapshot, table fileTable) ManifestCounts {
 	c := ManifestCounts{Methods: snap.Len(), Merchants: len(snap.Hostnames())}
 	for _, e := range table.entries {
-		if e.contentType == resource.HTML {
+		if e.contentType == typeHTML {
 			c.Pages++
 		}
 		c.Files += 2
@@ -965,7 +1004,7 @@ func headersFile(table fileTable) []byte {
 		"Access-Control-Allow-Origin: *")
 	seen := map[string]bool{}
 	for p, e := range table.all() {
-		if e.contentType != resource.HTML {
+		if e.contentType != typeHTML {
 			continue
 		}
 		url := urlOf(p, e.url)
@@ -1200,7 +1239,6 @@ func readManifest(dir string) (fileTable, error) {
 		t     fileTable
 		paths strings.Builder
 		last  string
-		types = map[string]string{}
 	)
 	for dec.More() {
 		key, err := dec.Token()
@@ -1223,7 +1261,7 @@ func readManifest(dir string) (fileTable, error) {
 				if err := dec.Decode(&mf); err != nil {
 					return fail(err)
 				}
-				e, err := entryOf(mf, types)
+				e, err := entryOf(mf)
 				if err != nil {
 					return fail(err)
 				}
@@ -1247,9 +1285,8 @@ func readManifest(dir string) (fileTable, error) {
 	return t, nil
 }
 
-// entryOf is the record of the file a manifest entry lists; types holds the content
-// types met so far, each held once.
-func entryOf(f ManifestFile, types map[string]string) (fileEntry, error) {
+// entryOf is the record of the file a manifest entry lists.
+func entryOf(f ManifestFile) (fileEntry, error) {
 	var e fileEntry
 	var ok bool
 	if e.url, ok = kindOf(f.URL, f.Path); !ok {
@@ -1267,9 +1304,11 @@ func entryOf(f ManifestFile, types map[string]string) (fileEntry, error) {
 			return e, fmt.Errorf("%s: its source %q names none", f.Path, f.Source)
 		}
 	}
-	if e.contentType, ok = types[f.ContentType]; !ok {
-		types[f.ContentType], e.contentType = f.ContentType, f.ContentType
+	ct, err := typeOf(f.ContentType)
+	if err != nil {
+		return e, fmt.Errorf("%s: %w", f.Path, err)
 	}
+	e.contentType = ct
 	for i, n := range [...]int{f.Bytes, f.GzipBytes, f.BrotliBytes} {
 		if n < 0 || n > math.MaxInt32 {
 			return e, fmt.Errorf("%s: %d bytes", f.Path, n)

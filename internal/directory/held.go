@@ -1,7 +1,11 @@
 package directory
 
 import (
+	"bytes"
+	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/waystation/waystation/internal/blocks"
 )
@@ -13,14 +17,28 @@ import (
 // the garbage of the build in a few small allocations each, is then dropped whole:
 // a page of the heap that held one of them would otherwise not go back to the
 // system, and at a hundred thousand methods they are hundreds of thousands.
-func held(methods []Method) []Method {
+//
+// bodies, when not nil, are the methods' detail bodies the snapshot holds anyway, by
+// position: a leading string field (the slug, name, provider, hostname, description,
+// category, kind and the endpoint's method and URL) that its body holds as it is, a
+// JSON string needing no escape, is a slice of the body instead of a copy, so that
+// the text of a hundred thousand methods is held once, not twice.
+func held(methods []Method, bodies [][]byte) []Method {
 	var h copies
 	h.strings = map[string]string{}
 	out := make([]Method, len(methods))
 	for i, m := range methods {
-		m.Slug, m.Name, m.Provider, m.Hostname = h.string(m.Slug), h.string(m.Name), h.string(m.Provider), h.string(m.Hostname)
-		m.Description, m.Category, m.Kind = h.string(m.Description), h.string(m.Category), h.string(m.Kind)
-		m.Endpoint = Endpoint{Method: h.string(m.Endpoint.Method), URL: h.string(m.Endpoint.URL)}
+		var b inBody
+		if bodies != nil {
+			b = inBody{body: bodies[i], ok: true}
+		}
+		m.Slug, m.Name = h.from(&b, `{"slug":"`, m.Slug), h.from(&b, `,"name":"`, m.Name)
+		m.Provider, m.Hostname = h.from(&b, `,"provider":"`, m.Provider), h.from(&b, `,"hostname":"`, m.Hostname)
+		m.Description = h.from(&b, `,"description":"`, m.Description)
+		m.Category, m.Kind = h.from(&b, `,"category":"`, m.Category), h.from(&b, `,"kind":"`, m.Kind)
+		b.skip(payableKeys[b2i(m.Payable)])
+		m.Endpoint.Method = h.from(&b, `,"endpoint":{"method":"`, m.Endpoint.Method)
+		m.Endpoint.URL = h.from(&b, `,"url":"`, m.Endpoint.URL)
 		m.Trust = h.trust(m.Trust)
 		if m.Stats != nil {
 			m.Stats = blocks.Put(&h.stats, *m.Stats)
@@ -32,6 +50,63 @@ func held(methods []Method) []Method {
 		out[i] = m
 	}
 	return out
+}
+
+// payableKeys are what a detail body holds after the kind: payable false, then true.
+var payableKeys = [2]string{`,"payable":false`, `,"payable":true`}
+
+// inBody reads a detail body's leading fields in the order a Method encodes them,
+// from at; once one is not where it is expected, ok is false and the rest are copied.
+type inBody struct {
+	body []byte
+	at   int
+	ok   bool
+}
+
+// skip moves past want when the body holds it next.
+func (b *inBody) skip(want string) {
+	if b.ok && bytes.HasPrefix(b.body[b.at:], []byte(want)) {
+		b.at += len(want)
+		return
+	}
+	b.ok = false
+}
+
+// from is s as a slice of the body, when the body holds key then s itself, else a
+// copy (see string). The slice is equal to s whatever the body: the bytes compared
+// are its bytes.
+func (h *copies) from(b *inBody, key, s string) string {
+	if !b.ok || !bytes.HasPrefix(b.body[b.at:], []byte(key)) || !plainJSON(s) {
+		b.ok = false
+		return h.string(s)
+	}
+	start := b.at + len(key)
+	end := start + len(s)
+	if end >= len(b.body) || string(b.body[start:end]) != s || b.body[end] != '"' {
+		b.ok = false
+		return h.string(s)
+	}
+	b.at = end + 1
+	if s == "" {
+		return ""
+	}
+	return unsafe.String(&b.body[start], len(s))
+}
+
+// plainJSON reports whether encoding/json writes s as it is between quotes: no byte
+// it escapes (a control, a quote, a backslash, <, > or &), valid UTF-8 without U+2028
+// or U+2029.
+func plainJSON(s string) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&':
+			return false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return ascii || (utf8.ValidString(s) && !strings.ContainsAny(s, "\u2028\u2029"))
 }
 
 // copies is where held makes its copies: the rest of the current block of each kind.

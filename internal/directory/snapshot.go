@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -338,30 +339,73 @@ func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
 // generator hands it resources stored in their published files (see
 // resource.Stored), so that the snapshot holds their bodies alone. Its methods are
 // copies made apart from what the build dropped (see held), their guidance the end of
-// the stored bodies.
+// the stored bodies and their leading strings slices of them.
 func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.Resource) *resource.Resource) (*Snapshot, error) {
 	c := *s
 	c.slugs = make([]*resource.Resource, len(s.slugs))
-	c.methods = held(s.methods)
+	bodies := make([][]byte, len(s.slugs))
 	for i, res := range s.slugs {
 		if c.slugs[i] = method(s.methods[i].Slug, res); c.slugs[i].ETag != res.ETag || c.slugs[i].Body == nil {
 			return nil, fmt.Errorf("directory: the stored method %s is not the snapshot's", s.methods[i].Slug)
 		}
+		bodies[i] = c.slugs[i].Body
+	}
+	c.methods = held(s.methods, bodies)
+	for i, body := range bodies {
 		// A guidance held as the end of the detail body is the end of the stored one,
 		// so that the body it was made in is not held too.
-		m, body := &c.methods[i], c.slugs[i].Body
+		m := &c.methods[i]
 		if g := body[min(int(s.items[i]), len(body)-1) : len(body)-1]; len(m.Guidance) > 0 && bytes.HasPrefix(g, guidanceKey) &&
 			bytes.Equal(g[len(guidanceKey):], m.Guidance) {
 			m.Guidance = g[len(guidanceKey):len(g):len(g)]
 		}
 	}
+	// The index is keyed by the held strings, not the build's: a build's method that
+	// did not change is the snapshot's before, whose strings are slices of its bodies,
+	// which a key of this one would keep alive.
+	canon := map[string]string{}
+	for i := range c.methods {
+		m := &c.methods[i]
+		for _, v := range [...]string{m.Category, m.Kind, m.Trust.Verdict, m.Hostname} {
+			if _, ok := canon[v]; !ok {
+				canon[v] = v
+			}
+		}
+	}
+	key := func(k string) string {
+		v, ok := canon[k]
+		if !ok {
+			v = strings.Clone(k)
+			canon[v] = v
+		}
+		return v
+	}
+	c.bySlug = make(map[string]int, len(c.methods))
+	for i := range c.methods {
+		c.bySlug[c.methods[i].Slug] = i
+	}
+	c.category, c.verdict, c.kind, c.byHost = rekey(s.category, key), rekey(s.verdict, key), rekey(s.kind, key), rekey(s.byHost, key)
+	c.hosts = make([]string, len(s.hosts))
+	for i, host := range s.hosts {
+		c.hosts[i] = key(host)
+	}
 	c.merchants = make(map[string]*resource.Resource, len(s.merchants))
 	for host, res := range s.merchants {
+		host = key(host)
 		if c.merchants[host] = merchant(host, res); c.merchants[host].ETag != res.ETag || c.merchants[host].Body == nil {
 			return nil, fmt.Errorf("directory: the stored merchant %s is not the snapshot's", host)
 		}
 	}
 	return &c, nil
+}
+
+// rekey is m with each key k as key(k).
+func rekey[V any](m map[string]V, key func(string) string) map[string]V {
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[key(k)] = v
+	}
+	return out
 }
 
 // Method returns the detail body (listing item plus guidance) of an enabled method.

@@ -291,7 +291,7 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 		Price: &Price{Amount: s("1000"), Decimals: &d, Value: s("0.001")}, Reason: s("none")}
 	methods[0].Trust.Override = &Override{Verdict: VerdictAvoid, Reason: "fraud", SetAt: at, ExpiresAt: &at}
 	methods[0].Trust.Owner = &Owner{Verified: true, PayTo: "0xdef", Origin: "https://a.example", Points: 5}
-	got := held(methods)
+	got := held(methods, nil)
 	if !reflect.DeepEqual(got, methods) {
 		t.Fatal("the held methods differ from the built ones")
 	}
@@ -304,5 +304,60 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 	}
 	if unsafe.StringData(got[0].Description) != unsafe.StringData(got[1].Description) {
 		t.Error("a recurring string is held twice")
+	}
+}
+
+// TestWithStoredHoldsStringsInTheStoredBody checks that a stored snapshot's methods
+// hold their leading strings as slices of their stored bodies where the body holds
+// them as they are, and copies where JSON escapes them, equal either way.
+func TestWithStoredHoldsStringsInTheStoredBody(t *testing.T) {
+	methods := synthetic(6, 7)
+	methods[0].Description = "A plain description, with a comma and naïve UTF-8."
+	methods[0].Endpoint = Endpoint{Method: "GET", URL: "https://h0.example/api?q=1"}
+	methods[1].Description = `Escaped: "quoted" <b> & \ line` + "\n" + "\u2028"
+	methods[1].Endpoint = Endpoint{Method: "POST", URL: "https://h1.example/a?b=1&c=2"}
+	methods[2].Name = "<name>" // the fields after it are copied too
+	methods[3].Payable, methods[3].Description = true, ""
+	snap, err := NewSnapshot(time.Unix(0, 0), methods, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := func(_ string, res *resource.Resource) *resource.Resource {
+		return resource.NewIdentity(res.ContentType, bytes.Clone(res.Body))
+	}
+	stored, err := snap.WithStored(copied, copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := func(s string, body []byte) bool {
+		p, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(&body[0]))
+		return s != "" && p >= b && p+uintptr(len(s)) <= b+uintptr(len(body))
+	}
+	for _, m := range stored.Methods() {
+		before, _ := snap.MethodBySlug(m.Slug)
+		if !reflect.DeepEqual(m, before) {
+			t.Fatalf("%s: the stored method differs from the built one", m.Slug)
+		}
+		res, _ := stored.Method(m.Slug)
+		// In the order of the body: each is a slice of it while none before it is escaped.
+		fields := []string{m.Slug, m.Name, m.Provider, m.Hostname, m.Description, m.Category, m.Kind, m.Endpoint.Method, m.Endpoint.URL}
+		plain := true
+		for i, v := range fields {
+			plain = plain && plainJSON(v)
+			if got, want := inside(v, res.Body), plain && v != ""; got != want {
+				t.Errorf("%s: its field %d %q in its stored body: %v, want %v", m.Slug, i, v, got, want)
+			}
+		}
+	}
+	// The index is keyed by the held strings, none of the build's.
+	for slug, i := range stored.bySlug {
+		if unsafe.StringData(slug) != unsafe.StringData(stored.methods[i].Slug) {
+			t.Errorf("%s: its index key is not its held slug", slug)
+		}
+	}
+	for host, at := range stored.byHost {
+		if unsafe.StringData(host) != unsafe.StringData(stored.methods[at[0]].Hostname) {
+			t.Errorf("%s: its index key is not a held hostname", host)
+		}
 	}
 }

@@ -19,12 +19,12 @@ import (
 // their sizes must be the forms'. Body, Gzip and Brotli are nil.
 func (res *Resource) FromFiles(path string) (*Resource, error) {
 	out := &Resource{ETag: res.ETag, GzipETag: res.GzipETag, BrotliETag: res.BrotliETag, ContentType: res.ContentType,
-		hdr: res.hdr, files: &[3]*file{}}
+		lengths: res.lengths, files: &[3]*file{}}
 	for form, suffix := range [...]string{"", ".gz", ".br"} {
 		if !res.has(form) {
 			continue
 		}
-		f, err := openFile(path+suffix, res.hdr[hLength+form])
+		f, err := openFile(path+suffix, res.lengths[form])
 		if err != nil {
 			return nil, fmt.Errorf("resource: %w", err)
 		}

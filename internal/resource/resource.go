@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/andybalholm/brotli"
 )
@@ -32,11 +33,12 @@ type Resource struct {
 	// ContentType is the body's media type; empty leaves the header to the caller.
 	ContentType string
 
-	// Header values made once, so that serving a resource allocates nothing: the
-	// header slices Serve sets are slices of this array, and its strings but the type
+	// The lengths of the forms, made once, so that serving a resource allocates
+	// nothing: the header slices Serve sets are slices of this array, or of the
+	// fields above for the type and the ETags (see header), and the ETags and lengths
 	// are slices of one string. A snapshot of a hundred thousand methods holds as many
 	// resources, so what each holds beside its bytes counts.
-	hdr [headers]string
+	lengths [3]string
 	// files, when set, send the forms from published files instead (see FromFiles).
 	files *[3]*file
 	// at, when set, is where the encoded forms are instead of Gzip and Brotli (see
@@ -45,9 +47,9 @@ type Resource struct {
 	levels [2]int8
 }
 
-// Indexes of Resource.hdr: the type, then each form's ETag and length, the form's
-// index (identity, gzip, brotli) added to the first. A form a resource does not have
-// has no length.
+// Indexes of the header values a resource answers with (see header): the type, then
+// each form's ETag and length, the form's index (identity, gzip, brotli) added to the
+// first. A form a resource does not have has no length.
 const (
 	hType = iota
 	hETag
@@ -135,20 +137,35 @@ func (r *Resource) setHeaders(contentType string, etag []byte, gzip, brotli int)
 	}
 	s := string(b)
 	start := 0
+	var hdr [headers]string
 	for i := hETag; i < headers; i++ {
 		if ends[i] > 0 {
-			r.hdr[i], start = s[start:ends[i]], ends[i]
+			hdr[i], start = s[start:ends[i]], ends[i]
 		}
 	}
-	r.ETag, r.GzipETag, r.BrotliETag = r.hdr[hETag], r.hdr[hETag+1], r.hdr[hETag+2]
-	r.ContentType, r.hdr[hType] = contentType, contentType
+	r.ETag, r.GzipETag, r.BrotliETag = hdr[hETag], hdr[hETag+1], hdr[hETag+2]
+	r.lengths = [3]string(hdr[hLength:])
+	r.ContentType = contentType
 }
 
-// header is the header value at i, shared: net/http only reads it.
-func (r *Resource) header(i int) []string { return r.hdr[i : i+1 : i+1] }
+// header is the header value at i, shared: net/http only reads it. The type and the
+// ETags are the fields themselves, not copies of them held beside.
+func (r *Resource) header(i int) []string {
+	switch i {
+	case hType:
+		return unsafe.Slice(&r.ContentType, 1)
+	case hETag:
+		return unsafe.Slice(&r.ETag, 1)
+	case hETag + gzipForm:
+		return unsafe.Slice(&r.GzipETag, 1)
+	case hETag + brotliForm:
+		return unsafe.Slice(&r.BrotliETag, 1)
+	}
+	return r.lengths[i-hLength : i-hLength+1 : i-hLength+1]
+}
 
 // has reports whether the resource has a form.
-func (r *Resource) has(form int) bool { return r.hdr[hLength+form] != "" }
+func (r *Resource) has(form int) bool { return r.lengths[form] != "" }
 
 // gzipWriters keeps a pool of writers per level: making one costs more than
 // compressing a small body with it.

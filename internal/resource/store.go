@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -72,9 +73,9 @@ type stored struct {
 // made at (encoding is deterministic), and failing that the answer is the body
 // itself, as to a client that takes no encoding.
 //
-// The stored resource, its body and its header values are copies made in blocks the
-// store shares between its resources, a few large allocations instead of three small
-// ones each: a snapshot of a hundred thousand methods holds as many, which built
+// The stored resource, its body, its header values and its name are copies made in
+// blocks the store shares between its resources, a few large allocations instead of
+// three small ones each: a snapshot of a hundred thousand methods holds as many, which built
 // among the garbage of the build would keep most of its pages from going back to the
 // system (a page holding one of them is not returned), and hold each in a size class
 // larger than it. A body larger than a block's quarter is its own allocation already
@@ -88,22 +89,25 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 	if len(res.Body) > 0 && len(res.Body) <= blocks.BytesSize/4 {
 		out.Body = append(st.bytes.Alloc(len(res.Body)), res.Body...)
 	}
-	// The header values but the type are slices of one string: copied as one.
+	// The ETags, lengths and name are slices of one string: copied as one, so that
+	// the stored resource keeps nothing of what it was made from.
+	vals := [...]string{res.ETag, res.GzipETag, res.BrotliETag, res.lengths[0], res.lengths[1], res.lengths[2], name}
 	var n int
-	for i := hETag; i < headers; i++ {
-		n += len(res.hdr[i])
+	for _, v := range vals {
+		n += len(v)
 	}
 	b := st.bytes.Alloc(n)
-	for i := hETag; i < headers; i++ {
-		b = append(b, res.hdr[i]...)
+	for _, v := range vals {
+		b = append(b, v...)
 	}
 	all := unsafe.String(unsafe.SliceData(b), n)
-	for i := hETag; i < headers; i++ {
-		out.hdr[i], all = all[:len(res.hdr[i])], all[len(res.hdr[i]):]
+	for i, v := range vals {
+		vals[i], all = all[:len(v)], all[len(v):]
 	}
-	out.ETag, out.GzipETag, out.BrotliETag = out.hdr[hETag], out.hdr[hETag+1], out.hdr[hETag+2]
+	out.ETag, out.GzipETag, out.BrotliETag = vals[0], vals[1], vals[2]
+	out.lengths = [3]string(vals[3:6])
 	out.at = blocks.Next(&st.at)
-	*out.at = stored{st: st, name: name}
+	*out.at = stored{st: st, name: vals[6]}
 	return out
 }
 
@@ -112,7 +116,7 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 // body has the form's size.
 func (res *Resource) form(form int) []byte {
 	c := res.at.st.cache
-	tag := res.hdr[hETag+form]
+	tag := res.header(hETag + form)[0]
 	if b, ok := c.lru.Get(tag); ok {
 		return b
 	}
@@ -121,7 +125,9 @@ func (res *Resource) form(form int) []byte {
 		return nil
 	}
 	if len(b) <= MaxCached {
-		c.lru.Add(tag, b)
+		// Keyed by a copy: the tag is a slice of the block its store made it in, which
+		// a key would keep alive, the cache serving snapshot after snapshot.
+		c.lru.Add(strings.Clone(tag), b)
 	}
 	return b
 }
@@ -129,7 +135,7 @@ func (res *Resource) form(form int) []byte {
 // read is the stored form's bytes from its file, or encoded again from the body
 // when the file does not hold the form's size.
 func (res *Resource) read(form int) ([]byte, error) {
-	size, err := strconv.Atoi(res.hdr[hLength+form])
+	size, err := strconv.Atoi(res.lengths[form])
 	if err != nil {
 		return nil, fmt.Errorf("resource: %s has no form %d", res.ETag, form)
 	}

@@ -105,7 +105,7 @@ func TestStoredEncodesAgainWhatItsFilesDoNotHold(t *testing.T) {
 		t.Errorf("encoded at the best levels: %v", err)
 	}
 	// A form of a size nothing makes.
-	res.hdr[hLength+gzipForm] = "1"
+	res.lengths[gzipForm] = "1"
 	w := serveStored(res, http.MethodGet, "gzip", "")
 	if !bytes.Equal(w.Body.Bytes(), body) || w.Header().Get("Content-Encoding") != "" || w.Header().Get("Etag") != best.ETag ||
 		w.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
@@ -194,5 +194,27 @@ func formsOf(r *Resource) []form {
 		{"identity", "", r.ETag, r.Body},
 		{"gzip", "gzip", r.GzipETag, r.Gzip},
 		{"br, gzip", "br", r.BrotliETag, r.Brotli},
+	}
+}
+
+// TestStoredHoldsCopiesOfItsNameAndCacheKeys checks that a stored resource keeps
+// nothing of what it was made from (its name is a copy in its store's block) and that
+// a form it caches is keyed by a copy of its ETag, not by that block, which a cache
+// serving snapshot after snapshot would keep alive.
+func TestStoredHoldsCopiesOfItsNameAndCacheKeys(t *testing.T) {
+	mem := New(JSON, bytes.Repeat([]byte(`{"slug":"a-method","name":"A method"},`), 40))
+	path := published(t, mem)
+	cache := NewCache(8)
+	name := strings.Clone(filepath.Base(path))
+	res := mem.Stored(NewStore(filepath.Dir(path), cache), name)
+	if unsafe.StringData(res.at.name) == unsafe.StringData(name) || res.at.name != name {
+		t.Errorf("the stored name %q is the one it was given, not a copy", res.at.name)
+	}
+	if w := serveStored(res, http.MethodGet, "gzip", ""); !bytes.Equal(w.Body.Bytes(), mem.Gzip) {
+		t.Fatalf("gzip: %d bytes", w.Body.Len())
+	}
+	keys := cache.lru.Keys()
+	if len(keys) != 1 || keys[0] != res.GzipETag || unsafe.StringData(keys[0]) == unsafe.StringData(res.GzipETag) {
+		t.Errorf("cache keys %q: want a copy of %s", keys, res.GzipETag)
 	}
 }
