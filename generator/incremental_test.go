@@ -117,8 +117,9 @@ func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 		kept    []string // files that must be the same as before
 	}{
 		{"a description", func() { method("method-5").Description = "Does something else now." },
-			[]string{"methods/method-5.html", "functions/v1/api/api/public/v1/services/method-5", "merchants/api1.example.com.html"},
-			[]string{"methods/method-6.html", "functions/v1/api/api/public/v1/services/method-6", "methods/method-9.html"}},
+			[]string{"methods/method-5.html", "functions/v1/api/api/public/v1/services/method-5", "merchants/api1.example.com.html", "categories/data.html"},
+			[]string{"methods/method-6.html", "functions/v1/api/api/public/v1/services/method-6", "methods/method-9.html",
+				"merchants/api0.example.com.html", "categories/blockchain.html", "categories/weather.html"}},
 		{"a removal", func() {
 			src.rec.Methods = slices.DeleteFunc(src.rec.Methods, func(r trust.MethodRecord) bool { return r.Method.Slug == "method-7" })
 		}, nil, []string{"methods/method-6.html"}},

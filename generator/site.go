@@ -117,6 +117,10 @@ type Site struct {
 	Views web.Views
 
 	last *published
+	// pages keeps the pages' rows and merchant records from one publication to the
+	// next; a publication that writes every file (a first one, with nothing to link
+	// from) fills none, so that a full build holds no row of every method.
+	pages *web.PageCache
 }
 
 // published is what a Site knows of the directory it published last.
@@ -390,6 +394,12 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	if last != nil {
 		w.cur = filepath.Join(s.Dir, last.name)
 		w.kept = make([]bool, last.files.len())
+		if s.pages == nil {
+			s.pages = web.NewPageCache()
+		}
+		w.pages = s.pages
+	} else {
+		s.pages = nil
 	}
 	if last != nil && last.before != "" && s.Keep >= 2 {
 		w.dir = filepath.Join(s.Dir, ".tmp-"+name)
@@ -533,6 +543,7 @@ type siteWriter struct {
 	last  *published // nil when nothing is known of the directory in force
 	cur   string     // the directory in force, which last describes
 	views web.Views
+	pages *web.PageCache // nil for none kept
 	mu    sync.Mutex
 	made  map[string]bool
 	// files are the files made and written, by path; kept marks, by position in
@@ -562,7 +573,7 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	pages := w.views.PageSources(snap)
+	pages := w.views.PageSourcesKept(snap, w.pages)
 	err = parallel(len(pages), func(i int) error {
 		p := pages[i]
 		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), p.Render)

@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -64,9 +63,10 @@ func (vs Views) Pages(snap *directory.Snapshot, emit func(url string, res *resou
 // PageSource is one page Pages renders, before it is: its URL path and a digest of
 // everything it is made from, so that a publisher holding the page made from the same
 // digest need not render it again. A method page is made from its method's body and
-// its merchant's probes, a merchant page from its record and its methods' bodies; the
-// home and category pages from the whole snapshot; all of them from the snapshot's
-// time, which each page shows.
+// its merchant's probes, a merchant page from its record and its methods' bodies, a
+// category page from the categories' counts and its methods' bodies in its order; the
+// home page from the whole snapshot; all of them from the snapshot's time, which each
+// page shows.
 type PageSource struct {
 	URL    string
 	Digest [sha256.Size]byte
@@ -79,6 +79,14 @@ func (p PageSource) Render() (*resource.Resource, error) { return render(p.page(
 // PageSources lists the pages of a snapshot that Pages renders, in its order, with
 // their digests, without rendering any.
 func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
+	return vs.PageSourcesKept(snap, nil)
+}
+
+// PageSourcesKept is PageSources for a publisher that keeps cache from one snapshot
+// to the next: the category and merchant pages are made of the rows it holds (and it
+// keeps those rendered anew), and a merchant record is decoded only when it changed.
+// The pages are the same bytes. A nil cache keeps nothing.
+func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []PageSource {
 	info := snap.Info()
 	digest := func(kind, url string, parts ...string) [sha256.Size]byte {
 		h := sha256.New()
@@ -91,62 +99,65 @@ func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
 		h.Sum(d[:0])
 		return d
 	}
+	records := cache
+	if records == nil {
+		records = NewPageCache() // the merchants', for this snapshot alone
+	} else {
+		cache.forget(snap)
+	}
 	var out []PageSource
 	add := func(url string, d [sha256.Size]byte, page func() templ.Component) {
 		out = append(out, PageSource{URL: url, Digest: d, page: page})
 	}
 	add("/", digest("home", "/", info.ID), func() templ.Component { return HomePage(vs.Home(snap)) })
-	for _, c := range Categories(snap) {
-		u := "/categories/" + url.PathEscape(c)
-		add(u, digest("category", u, info.ID), func() templ.Component {
-			v, _ := vs.Category(snap, c)
+	// A category page shows every category with its count, and its own methods, best
+	// trusted first.
+	categories := listFacets(snap).Category
+	var counts strings.Builder
+	for _, f := range categories {
+		counts.WriteString(f.Value + "\x00" + strconv.Itoa(f.Count) + "\x00")
+	}
+	methods := snap.Methods()
+	for _, f := range categories {
+		c, u := f.Value, "/categories/"+url.PathEscape(f.Value)
+		parts := []string{counts.String()}
+		for _, p := range bestTrusted(methods, snap.Matching(directory.Filter{Categories: []string{c}})) {
+			res, _ := snap.Method(methods[p].Slug)
+			parts = append(parts, res.ETag)
+		}
+		add(u, digest("category", u, parts...), func() templ.Component {
+			v, _ := vs.category(snap, c, cache)
 			return CategoryPage(v)
 		})
 	}
-	// What each merchant's record holds that its pages show: its methods and probes.
-	type record struct {
-		etag    string
-		methods []string // their bodies' ETags
-		probes  string   // a digest of the probes
-		// decoded are the probes, decoded once for all its method pages; found is
-		// false when they do not decode, as MethodPage finds them.
-		decoded []directory.ProbeRecord
-		found   bool
-	}
-	records := make(map[string]record, len(snap.Hostnames()))
+	// What each merchant's record gives its pages: its methods and probes.
+	merchants := make(map[string]*keptMerchant, len(snap.Hostnames()))
 	for _, h := range snap.Hostnames() {
-		res, _ := snap.Merchant(h)
-		var mr struct {
-			Methods []struct {
-				Slug string `json:"slug"`
-			} `json:"methods"`
-			Probes json.RawMessage `json:"probes"`
-		}
-		json.Unmarshal(res.Body, &mr)
-		sum := sha256.Sum256(mr.Probes)
-		r := record{etag: res.ETag, probes: string(sum[:])}
-		r.found = json.Unmarshal(mr.Probes, &r.decoded) == nil
-		for _, e := range mr.Methods {
-			if m, ok := snap.Method(e.Slug); ok {
-				r.methods = append(r.methods, m.ETag)
-			}
-		}
-		records[h] = r
+		merchants[h] = records.merchant(snap, h)
 	}
 	for _, m := range snap.Methods() {
 		res, _ := snap.Method(m.Slug)
 		u := "/methods/" + m.Slug
-		r := records[m.Hostname]
-		add(u, digest("method", u, res.ETag, r.probes), func() templ.Component {
+		r := merchants[m.Hostname]
+		add(u, digest("method", u, res.ETag, string(r.probes[:])), func() templ.Component {
 			return MethodPageView(vs.methodPage(snap, m, r.decoded, r.found))
 		})
 	}
 	for _, h := range snap.Hostnames() {
 		u := "/merchants/" + h
-		r := records[h]
-		add(u, digest("merchant", u, append([]string{r.etag}, r.methods...)...), func() templ.Component {
-			v, _ := vs.MerchantPage(snap, h)
-			return MerchantPageView(v)
+		r := merchants[h]
+		parts := make([]string, 1, len(r.slugs)+1)
+		parts[0] = r.etag
+		for _, slug := range r.slugs {
+			if m, ok := snap.Method(slug); ok {
+				parts = append(parts, m.ETag)
+			}
+		}
+		add(u, digest("merchant", u, parts...), func() templ.Component {
+			if !r.found {
+				return MerchantPageView(MerchantView{})
+			}
+			return MerchantPageView(vs.merchantPage(snap, r.view, r.slugs, cache))
 		})
 	}
 	for _, p := range ProblemSlugs() {

@@ -75,6 +75,8 @@ type CategoryView struct {
 	Label      string
 	Categories []Link
 	Methods    []MethodRow
+	// Rows are the methods rendered already (see PageCache), in place of Methods.
+	Rows [][]byte
 }
 
 // TrustView is a trust block in plain words.
@@ -164,9 +166,11 @@ type MerchantView struct {
 	Trust     TrustView
 	Stats     *StatsView
 	Methods   []MethodRow
-	Probes    []ProbeRow
-	Chart     *ProbeChart
-	Delivery  *DeliveryBar
+	// Rows are the methods rendered already (see PageCache), in place of Methods.
+	Rows     [][]byte
+	Probes   []ProbeRow
+	Chart    *ProbeChart
+	Delivery *DeliveryBar
 	// Origin is present when the hostname lists itself.
 	Origin *OriginView
 }
@@ -285,6 +289,11 @@ func networkLabel(n string) string {
 
 // Category builds a category page's view; false when no method is in it.
 func (vs Views) Category(snap *directory.Snapshot, category string) (CategoryView, bool) {
+	return vs.category(snap, category, nil)
+}
+
+// category is Category, its methods rendered through rows when it is not nil.
+func (vs Views) category(snap *directory.Snapshot, category string, rows *PageCache) (CategoryView, bool) {
 	pos := snap.Matching(directory.Filter{Categories: []string{category}})
 	if len(pos) == 0 {
 		return CategoryView{}, false
@@ -297,7 +306,11 @@ func (vs Views) Category(snap *directory.Snapshot, category string) (CategoryVie
 	}
 	methods := snap.Methods()
 	for _, p := range bestTrusted(methods, pos) {
-		v.Methods = append(v.Methods, methodRow(methods[p]))
+		if rows != nil {
+			v.Rows = append(v.Rows, rows.row(snap, methods[p]))
+		} else {
+			v.Methods = append(v.Methods, methodRow(methods[p]))
+		}
 	}
 	return v, true
 }
@@ -426,8 +439,48 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 	if err := json.Unmarshal(res.Body, &mr); err != nil {
 		return MerchantView{}, false
 	}
+	slugs := make([]string, len(mr.Methods))
+	for i, e := range mr.Methods {
+		slugs[i] = e.Slug
+	}
+	return vs.merchantPage(snap, merchantRecordView(mr), slugs, nil), true
+}
+
+// merchantPage is the view of a merchant's page from what its record alone gives it
+// (see merchantRecordView) and the slugs of the methods it lists, rendered through
+// rows when it is not nil.
+func (vs Views) merchantPage(snap *directory.Snapshot, v MerchantView, slugs []string, rows *PageCache) MerchantView {
+	v.Page = newPage(snap, v.Hostname, "Trust record, payment stats and probe history of "+v.Hostname+".", vs.DirectoryAPI+"/merchants/"+v.Hostname)
+	verified, counted := 0, 0
+	for _, slug := range slugs {
+		m, ok := snap.MethodBySlug(slug)
+		if !ok {
+			continue
+		}
+		if rows != nil {
+			v.Rows = append(v.Rows, rows.row(snap, m))
+		} else {
+			v.Methods = append(v.Methods, methodRow(m))
+		}
+		if o := m.Trust.Owner; o != nil && o.Verified {
+			verified++
+			if o.Points > 0 {
+				counted++
+			}
+		}
+	}
+	if v.Origin != nil && v.Origin.Owner != "" {
+		o := *v.Origin // v's record view may be kept for the next snapshot
+		o.OwnerScore = ownerScoreText(verified, counted, len(slugs))
+		v.Origin = &o
+	}
+	return v
+}
+
+// merchantRecordView is what a merchant's page shows of its record alone: all but
+// the page's frame, its methods and what their owner proofs counted.
+func merchantRecordView(mr directory.Merchant) MerchantView {
 	v := MerchantView{
-		Page:      newPage(snap, mr.Hostname, "Trust record, payment stats and probe history of "+mr.Hostname+".", vs.DirectoryAPI+"/merchants/"+mr.Hostname),
 		Hostname:  mr.Hostname,
 		Providers: strings.Join(mr.Providers, ", "),
 		Trust:     trustView(mr.Trust, ""),
@@ -443,21 +496,6 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 		if o.Owner != nil {
 			v.Origin.Owner = *o.Owner
 		}
-	}
-	verified, counted := 0, 0
-	for _, e := range mr.Methods {
-		if m, ok := snap.MethodBySlug(e.Slug); ok {
-			v.Methods = append(v.Methods, methodRow(m))
-			if o := m.Trust.Owner; o != nil && o.Verified {
-				verified++
-				if o.Points > 0 {
-					counted++
-				}
-			}
-		}
-	}
-	if v.Origin != nil && v.Origin.Owner != "" {
-		v.Origin.OwnerScore = ownerScoreText(verified, counted, len(mr.Methods))
 	}
 	for _, p := range mr.Probes {
 		row := ProbeRow{When: formatTime(p.ProbedAt), Outcome: outcomeLabel(p.Outcome), Status: "-", Latency: "-", Network: "-", Asset: "-", Price: "-"}
@@ -486,7 +524,7 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 		}
 		v.Probes = append(v.Probes, row)
 	}
-	return v, true
+	return v
 }
 
 // SearchResult is what a search engine found for a query: the matching slugs, best
