@@ -395,7 +395,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		w.cur = filepath.Join(s.Dir, last.name)
 		w.kept = make([]bool, last.files.len())
 		if s.pages == nil {
-			s.pages = web.NewPageCache()
+			s.pages = web.NewPageCache(s.Dir)
 		}
 		w.pages = s.pages
 	} else {

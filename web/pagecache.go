@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,19 +23,30 @@ import (
 // to a few hundred of them touches nearly every category and merchant page, each
 // listing hundreds or thousands of methods, most of them as they were. It holds a row
 // for every method listed since the snapshot's methods were last all rendered (a few
-// hundred bytes each) and forgets what a snapshot no longer holds. Safe for concurrent
-// use.
+// hundred bytes each) and forgets what a snapshot no longer holds. The rows' bytes are
+// kept in a file of their own, without a name, and read back as a page needs them:
+// the system's page cache holds them, not the process's heap (at a hundred thousand
+// methods, some 60 MB). Safe for concurrent use.
 type PageCache struct {
+	dir       string
 	mu        sync.Mutex
 	rows      map[string]keptRow // by slug
 	merchants map[string]*keptMerchant
 	rendered  int // rows rendered, not taken from the cache
+
+	// file holds the rows' bytes, written at size; live of them are rows still kept.
+	// A cache whose file could not be made or written keeps no rows.
+	file       *os.File
+	size, live int64
+	failed     bool
+	block      []byte // see alloc
 }
 
-// keptRow is a method's row, rendered from the body etag names.
+// keptRow is where a method's row, rendered from the body etag names, is in the file.
 type keptRow struct {
 	etag string
-	html []byte
+	off  int64
+	n    int
 }
 
 // keptMerchant is what a merchant record gives its pages: the slugs of its methods,
@@ -48,9 +61,10 @@ type keptMerchant struct {
 	view    MerchantView
 }
 
-// NewPageCache is an empty cache.
-func NewPageCache() *PageCache {
-	return &PageCache{rows: map[string]keptRow{}, merchants: map[string]*keptMerchant{}}
+// NewPageCache is an empty cache, whose rows go in a file made in dir (the system's
+// temporary directory when dir is "") once there is one to keep.
+func NewPageCache(dir string) *PageCache {
+	return &PageCache{dir: dir, rows: map[string]keptRow{}, merchants: map[string]*keptMerchant{}}
 }
 
 // forget drops what snap does not hold as the cache does: a method or merchant gone,
@@ -61,7 +75,12 @@ func (c *PageCache) forget(snap *directory.Snapshot) {
 	for slug, r := range c.rows {
 		if res, ok := snap.Method(slug); !ok || res.ETag != r.etag {
 			delete(c.rows, slug)
+			c.live -= int64(r.n)
 		}
+	}
+	// Once most of the file is rows forgotten, the kept ones are copied to a new one.
+	if c.file != nil && c.size > 2*c.live && c.size > 8<<20 {
+		c.compact()
 	}
 	for h, r := range c.merchants {
 		if res, ok := snap.Merchant(h); !ok || res.ETag != r.etag {
@@ -76,23 +95,106 @@ func (c *PageCache) row(snap *directory.Snapshot, m directory.Method) []byte {
 	res, _ := snap.Method(m.Slug)
 	c.mu.Lock()
 	r, ok := c.rows[m.Slug]
-	c.mu.Unlock()
+	file := c.file
+	var html []byte
 	if ok && r.etag == res.ETag {
-		return r.html
+		html = c.alloc(r.n)
+	}
+	c.mu.Unlock()
+	if html != nil {
+		if _, err := file.ReadAt(html, r.off); err == nil {
+			return html
+		}
 	}
 	b := renderBuffers.Get().(*bytes.Buffer)
 	defer renderBuffers.Put(b)
 	b.Reset()
 	// A row's view holds only strings, which render without error.
 	methodItem(methodRow(m)).Render(context.Background(), b)
+	html = bytes.Clone(b.Bytes())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rendered++
+	if c.failed {
+		return html
+	}
+	if c.file == nil {
+		// Without a name, so that nothing outlives the process.
+		if c.file, c.failed = newRowFile(c.dir); c.failed {
+			return html
+		}
+	}
+	if _, err := c.file.WriteAt(html, c.size); err != nil {
+		// Nothing is kept from now on; the rows kept stay as they were written.
+		c.failed = true
+		return html
+	}
+	if old, ok := c.rows[m.Slug]; ok {
+		c.live -= int64(old.n)
+	}
 	// Copies, not the snapshot's strings: they are made in blocks that the cache must
 	// not keep once the snapshot goes.
-	r = keptRow{etag: strings.Clone(res.ETag), html: bytes.Clone(b.Bytes())}
-	c.mu.Lock()
-	c.rows[strings.Clone(m.Slug)] = r
-	c.rendered++
-	c.mu.Unlock()
-	return r.html
+	c.rows[strings.Clone(m.Slug)] = keptRow{etag: strings.Clone(res.ETag), off: c.size, n: len(html)}
+	c.size += int64(len(html))
+	c.live += int64(len(html))
+	return html
+}
+
+// alloc is n bytes for a row read back, cut from a block shared with the rows read
+// before it rather than one allocation a row: a page lists up to thousands. c.mu is
+// held.
+func (c *PageCache) alloc(n int) []byte {
+	const block = 64 << 10
+	if n > block/4 {
+		return make([]byte, n)
+	}
+	if len(c.block)+n > cap(c.block) {
+		c.block = make([]byte, 0, block)
+	}
+	at := len(c.block)
+	c.block = c.block[:at+n]
+	return c.block[at : at+n : at+n]
+}
+
+// newRowFile makes a file in dir for the rows and removes its name; failed when it
+// cannot.
+func newRowFile(dir string) (f *os.File, failed bool) {
+	f, err := os.CreateTemp(dir, ".rows-")
+	if err != nil {
+		return nil, true
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, true
+	}
+	return f, false
+}
+
+// compact copies the rows kept to a new file, leaving the ones forgotten behind. It
+// keeps the old file when it cannot. c.mu is held.
+func (c *PageCache) compact() {
+	f, failed := newRowFile(c.dir)
+	if failed {
+		return
+	}
+	rows := make(map[string]keptRow, len(c.rows))
+	var at int64
+	var buf []byte
+	for slug, r := range c.rows {
+		buf = slices.Grow(buf[:0], r.n)[:r.n]
+		if _, err := c.file.ReadAt(buf, r.off); err != nil {
+			f.Close()
+			return
+		}
+		if _, err := f.WriteAt(buf, at); err != nil {
+			f.Close()
+			return
+		}
+		rows[slug] = keptRow{etag: r.etag, off: at, n: r.n}
+		at += int64(r.n)
+	}
+	c.file.Close()
+	c.file, c.rows, c.size, c.live = f, rows, at, at
 }
 
 // merchant is what the record of hostname h in snap gives its pages, decoded only

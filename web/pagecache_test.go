@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/waystation/waystation/internal/directory"
@@ -29,7 +30,7 @@ func renderPages(t *testing.T, snap *directory.Snapshot, cache *PageCache) map[s
 // decoded again.
 func TestPageCacheRendersAgainOnlyTheRowsThatChanged(t *testing.T) {
 	snap := testSnapshot(t)
-	cache := NewPageCache()
+	cache := NewPageCache(t.TempDir())
 	same := func(step string, snap *directory.Snapshot) {
 		t.Helper()
 		got, want := renderPages(t, snap, cache), renderPages(t, snap, nil)
@@ -80,5 +81,44 @@ func TestPageCacheRendersAgainOnlyTheRowsThatChanged(t *testing.T) {
 	same("nothing", next)
 	if cache.rendered != before {
 		t.Errorf("nothing: %d rows rendered again", cache.rendered-before)
+	}
+
+	// The rows are in the cache's file, the changed one's first form among them until
+	// the file is compacted; after that the pages are the same, and nothing is
+	// rendered again.
+	if cache.file == nil || cache.size <= cache.live || cache.live == 0 {
+		t.Fatalf("the rows' file holds %d bytes, %d of them kept, want the changed row's first form beside them", cache.size, cache.live)
+	}
+	cache.mu.Lock()
+	cache.compact()
+	cache.mu.Unlock()
+	if cache.size != cache.live {
+		t.Errorf("compacted, the rows' file holds %d bytes, %d of them kept", cache.size, cache.live)
+	}
+	before = cache.rendered
+	same("compacted", next)
+	if cache.rendered != before {
+		t.Errorf("compacted: %d rows rendered again", cache.rendered-before)
+	}
+}
+
+// A cache whose file cannot be made keeps no rows and renders the same pages.
+func TestPageCacheWithoutItsFileRendersEveryRow(t *testing.T) {
+	snap := testSnapshot(t)
+	cache := NewPageCache(filepath.Join(t.TempDir(), "missing"))
+	var rendered []int
+	for range 2 {
+		before := cache.rendered
+		got, want := renderPages(t, snap, cache), renderPages(t, snap, nil)
+		for url, body := range want {
+			if !bytes.Equal(got[url], body) {
+				t.Errorf("%s differs from the page rendered without a cache", url)
+			}
+		}
+		rendered = append(rendered, cache.rendered-before)
+	}
+	// Every row is rendered for every page that lists it, each time.
+	if rendered[0] < snap.Len() || rendered[1] != rendered[0] || cache.file != nil || len(cache.rows) != 0 {
+		t.Errorf("rows rendered %v in two renderings of %d methods, %d kept, file %v", rendered, snap.Len(), len(cache.rows), cache.file)
 	}
 }

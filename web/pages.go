@@ -101,7 +101,7 @@ func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []Pa
 	}
 	records := cache
 	if records == nil {
-		records = NewPageCache() // the merchants', for this snapshot alone
+		records = NewPageCache("") // the merchants', for this snapshot alone
 	} else {
 		cache.forget(snap)
 	}
