@@ -247,17 +247,7 @@ func TestSnapshotHoldsEachGuidanceOnceInItsDetail(t *testing.T) {
 func TestWithStoredHoldsGuidanceInTheStoredBody(t *testing.T) {
 	methods := synthetic(3, 5)
 	methods[1].Guidance = json.RawMessage(`{"summary":"Pay first"}`)
-	snap, err := NewSnapshot(time.Unix(0, 0), methods, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copied := func(_ string, res *resource.Resource) *resource.Resource {
-		return resource.NewIdentity(res.ContentType, bytes.Clone(res.Body))
-	}
-	stored, err := snap.WithStored(copied, copied)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, stored := storedCopy(t, methods)
 	for _, m := range stored.Methods() {
 		res, _ := stored.Method(m.Slug)
 		before, _ := snap.MethodBySlug(m.Slug)
@@ -318,17 +308,7 @@ func TestWithStoredHoldsStringsInTheStoredBody(t *testing.T) {
 	methods[1].Endpoint = Endpoint{Method: "POST", URL: "https://h1.example/a?b=1&c=2"}
 	methods[2].Name = "<name>" // the fields after it are copied too
 	methods[3].Payable, methods[3].Description = true, ""
-	snap, err := NewSnapshot(time.Unix(0, 0), methods, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copied := func(_ string, res *resource.Resource) *resource.Resource {
-		return resource.NewIdentity(res.ContentType, bytes.Clone(res.Body))
-	}
-	stored, err := snap.WithStored(copied, copied)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, stored := storedCopy(t, methods)
 	inside := func(s string, body []byte) bool {
 		p, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(&body[0]))
 		return s != "" && p >= b && p+uintptr(len(s)) <= b+uintptr(len(body))
@@ -360,4 +340,21 @@ func TestWithStoredHoldsStringsInTheStoredBody(t *testing.T) {
 			t.Errorf("%s: its index key is not a held hostname", host)
 		}
 	}
+}
+
+// storedCopy is the snapshot of methods and the same snapshot held in bodies of its
+// own, copies of the built ones, as the generator stores it.
+func storedCopy(t *testing.T, methods []Method) (built, stored *Snapshot) {
+	t.Helper()
+	built, err := NewSnapshot(time.Unix(0, 0), methods, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := func(_ string, res *resource.Resource) *resource.Resource {
+		return resource.NewIdentity(res.ContentType, bytes.Clone(res.Body))
+	}
+	if stored, err = built.WithStored(copied, copied); err != nil {
+		t.Fatal(err)
+	}
+	return built, stored
 }
