@@ -2,6 +2,7 @@ package generator
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -61,11 +63,13 @@ func BenchmarkPublish100k(b *testing.B) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeak(b)
+	stopPeak := peakProfile(b)
 	start, cpu := time.Now(), cpuTime(b)
 	st, err := g.Once(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
+	stopPeak()
 	b.ReportMetric(time.Since(start).Seconds(), "full-s")
 	b.ReportMetric((cpuTime(b) - cpu).Seconds(), "full-cpu-s")
 	b.ReportMetric(float64(peakRSS(b))/(1<<20), "full-peak-MB")
@@ -119,6 +123,44 @@ func BenchmarkPublish100k(b *testing.B) {
 		}
 	}
 	runtime.KeepAlive(g)
+}
+
+// peakProfile writes, when WAYSTATION_BENCH_PEAKPROFILE names a file, the heap
+// profile of the largest heap a collection found live until the returned func is
+// called: what the full build holds at its peak. Else it does nothing.
+func peakProfile(b *testing.B) func() {
+	path := os.Getenv("WAYSTATION_BENCH_PEAKPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var most uint64
+		var last uint32
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+			metrics.Read(s)
+			if live, n := s[0].Value.Uint64(), uint32(s[1].Value.Uint64()); n != last && live > most {
+				most, last = live, n
+				var buf bytes.Buffer
+				if err := pprof.Lookup("heap").WriteTo(&buf, 0); err == nil {
+					os.WriteFile(path, buf.Bytes(), 0o644)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // cpuProfile profiles the CPU until the returned func is called, when
