@@ -343,14 +343,17 @@ func (s *Store) UseAllowance(ctx context.Context, now time.Time, limit int, call
 // is full again (GCRA). It answers when the bucket is full again and whether the
 // query was allowed; a refusal changes nothing. One statement; the row's lock orders
 // a caller's concurrent queries. Now and then it forgets callers whose buckets have
-// been full for an hour.
+// been full for an hour. The interval and the bucket's window are given in fractional
+// microseconds: rounded to whole ones, a rate above a query a microsecond would make
+// the window nothing, and refuse every query whose clock runs behind the last one's.
 func (s *Store) TakeSearchToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (time.Time, bool, error) {
 	var tat time.Time
+	micros := float64(interval) / float64(time.Microsecond)
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO search_rate AS r (caller, tat) VALUES ($1, $2::timestamptz + $3 * interval '1 microsecond')
 		ON CONFLICT (caller) DO UPDATE SET tat = greatest(r.tat, $2) + $3 * interval '1 microsecond'
 		WHERE greatest(r.tat, $2) + $3 * interval '1 microsecond' <= $2::timestamptz + $4 * interval '1 microsecond'
-		RETURNING tat`, caller, now, interval.Microseconds(), interval.Microseconds()*int64(burst)).Scan(&tat)
+		RETURNING tat`, caller, now, micros, micros*float64(burst)).Scan(&tat)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.pool.QueryRow(ctx, `SELECT tat FROM search_rate WHERE caller = $1`, caller).Scan(&tat)
 		return tat, false, fail("take search token", err)

@@ -11,6 +11,21 @@ import (
 	"github.com/waystation/waystation/internal/search"
 )
 
+// A rate of more than a query a microsecond, a limit set so high that it never
+// refuses, refuses nothing: takes whose clocks run behind the last one's included.
+func TestSharedSearchRateAboveAQueryAMicrosecond(t *testing.T) {
+	store := pgtest.New(t)
+	now := time.Unix(1_800_000_000, 0)
+	l := search.NewLimiter(1e9, 1e9, 10, func() time.Time { return now })
+	l.Shared = patient{store}
+	for i := range 20 {
+		now = now.Add(time.Duration(i%3-1) * time.Millisecond)
+		if d := l.Allow(context.Background(), "ada"); !d.OK {
+			t.Fatalf("take %d: refused: %+v", i, d)
+		}
+	}
+}
+
 // Two replicas' limiters on one store share each caller's bucket: together they
 // allow the burst, then refuse with a time to retry, and refill at the rate, as one
 // limiter does; concurrent queries from both never take more than the bucket held.
