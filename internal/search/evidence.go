@@ -147,12 +147,9 @@ func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors, exp ma
 
 // textIndex is snap's, built on first use and kept until the next snapshot.
 func (e *Engine) textIndex(snap *directory.Snapshot) *textIndex {
-	if x := e.text.Load(); x != nil && x.snap == snap {
-		return x
-	}
-	x := newTextIndex(snap, e.cfg.Thesaurus, e.cfg.WordVectors, e.cfg.Expansion)
-	e.text.Store(x)
-	return x
+	return e.text.get(snap, func() *textIndex {
+		return newTextIndex(snap, e.cfg.Thesaurus, e.cfg.WordVectors, e.cfg.Expansion)
+	})
 }
 
 // idf is BM25's inverse document frequency of a concept the catalog has df times.

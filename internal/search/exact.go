@@ -76,17 +76,14 @@ func (x *names) find(norm string) []int32 {
 }
 
 func (e *Engine) exactIndex(snap *directory.Snapshot) *exactIndex {
-	if x := e.exact.Load(); x != nil && x.snap == snap {
-		return x
-	}
-	ms := snap.Methods()
-	x := &exactIndex{snap: snap,
-		slug:     newNames(len(ms), func(i int) string { return ms[i].Slug }),
-		method:   newNames(len(ms), func(i int) string { return ms[i].Name }),
-		provider: newNames(len(ms), func(i int) string { return ms[i].Provider }),
-	}
-	e.exact.Store(x)
-	return x
+	return e.exact.get(snap, func() *exactIndex {
+		ms := snap.Methods()
+		return &exactIndex{snap: snap,
+			slug:     newNames(len(ms), func(i int) string { return ms[i].Slug }),
+			method:   newNames(len(ms), func(i int) string { return ms[i].Name }),
+			provider: newNames(len(ms), func(i int) string { return ms[i].Provider }),
+		}
+	})
 }
 
 // lookup returns the kind of match and the positions, in list order; a slug wins

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -106,8 +105,8 @@ type Engine struct {
 	store    Store
 	primary  *Model // a provider, or nil
 	fallback *Model // the builtin model, or nil
-	exact    atomic.Pointer[exactIndex]
-	text     atomic.Pointer[textIndex]
+	exact    perSnapshot[*exactIndex]
+	text     perSnapshot[*textIndex]
 	// neighbours keeps recent vector searches, so that a repeated query costs
 	// neither an embedding nor a database round trip.
 	neighbours *expirable.LRU[neighbourKey, []Neighbour]
