@@ -29,7 +29,8 @@
 # files, as make bench passes them: the hybrid builtin model), SNAPSHOT_MEMLIMIT (the
 # service's soft memory limit while it builds a whole snapshot, as make bench passes
 # it; unset: none), SERVE_MEMLIMIT (its soft memory limit between generations, as a
-# server of that size is given it; unset: none).
+# server of that size is given it; unset: none), SERVE_GOGC (its collector's pacing
+# between generations; unset: auto).
 set -euo pipefail
 
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -133,7 +134,7 @@ start_service() {
 	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
 		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=1s PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
 		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
-		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" SNAPSHOT_MEMLIMIT="${SNAPSHOT_MEMLIMIT:-}" SERVE_MEMLIMIT="${SERVE_MEMLIMIT:-}" "$SERVER" serve >>"$log" 2>&1 &
+		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" SNAPSHOT_MEMLIMIT="${SNAPSHOT_MEMLIMIT:-}" SERVE_MEMLIMIT="${SERVE_MEMLIMIT:-}" SERVE_GOGC="${SERVE_GOGC:-}" "$SERVER" serve >>"$log" 2>&1 &
 	SERVICE_PID=$!
 	PIDS+=("$SERVICE_PID")
 	SERVICE=''
@@ -445,7 +446,8 @@ done
 	echo "VmRSS of the server (/proc/PID/status) once it listens, its first snapshot built and published;"
 	echo "after one generation, as after a catalog change (one method's description, through the watch);"
 	echo "and after the load run; VmHWM, its peak, the builds included. Its soft memory limit between"
-	echo "generations (SERVE_MEMLIMIT): ${SERVE_MEMLIMIT:-none}; while it builds a whole snapshot (SNAPSHOT_MEMLIMIT): ${SNAPSHOT_MEMLIMIT:-none}."
+	echo "generations (SERVE_MEMLIMIT): ${SERVE_MEMLIMIT:-none}, its collector's pacing (SERVE_GOGC): ${SERVE_GOGC:-auto}; while it"
+	echo "builds a whole snapshot (SNAPSHOT_MEMLIMIT): ${SNAPSHOT_MEMLIMIT:-none}."
 	echo
 	echo "| catalog | VmRSS after boot | VmRSS after a generation | VmRSS after the run | VmHWM (peak, snapshot builds and publications included) |"
 	echo "|---|---:|---:|---:|---:|"

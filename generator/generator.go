@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -54,10 +55,17 @@ type Generator struct {
 	// the snapshot it makes beside the one in force, and sets it again once what the
 	// build dropped went back to the system.
 	ServeMemoryLimit int64
+	// ServeGCPercent paces the collector between generations, as GOGC does: 0 leaves
+	// the process's own, AutoGCPercent chooses one after each generation from the heap
+	// the server then holds (see autoGCPercent). A generation runs under the
+	// process's own.
+	ServeGCPercent int
 
 	fingerprint string
-	generated   bool
-	last        *directory.Snapshot
+	// ownGC is the process's GC percent before the generator paced it.
+	ownGC     *int
+	generated bool
+	last      *directory.Snapshot
 	// forms caches the encoded forms of the snapshots' methods and merchants, read
 	// from the files the site published, across generations.
 	forms *resource.Cache
@@ -187,6 +195,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		now = g.last.Info().GeneratedAt
 	}
 	defer g.limitMemory(full)()
+	defer g.paceGC()()
 	now = now.UTC().Truncate(time.Second)
 	rec, err := g.read(ctx, now)
 	if err != nil {
@@ -249,6 +258,56 @@ func (g *Generator) limitMemory(full bool) func() {
 		before = g.ServeMemoryLimit
 	}
 	return func() { debug.SetMemoryLimit(before) }
+}
+
+// AutoGCPercent is the ServeGCPercent that paces the collector by what the server
+// holds (see autoGCPercent).
+const AutoGCPercent = -1
+
+// paceGC puts the process's own GC percent back for a generation, and returns what
+// paces the collector once it is over, as ServeGCPercent says.
+func (g *Generator) paceGC() func() {
+	if g.ServeGCPercent == 0 {
+		return func() {}
+	}
+	if g.ownGC == nil {
+		own := debug.SetGCPercent(100)
+		g.ownGC = &own
+	}
+	debug.SetGCPercent(*g.ownGC)
+	return func() {
+		p := g.ServeGCPercent
+		if p == AutoGCPercent {
+			p = autoGCPercent(liveHeap(), *g.ownGC)
+		}
+		debug.SetGCPercent(p)
+	}
+}
+
+// autoGCPercent is the GC percent that lets a heap holding held bytes grow by a
+// quarter of it, and by at least 32 MiB, before it collects, never more than own
+// (GOGC's 100: by all of it). What a server holds between generations is nearly all
+// its snapshot, which no request frees, while what its requests allocate does not
+// grow with the catalog: the collector's own pacing, proportional to what is held,
+// would let the heap of a large catalog double for the sake of a few megabytes of
+// garbage.
+func autoGCPercent(held uint64, own int) int {
+	const least = 32 << 20
+	if own <= 0 || held == 0 {
+		return own
+	}
+	room := max(held/4, least)
+	return int(min(uint64(own), 100*room/held))
+}
+
+// liveHeap is the heap the last collection found live.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // Run generates at once unless Once already did (as of the loaded snapshot's time

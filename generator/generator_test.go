@@ -11,15 +11,80 @@ import (
 	"github.com/waystation/waystation/internal/trust"
 )
 
-// limitSeen is a record store that notes the soft memory limit each read runs under.
+// limitSeen is a record store that notes the soft memory limit and the GC percent
+// each read runs under.
 type limitSeen struct {
 	records
 	limits []int64
+	gcs    []int
 }
 
 func (l *limitSeen) DirectoryRecords(ctx context.Context, now time.Time) (trust.Records, error) {
 	l.limits = append(l.limits, debug.SetMemoryLimit(-1))
+	l.gcs = append(l.gcs, gcPercent())
 	return l.records.DirectoryRecords(ctx, now)
+}
+
+// gcPercent is the process's GC percent now.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestServeGCPercentPacesBetweenGenerations checks that with ServeGCPercent each
+// generation runs under the process's own GC percent and the serving one is in force
+// after it, chosen from the heap held for AutoGCPercent; and that 0 leaves the
+// process's own throughout.
+func TestServeGCPercentPacesBetweenGenerations(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	for _, serve := range []int{40, AutoGCPercent, 0} {
+		debug.SetGCPercent(150)
+		src := &limitSeen{records: records{rec: testRecords(6, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))}}
+		g := &Generator{Source: src, ServeGCPercent: serve}
+		for _, sameClock := range []bool{false, true, false} {
+			if _, err := g.once(context.Background(), sameClock); err != nil {
+				t.Fatal(err)
+			}
+			want := serve
+			switch serve {
+			case AutoGCPercent:
+				want = autoGCPercent(liveHeap(), 150)
+			case 0:
+				want = 150
+			}
+			if got := gcPercent(); got != want {
+				t.Fatalf("ServeGCPercent %d: the GC percent after a generation is %d, want %d", serve, got, want)
+			}
+		}
+		if !slices.Equal(src.gcs, []int{150, 150, 150}) {
+			t.Errorf("ServeGCPercent %d: generations ran under the GC percents %v, want the process's own 150", serve, src.gcs)
+		}
+	}
+}
+
+// TestAutoGCPercentLeavesRoomForWhatRequestsAllocate holds the pacing to a quarter of
+// the heap held and at least 32 MiB, never more than the process's own percent.
+func TestAutoGCPercentLeavesRoomForWhatRequestsAllocate(t *testing.T) {
+	for _, tc := range []struct {
+		held      uint64
+		own, want int
+	}{
+		{0, 100, 100},
+		{16 << 20, 100, 100},
+		{32 << 20, 100, 100},
+		{64 << 20, 100, 50},
+		{128 << 20, 100, 25},
+		{200 << 20, 100, 25},
+		{4 << 30, 100, 25},
+		{16 << 20, 300, 200},
+		{64 << 20, 30, 30},
+		{64 << 20, -1, -1},
+	} {
+		if got := autoGCPercent(tc.held, tc.own); got != tc.want {
+			t.Errorf("autoGCPercent(%d MiB, %d) = %d, want %d", tc.held>>20, tc.own, got, tc.want)
+		}
+	}
 }
 
 // TestFullGenerationsRunUnderTheMemoryLimit checks that the first generation and one

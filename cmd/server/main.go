@@ -91,11 +91,14 @@ type Config struct {
 	LLM LLMConfig
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
 	// the catalog is checked for changes; SnapshotMemoryLimit is the soft memory limit
-	// of a full generation, ServeMemoryLimit the one between generations, 0 for none.
+	// of a full generation, ServeMemoryLimit the one between generations, 0 for none;
+	// ServeGCPercent paces the collector between generations (see
+	// generator.Generator.ServeGCPercent).
 	SiteDir             string
 	SnapshotWatch       time.Duration
 	SnapshotMemoryLimit int64
 	ServeMemoryLimit    int64
+	ServeGCPercent      int
 	// Probe is how the prober runs (see trust.go).
 	Probe ProbeConfig
 	// Payment is how the server pays sellers (see payment.go).

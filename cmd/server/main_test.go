@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gagliardetto/solana-go"
+	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 )
@@ -125,6 +126,10 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DATABASE_URL": "x", "ORIGIN_SUBMIT_RATE_PER_HOUR": "NaN"},
 		{"DATABASE_URL": "x", "SNAPSHOT_MEMLIMIT": "400MB"},
 		{"DATABASE_URL": "x", "SERVE_MEMLIMIT": "256MB"},
+		{"DATABASE_URL": "x", "SERVE_GOGC": "0"},
+		{"DATABASE_URL": "x", "SERVE_GOGC": "off"},
+		{"DATABASE_URL": "x", "SERVE_GOGC": "25%"},
+		{"DATABASE_URL": "x", "SERVE_GOGC": "10001"},
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
@@ -147,6 +152,22 @@ func TestConfigRefusesBadValues(t *testing.T) {
 	})
 	if err != nil || cfg.SnapshotMemoryLimit != 400<<20 || cfg.ServeMemoryLimit != 256<<20 {
 		t.Errorf("memory limits: %d, %d, %v", cfg.SnapshotMemoryLimit, cfg.ServeMemoryLimit, err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, generator.AutoGCPercent},
+		{map[string]string{"SERVE_GOGC": "auto"}, generator.AutoGCPercent},
+		{map[string]string{"GOGC": "200"}, 0},
+		{map[string]string{"SERVE_GOGC": "none"}, 0},
+		{map[string]string{"SERVE_GOGC": "40", "GOGC": "200"}, 40},
+	} {
+		tc.env["DATABASE_URL"] = "x"
+		cfg, err := loadConfig(func(k string) string { return tc.env[k] })
+		if err != nil || cfg.ServeGCPercent != tc.want {
+			t.Errorf("%v: ServeGCPercent %d (%v), want %d", tc.env, cfg.ServeGCPercent, err, tc.want)
+		}
 	}
 }
 

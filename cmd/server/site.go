@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,21 @@ func loadSiteConfig(c *Config, getenv func(string) string) error {
 	if c.ServeMemoryLimit, err = generator.ParseMemoryLimit(getenv("SERVE_MEMLIMIT")); err != nil {
 		return fmt.Errorf("SERVE_MEMLIMIT: %w", err)
 	}
+	switch v := getenv("SERVE_GOGC"); v {
+	case "", "auto":
+		// GOGC set by hand is the operator's pacing, not to be overridden.
+		if getenv("GOGC") == "" {
+			c.ServeGCPercent = generator.AutoGCPercent
+		}
+	case "none":
+		c.ServeGCPercent = 0
+	default:
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 || p > 10000 {
+			return fmt.Errorf("SERVE_GOGC %q: want auto, none or a percent from 1 to 10000, as GOGC", v)
+		}
+		c.ServeGCPercent = p
+	}
 	return nil
 }
 
@@ -51,7 +67,7 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 	g := &generator.Generator{
 		Source: store, Site: &generator.Site{Dir: cfg.SiteDir, Keep: 3, Views: views}, Holder: holder,
 		Log: log, Every: cfg.SnapshotInterval, Watch: cfg.SnapshotWatch, FullMemoryLimit: cfg.SnapshotMemoryLimit,
-		ServeMemoryLimit: cfg.ServeMemoryLimit,
+		ServeMemoryLimit: cfg.ServeMemoryLimit, ServeGCPercent: cfg.ServeGCPercent,
 	}
 	if cfg.Payment.Payer != nil {
 		g.Payer = cfg.Payment.Payer
