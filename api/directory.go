@@ -58,11 +58,13 @@ func (s *Server) handleMerchant() http.Handler {
 			return
 		}
 		res, err := s.dir.Merchant(chi.URLParam(r, "hostname"))
+		if err == nil {
+			// An error here is a record its published file no longer holds.
+			err = resource.Serve(w, r, res, http.StatusOK)
+		}
 		if err != nil {
 			s.error(w, r, err)
-			return
 		}
-		resource.Serve(w, r, res, http.StatusOK)
 	})
 }
 

@@ -233,8 +233,12 @@ func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in me
 	if err != nil {
 		return nil, merchantOut{}, toolError(s.toolProblem(ctx, "/api/public/v1/merchants/"+url.PathEscape(host), err))
 	}
+	body, err := res.Bytes()
+	if err != nil {
+		return nil, merchantOut{}, toolError(s.toolProblem(ctx, "/api/public/v1/merchants/"+url.PathEscape(host), err))
+	}
 	var m directory.Merchant
-	json.Unmarshal(res.Body, &m)
+	json.Unmarshal(body, &m)
 	out := merchantOut{Hostname: m.Hostname, Providers: m.Providers, Verdict: m.Trust.Verdict, Score: m.Trust.Score,
 		Advisory: m.Trust.Advisory, Stats: m.Stats, Methods: make([]string, 0, len(m.Methods))}
 	if o := m.Trust.Override; o != nil {

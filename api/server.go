@@ -76,7 +76,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.recoverPanic(w, r) // as the router's recoverer would
 		telemetry.SetRoute(r.Context(), route)
 		publicHeaders(w.Header())
-		resource.Serve(w, r, res, http.StatusOK)
+		if err := resource.Serve(w, r, res, http.StatusOK); err != nil {
+			s.error(w, r, err) // a merchant's record its published file no longer holds
+		}
 		return
 	}
 	s.router.ServeHTTP(w, r)

@@ -68,7 +68,14 @@ func (s *Server) checkMerchant(u *url.URL) (merchantCheck, error) {
 	}
 	res, ok := snap.Merchant(host)
 	var m directory.Merchant
-	if !ok || json.Unmarshal(res.Body, &m) != nil {
+	if ok {
+		body, err := res.Bytes()
+		if err != nil {
+			return merchantCheck{}, err
+		}
+		ok = json.Unmarshal(body, &m) == nil
+	}
+	if !ok {
 		out.Reasons = append(out.Reasons, "Not in the directory: nothing is known of this seller.")
 		return out, nil
 	}

@@ -257,6 +257,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	src := &records{rec: testRecords(12, at)}
 	site := testSite(t.TempDir())
 	g := &Generator{Source: src, Site: site}
+	gone := false
 	check := func(step string, snap *directory.Snapshot, files map[string][]byte) {
 		t.Helper()
 		answer := func(path string, res *resource.Resource) {
@@ -271,7 +272,14 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
 				r.Header.Set("Accept-Encoding", ae)
 				w := httptest.NewRecorder()
-				resource.Serve(w, r, res, http.StatusOK)
+				if err := resource.Serve(w, r, res, http.StatusOK); err != nil {
+					// A merchant's body is left in its file: with the file gone, only
+					// the cache has it, and what it cannot answer the caller does.
+					if !gone || !strings.HasPrefix(path, merchantsDir) || w.Body.Len() > 0 {
+						t.Errorf("%s: %s (%s): %v", step, path, ae, err)
+					}
+					continue
+				}
 				if !bytes.Equal(w.Body.Bytes(), want) {
 					t.Errorf("%s: %s (%s) answers %d bytes, not the %d published", step, path, ae, w.Body.Len(), len(want))
 				}
@@ -283,6 +291,9 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 		}
 		for _, h := range snap.Hostnames() {
 			res, _ := snap.Merchant(h)
+			if res.Body != nil {
+				t.Errorf("%s: merchant %s holds its body", step, h)
+			}
 			answer(merchantsDir+h, res)
 		}
 	}
@@ -317,6 +328,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	if err := os.RemoveAll(firstDir); err != nil {
 		t.Fatal(err)
 	}
+	gone = true
 	check("its directory gone", first, firstFiles)
 }
 

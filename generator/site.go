@@ -436,11 +436,11 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	}
 	extra := []struct {
 		name  string
-		write func(*bufio.Writer)
+		write func(*bufio.Writer) error
 	}{
-		{HeadersName, func(b *bufio.Writer) { b.Write(headersFile(table)) }},
-		{ETagMapName, func(b *bufio.Writer) { writeETagMap(b, name, table) }},
-		{SnapshotName, func(b *bufio.Writer) { writeSnapshot(b, snap) }},
+		{HeadersName, func(b *bufio.Writer) error { _, err := b.Write(headersFile(table)); return err }},
+		{ETagMapName, func(b *bufio.Writer) error { writeETagMap(b, name, table); return nil }},
+		{SnapshotName, func(b *bufio.Writer) error { return writeSnapshot(b, snap) }},
 	}
 	for _, e := range extra {
 		if err := writeFile(filepath.Join(w.dir, e.name), e.write); err != nil {
@@ -825,15 +825,16 @@ func syncDir(dir string) error {
 }
 
 // writeFile writes a file anew (removed first, never truncated) through a buffer.
-func writeFile(path string, write func(*bufio.Writer)) error {
+func writeFile(path string, write func(*bufio.Writer) error) error {
 	os.Remove(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
 	b := bufio.NewWriterSize(f, 1<<20)
-	write(b)
-	err = b.Flush()
+	if err = write(b); err == nil {
+		err = b.Flush()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -1070,7 +1071,7 @@ func plain(s string) bool {
 // writeSnapshot writes the machine-readable snapshot: the time it was made, every method
 // with its guidance and every merchant record, as the live service encodes them.
 // LoadSite rebuilds the same snapshot from it.
-func writeSnapshot(b *bufio.Writer, snap *directory.Snapshot) {
+func writeSnapshot(b *bufio.Writer, snap *directory.Snapshot) error {
 	info := snap.Info()
 	fmt.Fprintf(b, `{"id":%q,"generated_at":%s,"methods":[`, info.ID, mustJSON(info.GeneratedAt))
 	for i, m := range snap.Methods() {
@@ -1086,9 +1087,14 @@ func writeSnapshot(b *bufio.Writer, snap *directory.Snapshot) {
 			b.WriteByte(',')
 		}
 		res, _ := snap.Merchant(h)
-		b.Write(res.Body)
+		body, err := res.Bytes()
+		if err != nil {
+			return err
+		}
+		b.Write(body)
 	}
 	b.WriteString("]}\n")
+	return nil
 }
 
 func mustJSON(v any) []byte {
@@ -1124,7 +1130,7 @@ func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *sl
 		log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
 	}
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
-	merchants := resource.NewStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
+	merchants := resource.NewBodyStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
 	sizes := func(path string, res *resource.Resource) *resource.Resource {
 		if resource.Encoding(acceptsGzip, res) != "" {
 			return res // its forms' sizes known: encoded, or stored before

@@ -210,12 +210,16 @@ func (c *PageCache) merchant(snap *directory.Snapshot, h string) *keptMerchant {
 	if ok && r.etag == res.ETag {
 		return r
 	}
+	body, err := res.Bytes()
+	if err != nil {
+		return &keptMerchant{} // not kept: the record may be read again
+	}
 	r = &keptMerchant{etag: strings.Clone(res.ETag)}
 	var mr struct {
 		directory.Merchant
 		Probes json.RawMessage `json:"probes"`
 	}
-	err := json.Unmarshal(res.Body, &mr)
+	err = json.Unmarshal(body, &mr)
 	r.probes = sha256.Sum256(mr.Probes)
 	if err == nil {
 		err = json.Unmarshal(mr.Probes, &mr.Merchant.Probes)

@@ -344,10 +344,14 @@ func merchantProbes(snap *directory.Snapshot, hostname string) ([]directory.Prob
 	// Only the probes: at a hundred thousand methods a merchant's record lists
 	// hundreds of methods, which decoding whole for each method page cost most of the
 	// pages' time.
+	body, err := res.Bytes()
+	if err != nil {
+		return nil, false
+	}
 	var mr struct {
 		Probes []directory.ProbeRecord `json:"probes"`
 	}
-	if json.Unmarshal(res.Body, &mr) != nil {
+	if json.Unmarshal(body, &mr) != nil {
 		return nil, false
 	}
 	return mr.Probes, true
@@ -435,8 +439,12 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 	if !ok {
 		return MerchantView{}, false
 	}
+	body, err := res.Bytes()
+	if err != nil {
+		return MerchantView{}, false
+	}
 	var mr directory.Merchant
-	if err := json.Unmarshal(res.Body, &mr); err != nil {
+	if err := json.Unmarshal(body, &mr); err != nil {
 		return MerchantView{}, false
 	}
 	slugs := make([]string, len(mr.Methods))

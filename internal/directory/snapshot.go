@@ -279,9 +279,10 @@ func (s *Snapshot) merchant(hostname string) *resource.Resource {
 	return s.merchants[hostname]
 }
 
-// reuse is old when it holds body already, else body encoded anew.
+// reuse is old when it holds body already (told by its hash when old left its body
+// in its file), else body encoded anew.
 func (*Snapshot) reuse(old *resource.Resource, body []byte, encode func(string, []byte) *resource.Resource) *resource.Resource {
-	if old != nil && bytes.Equal(old.Body, body) {
+	if old != nil && old.Holds(body) {
 		return old
 	}
 	return encode(resource.JSON, body)
@@ -337,7 +338,8 @@ func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
 // the ones method and merchant return for them (by slug and by hostname): the same
 // representations (their ETags say so) with their encoded forms held elsewhere. The
 // generator hands it resources stored in their published files (see
-// resource.Stored), so that the snapshot holds their bodies alone. Its methods are
+// resource.Stored), so that the snapshot holds their bodies alone, and the merchants'
+// not even those (see resource.NewBodyStore). Its methods are
 // copies made apart from what the build dropped (see held), their guidance the end of
 // the stored bodies and their leading strings slices of them.
 func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.Resource) *resource.Resource) (*Snapshot, error) {
@@ -392,7 +394,7 @@ func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.R
 	c.merchants = make(map[string]*resource.Resource, len(s.merchants))
 	for host, res := range s.merchants {
 		host = key(host)
-		if c.merchants[host] = merchant(host, res); c.merchants[host].ETag != res.ETag || c.merchants[host].Body == nil {
+		if c.merchants[host] = merchant(host, res); c.merchants[host].ETag != res.ETag {
 			return nil, fmt.Errorf("directory: the stored merchant %s is not the snapshot's", host)
 		}
 	}

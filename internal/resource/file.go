@@ -108,6 +108,26 @@ func (f *file) send(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, io.NewSectionReader(f.first, 0, f.size))
 		return
 	}
+	if !o.send(w, r, f.size) {
+		o.f.Close()
+		return
+	}
+	f.mu.Lock()
+	f.idle = append(f.idle, o)
+	f.mu.Unlock()
+}
+
+// sendFile writes the size bytes of f, opened at offset 0, to w, the answer to r, as
+// a file's send does, and closes it.
+func sendFile(w http.ResponseWriter, r *http.Request, f *os.File, size int64) {
+	o := &opened{f: f, fd: int(f.Fd())}
+	o.send(w, r, size)
+	f.Close()
+}
+
+// send writes the size bytes of o's file to w, the answer to r; true when all went
+// and the file's offset is back at 0, for another answer.
+func (o *opened) send(w http.ResponseWriter, r *http.Request, size int64) bool {
 	// The headers go first, so that net/http sends all of the body with sendfile
 	// instead of reading its first bytes to sniff them; they wait on the connection
 	// for the body (see hold), as nginx's tcp_nopush has them wait.
@@ -116,7 +136,7 @@ func (f *file) send(w http.ResponseWriter, r *http.Request) {
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	o.R, o.N, o.at = o.f, f.size, 0
+	o.R, o.N, o.at = o.f, size, 0
 	// Through a sendConn, o itself, whose reads leave the file's offset at 0, as the
 	// sendConn's sendfile(2) does; else net's sendfile(2), which moves it.
 	var src io.Reader = &o.LimitedReader
@@ -131,16 +151,10 @@ func (f *file) send(w http.ResponseWriter, r *http.Request) {
 	} else {
 		n, err = io.Copy(w, src)
 	}
-	if err == nil && n == f.size && !own {
+	if err == nil && n == size && !own {
 		_, err = o.f.Seek(0, io.SeekStart)
 	}
-	if err == nil && n == f.size {
-		f.mu.Lock()
-		f.idle = append(f.idle, o)
-		f.mu.Unlock()
-		return
-	}
-	o.f.Close()
+	return err == nil && n == size
 }
 
 // take returns an idle file at offset 0, or one opened anew; nil when none opens.

@@ -2,6 +2,7 @@ package resource
 
 import (
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -20,7 +21,11 @@ var (
 // this request alone. Headers the caller set before, such as caching and CORS, are
 // kept; a 304 carries no Content-Type, as net/http would drop it anyway. Serving
 // allocates nothing, so the directory's hottest routes stay free of garbage.
-func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
+//
+// The error, when not nil, is that of a resource whose body is left in its file (see
+// NewBodyStore) when the file no longer holds it: nothing was written, for the caller
+// to answer it.
+func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) error {
 	h := w.Header()
 	form, coding := identity, []string(nil)
 	switch Encoding(r.Header, res) {
@@ -34,17 +39,31 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 		h["Etag"] = res.header(hETag + form)
 		if inm := r.Header["If-None-Match"]; len(inm) > 0 && etagMatch(inm, res) {
 			w.WriteHeader(http.StatusNotModified)
-			return
+			return nil
 		}
 	}
-	var body []byte
-	if res.at != nil && form != identity {
-		// A stored form that cannot be had is not offered: the body goes instead.
-		if body = res.form(form); body == nil {
+	var (
+		body []byte
+		file *os.File
+	)
+	if res.at != nil && (form != identity || res.Body == nil) {
+		var err error
+		if body, file, err = res.form(form, true, true); err != nil && form != identity {
+			// A stored form that cannot be had is not offered: the body goes instead.
 			form, coding = identity, nil
 			if status == http.StatusOK {
 				h["Etag"] = res.header(hETag)
 			}
+			if body, err = res.Body, nil; body == nil {
+				body, file, err = res.form(identity, true, true)
+			}
+		}
+		if err != nil {
+			delete(h, "Etag")
+			return err
+		}
+		if file != nil && r.Method == http.MethodHead {
+			file.Close()
 		}
 	}
 	if res.ContentType != "" {
@@ -55,17 +74,18 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) {
 	}
 	h["Content-Length"] = res.header(hLength + form)
 	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	if res.files != nil {
+	switch {
+	case r.Method == http.MethodHead:
+	case res.files != nil:
 		res.files[form].send(w, r)
-		return
+	case file != nil:
+		sendFile(w, r, file, res.size(form))
+	case body != nil:
+		w.Write(body)
+	default:
+		w.Write([...][]byte{res.Body, res.Gzip, res.Brotli}[form])
 	}
-	if body == nil {
-		body = [...][]byte{res.Body, res.Gzip, res.Brotli}[form]
-	}
-	w.Write(body)
+	return nil
 }
 
 // etagMatch applies If-None-Match's weak comparison: any listed tag, with or without

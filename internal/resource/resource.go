@@ -110,9 +110,14 @@ func NewIdentity(contentType string, body []byte) *Resource {
 // init derives the ETags from the body's hash and makes the header values: every
 // string but the type is a slice of one, so that they cost one allocation.
 func (r *Resource) init(contentType string) {
-	sum := sha256.Sum256(r.Body)
 	var a [24]byte
-	r.setHeaders(contentType, base64.RawURLEncoding.AppendEncode(a[:0], sum[:18]), len(r.Gzip), len(r.Brotli))
+	r.setHeaders(contentType, tagOf(&a, r.Body), len(r.Gzip), len(r.Brotli))
+}
+
+// tagOf is what names body in its ETags, from its hash, made in a.
+func tagOf(a *[24]byte, body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return base64.RawURLEncoding.AppendEncode(a[:0], sum[:18])
 }
 
 // setHeaders makes the header values of a body whose hash tag names, with forms of
@@ -162,6 +167,12 @@ func (r *Resource) header(i int) []string {
 		return unsafe.Slice(&r.BrotliETag, 1)
 	}
 	return r.lengths[i-hLength : i-hLength+1 : i-hLength+1]
+}
+
+// size is the length of a form the resource has.
+func (r *Resource) size(form int) int64 {
+	n, _ := strconv.ParseInt(r.lengths[form], 10, 64)
+	return n
 }
 
 // has reports whether the resource has a form.

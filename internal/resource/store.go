@@ -1,11 +1,13 @@
 package resource
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -24,6 +26,9 @@ import (
 type Store struct {
 	dir   string
 	cache *Cache
+	// bodies, when set, leaves the resources' bodies in their files as well (see
+	// NewBodyStore).
+	bodies bool
 
 	mu        sync.Mutex
 	resources []Resource   // the rest of the block stored resources are made in
@@ -36,25 +41,63 @@ func NewStore(dir string, cache *Cache) *Store {
 	return &Store{dir: dir + string(os.PathSeparator), cache: cache}
 }
 
+// NewBodyStore is a store of directory dir whose resources leave their bodies in
+// their files too, read through cache as their encoded forms are: for the bodies of
+// a route less asked for than its size in memory would justify. A merchant's record
+// lists every method of its hostname with its probes: on the real catalog the
+// records are more than half of the snapshot's bodies, and at a hundred thousand
+// methods grown from it a fifth. Such a resource's Body is nil: Bytes reads it.
+func NewBodyStore(dir string, cache *Cache) *Store {
+	st := NewStore(dir, cache)
+	st.bodies = true
+	return st
+}
+
 // Cache holds the encoded forms of stored resources read lately, each known by its
 // ETag (which names its bytes: the body's hash and the form), a bounded number of
-// them: a form asked for again is answered from memory, without a read or an
-// allocation, and one that is not asked for any more is dropped for another.
+// them and of their bytes: a form asked for again is answered from memory, without a
+// read or an allocation, and one that is not asked for any more is dropped for
+// another.
 type Cache struct {
 	lru *lru.Cache[string, []byte]
+	// held is the bytes of the forms cached, at most most.
+	held atomic.Int64
+	most int64
 }
 
 // NewCache holds the last forms of stored resources asked for, at most forms of them
-// (at least one), each of at most MaxCached bytes.
+// (at least one), each of at most MaxCached bytes, and at most MaxCachedBytes in all.
 func NewCache(forms int) *Cache {
-	c, _ := lru.New[string, []byte](max(forms, 1))
-	return &Cache{lru: c}
+	c := &Cache{most: MaxCachedBytes}
+	c.lru, _ = lru.NewWithEvict(max(forms, 1), func(_ string, b []byte) { c.held.Add(-int64(len(b))) })
+	return c
 }
 
 // MaxCached is the size of the largest form a Cache keeps: a larger one is read from
 // its file for each answer that asks for it, so that a few large bodies do not push
 // thousands of small ones out.
 const MaxCached = 64 << 10
+
+// MaxCachedBytes bounds the bytes a Cache holds: its forms are mostly the few hundred
+// bytes of a method's gzip or brotli, but a merchant's record, left in its file (see
+// NewBodyStore), is kilobytes.
+const MaxCachedBytes = 16 << 20
+
+// add caches b under a copy of tag, dropping the forms asked for least lately
+// while the cache holds more than its bytes.
+func (c *Cache) add(tag string, b []byte) {
+	// Keyed by a copy: the tag is a slice of the block its store made it in, which a
+	// key would keep alive, the cache serving snapshot after snapshot.
+	if had, _ := c.lru.ContainsOrAdd(strings.Clone(tag), b); had {
+		return
+	}
+	c.held.Add(int64(len(b)))
+	for c.held.Load() > c.most {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
+}
 
 // Len is the number of forms cached.
 func (c *Cache) Len() int { return c.lru.Len() }
@@ -86,7 +129,9 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 	out := blocks.Next(&st.resources)
 	*out = *res
 	out.Gzip, out.Brotli, out.files = nil, nil, nil
-	if len(res.Body) > 0 && len(res.Body) <= blocks.BytesSize/4 {
+	if st.bodies {
+		out.Body = nil
+	} else if len(res.Body) > 0 && len(res.Body) <= blocks.BytesSize/4 {
 		out.Body = append(st.bytes.Alloc(len(res.Body)), res.Body...)
 	}
 	// The ETags, lengths and name are slices of one string: copied as one, so that
@@ -111,42 +156,83 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 	return out
 }
 
-// form is the stored form's bytes (gzipForm or brotliForm), from the cache when it
-// holds them, else read and cached; nil when neither the file nor an encoding of the
-// body has the form's size.
-func (res *Resource) form(form int) []byte {
+// Bytes is the resource's body: Body, or, for a resource whose store leaves bodies in
+// their files (see NewBodyStore), read from its file through the cache; an error when
+// that file does not hold it.
+func (res *Resource) Bytes() ([]byte, error) {
+	if res.Body != nil || res.at == nil || !res.at.st.bodies || res.lengths[identity] == "0" {
+		return res.Body, nil
+	}
+	// Not kept: the generator reads every record of a snapshot, which would push out
+	// the forms answers ask for.
+	b, _, err := res.form(identity, false, false)
+	return b, err
+}
+
+// Holds reports whether the resource's body is body, without reading a body left in
+// its file: the ETag names the body's hash.
+func (res *Resource) Holds(body []byte) bool {
+	if res.Body != nil || res.at == nil || !res.at.st.bodies {
+		return bytes.Equal(res.Body, body)
+	}
+	var a [24]byte
+	tag := tagOf(&a, body)
+	return len(res.ETag) == len(tag)+2 && res.ETag[1:len(res.ETag)-1] == string(tag)
+}
+
+// form is a stored form's bytes, from the cache when it holds them, else read (and,
+// with keep, cached); or, with open, its file opened for a form larger than the cache
+// keeps (at the form's size, its offset 0), so that it is sent rather than read. An
+// error when neither its file nor an encoding of the body has the form's size.
+func (res *Resource) form(form int, open, keep bool) ([]byte, *os.File, error) {
 	c := res.at.st.cache
 	tag := res.header(hETag + form)[0]
 	if b, ok := c.lru.Get(tag); ok {
-		return b
+		return b, nil, nil
 	}
-	b, err := res.read(form)
-	if err != nil {
-		return nil
-	}
-	if len(b) <= MaxCached {
-		// Keyed by a copy: the tag is a slice of the block its store made it in, which
-		// a key would keep alive, the cache serving snapshot after snapshot.
-		c.lru.Add(strings.Clone(tag), b)
-	}
-	return b
-}
-
-// read is the stored form's bytes from its file, or encoded again from the body
-// when the file does not hold the form's size.
-func (res *Resource) read(form int) ([]byte, error) {
 	size, err := strconv.Atoi(res.lengths[form])
 	if err != nil {
-		return nil, fmt.Errorf("resource: %s has no form %d", res.ETag, form)
+		return nil, nil, fmt.Errorf("resource: %s has no form %d", res.ETag, form)
 	}
+	if open && size > MaxCached {
+		if f, err := os.Open(res.at.st.dir + res.at.name + suffixes[form]); err == nil {
+			if fi, err := f.Stat(); err == nil && fi.Size() == int64(size) {
+				return nil, f, nil
+			}
+			f.Close()
+		}
+	}
+	b, err := res.read(form, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) <= MaxCached && keep {
+		c.add(tag, b)
+	}
+	return b, nil, nil
+}
+
+// read is the stored form's bytes, of size bytes, from its file, or encoded again
+// from the body when the file does not hold the form's size.
+func (res *Resource) read(form, size int) ([]byte, error) {
 	b, err := os.ReadFile(res.at.st.dir + res.at.name + suffixes[form])
 	if err == nil && len(b) == size {
 		return b, nil
 	}
+	if form == identity {
+		if err == nil {
+			err = fmt.Errorf("%d bytes, not %d", len(b), size)
+		}
+		return nil, fmt.Errorf("resource: %s: %w", res.at.name, err)
+	}
+	body, err := res.Bytes()
+	if err != nil {
+		return nil, err
+	}
 	if form == brotliForm {
-		b = compressBrotli(res.Body, int(res.levels[1]))
+		b = compressBrotli(body, int(res.levels[1]))
 	} else {
-		b = compress(res.Body, int(res.levels[0]))
+		b = compress(body, int(res.levels[0]))
 	}
 	if len(b) != size {
 		return nil, fmt.Errorf("resource: %s%s: %d bytes, not %d", res.at.name, suffixes[form], len(b), size)
@@ -166,11 +252,17 @@ func (res *Resource) Encoded() (*Resource, error) {
 	}
 	out := *res
 	out.at = nil
+	body, err := res.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	out.Body = body
 	for _, form := range [...]int{gzipForm, brotliForm} {
 		if !res.has(form) {
 			continue
 		}
-		b, err := res.read(form)
+		size, _ := strconv.Atoi(res.lengths[form])
+		b, err := res.read(form, size)
 		if err != nil {
 			return nil, err
 		}

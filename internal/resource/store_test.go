@@ -3,6 +3,7 @@ package resource
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -216,5 +217,99 @@ func TestStoredHoldsCopiesOfItsNameAndCacheKeys(t *testing.T) {
 	keys := cache.lru.Keys()
 	if len(keys) != 1 || keys[0] != res.GzipETag || unsafe.StringData(keys[0]) == unsafe.StringData(res.GzipETag) {
 		t.Errorf("cache keys %q: want a copy of %s", keys, res.GzipETag)
+	}
+}
+
+// TestBodyStoreLeavesBodiesInFiles checks that a resource of a body store holds no
+// body, answers every form and HEAD as the one in memory (a small body from the
+// cache, a large one sent from its file, over a connection as to a test recorder),
+// gives its body to Bytes and Encoded, tells its body by Holds without reading it,
+// and, once its files are gone, answers nothing and says why.
+func TestBodyStoreLeavesBodiesInFiles(t *testing.T) {
+	for _, n := range []int{40, 4000} {
+		body := bytes.Repeat([]byte(fmt.Sprintf(`{"hostname":"a.example","methods":[%d]},`, n)), n)
+		mem := New(JSON, body)
+		path := published(t, mem)
+		cache := NewCache(8)
+		res := mem.Stored(NewBodyStore(filepath.Dir(path), cache), filepath.Base(path))
+		if res.Body != nil || res.ETag != mem.ETag {
+			t.Fatalf("%d: body held %v, ETag %s", len(body), res.Body != nil, res.ETag)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := Serve(w, r, res, http.StatusOK); err != nil {
+				t.Error(err)
+			}
+		}))
+		for _, c := range formsOf(mem) {
+			w := serveStored(res, http.MethodGet, c.ae, "")
+			if !bytes.Equal(w.Body.Bytes(), c.want) || w.Header().Get("Content-Encoding") != c.coding || w.Header().Get("Etag") != c.etag ||
+				w.Header().Get("Content-Length") != strconv.Itoa(len(c.want)) {
+				t.Errorf("%d %s: %d bytes, %v", len(body), c.ae, w.Body.Len(), w.Header())
+			}
+			if w := serveStored(res, http.MethodHead, c.ae, ""); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") != strconv.Itoa(len(c.want)) {
+				t.Errorf("%d %s HEAD: %d, %d bytes, %v", len(body), c.ae, w.Code, w.Body.Len(), w.Header())
+			}
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			req.Header.Set("Accept-Encoding", c.ae)
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || !bytes.Equal(got, c.want) || resp.Header.Get("Etag") != c.etag {
+				t.Errorf("%d %s over a connection: %d bytes, %v, %v", len(body), c.ae, len(got), resp.Header, err)
+			}
+		}
+		srv.Close()
+		if got, err := res.Bytes(); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("%d: Bytes: %d bytes, %v", len(body), len(got), err)
+		}
+		if !res.Holds(body) || res.Holds(body[1:]) || !mem.Holds(body) || mem.Holds(body[1:]) {
+			t.Errorf("%d: Holds does not tell its body from another", len(body))
+		}
+		enc, err := res.Encoded()
+		if err != nil || !bytes.Equal(enc.Body, body) || !bytes.Equal(enc.Gzip, mem.Gzip) || !bytes.Equal(enc.Brotli, mem.Brotli) {
+			t.Errorf("%d: Encoded: %v", len(body), err)
+		}
+		// Its files gone (a damaged site), the cache's forms still answer; any other
+		// asks its caller to answer.
+		for _, x := range suffixes {
+			os.Remove(path + x)
+		}
+		cached := len(body) <= MaxCached
+		if _, err := res.Bytes(); (err == nil) != cached {
+			t.Errorf("%d: Bytes of a body whose file is gone: %v", len(body), err)
+		}
+		w := httptest.NewRecorder()
+		w.Header().Set("Cache-Control", "public, max-age=60")
+		err = Serve(w, httptest.NewRequest(http.MethodGet, "/", nil), res, http.StatusOK)
+		if cached {
+			if err != nil || !bytes.Equal(w.Body.Bytes(), body) {
+				t.Errorf("%d: the body from the cache: %v", len(body), err)
+			}
+		} else if err == nil || w.Body.Len() != 0 || w.Header().Get("Etag") != "" || w.Header().Get("Content-Length") != "" {
+			t.Errorf("%d: files gone: %v, %d bytes written, %v", len(body), err, w.Body.Len(), w.Header())
+		}
+	}
+}
+
+// TestCacheHoldsAtMostItsBytes checks that the cache drops the forms asked for least
+// lately once it holds more than its bytes, and counts what it holds as it goes.
+func TestCacheHoldsAtMostItsBytes(t *testing.T) {
+	c := NewCache(1000)
+	c.most = 10 << 10
+	for i := range 30 {
+		c.add(strconv.Itoa(i), make([]byte, 1<<10))
+		c.add(strconv.Itoa(i), make([]byte, 1<<10)) // again: counted once
+	}
+	if c.Len() != 10 || c.held.Load() != 10<<10 {
+		t.Errorf("%d forms, %d bytes held; want the last 10, 10 KiB", c.Len(), c.held.Load())
+	}
+	if _, ok := c.lru.Get("29"); !ok {
+		t.Error("the last form added was dropped")
+	}
+	if _, ok := c.lru.Get("19"); ok {
+		t.Error("a form asked for before the last 10 is kept")
 	}
 }
