@@ -33,16 +33,22 @@ func gcPercent() int {
 }
 
 // TestServeGCPercentPacesBetweenGenerations checks that with ServeGCPercent each
-// generation runs under the process's own GC percent and the serving one is in force
-// after it, chosen from the heap held for AutoGCPercent; and that 0 leaves the
-// process's own throughout.
+// full generation runs under the process's own GC percent, a change under the pacing
+// in force before it, and the serving one is in force after each, chosen from the
+// heap held for AutoGCPercent; and that 0 leaves the process's own throughout.
 func TestServeGCPercentPacesBetweenGenerations(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(150))
 	for _, serve := range []int{40, AutoGCPercent, 0} {
 		debug.SetGCPercent(150)
 		src := &limitSeen{records: records{rec: testRecords(6, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))}}
 		g := &Generator{Source: src, ServeGCPercent: serve}
+		var during []int
 		for _, sameClock := range []bool{false, true, false} {
+			if sameClock {
+				during = append(during, gcPercent()) // the pacing in force
+			} else {
+				during = append(during, 150)
+			}
 			if _, err := g.once(context.Background(), sameClock); err != nil {
 				t.Fatal(err)
 			}
@@ -57,8 +63,8 @@ func TestServeGCPercentPacesBetweenGenerations(t *testing.T) {
 				t.Fatalf("ServeGCPercent %d: the GC percent after a generation is %d, want %d", serve, got, want)
 			}
 		}
-		if !slices.Equal(src.gcs, []int{150, 150, 150}) {
-			t.Errorf("ServeGCPercent %d: generations ran under the GC percents %v, want the process's own 150", serve, src.gcs)
+		if !slices.Equal(src.gcs, during) || serve == 40 && during[1] != 40 {
+			t.Errorf("ServeGCPercent %d: generations ran under the GC percents %v, want %v", serve, src.gcs, during)
 		}
 	}
 }

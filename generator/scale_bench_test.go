@@ -31,7 +31,9 @@ import (
 // memory a server holds between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a
 // file, its profile; with WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second
 // change's generation). The full build runs under SNAPSHOT_MEMLIMIT, as a server's
-// does (see Generator.FullMemoryLimit), the changes without it.
+// does (see Generator.FullMemoryLimit), the changes without it; the collector is
+// paced as a server's default paces it (see Generator.ServeGCPercent), or with
+// SERVE_GOGC=none not at all.
 // WAYSTATION_BENCH_METHODS grows the catalog to another size, for a profile that does
 // not take a full build of 100,000. It runs only with WAYSTATION_BENCH_100K set (make
 // bench sets it).
@@ -58,12 +60,18 @@ func BenchmarkPublish100k(b *testing.B) {
 	}
 	// With a holder, as a server runs it: after each generation, what the build dropped
 	// goes back to the system.
-	g := &Generator{Source: store, Site: testSite(b.TempDir()),
-		Holder: NewHolder(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FullMemoryLimit: limit}
+	// Paced as a server paces it by default (SERVE_GOGC=auto), or not with
+	// SERVE_GOGC=none.
+	pace := AutoGCPercent
+	if os.Getenv("SERVE_GOGC") == "none" {
+		pace = 0
+	}
+	g := &Generator{Source: store, Site: testSite(b.TempDir()), Holder: NewHolder(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FullMemoryLimit: limit, ServeGCPercent: pace}
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeak(b)
-	stopPeak := peakProfile(b)
+	stopPeak := peakProfile(b, "")
 	start, cpu := time.Now(), cpuTime(b)
 	st, err := g.Once(ctx)
 	if err != nil {
@@ -88,7 +96,7 @@ func BenchmarkPublish100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		stop := cpuProfile(b, name)
+		stop, stopPeak := cpuProfile(b, name), peakProfile(b, name)
 		resetPeak(b)
 		start, cpu := time.Now(), cpuTime(b)
 		st, err := g.once(ctx, true)
@@ -96,6 +104,7 @@ func BenchmarkPublish100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		stop()
+		stopPeak()
 		wall, used := time.Since(start), cpuTime(b)-cpu
 		b.ReportMetric(wall.Seconds(), "1%-"+name+"-s")
 		b.ReportMetric(used.Seconds(), "1%-"+name+"-cpu-s")
@@ -127,11 +136,16 @@ func BenchmarkPublish100k(b *testing.B) {
 
 // peakProfile writes, when WAYSTATION_BENCH_PEAKPROFILE names a file, the heap
 // profile of the largest heap a collection found live until the returned func is
-// called: what the full build holds at its peak. Else it does nothing.
-func peakProfile(b *testing.B) func() {
+// called: what the full build holds at its peak (round ""), or the change into the
+// spare directory (round "spare", to the file's name with .spare added). Else it does
+// nothing.
+func peakProfile(b *testing.B, round string) func() {
 	path := os.Getenv("WAYSTATION_BENCH_PEAKPROFILE")
-	if path == "" {
+	if path == "" || round != "" && round != "spare" {
 		return func() {}
+	}
+	if round != "" {
+		path += "." + round
 	}
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
