@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +26,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 const base = "/functions/v1/api"
@@ -535,4 +539,61 @@ func TestDirectoryContract(t *testing.T) {
 			t.Error("the list stopped working")
 		}
 	})
+}
+
+// TestMerchantRecordsAnswerFromTheirFiles serves a snapshot whose merchants' records
+// are left in their published files (resource.NewBodyStore), as a server's are: the
+// merchant route answers the bytes in memory's, on the router's path and before it;
+// once a record's files are gone (a damaged site), it answers a logged internal
+// error as problem+json, not cached, and nothing of the record.
+func TestMerchantRecordsAnswerFromTheirFiles(t *testing.T) {
+	e := newEnv(t)
+	snap := e.snaps.Current()
+	host := snap.Methods()[0].Hostname
+	// The router's path: an escaped path the handler before it leaves to the router.
+	routed := base + "/api/public/v1/merchants/" + "%" + strings.ToUpper(hex.EncodeToString([]byte{host[0]})) + host[1:]
+	direct := base + "/api/public/v1/merchants/" + host
+	want := e.get(direct, "Accept-Encoding", "br")
+	if want.StatusCode != 200 || want.Header.Get("Content-Encoding") != "br" {
+		t.Fatalf("%d %s", want.StatusCode, want.body)
+	}
+	dir := t.TempDir()
+	st := resource.NewBodyStore(dir, resource.NewCache(16))
+	stored, err := snap.WithStored(
+		func(_ string, res *resource.Resource) *resource.Resource { return res },
+		func(h string, res *resource.Resource) *resource.Resource {
+			for i, b := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
+				if err := os.WriteFile(filepath.Join(dir, h+[...]string{"", ".gz", ".br"}[i]), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return res.Stored(st, h)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := stored.Merchant(host); res.Body != nil {
+		t.Fatal("the stored merchant holds its body")
+	}
+	e.snaps.Set(stored)
+	for _, target := range []string{direct, routed} {
+		r := e.get(target, "Accept-Encoding", "br")
+		if r.StatusCode != 200 || !bytes.Equal(r.body, want.body) || r.Header.Get("Etag") != want.Header.Get("Etag") {
+			t.Errorf("%s: %d, %d bytes, ETag %s", target, r.StatusCode, len(r.body), r.Header.Get("Etag"))
+		}
+	}
+	for _, x := range []string{"", ".gz", ".br"} {
+		if err := os.Remove(filepath.Join(dir, host+x)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The body was not asked for before, so the cache does not hold it: only the
+	// files had it.
+	for _, target := range []string{direct, routed} {
+		r := e.get(target)
+		r.problem(t, 500, "internal")
+		if cc := r.Header.Get("Cache-Control"); cc != "no-store" || r.Header.Get("Etag") != "" || r.Header.Get("Content-Encoding") != "" {
+			t.Errorf("%s: Cache-Control %q, ETag %q, Content-Encoding %q", target, cc, r.Header.Get("Etag"), r.Header.Get("Content-Encoding"))
+		}
+	}
 }
