@@ -82,7 +82,7 @@ func render(c templ.Component) (*resource.Resource, error) {
 		return nil, err
 	}
 	body := bytes.Clone(b.Bytes())
-	return resource.NewLevels(resource.HTML, body, resource.LevelsFor(len(body))), nil
+	return resource.New(resource.HTML, body), nil
 }
 
 // renderBuffers are the buffers pages are rendered into.

@@ -2,6 +2,7 @@ package resource
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -14,7 +15,18 @@ import (
 // bytes New's does, and that its form read again from the body (its file gone) is
 // New's: the levels are New's too.
 func TestPublishedAnswersAsNewDoes(t *testing.T) {
-	body := bytes.Repeat([]byte(`{"slug":"a-method","b":[1,2,3]},`), 40)
+	// One body of a method's size, and one past LargeBody, whose brotli New makes at
+	// LargeBrotli, as Published assumes.
+	large := make([]byte, 0, LargeBody+LargeBody/4)
+	for i := 0; len(large) <= LargeBody; i++ {
+		large = fmt.Appendf(large, `{"slug":"method-%d","price":%d,"score":%d},`, i, i*7919%100003, i*104729%997)
+	}
+	for _, body := range [][]byte{bytes.Repeat([]byte(`{"slug":"a-method","b":[1,2,3]},`), 40), large} {
+		t.Run(strconv.Itoa(len(body)), func(t *testing.T) { publishedAnswersAsNewDoes(t, body) })
+	}
+}
+
+func publishedAnswersAsNewDoes(t *testing.T, body []byte) {
 	mem := New(JSON, body)
 	path := published(t, mem)
 	res := NewIdentity(JSON, body).Published(len(mem.Gzip), len(mem.Brotli))

@@ -81,10 +81,12 @@ var (
 	Best    = Levels{Gzip: gzip.BestCompression, Brotli: 11}
 )
 
-// New encodes body once in every form at the Default levels and derives the ETags
-// from its hash. It is meant for bodies encoded once and served many times.
+// New encodes body once in every form at the levels LevelsFor gives its size (the
+// Default levels but for the largest bodies) and derives the ETags from its hash. It
+// is meant for bodies encoded once and served many times; Published assumes its
+// levels.
 func New(contentType string, body []byte) *Resource {
-	return NewLevels(contentType, body, Default)
+	return NewLevels(contentType, body, LevelsFor(len(body)))
 }
 
 // NewLevels is New at other levels. The encoded bytes depend only on the body and the
