@@ -27,14 +27,17 @@ import (
 // incrementally as after a catalog change (the first into a fresh directory, linking
 // what it can, the second into the spare, as every one after it). It reports the
 // seconds of each, the files each wrote, and the peak resident memory of the full
-// build (VmHWM, reset just before it) and of each change, and the heap and resident
+// build (VmHWM, reset just before it) and of each change (with the bytes each change
+// allocated and the collections it ran, which the machine's speed does not move),
+// and the heap and resident
 // memory a server holds between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a
 // file, its profile; with WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second
 // change's generation). The full build runs under SNAPSHOT_MEMLIMIT, as a server's
 // does (see Generator.FullMemoryLimit), the changes without it; the collector is
 // paced as a server's default paces it (see Generator.ServeGCPercent), or with
 // SERVE_GOGC=none not at all.
-// WAYSTATION_BENCH_METHODS grows the catalog to another size, for a profile that does
+// WAYSTATION_BENCH_ALLOCPROFILE writes what the second change allocated (see
+// allocProfile). WAYSTATION_BENCH_METHODS grows the catalog to another size, for a profile that does
 // not take a full build of 100,000. It runs only with WAYSTATION_BENCH_100K set (make
 // bench sets it).
 func BenchmarkPublish100k(b *testing.B) {
@@ -96,8 +99,10 @@ func BenchmarkPublish100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		stop, stopPeak := cpuProfile(b, name), peakProfile(b, name)
+		stop, stopPeak, stopAlloc := cpuProfile(b, name), peakProfile(b, name), allocProfile(b, name)
 		resetPeak(b)
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
 		start, cpu := time.Now(), cpuTime(b)
 		st, err := g.once(ctx, true)
 		if err != nil {
@@ -105,13 +110,19 @@ func BenchmarkPublish100k(b *testing.B) {
 		}
 		stop()
 		stopPeak()
+		stopAlloc()
 		wall, used := time.Since(start), cpuTime(b)-cpu
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		allocated, collections := (after.TotalAlloc-before.TotalAlloc)>>20, after.NumGC-before.NumGC
 		b.ReportMetric(wall.Seconds(), "1%-"+name+"-s")
 		b.ReportMetric(used.Seconds(), "1%-"+name+"-cpu-s")
 		b.ReportMetric(float64(st.Written), "1%-"+name+"-written")
 		b.ReportMetric(float64(peakRSS(b))/(1<<20), "1%-"+name+"-peak-MB")
-		progress(b, "1%% changed (%d methods), into the %s directory: %s; %.1f s, %.1f s of CPU, peak %d MB", tag.RowsAffected(), name, st,
-			wall.Seconds(), used.Seconds(), peakRSS(b)>>20)
+		b.ReportMetric(float64(allocated), "1%-"+name+"-alloc-MB")
+		b.ReportMetric(float64(collections), "1%-"+name+"-gcs")
+		progress(b, "1%% changed (%d methods), into the %s directory: %s; %.1f s, %.1f s of CPU, peak %d MB, %d MB allocated, %d collections",
+			tag.RowsAffected(), name, st, wall.Seconds(), used.Seconds(), peakRSS(b)>>20, allocated, collections)
 	}
 	// What a server holds between generations: the snapshot and what the site
 	// remembers of its files, in the heap and resident.
@@ -175,6 +186,30 @@ func peakProfile(b *testing.B, round string) func() {
 		close(done)
 		<-stopped
 	}
+}
+
+// allocProfile writes, when WAYSTATION_BENCH_ALLOCPROFILE names a file and round is
+// the spare directory's, the heap profile before the round (to the file's name with
+// .before added) and, once the returned func is called, after it: their alloc_space
+// apart is what the round allocated (go tool pprof -sample_index=alloc_space -base
+// file.before). Else it does nothing.
+func allocProfile(b *testing.B, round string) func() {
+	path := os.Getenv("WAYSTATION_BENCH_ALLOCPROFILE")
+	if path == "" || round != "spare" {
+		return func() {}
+	}
+	write := func(name string) {
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(path + ".before")
+	return func() { write(path) }
 }
 
 // cpuProfile profiles the CPU until the returned func is called, when
