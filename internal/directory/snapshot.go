@@ -117,8 +117,7 @@ func NewSnapshotUnencoded(prev *Snapshot, generatedAt time.Time, methods []Metho
 // newSnapshot is NewSnapshotAfter with the methods' and merchants' new bodies made
 // into resources by encode.
 func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant, encode func(contentType string, body []byte) *resource.Resource) (*Snapshot, error) {
-	methods = slices.Clone(methods)
-	slices.SortFunc(methods, compareMethods)
+	methods = sortedMethods(methods)
 	merchants = slices.Clone(merchants)
 	slices.SortFunc(merchants, func(a, b Merchant) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	n := len(methods)
@@ -288,16 +287,38 @@ func (*Snapshot) reuse(old *resource.Resource, body []byte, encode func(string, 
 	return encode(resource.JSON, body)
 }
 
-func compareMethods(a, b Method) int {
-	switch {
-	case a.Trust.Score == nil && b.Trust.Score != nil:
-		return 1
-	case a.Trust.Score != nil && b.Trust.Score == nil:
-		return -1
-	case a.Trust.Score != nil && *a.Trust.Score != *b.Trust.Score:
-		return cmp.Compare(*b.Trust.Score, *a.Trust.Score)
+// sortedMethods is a copy of methods in list order: score descending with nulls last,
+// then slug. The order is sorted, not the methods: a Method is hundreds of bytes, and
+// sorting keys held side by side touches a few megabytes at a hundred thousand
+// methods, not tens.
+func sortedMethods(methods []Method) []Method {
+	type key struct {
+		none  bool // no score: after every method with one
+		score int
+		slug  string
+		at    int
 	}
-	return cmp.Compare(a.Slug, b.Slug)
+	keys := make([]key, len(methods))
+	for i := range methods {
+		keys[i] = key{none: true, slug: methods[i].Slug, at: i}
+		if sc := methods[i].Trust.Score; sc != nil {
+			keys[i].none, keys[i].score = false, *sc
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.none != b.none:
+			return cmp.Compare(b2i(a.none), b2i(b.none))
+		case a.score != b.score:
+			return cmp.Compare(b.score, a.score)
+		}
+		return strings.Compare(a.slug, b.slug)
+	})
+	out := make([]Method, len(methods))
+	for i, k := range keys {
+		out[i] = methods[k.at]
+	}
+	return out
 }
 
 func b2i(b bool) int {
