@@ -557,12 +557,16 @@ type siteWriter struct {
 
 // writeAll writes the directory's JSON, the human pages and the static files.
 func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
-	if err := w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
-		return err
-	}
+	// The pages' sources are listed while the JSON is written, which is mostly
+	// waiting on the file system; the list, the largest file, beside the methods.
+	sources := make(chan []web.PageSource, 1)
+	go func() { sources <- w.views.PageSourcesKept(snap, w.pages) }()
 	methods, hosts := snap.Methods(), snap.Hostnames()
-	err := parallel(len(methods)+len(hosts), func(i int) error {
-		if i < len(methods) {
+	err := parallel(1+len(methods)+len(hosts), func(i int) error {
+		switch i--; {
+		case i < 0:
+			return w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List())
+		case i < len(methods):
 			res, _ := snap.Method(methods[i].Slug)
 			return w.putResource(urlPath, servicesDir+methods[i].Slug, res)
 		}
@@ -570,13 +574,13 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 		res, _ := snap.Merchant(h)
 		return w.putResource(urlPath, merchantsDir+h, res)
 	})
+	pages := <-sources // not used by another publication while it is made
 	if err != nil {
 		return err
 	}
-	pages := w.views.PageSourcesKept(snap, w.pages)
 	err = parallel(len(pages), func(i int) error {
 		p := pages[i]
-		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), p.Render)
+		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), p.RenderSized)
 	})
 	if err != nil {
 		return fmt.Errorf("generator: pages: %w", err)
@@ -604,7 +608,7 @@ func (w *siteWriter) putResource(kind urlKind, path string, res *resource.Resour
 	if !ok {
 		return fmt.Errorf("generator: write %s: the ETag %s is not a body's hash", path, res.ETag)
 	}
-	return w.put(kind, path, id, func() (*resource.Resource, error) { return res, nil })
+	return w.put(kind, path, id, func(int) (*resource.Resource, error) { return res, nil })
 }
 
 // etagID is the body hash's first bytes an ETag names.
@@ -618,8 +622,9 @@ func etagID(etag string) (sourceID, bool) {
 var suffixes = [...]string{"", ".gz", ".br"}
 
 // write puts the file at path made from source in place: kept, linked, or made by
-// build and written.
-func (w *siteWriter) write(url, path string, source sourceID, build func() (*resource.Resource, error)) error {
+// build and written. build is told the size of the body last published there (0 for
+// none), which a page's is near.
+func (w *siteWriter) write(url, path string, source sourceID, build func(size int) (*resource.Resource, error)) error {
 	kind, ok := kindOf(url, path)
 	if !ok {
 		return fmt.Errorf("generator: write %s: its URL %s does not follow from its path", path, url)
@@ -628,7 +633,7 @@ func (w *siteWriter) write(url, path string, source sourceID, build func() (*res
 }
 
 // put is write for the URL of kind.
-func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func() (*resource.Resource, error)) error {
+func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(size int) (*resource.Resource, error)) error {
 	k, have := -1, false
 	if w.last != nil {
 		var found bool
@@ -656,7 +661,11 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 		}
 		return w.keep(k, path)
 	}
-	res, err := build()
+	size := 0
+	if k >= 0 {
+		size = int(w.last.files.entries[k].sizes[0])
+	}
+	res, err := build(size)
 	if err != nil {
 		return err
 	}

@@ -122,3 +122,29 @@ func TestPageCacheWithoutItsFileRendersEveryRow(t *testing.T) {
 		t.Errorf("rows rendered %v in two renderings of %d methods, %d kept, file %v", rendered, snap.Len(), len(cache.rows), cache.file)
 	}
 }
+
+// TestRenderSizedRendersTheSameBytes renders every page with sizes below, at and above
+// its own: the same body and ETags as Render's each time, held without more room than
+// a quarter of it.
+func TestRenderSizedRendersTheSameBytes(t *testing.T) {
+	snap := testSnapshot(t)
+	for _, p := range testViews.PageSources(snap) {
+		want, err := p.Render()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(want.Body)
+		for _, size := range []int{0, 1, n / 2, n, 2 * n} {
+			got, err := p.RenderSized(size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Body, want.Body) || got.ETag != want.ETag || !bytes.Equal(got.Gzip, want.Gzip) || !bytes.Equal(got.Brotli, want.Brotli) {
+				t.Errorf("%s at size %d: %d bytes, ETag %s; Render's %d, %s", p.URL, size, len(got.Body), got.ETag, n, want.ETag)
+			}
+			if cap(got.Body)-len(got.Body) > len(got.Body)/4 {
+				t.Errorf("%s at size %d: %d bytes held in %d", p.URL, size, len(got.Body), cap(got.Body))
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -75,6 +76,26 @@ type PageSource struct {
 
 // Render makes the page.
 func (p PageSource) Render() (*resource.Resource, error) { return render(p.page()) }
+
+// RenderSized is Render for a page last rendered at about size bytes (0 for not
+// known): rendered into a buffer of that size, which becomes its body, rather than
+// grown from a pooled one and copied out. At a hundred thousand methods a category
+// page is megabytes, and a publication renders every one a change touches, among
+// collections that empty the pool.
+func (p PageSource) RenderSized(size int) (*resource.Resource, error) {
+	if size <= 0 {
+		return p.Render()
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size+size/32+4096))
+	if err := p.page().Render(context.Background(), b); err != nil {
+		return nil, err
+	}
+	body := b.Bytes()
+	if cap(body)-len(body) > len(body)/4 {
+		body = bytes.Clone(body) // it grew past the size: not held with the room it grew
+	}
+	return resource.New(resource.HTML, body), nil
+}
 
 // PageSources lists the pages of a snapshot that Pages renders, in its order, with
 // their digests, without rendering any.
