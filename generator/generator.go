@@ -199,6 +199,10 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	}
 	defer g.limitMemory(full)()
 	defer g.paceGC(full)()
+	// The compressors survive the build's collections; released before the memory
+	// goes back, below.
+	release := resource.HoldCompressors()
+	defer release()
 	now = now.UTC().Truncate(time.Second)
 	rec, err := g.read(ctx, now)
 	if err != nil {
@@ -227,6 +231,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		st.Written, st.Files = g.Site.Written()
 		snap = served(snap, dir, g.cache(), g.Log, g.Site.files())
 	}
+	release()
 	g.generated, g.last = true, snap
 	g.kept = heldSlugs(kept, snap)
 	if g.Holder != nil {

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
-	"sync"
 	"unsafe"
 
 	"github.com/andybalholm/brotli"
@@ -180,53 +179,34 @@ func (r *Resource) size(form int) int64 {
 // has reports whether the resource has a form.
 func (r *Resource) has(form int) bool { return r.lengths[form] != "" }
 
-// gzipWriters keeps a pool of writers per level: making one costs more than
-// compressing a small body with it.
-var gzipWriters sync.Map // level -> *sync.Pool
-
 func compress(body []byte, level int) []byte {
-	p, _ := gzipWriters.LoadOrStore(level, &sync.Pool{})
-	pool := p.(*sync.Pool)
-	var buf bytes.Buffer
-	buf.Grow(len(body)/3 + 64)
-	zw, _ := pool.Get().(*gzip.Writer)
-	if zw == nil {
-		zw, _ = gzip.NewWriterLevel(&buf, level)
+	buf := output.Get().(*bytes.Buffer)
+	defer output.Put(buf)
+	buf.Reset()
+	zw, ok := gzipWriters.get(level)
+	if !ok {
+		zw, _ = gzip.NewWriterLevel(buf, level)
 	} else {
-		zw.Reset(&buf)
+		zw.Reset(buf)
 	}
 	zw.Write(body)
 	zw.Close()
-	pool.Put(zw)
-	return fit(buf.Bytes())
+	gzipWriters.put(level, zw)
+	return bytes.Clone(buf.Bytes())
 }
 
-// brotliWriters keeps a pool of writers per quality: a new one allocates its window,
-// which costs ten times the compression of a small body.
-var brotliWriters sync.Map // quality -> *sync.Pool
-
 func compressBrotli(body []byte, quality int) []byte {
-	p, _ := brotliWriters.LoadOrStore(quality, &sync.Pool{})
-	pool := p.(*sync.Pool)
-	var buf bytes.Buffer
-	buf.Grow(len(body)/4 + 64)
-	bw, _ := pool.Get().(*brotli.Writer)
-	if bw == nil {
-		bw = brotli.NewWriterLevel(&buf, quality)
+	buf := output.Get().(*bytes.Buffer)
+	defer output.Put(buf)
+	buf.Reset()
+	bw, ok := brotliWriters.get(quality)
+	if !ok {
+		bw = brotli.NewWriterLevel(buf, quality)
 	} else {
-		bw.Reset(&buf)
+		bw.Reset(buf)
 	}
 	bw.Write(body)
 	bw.Close()
-	pool.Put(bw)
-	return fit(buf.Bytes())
-}
-
-// fit is b, copied to a slice of its length when its spare capacity is more than a
-// quarter of it: an encoded form is held as long as its resource.
-func fit(b []byte) []byte {
-	if cap(b)-len(b) > len(b)/4 {
-		return bytes.Clone(b)
-	}
-	return b
+	brotliWriters.put(quality, bw)
+	return bytes.Clone(buf.Bytes())
 }
