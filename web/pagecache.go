@@ -39,7 +39,6 @@ type PageCache struct {
 	file       *os.File
 	size, live int64
 	failed     bool
-	block      []byte // see alloc
 }
 
 // keptRow is where a method's row, rendered from the body etag names, is in the file.
@@ -89,45 +88,61 @@ func (c *PageCache) forget(snap *directory.Snapshot) {
 	}
 }
 
+// PageRow is a method's row of a page, rendered through a PageCache: its bytes, or,
+// when the cache holds them, where its file does, read only as the page is written,
+// so that a page of thousands of rows is not read into memory before it is rendered
+// into it.
+type PageRow struct {
+	html []byte
+	file *os.File
+	at   keptRow
+	// snap and slug render the row again should the file not read.
+	snap *directory.Snapshot
+	slug string
+}
+
+// bytes is the row's, read into *scratch when the cache's file holds it (valid until
+// the next call with the same scratch).
+func (r PageRow) bytes(scratch *[]byte) []byte {
+	if r.html != nil {
+		return r.html
+	}
+	*scratch = slices.Grow((*scratch)[:0], r.at.n)[:r.at.n]
+	if _, err := r.file.ReadAt(*scratch, r.at.off); err == nil {
+		return *scratch
+	}
+	m, _ := r.snap.MethodBySlug(r.slug)
+	return renderRow(m)
+}
+
 // row is m's row as methodItem renders it, taken from the cache when m's body is the
-// one it was rendered from. rows may be nil, for none kept.
-func (c *PageCache) row(snap *directory.Snapshot, m directory.Method) []byte {
+// one it was rendered from.
+func (c *PageCache) row(snap *directory.Snapshot, m directory.Method) PageRow {
 	res, _ := snap.Method(m.Slug)
 	c.mu.Lock()
 	r, ok := c.rows[m.Slug]
 	file := c.file
-	var html []byte
-	if ok && r.etag == res.ETag {
-		html = c.alloc(r.n)
-	}
 	c.mu.Unlock()
-	if html != nil {
-		if _, err := file.ReadAt(html, r.off); err == nil {
-			return html
-		}
+	if ok && r.etag == res.ETag {
+		return PageRow{file: file, at: r, snap: snap, slug: m.Slug}
 	}
-	b := renderBuffers.Get().(*bytes.Buffer)
-	defer renderBuffers.Put(b)
-	b.Reset()
-	// A row's view holds only strings, which render without error.
-	methodItem(methodRow(m)).Render(context.Background(), b)
-	html = bytes.Clone(b.Bytes())
+	html := renderRow(m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rendered++
 	if c.failed {
-		return html
+		return PageRow{html: html}
 	}
 	if c.file == nil {
 		// Without a name, so that nothing outlives the process.
 		if c.file, c.failed = newRowFile(c.dir); c.failed {
-			return html
+			return PageRow{html: html}
 		}
 	}
 	if _, err := c.file.WriteAt(html, c.size); err != nil {
 		// Nothing is kept from now on; the rows kept stay as they were written.
 		c.failed = true
-		return html
+		return PageRow{html: html}
 	}
 	if old, ok := c.rows[m.Slug]; ok {
 		c.live -= int64(old.n)
@@ -137,23 +152,17 @@ func (c *PageCache) row(snap *directory.Snapshot, m directory.Method) []byte {
 	c.rows[strings.Clone(m.Slug)] = keptRow{etag: strings.Clone(res.ETag), off: c.size, n: len(html)}
 	c.size += int64(len(html))
 	c.live += int64(len(html))
-	return html
+	return PageRow{html: html}
 }
 
-// alloc is n bytes for a row read back, cut from a block shared with the rows read
-// before it rather than one allocation a row: a page lists up to thousands. c.mu is
-// held.
-func (c *PageCache) alloc(n int) []byte {
-	const block = 64 << 10
-	if n > block/4 {
-		return make([]byte, n)
-	}
-	if len(c.block)+n > cap(c.block) {
-		c.block = make([]byte, 0, block)
-	}
-	at := len(c.block)
-	c.block = c.block[:at+n]
-	return c.block[at : at+n : at+n]
+// renderRow is m's row, rendered.
+func renderRow(m directory.Method) []byte {
+	b := renderBuffers.Get().(*bytes.Buffer)
+	defer renderBuffers.Put(b)
+	b.Reset()
+	// A row's view holds only strings, which render without error.
+	methodItem(methodRow(m)).Render(context.Background(), b)
+	return bytes.Clone(b.Bytes())
 }
 
 // newRowFile makes a file in dir for the rows and removes its name; failed when it
@@ -240,7 +249,7 @@ func (c *PageCache) merchant(snap *directory.Snapshot, h string) *keptMerchant {
 
 // methodRows is the list of methods a page shows: methodList's, or, when the rows
 // were rendered already, the same bytes made of them.
-func methodRows(methods []MethodRow, rows [][]byte) templ.Component {
+func methodRows(methods []MethodRow, rows []PageRow) templ.Component {
 	if rows == nil {
 		return methodList(methods)
 	}
@@ -248,8 +257,9 @@ func methodRows(methods []MethodRow, rows [][]byte) templ.Component {
 		if _, err := io.WriteString(w, `<ol class="methods">`); err != nil {
 			return err
 		}
+		var scratch []byte
 		for _, r := range rows {
-			if _, err := w.Write(r); err != nil {
+			if _, err := w.Write(r.bytes(&scratch)); err != nil {
 				return err
 			}
 		}

@@ -123,6 +123,24 @@ func TestPageCacheWithoutItsFileRendersEveryRow(t *testing.T) {
 	}
 }
 
+// A cache whose file no longer reads (closed here, as a failing disk would fail it)
+// renders the rows it kept again as a page is written: the same pages.
+func TestPageCacheWhoseFileFailsRendersTheSamePages(t *testing.T) {
+	snap := testSnapshot(t)
+	cache := NewPageCache(t.TempDir())
+	renderPages(t, snap, cache)
+	if len(cache.rows) == 0 {
+		t.Fatal("no row kept")
+	}
+	cache.file.Close()
+	got, want := renderPages(t, snap, cache), renderPages(t, snap, nil)
+	for url, body := range want {
+		if !bytes.Equal(got[url], body) {
+			t.Errorf("%s differs from the page rendered without a cache", url)
+		}
+	}
+}
+
 // TestRenderSizedRendersTheSameBytes renders every page with sizes below, at and above
 // its own: the same body and ETags as Render's each time, held without more room than
 // a quarter of it.

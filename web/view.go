@@ -76,7 +76,7 @@ type CategoryView struct {
 	Categories []Link
 	Methods    []MethodRow
 	// Rows are the methods rendered already (see PageCache), in place of Methods.
-	Rows [][]byte
+	Rows []PageRow
 }
 
 // TrustView is a trust block in plain words.
@@ -167,7 +167,7 @@ type MerchantView struct {
 	Stats     *StatsView
 	Methods   []MethodRow
 	// Rows are the methods rendered already (see PageCache), in place of Methods.
-	Rows     [][]byte
+	Rows     []PageRow
 	Probes   []ProbeRow
 	Chart    *ProbeChart
 	Delivery *DeliveryBar
