@@ -199,9 +199,13 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	}
 	defer g.limitMemory(full)()
 	defer g.paceGC(full)()
-	// The compressors survive the build's collections; released before the memory
-	// goes back, below.
-	release := resource.HoldCompressors()
+	// After a change the compressors survive the build's collections, released before
+	// the memory goes back, below. A full generation, under its memory limit, lets the
+	// collector take the ones idle (the largest bodies' among them, 8 MB windows).
+	release := func() {}
+	if !full {
+		release = resource.HoldCompressors()
+	}
 	defer release()
 	now = now.UTC().Truncate(time.Second)
 	rec, err := g.read(ctx, now)
