@@ -1,13 +1,12 @@
 package directory
 
 import (
-	"bytes"
-	"compress/flate"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash/crc32"
 	"hash/fnv"
-	"sync"
+
+	"github.com/waystation/waystation/internal/resource"
 )
 
 // The list's gzip form is one gzip member whose deflate stream is made of pieces
@@ -63,12 +62,6 @@ func (s *Snapshot) listCuts(size int) []int {
 	return append(cuts, size)
 }
 
-// flateWriters pools the writers of the pieces.
-var flateWriters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.DefaultCompression)
-	return w
-}}
-
 // gzipList makes body's gzip form from the pieces that end at cuts, taking a piece
 // prev holds from there, and returns it with its pieces.
 func gzipList(body []byte, cuts []int, prev listPieces) ([]byte, listPieces) {
@@ -87,14 +80,7 @@ func gzipList(body []byte, cuts []int, prev listPieces) ([]byte, listPieces) {
 			deflated[i] = d
 			return
 		}
-		var buf bytes.Buffer
-		buf.Grow(len(raw)/3 + 64)
-		w := flateWriters.Get().(*flate.Writer)
-		w.Reset(&buf)
-		w.Write(raw)
-		w.Flush()
-		flateWriters.Put(w)
-		deflated[i] = buf.Bytes()
+		deflated[i] = resource.DeflatePiece(raw)
 	})
 	size := 10 + 2 + 8
 	for _, d := range deflated {

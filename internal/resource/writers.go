@@ -2,6 +2,7 @@ package resource
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"runtime"
 	"sync"
@@ -20,9 +21,30 @@ import (
 var (
 	gzipWriters   writers[*gzip.Writer]
 	brotliWriters writers[*brotli.Writer]
+	flateWriters  writers[*flate.Writer]
 	// output is where a body is compressed, before it is copied out at its size.
 	output = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
+
+// DeflatePiece is raw deflated on its own at the default level and ended with a sync
+// flush, byte-aligned: pieces made so, laid end to end and closed by an empty final
+// block, are one deflate stream, whose pieces a body that changed in places can take
+// from the stream before (see the directory's list).
+func DeflatePiece(raw []byte) []byte {
+	buf := output.Get().(*bytes.Buffer)
+	defer output.Put(buf)
+	buf.Reset()
+	w, ok := flateWriters.get(flate.DefaultCompression)
+	if !ok {
+		w, _ = flate.NewWriter(buf, flate.DefaultCompression)
+	} else {
+		w.Reset(buf)
+	}
+	w.Write(raw)
+	w.Flush()
+	flateWriters.put(flate.DefaultCompression, w)
+	return bytes.Clone(buf.Bytes())
+}
 
 // holds counts the generations that hold the compressors, under holding.
 var (
@@ -45,6 +67,7 @@ func HoldCompressors() (release func()) {
 		if last {
 			gzipWriters.release()
 			brotliWriters.release()
+			flateWriters.release()
 		}
 	})
 }

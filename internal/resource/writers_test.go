@@ -2,13 +2,15 @@ package resource
 
 import (
 	"bytes"
+	"compress/flate"
 	"runtime"
 	"testing"
 )
 
 // TestHeldCompressorsOutliveCollections compresses while the compressors are held:
 // the writer put back is kept through collections, which empty a sync.Pool, and the
-// next compression of its level takes it; once the last of two overlapping holds is
+// next compression of its level takes it (a list's deflated piece keeps its writer
+// too); once the last of two overlapping holds is
 // released, the writers are handed to the sync.Pool, and the bytes are the same
 // throughout.
 func TestHeldCompressorsOutliveCollections(t *testing.T) {
@@ -30,6 +32,9 @@ func TestHeldCompressorsOutliveCollections(t *testing.T) {
 	if gz, br := kept(); gz != 1 || br != 1 {
 		t.Fatalf("held: %d gzip and %d brotli writers kept, want 1 each", gz, br)
 	}
+	if piece := DeflatePiece(body); len(flateWriters.kept[flate.DefaultCompression]) != 1 || len(piece) == 0 {
+		t.Fatalf("held: %d flate writers kept after a piece of %d bytes, want 1", len(flateWriters.kept[flate.DefaultCompression]), len(piece))
+	}
 	brotliWriters.mu.Lock()
 	w := brotliWriters.kept[5][0]
 	brotliWriters.mu.Unlock()
@@ -48,8 +53,8 @@ func TestHeldCompressorsOutliveCollections(t *testing.T) {
 		t.Errorf("one hold of two released: %d gzip and %d brotli writers kept, want 1 each", gz, br)
 	}
 	second()
-	if gz, br := kept(); gz != 0 || br != 0 {
-		t.Errorf("released: %d gzip and %d brotli writers still kept", gz, br)
+	if gz, br := kept(); gz != 0 || br != 0 || len(flateWriters.kept[flate.DefaultCompression]) != 0 {
+		t.Errorf("released: %d gzip, %d brotli and %d flate writers still kept", gz, br, len(flateWriters.kept[flate.DefaultCompression]))
 	}
 	if got := compressBrotli(body, 5); !bytes.Equal(got, want[1]) {
 		t.Error("brotli after the release: other bytes")
