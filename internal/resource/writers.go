@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/andybalholm/brotli"
 )
@@ -46,25 +47,16 @@ func DeflatePiece(raw []byte) []byte {
 	return bytes.Clone(buf.Bytes())
 }
 
-// holds counts the generations that hold the compressors, under holding.
-var (
-	holding sync.Mutex
-	holds   int
-)
+// holds counts the generations that hold the compressors.
+var holds atomic.Int32
 
 // HoldCompressors keeps the compressors pooled from the collector until the returned
 // func is called (once; more calls do nothing). Holds may overlap: the writers go
 // back to the sync.Pool when the last is released.
 func HoldCompressors() (release func()) {
-	holding.Lock()
-	holds++
-	holding.Unlock()
+	holds.Add(1)
 	return sync.OnceFunc(func() {
-		holding.Lock()
-		holds--
-		last := holds == 0
-		holding.Unlock()
-		if last {
+		if holds.Add(-1) == 0 {
 			gzipWriters.release()
 			brotliWriters.release()
 			flateWriters.release()
@@ -72,55 +64,56 @@ func HoldCompressors() (release func()) {
 	})
 }
 
-// writers pools the compressors of one kind, by level.
+// writers pools the compressors of one kind, by level. Unless they are held, a
+// writer is taken and put back without a lock, as a sync.Pool is: answers compress
+// on requests.
 type writers[W any] struct {
+	pools sync.Map // level -> *sync.Pool
 	mu    sync.Mutex
-	pools map[int]*sync.Pool
 	kept  map[int][]W // while the compressors are held
 }
 
-// pool is level's sync.Pool, with mu held.
+// pool is level's sync.Pool.
 func (p *writers[W]) pool(level int) *sync.Pool {
-	if p.pools == nil {
-		p.pools = map[int]*sync.Pool{}
-	}
-	pool, ok := p.pools[level]
+	v, ok := p.pools.Load(level)
 	if !ok {
-		pool = &sync.Pool{}
-		p.pools[level] = pool
+		v, _ = p.pools.LoadOrStore(level, &sync.Pool{})
 	}
-	return pool
+	return v.(*sync.Pool)
 }
 
 // get is a pooled writer of level, if there is one.
 func (p *writers[W]) get(level int) (W, bool) {
-	p.mu.Lock()
-	if k := p.kept[level]; len(k) > 0 {
-		w := k[len(k)-1]
-		p.kept[level] = k[:len(k)-1]
+	if holds.Load() > 0 {
+		p.mu.Lock()
+		if k := p.kept[level]; len(k) > 0 {
+			w := k[len(k)-1]
+			p.kept[level] = k[:len(k)-1]
+			p.mu.Unlock()
+			return w, true
+		}
 		p.mu.Unlock()
-		return w, true
 	}
-	pool := p.pool(level)
-	p.mu.Unlock()
-	w, ok := pool.Get().(W)
+	w, ok := p.pool(level).Get().(W)
 	return w, ok
 }
 
 // put pools a writer of level: kept while the compressors are held, up to two for
 // each processor, else in the sync.Pool.
 func (p *writers[W]) put(level int, w W) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	holding.Lock()
-	held := holds > 0
-	holding.Unlock()
-	if held && len(p.kept[level]) < 2*runtime.GOMAXPROCS(0) {
-		if p.kept == nil {
-			p.kept = map[int][]W{}
+	if holds.Load() > 0 {
+		p.mu.Lock()
+		// Looked at again under the lock, which release takes after the count falls:
+		// a writer kept here is handed on by it.
+		if holds.Load() > 0 && len(p.kept[level]) < 2*runtime.GOMAXPROCS(0) {
+			if p.kept == nil {
+				p.kept = map[int][]W{}
+			}
+			p.kept[level] = append(p.kept[level], w)
+			p.mu.Unlock()
+			return
 		}
-		p.kept[level] = append(p.kept[level], w)
-		return
+		p.mu.Unlock()
 	}
 	p.pool(level).Put(w)
 }
