@@ -103,14 +103,13 @@ func keep(records []trust.MethodRecord) []keptRecord {
 }
 
 // heldSlugs makes the slugs of kept the ones snap, which holds their methods, holds,
-// so that the build's are not kept too; and returns kept.
-func heldSlugs(kept []keptRecord, snap *directory.Snapshot) []keptRecord {
+// so that the build's are not kept too.
+func heldSlugs(kept []keptRecord, snap *directory.Snapshot) {
 	for i := range kept {
 		if m, ok := snap.MethodBySlug(kept[i].slug); ok {
 			kept[i].slug = m.Slug
 		}
 	}
-	return kept
 }
 
 // read reads the records of a generation at now: after an earlier generation, from a
@@ -227,17 +226,25 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	st.ID, st.Methods, st.Build = snap.Info().ID, snap.Len(), time.Since(start)
 	if g.Site != nil {
 		start = time.Now()
-		dir, err := g.Site.Publish(snap)
+		// What serves the site, made while its files go to disk; kept's slugs become
+		// its own.
+		var serving *directory.Snapshot
+		dir, err := g.Site.publish(snap, func(written, dir string, files fileTable) {
+			serving = served(snap, written, dir, g.cache(), g.Log, files)
+			heldSlugs(kept, serving)
+		})
 		if err != nil {
 			return st, err
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
 		st.Written, st.Files = g.Site.Written()
-		snap = served(snap, dir, g.cache(), g.Log, g.Site.files())
+		snap = serving
+	} else {
+		heldSlugs(kept, snap)
 	}
 	release()
 	g.generated, g.last = true, snap
-	g.kept = heldSlugs(kept, snap)
+	g.kept = kept
 	if g.Holder != nil {
 		g.Holder.Set(snap)
 		// What the build made and dropped goes back to the system, so that a server

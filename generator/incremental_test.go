@@ -251,7 +251,7 @@ func TestManifestIsWrittenAsJSONEncodesIt(t *testing.T) {
 // publisher made another directory current (the site writes every file again, from
 // the previous snapshot's files), and, for a snapshot no longer in force, once its
 // directory is gone; and one whose bodies were left unencoded, served from the files
-// of the same snapshot published before.
+// of the same snapshot published before. Its list too is answered from its files.
 func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	src := &records{rec: testRecords(12, at)}
@@ -285,6 +285,9 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 				}
 			}
 		}
+		// The list too, opened where it was written, before its directory was renamed
+		// current.
+		answer(ListFile, snap.List())
 		for _, m := range snap.Methods() {
 			res, _ := snap.Method(m.Slug)
 			answer(servicesDir+m.Slug, res)
@@ -314,7 +317,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("published before", served(again, site.Current(), resource.NewCache(16), nil, site.files()), tree(t, site.Current()))
+	check("published before", served(again, site.Current(), site.Current(), resource.NewCache(16), nil, site.files()), tree(t, site.Current()))
 	// Another publisher's directory made current: this site knows nothing of it.
 	other := testSite(site.Dir)
 	if _, err := other.Publish(testSnapshot(t, at, 3)); err != nil {

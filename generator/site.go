@@ -357,6 +357,14 @@ func (e fileEntry) manifestFile(path string) ManifestFile {
 // snapshots. It returns the new directory. Pages are written as they are rendered, so
 // memory holds the snapshot and little more.
 func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
+	return s.publish(snap, nil)
+}
+
+// publish is Publish calling ready, when not nil, with what the directory holds
+// while it goes to disk, before it is made current: the files were written in
+// written and are served from dir (see served). It is not called when the
+// publication fails first; for a snapshot published already, with written dir.
+func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string, files fileTable)) (string, error) {
 	info := snap.Info()
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
@@ -386,7 +394,13 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 				s.last = &published{name: name, files: files}
 			}
 		}
-		return final, s.link(name)
+		if err := s.link(name); err != nil {
+			return "", err
+		}
+		if ready != nil {
+			ready(final, final, s.files())
+		}
+		return final, nil
 	}
 	// Until this publication succeeds, the next starts afresh: the spare is moved here.
 	s.last = nil
@@ -428,29 +442,41 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 		return "", err
 	}
 	// Each file written as it is encoded: at a hundred thousand methods the entries,
-	// the snapshot and the manifest are hundreds of megabytes. The manifest's entries
-	// that did not change are copied from the manifest in force.
-	spans, err := writeManifest(filepath.Join(w.dir, ManifestName), snap, table, from, last, w.cur)
-	if err != nil {
-		return "", fmt.Errorf("generator: site: %w", err)
-	}
+	// the snapshot and the manifest are hundreds of megabytes, written side by side.
+	// The manifest's entries that did not change are copied from the manifest in
+	// force.
+	var spans manifestSpans
 	extra := []struct {
 		name  string
 		write func(*bufio.Writer) error
 	}{
-		{HeadersName, func(b *bufio.Writer) error { _, err := b.Write(headersFile(table)); return err }},
-		{ETagMapName, func(b *bufio.Writer) error { writeETagMap(b, name, table); return nil }},
 		{SnapshotName, func(b *bufio.Writer) error { return writeSnapshot(b, snap) }},
+		{ETagMapName, func(b *bufio.Writer) error { writeETagMap(b, name, table); return nil }},
+		{HeadersName, func(b *bufio.Writer) error { _, err := b.Write(headersFile(table)); return err }},
 	}
-	for _, e := range extra {
-		if err := writeFile(filepath.Join(w.dir, e.name), e.write); err != nil {
-			return "", fmt.Errorf("generator: site: %w", err)
+	err := parallel(1+len(extra), func(i int) error {
+		if i == 0 {
+			var err error
+			spans, err = writeManifest(filepath.Join(w.dir, ManifestName), snap, table, from, last, w.cur)
+			return err
 		}
+		e := extra[i-1]
+		return writeFile(filepath.Join(w.dir, e.name), e.write)
+	})
+	if err != nil {
+		return "", fmt.Errorf("generator: site: %w", err)
 	}
 	if err := os.Chmod(w.dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
-	if err := syncTree(w.dir); err != nil {
+	// What serves the directory is made while it goes to disk.
+	var during sync.WaitGroup
+	if ready != nil {
+		during.Go(func() { ready(w.dir, final, table) })
+	}
+	err = syncTree(w.dir)
+	during.Wait()
+	if err != nil {
 		return "", err
 	}
 	if err := os.Rename(w.dir, final); err != nil {
@@ -682,7 +708,7 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 	// Removed first, never truncated: the file may be linked from another directory.
 	for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
 		w.remove(p + suffixes[i])
-		if err := os.WriteFile(p+suffixes[i], body, 0o644); err != nil {
+		if err := writeBody(p+suffixes[i], body); err != nil {
 			return fmt.Errorf("generator: write %s: %w", path, err)
 		}
 	}
@@ -844,10 +870,42 @@ func writeFile(path string, write func(*bufio.Writer) error) error {
 	if err = write(b); err == nil {
 		err = b.Flush()
 	}
+	if err == nil {
+		startWriteback(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// writeBody writes body to a file made at path; a large one starts to go to disk at
+// once (see startWriteback).
+func writeBody(path string, body []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(body)
+	if err == nil && len(body) >= largeFile {
+		startWriteback(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// largeFile is the size from which a written body starts to go to disk at once.
+const largeFile = 256 << 10
+
+// startWriteback has the system start writing f's data to disk, without waiting for
+// it: syncTree, which waits for every file of a publication, then finds the largest
+// on their way already, written while the rest was made (at a hundred thousand
+// methods the list, the manifest and the snapshot are hundreds of megabytes). It is
+// a hint: syncTree makes the files durable whatever it did.
+func startWriteback(f *os.File) {
+	unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
 }
 
 // manifestCounts counts what a site of snap's files holds.
@@ -1126,9 +1184,11 @@ var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
 // with a warning when log is not nil, when they do not open), and the encoded forms
 // of its methods and merchants, through cache. files are what the directory holds, as
 // its manifest lists them: the sizes of the forms of the bodies snap left unencoded
-// are read there; one it does not list is compressed again, to learn them.
-func served(snap *directory.Snapshot, dir string, cache *resource.Cache, log *slog.Logger, files fileTable) *directory.Snapshot {
-	list, err := snap.List().FromFiles(filepath.Join(dir, filepath.FromSlash(ListFile)))
+// are read there; one it does not list is compressed again, to learn them. The list's
+// files are opened in written, where they were written, which may be renamed dir
+// after: an open file follows its directory.
+func served(snap *directory.Snapshot, written, dir string, cache *resource.Cache, log *slog.Logger, files fileTable) *directory.Snapshot {
+	list, err := snap.List().FromFiles(filepath.Join(written, filepath.FromSlash(ListFile)))
 	if err == nil {
 		var withList *directory.Snapshot
 		if withList, err = snap.WithList(list); err == nil {
@@ -1229,7 +1289,7 @@ func (s *Site) Load(cache *resource.Cache) (*directory.Snapshot, error) {
 		return nil, err
 	}
 	s.last = &published{name: filepath.Base(cur), files: files}
-	return served(snap, cur, cache, nil, files), nil
+	return served(snap, cur, cur, cache, nil, files), nil
 }
 
 // files are what the site published last holds; none when it knows nothing of it.
