@@ -207,15 +207,20 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 		s.payable[b2i(m.Payable)].set(i)
 		s.byHost[m.Hostname] = append(s.byHost[m.Hostname], i)
 	}
+	// The merchants' records encoded on every processor, hashed in order.
 	bodies := make([][]byte, len(merchants))
-	for i, mr := range merchants {
-		body, err := json.Marshal(mr)
-		if err != nil {
-			return nil, fmt.Errorf("directory: encode merchant %s: %w", mr.Hostname, err)
+	errs = make([]error, len(merchants))
+	parallel(len(merchants), func(i int) {
+		if bodies[i], errs[i] = json.Marshal(&merchants[i]); errs[i] != nil {
+			errs[i] = fmt.Errorf("directory: encode merchant %s: %w", merchants[i].Hostname, errs[i])
 		}
-		bodies[i] = body
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i, mr := range merchants {
 		s.hosts = append(s.hosts, mr.Hostname)
-		h.Write(body)
+		h.Write(bodies[i])
 	}
 	s.info = Info{ID: hex.EncodeToString(h.Sum(nil)[:8]), GeneratedAt: generatedAt.UTC()}
 	// Compressing is most of the work: the list on one processor, the rest on all.
@@ -227,9 +232,14 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 			size += int(k) + 1
 		}
 		body := s.appendList(make([]byte, 0, size), Filter{}, details)
+		// Its brotli, made on one processor, beside its gzip, made in pieces on all.
+		var br []byte
+		var brotli sync.WaitGroup
+		brotli.Go(func() { br = resource.Brotli(body, resource.LevelsFor(len(body)).Brotli) })
 		var gz []byte
 		gz, s.pieces = gzipList(body, s.listCuts(len(body)), prev.listPieces())
-		s.list = resource.NewForms(resource.JSON, body, gz, resource.Brotli(body, resource.LevelsFor(len(body)).Brotli))
+		brotli.Wait()
+		s.list = resource.NewForms(resource.JSON, body, gz, br)
 		close(done)
 	}()
 	merchantRes := make([]*resource.Resource, len(merchants))
