@@ -5,7 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -109,12 +109,20 @@ func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
 // The pages are the same bytes. A nil cache keeps nothing.
 func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []PageSource {
 	info := snap.Info()
+	// One hash for every page, written the page's parts each after a zero byte: a
+	// hundred thousand method pages are listed at each publication.
+	h, zero := sha256.New(), []byte{0}
+	at := strconv.FormatInt(info.GeneratedAt.UnixNano(), 10)
 	digest := func(kind, url string, parts ...string) [sha256.Size]byte {
-		h := sha256.New()
-		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s", vs.DirectoryAPI, kind, info.GeneratedAt.UnixNano(), url)
+		h.Reset()
+		io.WriteString(h, vs.DirectoryAPI)
+		for _, p := range [...]string{kind, at, url} {
+			h.Write(zero)
+			io.WriteString(h, p)
+		}
 		for _, p := range parts {
-			h.Write([]byte{0})
-			h.Write([]byte(p))
+			h.Write(zero)
+			io.WriteString(h, p)
 		}
 		var d [sha256.Size]byte
 		h.Sum(d[:0])
