@@ -3,7 +3,12 @@ package directory
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -45,5 +50,37 @@ func TestSnapshotIDDependsOnContentNotOrder(t *testing.T) {
 	}
 	if hosts := s1.Hostnames(); hosts[0] != "a.example" || hosts[1] != "b.example" {
 		t.Errorf("hostnames %v", hosts)
+	}
+}
+
+// TestSortMethodsInPlaceIsSortedMethods checks that a snapshot that takes its methods
+// and sorts them in place puts them in the order of one that sorts a copy, for
+// methods in every kind of order: shuffled, sorted, reversed, with scores that tie and
+// methods with none.
+func TestSortMethodsInPlaceIsSortedMethods(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		n := rng.IntN(64)
+		methods := make([]Method, n)
+		for i := range methods {
+			methods[i] = Method{Slug: fmt.Sprintf("m-%03d", rng.IntN(1000)), Name: strconv.Itoa(i)}
+			if rng.IntN(4) > 0 {
+				sc := rng.IntN(5)
+				methods[i].Trust.Score = &sc
+			}
+		}
+		switch round % 3 {
+		case 1:
+			methods = sortedMethods(methods)
+		case 2:
+			methods = sortedMethods(methods)
+			slices.Reverse(methods)
+		}
+		want := sortedMethods(methods)
+		got := slices.Clone(methods)
+		sortMethods(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: sorted in place\n%v\nnot\n%v", round, got, want)
+		}
 	}
 }

@@ -101,7 +101,7 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 // encoded resource instead of being compressed again, so that a build costs what
 // changed. The result is the one NewSnapshot makes.
 func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
-	return newSnapshot(prev, generatedAt, methods, merchants, resource.New)
+	return newSnapshot(prev, generatedAt, sortedMethods(methods), merchants, resource.New)
 }
 
 // NewSnapshotUnencoded is NewSnapshotAfter for a snapshot that is published before it
@@ -110,14 +110,16 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 // resource.NewIdentity), so that a build does not hold the gzip and brotli forms of a
 // hundred thousand methods at once. The publisher compresses each as it writes its
 // files, and the snapshot is served through WithStored. The list has its forms.
+// methods is the snapshot's from then on, sorted in place, not copied: the caller
+// gives it up.
 func NewSnapshotUnencoded(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
+	sortMethods(methods)
 	return newSnapshot(prev, generatedAt, methods, merchants, resource.NewIdentity)
 }
 
 // newSnapshot is NewSnapshotAfter with the methods' and merchants' new bodies made
-// into resources by encode.
+// into resources by encode, of methods sorted already, which it keeps.
 func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant, encode func(contentType string, body []byte) *resource.Resource) (*Snapshot, error) {
-	methods = sortedMethods(methods)
 	merchants = slices.Clone(merchants)
 	slices.SortFunc(merchants, func(a, b Merchant) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	n := len(methods)
@@ -297,11 +299,44 @@ func (*Snapshot) reuse(old *resource.Resource, body []byte, encode func(string, 
 	return encode(resource.JSON, body)
 }
 
-// sortedMethods is a copy of methods in list order: score descending with nulls last,
-// then slug. The order is sorted, not the methods: a Method is hundreds of bytes, and
-// sorting keys held side by side touches a few megabytes at a hundred thousand
-// methods, not tens.
+// sortedMethods is a copy of methods in list order (see listOrder).
 func sortedMethods(methods []Method) []Method {
+	out := make([]Method, len(methods))
+	for i, at := range listOrder(methods) {
+		out[i] = methods[at]
+	}
+	return out
+}
+
+// sortMethods puts methods in list order in place: each cycle of the order is moved
+// round through one spare method, so that a build does not hold its methods twice (at
+// a hundred thousand methods, 40 MB).
+func sortMethods(methods []Method) {
+	order := listOrder(methods)
+	for i := range order {
+		if order[i] < 0 || order[i] == i {
+			continue
+		}
+		spare := methods[i]
+		j := i
+		for {
+			k := order[j]
+			order[j] = -1 // moved
+			if k == i {
+				methods[j] = spare
+				break
+			}
+			methods[j] = methods[k]
+			j = k
+		}
+	}
+}
+
+// listOrder is the positions of methods in list order: score descending with nulls
+// last, then slug. The order is sorted, not the methods: a Method is hundreds of
+// bytes, and sorting keys held side by side touches a few megabytes at a hundred
+// thousand methods, not tens.
+func listOrder(methods []Method) []int {
 	type key struct {
 		none  bool // no score: after every method with one
 		score int
@@ -324,11 +359,11 @@ func sortedMethods(methods []Method) []Method {
 		}
 		return strings.Compare(a.slug, b.slug)
 	})
-	out := make([]Method, len(methods))
+	order := make([]int, len(keys))
 	for i, k := range keys {
-		out[i] = methods[k.at]
+		order[i] = k.at
 	}
-	return out
+	return order
 }
 
 func b2i(b bool) int {
