@@ -203,7 +203,7 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	// collector take the ones idle (the largest bodies' among them, 8 MB windows).
 	release := func() {}
 	if !full {
-		release = resource.HoldCompressors()
+		release = holdCompressors()
 	}
 	defer release()
 	now = now.UTC().Truncate(time.Second)
@@ -257,6 +257,9 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	}
 	return st, nil
 }
+
+// holdCompressors is resource.HoldCompressors, watched by a test.
+var holdCompressors = resource.HoldCompressors
 
 // limitMemory sets the soft memory limit a generation runs under, full or after a
 // change, and returns what sets it back: ServeMemoryLimit when there is one, else

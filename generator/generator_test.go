@@ -5,9 +5,11 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
 )
 
@@ -157,5 +159,55 @@ func TestMemoryLimitsReadAsGOMEMLIMIT(t *testing.T) {
 		if got, err := ParseMemoryLimit(in); err == nil {
 			t.Errorf("%q reads as %d, want an error", in, got)
 		}
+	}
+}
+
+// heldSeen notes, at each read, how many holds of the compressors are in force.
+type heldSeen struct {
+	records
+	held  *int
+	reads []int
+}
+
+func (h *heldSeen) DirectoryRecords(ctx context.Context, now time.Time) (trust.Records, error) {
+	h.reads = append(h.reads, *h.held)
+	return h.records.DirectoryRecords(ctx, now)
+}
+
+// TestChangesHoldTheCompressorsAndFullGenerationsDoNot checks that a generation after
+// a change holds the pooled compressors from before it reads until it is published,
+// and releases them before it returns, while a full one, under its memory limit,
+// leaves them to the collector; and that a failed generation releases them too.
+func TestChangesHoldTheCompressorsAndFullGenerationsDoNot(t *testing.T) {
+	held, holds := 0, 0
+	defer func(h func() func()) { holdCompressors = h }(holdCompressors)
+	holdCompressors = func() func() {
+		held++
+		holds++
+		release := resource.HoldCompressors()
+		return sync.OnceFunc(func() {
+			held--
+			release()
+		})
+	}
+	src := &heldSeen{records: records{rec: testRecords(6, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))}, held: &held}
+	g := &Generator{Source: src, Site: testSite(t.TempDir())}
+	for i, sameClock := range []bool{false, true, true, false} {
+		if i == 2 {
+			src.rec.Methods[0].Method.Slug = src.rec.Methods[1].Method.Slug // a duplicate: the build fails
+		}
+		_, err := g.once(context.Background(), sameClock)
+		if (err != nil) != (i == 2) {
+			t.Fatalf("generation %d: %v", i, err)
+		}
+		if i == 2 {
+			src.rec = testRecords(6, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+		}
+		if held != 0 {
+			t.Fatalf("generation %d returned with the compressors held %d times", i, held)
+		}
+	}
+	if want := []int{0, 1, 1, 0}; !slices.Equal(src.reads, want) || holds != 2 {
+		t.Errorf("the generations read with the compressors held %v times, want %v (%d holds, want 2)", src.reads, want, holds)
 	}
 }
