@@ -373,6 +373,13 @@ func (s *Store) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev [
 		return rec, fail("directory records", err)
 	}
 	defer tx.Rollback(ctx)
+	// Without JIT compilation: these reads scan every method once, and compiling
+	// their expressions costs more than it saves. At a hundred thousand methods the
+	// read of the methods' versions after a change took 0.34 to 0.43 s with it, 0.14
+	// to 0.17 s without.
+	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+		return rec, fail("directory records", err)
+	}
 
 	if rec.Methods, err = directoryMethodRecords(ctx, tx, prev); err != nil {
 		return rec, err
