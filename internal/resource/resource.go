@@ -4,10 +4,10 @@
 package resource
 
 import (
-	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
+	"io"
 	"strconv"
 	"unsafe"
 
@@ -179,34 +179,17 @@ func (r *Resource) size(form int) int64 {
 // has reports whether the resource has a form.
 func (r *Resource) has(form int) bool { return r.lengths[form] != "" }
 
+// compress is body's gzip form at level.
 func compress(body []byte, level int) []byte {
-	buf := output.Get().(*bytes.Buffer)
-	defer output.Put(buf)
-	buf.Reset()
-	zw, ok := gzipWriters.get(level)
-	if !ok {
-		zw, _ = gzip.NewWriterLevel(buf, level)
-	} else {
-		zw.Reset(buf)
-	}
-	zw.Write(body)
-	zw.Close()
-	gzipWriters.put(level, zw)
-	return bytes.Clone(buf.Bytes())
+	return encode(&gzipWriters, level, body, func(w io.Writer) *gzip.Writer {
+		zw, _ := gzip.NewWriterLevel(w, level)
+		return zw
+	}, (*gzip.Writer).Close)
 }
 
+// compressBrotli is body's brotli form at quality.
 func compressBrotli(body []byte, quality int) []byte {
-	buf := output.Get().(*bytes.Buffer)
-	defer output.Put(buf)
-	buf.Reset()
-	bw, ok := brotliWriters.get(quality)
-	if !ok {
-		bw = brotli.NewWriterLevel(buf, quality)
-	} else {
-		bw.Reset(buf)
-	}
-	bw.Write(body)
-	bw.Close()
-	brotliWriters.put(quality, bw)
-	return bytes.Clone(buf.Bytes())
+	return encode(&brotliWriters, quality, body, func(w io.Writer) *brotli.Writer {
+		return brotli.NewWriterLevel(w, quality)
+	}, (*brotli.Writer).Close)
 }

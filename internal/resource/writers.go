@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,18 +33,30 @@ var (
 // block, are one deflate stream, whose pieces a body that changed in places can take
 // from the stream before (see the directory's list).
 func DeflatePiece(raw []byte) []byte {
+	return encode(&flateWriters, flate.DefaultCompression, raw, func(w io.Writer) *flate.Writer {
+		fw, _ := flate.NewWriter(w, flate.DefaultCompression)
+		return fw
+	}, (*flate.Writer).Flush)
+}
+
+// encode compresses body with a writer of level taken from p (made by made when p has
+// none), ended by end, into a pooled buffer, and returns it copied out at its size.
+func encode[W interface {
+	io.Writer
+	Reset(io.Writer)
+}](p *writers[W], level int, body []byte, made func(io.Writer) W, end func(W) error) []byte {
 	buf := output.Get().(*bytes.Buffer)
 	defer output.Put(buf)
 	buf.Reset()
-	w, ok := flateWriters.get(flate.DefaultCompression)
-	if !ok {
-		w, _ = flate.NewWriter(buf, flate.DefaultCompression)
-	} else {
+	w, ok := p.get(level)
+	if ok {
 		w.Reset(buf)
+	} else {
+		w = made(buf)
 	}
-	w.Write(raw)
-	w.Flush()
-	flateWriters.put(flate.DefaultCompression, w)
+	w.Write(body)
+	end(w)
+	p.put(level, w)
 	return bytes.Clone(buf.Bytes())
 }
 
