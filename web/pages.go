@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -111,19 +110,28 @@ func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []Pa
 	info := snap.Info()
 	// One hash for every page, written the page's parts each after a zero byte: a
 	// hundred thousand method pages are listed at each publication.
-	h, zero := sha256.New(), []byte{0}
+	// The parts are copied into one buffer and hashed from there: the hash takes no
+	// string, and io.WriteString would copy each into a slice of its own, the ETags
+	// of every category's and merchant's methods among them.
+	h, buf := sha256.New(), make([]byte, 0, 4096)
 	at := strconv.FormatInt(info.GeneratedAt.UnixNano(), 10)
+	write := func(p string) {
+		if len(buf)+1+len(p) > cap(buf) && len(buf) > 0 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+		buf = append(append(buf, 0), p...)
+	}
 	digest := func(kind, url string, parts ...string) [sha256.Size]byte {
 		h.Reset()
-		io.WriteString(h, vs.DirectoryAPI)
+		buf = append(buf[:0], vs.DirectoryAPI...)
 		for _, p := range [...]string{kind, at, url} {
-			h.Write(zero)
-			io.WriteString(h, p)
+			write(p)
 		}
 		for _, p := range parts {
-			h.Write(zero)
-			io.WriteString(h, p)
+			write(p)
 		}
+		h.Write(buf)
 		var d [sha256.Size]byte
 		h.Sum(d[:0])
 		return d
@@ -134,14 +142,17 @@ func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []Pa
 	} else {
 		cache.forget(snap)
 	}
-	var out []PageSource
+	categories := listFacets(snap).Category
+	problems := ProblemSlugs()
+	// Sized to fit: at a hundred thousand methods, grown by appending, it was copied
+	// over and over.
+	out := make([]PageSource, 0, 1+len(categories)+snap.Len()+len(snap.Hostnames())+len(problems))
 	add := func(url string, d [sha256.Size]byte, page func() templ.Component) {
 		out = append(out, PageSource{URL: url, Digest: d, page: page})
 	}
 	add("/", digest("home", "/", info.ID), func() templ.Component { return HomePage(vs.Home(snap)) })
 	// A category page shows every category with its count, and its own methods, best
 	// trusted first.
-	categories := listFacets(snap).Category
 	var counts strings.Builder
 	for _, f := range categories {
 		counts.WriteString(f.Value + "\x00" + strconv.Itoa(f.Count) + "\x00")
@@ -192,7 +203,7 @@ func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []Pa
 			return MerchantPageView(vs.merchantPage(snap, r.view, r.slugs, cache))
 		})
 	}
-	for _, p := range ProblemSlugs() {
+	for _, p := range problems {
 		u := "/problems/" + p
 		add(u, digest("problem", u), func() templ.Component {
 			v, _ := vs.ProblemPage(snap, p)
