@@ -579,6 +579,35 @@ type siteWriter struct {
 	kept  []bool
 	// written counts the files made and written.
 	written atomic.Int64
+	// scratches are those free for the next file made (see scratch).
+	scratches []*scratch
+}
+
+// scratch is where a file is made before it is written and dropped: a page's body and
+// a body's encoded forms, in buffers reused from file to file (see resource.Scratch).
+// A change at a hundred thousand methods renders a hundred megabytes of pages.
+type scratch struct {
+	body  bytes.Buffer
+	forms resource.Scratch
+}
+
+// scratch is a free scratch, made when none is.
+func (w *siteWriter) scratch() *scratch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.scratches); n > 0 {
+		sc := w.scratches[n-1]
+		w.scratches = w.scratches[:n-1]
+		return sc
+	}
+	return new(scratch)
+}
+
+// free hands sc back, its file written.
+func (w *siteWriter) free(sc *scratch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.scratches = append(w.scratches, sc)
 }
 
 // writeAll writes the directory's JSON, the human pages and the static files.
@@ -606,7 +635,13 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	}
 	err = parallel(len(pages), func(i int) error {
 		p := pages[i]
-		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), p.RenderSized)
+		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), func(sc *scratch) (*resource.Resource, error) {
+			sc.body.Reset()
+			if err := p.RenderTo(&sc.body); err != nil {
+				return nil, err
+			}
+			return sc.forms.New(resource.HTML, sc.body.Bytes()), nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("generator: pages: %w", err)
@@ -634,7 +669,7 @@ func (w *siteWriter) putResource(kind urlKind, path string, res *resource.Resour
 	if !ok {
 		return fmt.Errorf("generator: write %s: the ETag %s is not a body's hash", path, res.ETag)
 	}
-	return w.put(kind, path, id, func(int) (*resource.Resource, error) { return res, nil })
+	return w.put(kind, path, id, func(*scratch) (*resource.Resource, error) { return res, nil })
 }
 
 // etagID is the body hash's first bytes an ETag names.
@@ -648,9 +683,9 @@ func etagID(etag string) (sourceID, bool) {
 var suffixes = [...]string{"", ".gz", ".br"}
 
 // write puts the file at path made from source in place: kept, linked, or made by
-// build and written. build is told the size of the body last published there (0 for
-// none), which a page's is near.
-func (w *siteWriter) write(url, path string, source sourceID, build func(size int) (*resource.Resource, error)) error {
+// build and written. build may make it in the scratch it is given, which is not used
+// again before the file is written.
+func (w *siteWriter) write(url, path string, source sourceID, build func(*scratch) (*resource.Resource, error)) error {
 	kind, ok := kindOf(url, path)
 	if !ok {
 		return fmt.Errorf("generator: write %s: its URL %s does not follow from its path", path, url)
@@ -659,7 +694,7 @@ func (w *siteWriter) write(url, path string, source sourceID, build func(size in
 }
 
 // put is write for the URL of kind.
-func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(size int) (*resource.Resource, error)) error {
+func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(*scratch) (*resource.Resource, error)) error {
 	k, have := -1, false
 	if w.last != nil {
 		var found bool
@@ -687,11 +722,9 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 		}
 		return w.keep(k, path)
 	}
-	size := 0
-	if k >= 0 {
-		size = int(w.last.files.entries[k].sizes[0])
-	}
-	res, err := build(size)
+	sc := w.scratch()
+	defer w.free(sc)
+	res, err := build(sc)
 	if err != nil {
 		return err
 	}
@@ -703,7 +736,7 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 		// A body the snapshot left unencoded is compressed here, as
 		// directory.NewSnapshotAfter would have; served learns its forms' sizes
 		// from the manifest.
-		res = resource.New(res.ContentType, res.Body)
+		res = sc.forms.New(res.ContentType, res.Body)
 	}
 	// Removed first, never truncated: the file may be linked from another directory.
 	for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {

@@ -76,24 +76,11 @@ type PageSource struct {
 // Render makes the page.
 func (p PageSource) Render() (*resource.Resource, error) { return render(p.page()) }
 
-// RenderSized is Render for a page last rendered at about size bytes (0 for not
-// known): rendered into a buffer of that size, which becomes its body, rather than
-// grown from a pooled one and copied out. At a hundred thousand methods a category
-// page is megabytes, and a publication renders every one a change touches, among
-// collections that empty the pool.
-func (p PageSource) RenderSized(size int) (*resource.Resource, error) {
-	if size <= 0 {
-		return p.Render()
-	}
-	b := bytes.NewBuffer(make([]byte, 0, size+size/32+4096))
-	if err := p.page().Render(context.Background(), b); err != nil {
-		return nil, err
-	}
-	body := b.Bytes()
-	if cap(body)-len(body) > len(body)/4 {
-		body = bytes.Clone(body) // it grew past the size: not held with the room it grew
-	}
-	return resource.New(resource.HTML, body), nil
+// RenderTo appends the page's body to b, which a publisher reuses from page to page:
+// a change at a hundred thousand methods renders a hundred megabytes of pages, every
+// merchant and category page among them, that it writes out and drops.
+func (p PageSource) RenderTo(b *bytes.Buffer) error {
+	return p.page().Render(context.Background(), b)
 }
 
 // PageSources lists the pages of a snapshot that Pages renders, in its order, with

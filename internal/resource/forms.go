@@ -12,7 +12,7 @@ func NewForms(contentType string, body, gzip, brotli []byte) *Resource {
 }
 
 // Brotli is body's brotli form at quality, as NewLevels makes it.
-func Brotli(body []byte, quality int) []byte { return compressBrotli(body, quality) }
+func Brotli(body []byte, quality int) []byte { return compressBrotli(nil, body, quality) }
 
 // LargeBody is the size past which LevelsFor makes brotli at LargeBrotli.
 const (

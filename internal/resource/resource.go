@@ -4,6 +4,7 @@
 package resource
 
 import (
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
@@ -91,9 +92,31 @@ func New(contentType string, body []byte) *Resource {
 // NewLevels is New at other levels. The encoded bytes depend only on the body and the
 // levels, so every replica makes the same ones.
 func NewLevels(contentType string, body []byte, l Levels) *Resource {
-	r := &Resource{Body: body, Gzip: compress(body, l.Gzip), levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
+	return newLevels(nil, contentType, body, l)
+}
+
+// Scratch makes resources whose encoded forms are written into two buffers it keeps,
+// not into bytes made for each: for a caller that writes each resource out and drops
+// it before it makes the next, as a publication does its pages, of which a change at
+// a hundred thousand methods makes a hundred megabytes. One goroutine at a time.
+type Scratch struct{ forms [2]bytes.Buffer }
+
+// New is New with the resource's encoded forms (the same bytes) in s's buffers,
+// valid until s makes the next.
+func (s *Scratch) New(contentType string, body []byte) *Resource {
+	return newLevels(s, contentType, body, LevelsFor(len(body)))
+}
+
+// newLevels is NewLevels with the forms in s's buffers, or made for the resource
+// when s is nil.
+func newLevels(s *Scratch, contentType string, body []byte, l Levels) *Resource {
+	var gz, br *bytes.Buffer
+	if s != nil {
+		gz, br = &s.forms[0], &s.forms[1]
+	}
+	r := &Resource{Body: body, Gzip: compress(gz, body, l.Gzip), levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
 	if l.Brotli > 0 {
-		r.Brotli = compressBrotli(body, l.Brotli)
+		r.Brotli = compressBrotli(br, body, l.Brotli)
 	}
 	r.init(contentType)
 	return r
@@ -180,16 +203,16 @@ func (r *Resource) size(form int) int64 {
 func (r *Resource) has(form int) bool { return r.lengths[form] != "" }
 
 // compress is body's gzip form at level.
-func compress(body []byte, level int) []byte {
-	return encode(&gzipWriters, level, body, func(w io.Writer) *gzip.Writer {
+func compress(dst *bytes.Buffer, body []byte, level int) []byte {
+	return encode(&gzipWriters, level, dst, body, func(w io.Writer) *gzip.Writer {
 		zw, _ := gzip.NewWriterLevel(w, level)
 		return zw
 	}, (*gzip.Writer).Close)
 }
 
 // compressBrotli is body's brotli form at quality.
-func compressBrotli(body []byte, quality int) []byte {
-	return encode(&brotliWriters, quality, body, func(w io.Writer) *brotli.Writer {
+func compressBrotli(dst *bytes.Buffer, body []byte, quality int) []byte {
+	return encode(&brotliWriters, quality, dst, body, func(w io.Writer) *brotli.Writer {
 		return brotli.NewWriterLevel(w, quality)
 	}, (*brotli.Writer).Close)
 }

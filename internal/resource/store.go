@@ -230,9 +230,9 @@ func (res *Resource) read(form, size int) ([]byte, error) {
 		return nil, err
 	}
 	if form == brotliForm {
-		b = compressBrotli(body, int(res.levels[1]))
+		b = compressBrotli(nil, body, int(res.levels[1]))
 	} else {
-		b = compress(body, int(res.levels[0]))
+		b = compress(nil, body, int(res.levels[0]))
 	}
 	if len(b) != size {
 		return nil, fmt.Errorf("resource: %s%s: %d bytes, not %d", res.at.name, suffixes[form], len(b), size)

@@ -33,20 +33,24 @@ var (
 // block, are one deflate stream, whose pieces a body that changed in places can take
 // from the stream before (see the directory's list).
 func DeflatePiece(raw []byte) []byte {
-	return encode(&flateWriters, flate.DefaultCompression, raw, func(w io.Writer) *flate.Writer {
+	return encode(&flateWriters, flate.DefaultCompression, nil, raw, func(w io.Writer) *flate.Writer {
 		fw, _ := flate.NewWriter(w, flate.DefaultCompression)
 		return fw
 	}, (*flate.Writer).Flush)
 }
 
 // encode compresses body with a writer of level taken from p (made by made when p has
-// none), ended by end, into a pooled buffer, and returns it copied out at its size.
+// none), ended by end, into dst, and returns dst's bytes; or, when dst is nil, into a
+// pooled buffer, returned copied out at its size.
 func encode[W interface {
 	io.Writer
 	Reset(io.Writer)
-}](p *writers[W], level int, body []byte, made func(io.Writer) W, end func(W) error) []byte {
-	buf := output.Get().(*bytes.Buffer)
-	defer output.Put(buf)
+}](p *writers[W], level int, dst *bytes.Buffer, body []byte, made func(io.Writer) W, end func(W) error) []byte {
+	buf := dst
+	if buf == nil {
+		buf = output.Get().(*bytes.Buffer)
+		defer output.Put(buf)
+	}
 	buf.Reset()
 	w, ok := p.get(level)
 	if ok {
@@ -57,6 +61,9 @@ func encode[W interface {
 	w.Write(body)
 	end(w)
 	p.put(level, w)
+	if dst != nil {
+		return buf.Bytes()
+	}
 	return bytes.Clone(buf.Bytes())
 }
 

@@ -15,7 +15,7 @@ import (
 // throughout.
 func TestHeldCompressorsOutliveCollections(t *testing.T) {
 	body := bytes.Repeat([]byte(`{"slug":"a-method","price":"0.01"},`), 200)
-	want := [2][]byte{compress(body, 3), compressBrotli(body, 5)}
+	want := [2][]byte{compress(nil, body, 3), compressBrotli(nil, body, 5)}
 	kept := func() (gz, br int) {
 		gzipWriters.mu.Lock()
 		gz = len(gzipWriters.kept[3])
@@ -28,7 +28,7 @@ func TestHeldCompressorsOutliveCollections(t *testing.T) {
 	first, second := HoldCompressors(), HoldCompressors()
 	defer first()
 	defer second()
-	got := [2][]byte{compress(body, 3), compressBrotli(body, 5)}
+	got := [2][]byte{compress(nil, body, 3), compressBrotli(nil, body, 5)}
 	if gz, br := kept(); gz != 1 || br != 1 {
 		t.Fatalf("held: %d gzip and %d brotli writers kept, want 1 each", gz, br)
 	}
@@ -56,7 +56,26 @@ func TestHeldCompressorsOutliveCollections(t *testing.T) {
 	if gz, br := kept(); gz != 0 || br != 0 || len(flateWriters.kept[flate.DefaultCompression]) != 0 {
 		t.Errorf("released: %d gzip, %d brotli and %d flate writers still kept", gz, br, len(flateWriters.kept[flate.DefaultCompression]))
 	}
-	if got := compressBrotli(body, 5); !bytes.Equal(got, want[1]) {
+	if got := compressBrotli(nil, body, 5); !bytes.Equal(got, want[1]) {
 		t.Error("brotli after the release: other bytes")
+	}
+}
+
+// TestScratchMakesWhatNewMakes makes resources one after another through one Scratch,
+// a large body (past LargeBody, at its own brotli level) between small ones: each must
+// be New's, forms, ETags and lengths, though its forms are in the buffers the one
+// before left longer.
+func TestScratchMakesWhatNewMakes(t *testing.T) {
+	row := []byte(`<li><a href="/methods/a-method">A method</a> 0.01 USDC</li>`)
+	var s Scratch
+	for _, n := range []int{40, 3, LargeBody/len(row) + 100, 1, 0, 500} {
+		body := bytes.Repeat(row, n)
+		want, got := New(HTML, body), s.New(HTML, body)
+		if !bytes.Equal(got.Gzip, want.Gzip) || !bytes.Equal(got.Brotli, want.Brotli) {
+			t.Fatalf("%d bytes: the scratch's forms differ from New's", len(body))
+		}
+		if got.ETag != want.ETag || got.GzipETag != want.GzipETag || got.BrotliETag != want.BrotliETag || got.lengths != want.lengths || got.levels != want.levels {
+			t.Fatalf("%d bytes: the scratch's resource %+v, New's %+v", len(body), got, want)
+		}
 	}
 }
