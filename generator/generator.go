@@ -80,7 +80,7 @@ type Generator struct {
 // ChangedRecords is what a source offers when it can read the records after an earlier
 // read for what changed since: a method whose stored rows are the versions prev's
 // record was read from (see trust.MethodRecord.Version) is prev's record, not read
-// again.
+// again. prev is given up to it, which may merge the records into its array.
 type ChangedRecords interface {
 	DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error)
 }
@@ -122,7 +122,9 @@ func (g *Generator) read(ctx context.Context, now time.Time) (trust.Records, err
 	if !ok || g.last == nil || g.kept == nil {
 		return g.Source.DirectoryRecords(ctx, now)
 	}
-	prev := make([]trust.MethodRecord, 0, len(g.kept))
+	// With room for a few methods added, which the source merges into it (see
+	// ChangedRecords).
+	prev := make([]trust.MethodRecord, 0, len(g.kept)+len(g.kept)/64+16)
 	for _, k := range g.kept {
 		m, ok := g.last.MethodBySlug(k.slug)
 		if !ok || k.version == "" {

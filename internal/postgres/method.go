@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
@@ -361,6 +362,8 @@ func (s *Store) DirectoryRecords(ctx context.Context, now time.Time) (trust.Reco
 // earlier read, prev (in order of ID): a method whose rows are the versions prev's
 // record was read from is prev's record, not read and decoded again, so that a read
 // after a change to a few methods costs what changed. Methods gone since are gone.
+// prev is given up: the records are merged into its array when its capacity holds
+// them all, rather than copied.
 func (s *Store) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error) {
 	rec := trust.Records{
 		Probes:     map[int64][]trust.Observation{},
@@ -493,33 +496,30 @@ func directoryMethodRecords(ctx context.Context, tx pgx.Tx, prev []trust.MethodR
 		}
 		return readMethodRecords(ctx, tx, make([]trust.MethodRecord, 0, enabled), `ORDER BY m.id`)
 	}
-	// The versions first, a few bytes a method; then what changed, in full.
+	// The versions first, a few bytes a method, each compared with prev's as it comes
+	// and not kept; then what changed, in full. prev is compacted in place to the
+	// records kept, in order: the one kept next is never before the one compared.
 	rows, _ := tx.Query(ctx, `SELECT m.id, `+methodVersion+directoryMethods+` ORDER BY m.id`)
-	type version struct {
+	var (
 		id      int64
-		version string
-	}
-	versions, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (version, error) {
-		var v version
-		return v, row.Scan(&v.id, &v.version)
+		version pgtype.DriverBytes // the driver's, valid until the next row
+		changed []int64
+		kept, j int
+	)
+	_, err := pgx.ForEachRow(rows, []any{&id, &version}, func() error {
+		for j < len(prev) && prev[j].ID < id {
+			j++
+		}
+		if j < len(prev) && prev[j].ID == id && prev[j].Version == string(version) {
+			prev[kept] = prev[j]
+			kept++
+		} else {
+			changed = append(changed, id)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fail("directory method versions", err)
-	}
-	// from[i] is the position in prev of the record of versions[i], -1 for one read.
-	from := make([]int, len(versions))
-	var changed []int64
-	j := 0
-	for i, v := range versions {
-		for j < len(prev) && prev[j].ID < v.id {
-			j++
-		}
-		from[i] = -1
-		if j < len(prev) && prev[j].ID == v.id && prev[j].Version == v.version {
-			from[i] = j
-		} else {
-			changed = append(changed, v.id)
-		}
 	}
 	var read []trust.MethodRecord
 	if len(changed) > 0 {
@@ -527,20 +527,35 @@ func directoryMethodRecords(ctx context.Context, tx pgx.Tx, prev []trust.MethodR
 			return nil, err
 		}
 	}
-	// Both in order of ID: merged, not sorted again.
-	out := make([]trust.MethodRecord, 0, len(versions))
-	k := 0
-	for i, v := range versions {
-		switch {
-		case from[i] >= 0:
-			out = append(out, prev[from[i]])
-		default:
-			for k < len(read) && read[k].ID < v.id {
+	// Both in order of ID: merged, not sorted again, into prev's array when it has
+	// room, from the end, so that no record is moved before it is taken.
+	n := kept + len(read)
+	if n > cap(prev) {
+		out := make([]trust.MethodRecord, 0, n)
+		i, k := 0, 0
+		for i < kept || k < len(read) {
+			if k == len(read) || i < kept && prev[i].ID < read[k].ID {
+				out = append(out, prev[i])
+				i++
+			} else {
+				out = append(out, read[k])
 				k++
 			}
-			if k < len(read) && read[k].ID == v.id {
-				out = append(out, read[k])
-			}
+		}
+		return out, nil
+	}
+	if n < len(prev) {
+		clear(prev[n:]) // what was compacted away, not held through the array
+	}
+	out := prev[:n]
+	i, k := kept-1, len(read)-1
+	for at := n - 1; at >= 0; at-- {
+		if k < 0 || i >= 0 && prev[i].ID > read[k].ID {
+			out[at] = prev[i]
+			i--
+		} else {
+			out[at] = read[k]
+			k--
 		}
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/trust"
 )
 
 func TestImportLoadsEveryBazaarLineAndReimportsInPlace(t *testing.T) {
@@ -265,7 +266,7 @@ func TestDirectoryRecordsAfterReadOnlyWhatChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Methods) < 6 {
+	if len(first.Methods) < 7 {
 		t.Fatalf("%d methods", len(first.Methods))
 	}
 	ids := func(n int) int64 { return first.Methods[n].ID }
@@ -285,49 +286,65 @@ func TestDirectoryRecordsAfterReadOnlyWhatChanged(t *testing.T) {
 			t.Fatalf("%s: %v", q.sql, err)
 		}
 	}
-	// The earlier read's records marked, to tell them when they come back.
-	prev := slices.Clone(first.Methods)
-	for i := range prev {
-		prev[i].Method.Name = "kept: " + prev[i].Method.Name
-	}
-	got, err := store.DirectoryRecordsAfter(ctx, now, prev)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want, err := store.DirectoryRecords(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Methods) != len(want.Methods) {
-		t.Fatalf("%d methods read after, %d read whole", len(got.Methods), len(want.Methods))
-	}
 	var provider string
 	store.Pool().QueryRow(ctx, `SELECT p.name FROM providers p JOIN provider_methods m ON m.provider_id = p.id WHERE m.id = $1`, ids(1)).Scan(&provider)
-	kept := 0
-	for i, r := range got.Methods {
-		w := want.Methods[i]
-		if r.ID != w.ID {
-			t.Fatalf("method %d is %d, read whole %d", i, r.ID, w.ID)
-		}
-		changed := r.ID == ids(0) || r.Method.Provider == provider || r.Method.Slug == first.Methods[4].Method.Slug+"-again"
-		if name, ok := strings.CutPrefix(r.Method.Name, "kept: "); ok {
-			if changed {
-				t.Errorf("%s changed and was not read again", r.Method.Slug)
+	// Read after the whole earlier read, whose array holds the records (they are
+	// merged into it), and after it less two methods that did not change, which do
+	// not fit (they are merged into another).
+	for _, drop := range [][]int{nil, {5, 6}} {
+		// The earlier read's records marked, to tell them when they come back.
+		var prev []trust.MethodRecord
+		inPrev := map[int64]bool{}
+		for i, r := range first.Methods {
+			if !slices.Contains(drop, i) {
+				r.Method.Name = "kept: " + r.Method.Name
+				prev = append(prev, r)
+				inPrev[r.ID] = true
 			}
-			r.Method.Name = name
-			kept++
-		} else if !changed {
-			t.Errorf("%s did not change and was read again", r.Method.Slug)
 		}
-		if !reflect.DeepEqual(r, w) {
-			t.Errorf("%s read after differs from its whole read:\n%+v\n%+v", r.Method.Slug, r, w)
+		prev = slices.Clip(prev)
+		array := &prev[0]
+		got, err := store.DirectoryRecordsAfter(ctx, now, prev)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if kept == 0 {
-		t.Error("nothing was kept")
-	}
-	got.Methods, want.Methods = nil, nil
-	if !reflect.DeepEqual(got, want) {
-		t.Error("the facts beside the methods differ from a whole read's")
+		if inPlace := &got.Methods[0] == array; inPlace != (drop == nil) {
+			t.Errorf("dropped %v: merged into the array given: %v", drop, inPlace)
+		}
+		if len(got.Methods) != len(want.Methods) {
+			t.Fatalf("dropped %v: %d methods read after, %d read whole", drop, len(got.Methods), len(want.Methods))
+		}
+		kept := 0
+		for i, r := range got.Methods {
+			w := want.Methods[i]
+			if r.ID != w.ID {
+				t.Fatalf("dropped %v: method %d is %d, read whole %d", drop, i, r.ID, w.ID)
+			}
+			changed := r.ID == ids(0) || r.Method.Provider == provider || r.Method.Slug == first.Methods[4].Method.Slug+"-again" || !inPrev[r.ID]
+			if name, ok := strings.CutPrefix(r.Method.Name, "kept: "); ok {
+				if changed {
+					t.Errorf("dropped %v: %s changed and was not read again", drop, r.Method.Slug)
+				}
+				r.Method.Name = name
+				kept++
+			} else if !changed {
+				t.Errorf("dropped %v: %s did not change and was read again", drop, r.Method.Slug)
+			}
+			if !reflect.DeepEqual(r, w) {
+				t.Errorf("dropped %v: %s read after differs from its whole read:\n%+v\n%+v", drop, r.Method.Slug, r, w)
+			}
+		}
+		if kept == 0 {
+			t.Errorf("dropped %v: nothing was kept", drop)
+		}
+		whole := want
+		got.Methods, whole.Methods = nil, nil
+		if !reflect.DeepEqual(got, whole) {
+			t.Errorf("dropped %v: the facts beside the methods differ from a whole read's", drop)
+		}
 	}
 }
