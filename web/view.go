@@ -305,6 +305,9 @@ func (vs Views) category(snap *directory.Snapshot, category string, rows *PageCa
 		Categories: categoryLinks(listFacets(snap).Category, category),
 	}
 	methods := snap.Methods()
+	if rows != nil {
+		v.Rows = make([]PageRow, 0, len(pos))
+	}
 	for _, p := range bestTrusted(methods, pos) {
 		if rows != nil {
 			v.Rows = append(v.Rows, rows.row(snap, methods[p]))
@@ -460,6 +463,9 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 func (vs Views) merchantPage(snap *directory.Snapshot, v MerchantView, slugs []string, rows *PageCache) MerchantView {
 	v.Page = newPage(snap, v.Hostname, "Trust record, payment stats and probe history of "+v.Hostname+".", vs.DirectoryAPI+"/merchants/"+v.Hostname)
 	verified, counted := 0, 0
+	if rows != nil {
+		v.Rows = make([]PageRow, 0, len(slugs))
+	}
 	for _, slug := range slugs {
 		m, ok := snap.MethodBySlug(slug)
 		if !ok {
