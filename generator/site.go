@@ -326,16 +326,23 @@ func urlIs(url, path string, k urlKind) bool {
 }
 
 func urlOf(path string, k urlKind) string {
+	var a [128]byte
+	return string(appendURL(a[:0], path, k))
+}
+
+// appendURL appends urlOf(path, k) to dst.
+func appendURL(dst []byte, path string, k urlKind) []byte {
+	dst = append(dst, '/')
 	switch k {
 	case urlPage:
 		if path == "index.html" {
-			return "/"
+			return dst
 		}
-		return "/" + strings.TrimSuffix(path, ".html")
+		return append(dst, strings.TrimSuffix(path, ".html")...)
 	case urlList:
-		return "/" + strings.TrimSuffix(path, "/index.json")
+		return append(dst, strings.TrimSuffix(path, "/index.json")...)
 	}
-	return "/" + path
+	return append(dst, path...)
 }
 
 // manifestFile is the file's manifest entry; path is where it is.
@@ -635,8 +642,11 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	}
 	err = parallel(len(pages), func(i int) error {
 		p := pages[i]
-		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), func(sc *scratch) (*resource.Resource, error) {
+		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), func(sc *scratch, size int) (*resource.Resource, error) {
+			// Grown at once to about the size the page had, rather than doubled
+			// to it: the category pages of a hundred thousand methods are megabytes.
 			sc.body.Reset()
+			sc.body.Grow(size + size/16)
 			if err := p.RenderTo(&sc.body); err != nil {
 				return nil, err
 			}
@@ -669,7 +679,7 @@ func (w *siteWriter) putResource(kind urlKind, path string, res *resource.Resour
 	if !ok {
 		return fmt.Errorf("generator: write %s: the ETag %s is not a body's hash", path, res.ETag)
 	}
-	return w.put(kind, path, id, func(*scratch) (*resource.Resource, error) { return res, nil })
+	return w.put(kind, path, id, func(*scratch, int) (*resource.Resource, error) { return res, nil })
 }
 
 // etagID is the body hash's first bytes an ETag names.
@@ -684,8 +694,9 @@ var suffixes = [...]string{"", ".gz", ".br"}
 
 // write puts the file at path made from source in place: kept, linked, or made by
 // build and written. build may make it in the scratch it is given, which is not used
-// again before the file is written.
-func (w *siteWriter) write(url, path string, source sourceID, build func(*scratch) (*resource.Resource, error)) error {
+// again before the file is written, and is told the size of the body last published
+// there (0 for none), which a page's is near.
+func (w *siteWriter) write(url, path string, source sourceID, build func(sc *scratch, size int) (*resource.Resource, error)) error {
 	kind, ok := kindOf(url, path)
 	if !ok {
 		return fmt.Errorf("generator: write %s: its URL %s does not follow from its path", path, url)
@@ -694,7 +705,7 @@ func (w *siteWriter) write(url, path string, source sourceID, build func(*scratc
 }
 
 // put is write for the URL of kind.
-func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(*scratch) (*resource.Resource, error)) error {
+func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(sc *scratch, size int) (*resource.Resource, error)) error {
 	k, have := -1, false
 	if w.last != nil {
 		var found bool
@@ -722,9 +733,13 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 		}
 		return w.keep(k, path)
 	}
+	size := 0
+	if k >= 0 {
+		size = int(w.last.files.entries[k].sizes[0])
+	}
 	sc := w.scratch()
 	defer w.free(sc)
-	res, err := build(sc)
+	res, err := build(sc, size)
 	if err != nil {
 		return err
 	}
@@ -1115,20 +1130,22 @@ func headersFile(table fileTable) []byte {
 		"Cache-Control: public, max-age=31536000, immutable",
 		"Access-Control-Allow-Origin: *")
 	seen := map[string]bool{}
+	var dir []byte
 	for p, e := range table.all() {
 		if e.contentType != typeHTML {
 			continue
 		}
-		url := urlOf(p, e.url)
-		dir := "/"
-		if i := strings.LastIndex(url, "/"); i > 0 {
-			dir = url[:i+1] + "*"
+		dir = appendURL(dir[:0], p, e.url)
+		if i := bytes.LastIndexByte(dir, '/'); i > 0 {
+			dir = append(dir[:i+1], '*')
+		} else {
+			dir = dir[:1] // "/"
 		}
-		if seen[dir] {
+		if seen[string(dir)] {
 			continue
 		}
-		seen[dir] = true
-		rule(dir, "Content-Type: "+resource.HTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff")
+		seen[string(dir)] = true
+		rule(string(dir), "Content-Type: "+resource.HTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff")
 	}
 	return b.Bytes()
 }
@@ -1140,17 +1157,17 @@ func headersFile(table fileTable) []byte {
 // rather than a wrong one, until it is reloaded.
 func writeETagMap(b *bufio.Writer, name string, table fileTable) {
 	b.WriteString("# Snapshot directory and URL to ETag of this snapshot's files, for nginx.conf.example.\n")
-	var line []byte
+	var line, url []byte
 	for p, e := range table.all() {
 		// As fmt's %q quotes them, without its reflection: a URL of printable ASCII
 		// but the quote and the backslash as it is, the ETag's base64 too.
-		url := urlOf(p, e.url)
+		url = appendURL(url[:0], p, e.url)
 		line = append(line[:0], '"')
 		if plain(name) && plain(url) {
 			line = append(append(append(line, name...), ' '), url...)
 			line = append(line, `" "`...)
 		} else {
-			line = append(strconv.AppendQuote(line[:0], name+" "+url), ` "`...)
+			line = append(strconv.AppendQuote(line[:0], name+" "+string(url)), ` "`...)
 		}
 		line = base64.RawURLEncoding.AppendEncode(line, e.sum[:18])
 		b.Write(append(line, "\";\n"...))
@@ -1159,7 +1176,7 @@ func writeETagMap(b *bufio.Writer, name string, table fileTable) {
 
 // plain is whether s is printable ASCII without a quote or a backslash, which
 // strconv.Quote leaves as it is.
-func plain(s string) bool {
+func plain[S string | []byte](s S) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return false
