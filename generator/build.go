@@ -46,10 +46,12 @@ func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.S
 
 // assemble is Assemble for the snapshot that follows prev (nil for none), made by newSnap.
 func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directory.Snapshot, newSnap newSnapshot) (*directory.Snapshot, error) {
-	methods := make([]directory.Method, 0, len(rec.Methods))
-	byHost := map[string][]int{}
-	for _, r := range rec.Methods {
-		m := r.Method
+	// Scored on every processor: a method's trust is its own.
+	methods := make([]directory.Method, len(rec.Methods))
+	parallel(len(rec.Methods), func(i int) error {
+		r := &rec.Methods[i]
+		m := &methods[i]
+		*m = r.Method
 		pay := rec.Payments[m.Hostname]
 		probes := rec.Probes[r.ID]
 		m.Trust = trust.Score(trust.Input{
@@ -58,13 +60,16 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 			Override:  rec.Overrides[m.Hostname],
 			Settled:   pay.Settled,
 			Delivered: pay.Delivered,
-			Owner:     trust.OwnerOf(r, probes),
+			Owner:     trust.OwnerOf(*r, probes),
 			Now:       now,
 		})
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
-		byHost[m.Hostname] = append(byHost[m.Hostname], len(methods))
-		methods = append(methods, m)
+		return nil
+	})
+	byHost := map[string][]int{}
+	for i := range methods {
+		byHost[methods[i].Hostname] = append(byHost[methods[i].Hostname], i)
 	}
 
 	merchants := make([]directory.Merchant, 0, len(byHost))
