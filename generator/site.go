@@ -598,6 +598,11 @@ type scratch struct {
 	forms resource.Scratch
 }
 
+// keptScratch is the largest page body a scratch is kept for: a method's or a
+// merchant's page (under 600 KB at a hundred thousand methods), not a category's
+// (megabytes there).
+const keptScratch = 1 << 20
+
 // scratch is a free scratch, made when none is.
 func (w *siteWriter) scratch() *scratch {
 	w.mu.Lock()
@@ -610,8 +615,13 @@ func (w *siteWriter) scratch() *scratch {
 	return new(scratch)
 }
 
-// free hands sc back, its file written.
+// free hands sc back, its file written; one grown past keptScratch is dropped
+// instead, so that a publication does not hold the buffers of its largest pages
+// through all the others (a full build's, under its memory limit).
 func (w *siteWriter) free(sc *scratch) {
+	if sc.body.Cap() > keptScratch {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.scratches = append(w.scratches, sc)

@@ -248,3 +248,21 @@ func TestPublishSwapsCurrentAndKeepsTheNewestFew(t *testing.T) {
 		t.Fatalf("republish: %s, %v", again, err)
 	}
 }
+
+// TestAScratchGrownForALargePageIsNotKept hands back a scratch that made a small page,
+// which the next file takes again, and one grown past keptScratch, which is dropped.
+func TestAScratchGrownForALargePageIsNotKept(t *testing.T) {
+	var w siteWriter
+	small := w.scratch()
+	small.body.Grow(64 << 10)
+	w.free(small)
+	if got := w.scratch(); got != small {
+		t.Fatal("the scratch of a small page was not taken again")
+	}
+	large := w.scratch()
+	large.body.Grow(keptScratch + 1)
+	w.free(large)
+	if len(w.scratches) != 0 {
+		t.Errorf("%d scratches kept after a large page's", len(w.scratches))
+	}
+}
