@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
@@ -90,14 +89,13 @@ type ChangedRecords interface {
 type keptRecord struct {
 	id                           int64
 	slug, version, owner, origin string
-	offers                       []catalog.Offer
 }
 
 // keep is what the generator keeps of records (see heldSlugs).
 func keep(records []trust.MethodRecord) []keptRecord {
 	kept := make([]keptRecord, len(records))
 	for i, r := range records {
-		kept[i] = keptRecord{id: r.ID, slug: r.Method.Slug, version: r.Version, owner: r.Owner, origin: r.Origin, offers: r.Offers}
+		kept[i] = keptRecord{id: r.ID, slug: r.Method.Slug, version: r.Version, owner: r.Owner, origin: r.Origin}
 	}
 	return kept
 }
@@ -131,7 +129,7 @@ func (g *Generator) read(ctx context.Context, now time.Time) (trust.Records, err
 			continue // read again
 		}
 		m.Trust, m.Stats, m.Payable = directory.Trust{}, nil, false
-		prev = append(prev, trust.MethodRecord{ID: k.id, Method: m, Offers: k.offers, Owner: k.owner, Origin: k.origin, Version: k.version})
+		prev = append(prev, trust.MethodRecord{ID: k.id, Method: m, Owner: k.owner, Origin: k.origin, Version: k.version})
 	}
 	return changes.DirectoryRecordsAfter(ctx, now, prev)
 }

@@ -566,18 +566,18 @@ func directoryMethodRecords(ctx context.Context, tx pgx.Tx, prev []trust.MethodR
 func readMethodRecords(ctx context.Context, tx pgx.Tx, out []trust.MethodRecord, rest string, args ...any) ([]trust.MethodRecord, error) {
 	rows, _ := tx.Query(ctx, `
 		SELECT m.id, `+methodVersion+`, m.slug, m.name, p.name, m.hostname, m.description, m.category, m.kind,
-			m.endpoint_method, m.endpoint_url, m.guidance, m.offers, m.source, m.listed_calls_30d,
+			m.endpoint_method, m.endpoint_url, m.guidance, m.source, m.listed_calls_30d,
 			m.listed_payers_30d, m.listed_last_called_at, m.listed_updated_at,
 			CASE WHEN m.owner_verified THEN coalesce(o.owner, '') ELSE '' END, coalesce(o.origin, '')`+
 		directoryMethods+` `+rest, args...)
 	out, err := pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (trust.MethodRecord, error) {
 		var r trust.MethodRecord
-		var guidance, offers []byte
+		var guidance []byte
 		var source *string
 		var l directory.Listing
 		m := &r.Method
 		err := row.Scan(&r.ID, &r.Version, &m.Slug, &m.Name, &m.Provider, &m.Hostname, &m.Description,
-			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers,
+			&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance,
 			&source, &l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt, &r.Owner, &r.Origin)
 		if err != nil {
 			return r, err
@@ -590,7 +590,7 @@ func readMethodRecords(ctx context.Context, tx pgx.Tx, out []trust.MethodRecord,
 			l.LastCalledAt, l.UpdatedAt = utc(l.LastCalledAt), utc(l.UpdatedAt)
 			m.SourceListing = &l
 		}
-		return r, json.Unmarshal(offers, &r.Offers)
+		return r, nil
 	})
 	if err != nil {
 		return nil, fail("directory methods", err)

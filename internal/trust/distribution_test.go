@@ -2,12 +2,15 @@ package trust_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/catalog"
@@ -71,12 +74,25 @@ func TestVerdictDistributionOnTheRealCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The offers each method was listed with, as the catalog stored them.
+			offers := map[int64][]catalog.Offer{}
+			rows, _ := store.Pool().Query(ctx, `SELECT id, offers FROM provider_methods`)
+			var id int64
+			var raw []byte
+			if _, err := pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
+				var o []catalog.Offer
+				err := json.Unmarshal(raw, &o)
+				offers[id] = o
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
 			var results []trust.Result
 			complete := 0
 			for _, m := range rec.Methods {
 				h := sc.pick(m.Method.Hostname)
 				target := trust.Target{MethodID: m.ID, Hostname: m.Method.Hostname, Kind: m.Method.Kind}
-				offer := listedOffer(m.Method.Hostname, m.Offers)
+				offer := listedOffer(m.Method.Hostname, offers[m.ID])
 				if offer != nil && h == healthy {
 					complete++
 				}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 )
 
@@ -13,7 +12,6 @@ import (
 type MethodRecord struct {
 	ID     int64
 	Method directory.Method
-	Offers []catalog.Offer
 	// Owner is the payee that signed the origin listing the method, when the
 	// method's live 402 named it at listing; Origin is that origin.
 	Owner, Origin string
