@@ -14,6 +14,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/resource"
 )
 
 // PageCache keeps what one snapshot's pages are made of for the next snapshot's, so
@@ -115,10 +116,9 @@ func (r PageRow) bytes(scratch *[]byte) []byte {
 	return renderRow(m)
 }
 
-// row is m's row as methodItem renders it, taken from the cache when m's body is the
-// one it was rendered from.
-func (c *PageCache) row(snap *directory.Snapshot, m directory.Method) PageRow {
-	res, _ := snap.Method(m.Slug)
+// row is m's row as methodItem renders it, taken from the cache when m's body, res,
+// is the one it was rendered from.
+func (c *PageCache) row(snap *directory.Snapshot, m directory.Method, res *resource.Resource) PageRow {
 	c.mu.Lock()
 	r, ok := c.rows[m.Slug]
 	file := c.file

@@ -149,8 +149,7 @@ func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []Pa
 		c, u := f.Value, "/categories/"+url.PathEscape(f.Value)
 		parts := []string{counts.String()}
 		for _, p := range bestTrusted(methods, snap.Matching(directory.Filter{Categories: []string{c}})) {
-			res, _ := snap.Method(methods[p].Slug)
-			parts = append(parts, res.ETag)
+			parts = append(parts, snap.MethodAt(p).ETag)
 		}
 		add(u, digest("category", u, parts...), func() templ.Component {
 			v, _ := vs.category(snap, c, cache)
@@ -166,7 +165,7 @@ func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []Pa
 		// The page's closure holds the method's place, not a copy of it: at a hundred
 		// thousand methods the copies would be 21 MB.
 		m := &methods[i]
-		res, _ := snap.Method(m.Slug)
+		res := snap.MethodAt(i)
 		u := "/methods/" + m.Slug
 		r := merchants[m.Hostname]
 		add(u, digest("method", u, res.ETag, string(r.probes[:])), func() templ.Component {

@@ -310,7 +310,7 @@ func (vs Views) category(snap *directory.Snapshot, category string, rows *PageCa
 	}
 	for _, p := range bestTrusted(methods, pos) {
 		if rows != nil {
-			v.Rows = append(v.Rows, rows.row(snap, methods[p]))
+			v.Rows = append(v.Rows, rows.row(snap, methods[p], snap.MethodAt(p)))
 		} else {
 			v.Methods = append(v.Methods, methodRow(methods[p]))
 		}
@@ -466,13 +466,15 @@ func (vs Views) merchantPage(snap *directory.Snapshot, v MerchantView, slugs []s
 	if rows != nil {
 		v.Rows = make([]PageRow, 0, len(slugs))
 	}
+	methods := snap.Methods()
 	for _, slug := range slugs {
-		m, ok := snap.MethodBySlug(slug)
+		p, ok := snap.Position(slug)
 		if !ok {
 			continue
 		}
+		m := methods[p]
 		if rows != nil {
-			v.Rows = append(v.Rows, rows.row(snap, m))
+			v.Rows = append(v.Rows, rows.row(snap, m, snap.MethodAt(p)))
 		} else {
 			v.Methods = append(v.Methods, methodRow(m))
 		}

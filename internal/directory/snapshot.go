@@ -485,6 +485,11 @@ func (s *Snapshot) Method(slug string) (*resource.Resource, bool) {
 	return s.slugs[i], true
 }
 
+// MethodAt returns the detail body of the method at a list position, as Method does
+// for its slug, without looking the slug up: a publication at a hundred thousand
+// methods asks for each several times.
+func (s *Snapshot) MethodAt(pos int) *resource.Resource { return s.slugs[pos] }
+
 // MethodBySlug returns an enabled method.
 func (s *Snapshot) MethodBySlug(slug string) (Method, bool) {
 	i, ok := s.bySlug[slug]

@@ -358,3 +358,17 @@ func storedCopy(t *testing.T, methods []Method) (built, stored *Snapshot) {
 	}
 	return built, stored
 }
+
+// TestMethodAtIsMethodBySlug asks for every method's body by its list position and by
+// its slug: the same resource.
+func TestMethodAtIsMethodBySlug(t *testing.T) {
+	s, err := NewSnapshot(time.Unix(1, 0), synthetic(50, 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range s.Methods() {
+		if res, ok := s.Method(m.Slug); !ok || s.MethodAt(i) != res {
+			t.Fatalf("position %d (%s): not the body Method gives", i, m.Slug)
+		}
+	}
+}
