@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -96,29 +97,26 @@ func (vs Views) PageSources(snap *directory.Snapshot) []PageSource {
 func (vs Views) PageSourcesKept(snap *directory.Snapshot, cache *PageCache) []PageSource {
 	info := snap.Info()
 	// One hash for every page, written the page's parts each after a zero byte: a
-	// hundred thousand method pages are listed at each publication.
-	// The parts are copied into one buffer and hashed from there: the hash takes no
-	// string, and io.WriteString would copy each into a slice of its own, the ETags
-	// of every category's and merchant's methods among them.
-	h, buf := sha256.New(), make([]byte, 0, 4096)
+	// hundred thousand method pages are listed at each publication. Through a
+	// buffer: the hash takes no string, and io.WriteString would copy each part into
+	// a slice of its own, the ETags of every category's and merchant's methods among
+	// them.
+	h := sha256.New()
+	b := bufio.NewWriterSize(h, 4096)
 	at := strconv.FormatInt(info.GeneratedAt.UnixNano(), 10)
-	write := func(p string) {
-		if len(buf)+1+len(p) > cap(buf) && len(buf) > 0 {
-			h.Write(buf)
-			buf = buf[:0]
-		}
-		buf = append(append(buf, 0), p...)
-	}
 	digest := func(kind, url string, parts ...string) [sha256.Size]byte {
 		h.Reset()
-		buf = append(buf[:0], vs.DirectoryAPI...)
+		b.Reset(h)
+		b.WriteString(vs.DirectoryAPI)
 		for _, p := range [...]string{kind, at, url} {
-			write(p)
+			b.WriteByte(0)
+			b.WriteString(p)
 		}
 		for _, p := range parts {
-			write(p)
+			b.WriteByte(0)
+			b.WriteString(p)
 		}
-		h.Write(buf)
+		b.Flush()
 		var d [sha256.Size]byte
 		h.Sum(d[:0])
 		return d
