@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -149,11 +150,17 @@ func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 	}
 	for _, st := range steps {
 		before := site.Current()
+		inForce := tree(t, before)
 		st.change()
 		if _, err := g.once(context.Background(), true); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		got := site.Current()
+		// The directory in force before, which may still be read, is untouched: the
+		// files it links with the spare are replaced there, never written over.
+		if !maps.EqualFunc(tree(t, before), inForce, bytes.Equal) {
+			t.Fatalf("%s: the directory in force before changed", st.name)
+		}
 		if g.last.Info().GeneratedAt != clock {
 			t.Fatalf("%s: the clock moved to %s", st.name, g.last.Info().GeneratedAt)
 		}
@@ -170,6 +177,26 @@ func TestIncrementalPublicationsMatchFullBuilds(t *testing.T) {
 	}
 	if len(dirs) != 2 {
 		t.Errorf("site keeps %v", dirs)
+	}
+	// The files a publication replaced in the spare are moved aside and removed after
+	// it, with any one left when its process stopped first.
+	left := filepath.Join(site.Dir, trashPrefix+"left")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "1"), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	method("method-1").Description = "Does one more thing."
+	if _, err := g.once(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	site.Wait()
+	entries, _ = os.ReadDir(site.Dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), trashPrefix) {
+			t.Errorf("the site still holds %s", e.Name())
+		}
 	}
 }
 

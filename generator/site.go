@@ -56,6 +56,7 @@ const (
 	ETagMapName  = "nginx-etags.conf"
 	CurrentLink  = "current"
 	snapPrefix   = "snapshot-"
+	trashPrefix  = ".trash-"
 )
 
 // cacheFiles is the caching of the site's files.
@@ -121,6 +122,9 @@ type Site struct {
 	// next; a publication that writes every file (a first one, with nothing to link
 	// from) fills none, so that a full build holds no row of every method.
 	pages *web.PageCache
+	// cleaned is closed once the files the last publication moved aside are removed
+	// (see siteWriter.remove); nil when it moved none.
+	cleaned chan struct{}
 }
 
 // published is what a Site knows of the directory it published last.
@@ -373,6 +377,7 @@ func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 // publication fails first; for a snapshot published already, with written dir.
 func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string, files fileTable)) (string, error) {
 	info := snap.Info()
+	s.Wait()
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
@@ -426,6 +431,10 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 		w.dir = filepath.Join(s.Dir, ".tmp-"+name)
 		if err := os.Rename(filepath.Join(s.Dir, last.before), w.dir); err == nil {
 			w.spare = true
+			if trash, err := os.MkdirTemp(s.Dir, trashPrefix); err == nil {
+				w.trash = trash
+				defer s.clean()
+			}
 		}
 	}
 	if !w.spare {
@@ -447,6 +456,11 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 	w.files, w.kept = nil, nil
 	if err := w.removeGone(gone, table); err != nil {
 		return "", err
+	}
+	for _, name := range [...]string{ManifestName, SnapshotName, ETagMapName, HeadersName} {
+		if err := w.remove(filepath.Join(w.dir, name)); err != nil {
+			return "", fmt.Errorf("generator: site: %w", err)
+		}
 	}
 	// Each file written as it is encoded: at a hundred thousand methods the entries,
 	// the snapshot and the manifest are hundreds of megabytes, written side by side.
@@ -506,6 +520,32 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// clean removes the site's trash in the background: what the publication that
+// returns moved aside, and any a publication left when its process stopped first.
+func (s *Site) clean() {
+	done, dir := make(chan struct{}), s.Dir
+	s.cleaned = done
+	go func() {
+		defer close(done)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), trashPrefix) {
+				os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+	}()
+}
+
+// Wait waits until the files the last publication replaced are removed, which goes
+// on after it returns (see siteWriter.remove); the next publication waits for it
+// first.
+func (s *Site) Wait() {
+	if s.cleaned != nil {
+		<-s.cleaned
+		s.cleaned = nil
+	}
 }
 
 // Written says how many served files the last publication made and wrote, and how
@@ -572,13 +612,16 @@ func (s Site) Current() string {
 // any other is made and written.
 type siteWriter struct {
 	dir   string
-	spare bool       // dir is the spare, holding last's files but those it changed
-	last  *published // nil when nothing is known of the directory in force
-	cur   string     // the directory in force, which last describes
-	views web.Views
-	pages *web.PageCache // nil for none kept
-	mu    sync.Mutex
-	made  map[string]bool
+	spare bool   // dir is the spare, holding last's files but those it changed
+	trash string // where the spare's files replaced are moved, "" for none
+	// trashed counts the files moved into trash, naming each.
+	trashed atomic.Int64
+	last    *published // nil when nothing is known of the directory in force
+	cur     string     // the directory in force, which last describes
+	views   web.Views
+	pages   *web.PageCache // nil for none kept
+	mu      sync.Mutex
+	made    map[string]bool
 	// files are the files made and written, by path; kept marks, by position in
 	// last's table, the files kept or linked, whose entries are last's: at a hundred
 	// thousand methods a change makes a few thousand, of two hundred thousand.
@@ -736,7 +779,9 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 	if have {
 		old := filepath.Join(w.cur, filepath.FromSlash(path))
 		for _, x := range suffixes {
-			w.remove(p + x)
+			if err := w.remove(p + x); err != nil {
+				return fmt.Errorf("generator: write %s: %w", path, err)
+			}
 			if err := os.Link(old+x, p+x); err != nil {
 				return fmt.Errorf("generator: write %s: %w", path, err)
 			}
@@ -765,7 +810,9 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 	}
 	// Removed first, never truncated: the file may be linked from another directory.
 	for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
-		w.remove(p + suffixes[i])
+		if err := w.remove(p + suffixes[i]); err != nil {
+			return fmt.Errorf("generator: write %s: %w", path, err)
+		}
 		if err := writeBody(p+suffixes[i], body); err != nil {
 			return fmt.Errorf("generator: write %s: %w", path, err)
 		}
@@ -800,11 +847,24 @@ func (w *siteWriter) keep(k int, path string) error {
 	return nil
 }
 
-// remove unlinks a file of the spare; a fresh directory has none.
-func (w *siteWriter) remove(p string) {
-	if w.spare {
-		os.Remove(p)
+// remove takes a file out of the spare, if it has one there (a fresh directory has
+// none): moved into the trash, whose files are removed once the publication is over
+// (see Site.clean), or, failing that, unlinked. Unlinking a file's last link frees
+// its blocks, which on the disk measured took 170 µs of wall time for a 5 KB file
+// and 1 ms for 2.5 MB, against 20 to 45 µs for a rename; a change to 1% of a hundred
+// thousand methods replaces some 7,000 files, none of them linked from elsewhere
+// when they changed in the publication before too.
+func (w *siteWriter) remove(p string) error {
+	if !w.spare {
+		return nil
 	}
+	if w.trash != "" && os.Rename(p, filepath.Join(w.trash, strconv.FormatInt(w.trashed.Add(1), 36))) == nil {
+		return nil
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // removeGone removes from the spare the files this snapshot, whose files are table,
@@ -817,7 +877,7 @@ func (w *siteWriter) removeGone(gone []string, table fileTable) error {
 	remove := func(path string) error {
 		p := filepath.Join(w.dir, filepath.FromSlash(path))
 		for _, x := range suffixes {
-			if err := os.Remove(p + x); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := w.remove(p + x); err != nil {
 				return fmt.Errorf("generator: site: %w", err)
 			}
 		}
@@ -937,10 +997,11 @@ func writeFile(path string, write func(*bufio.Writer) error) error {
 	return err
 }
 
-// writeBody writes body to a file made at path; a large one starts to go to disk at
-// once (see startWriteback).
+// writeBody writes body to a file made at path, where none may be (one there may be
+// linked from another directory); a large one starts to go to disk at once (see
+// startWriteback).
 func writeBody(path string, body []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}

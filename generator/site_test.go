@@ -229,6 +229,7 @@ func TestPublishSwapsCurrentAndKeepsTheNewestFew(t *testing.T) {
 		}
 		dirs = append(dirs, dir)
 	}
+	site.Wait() // the files the last one replaced are removed after it returns
 	entries, _ := os.ReadDir(site.Dir)
 	var names []string
 	for _, e := range entries {
