@@ -267,3 +267,52 @@ func TestAScratchGrownForALargePageIsNotKept(t *testing.T) {
 		t.Errorf("%d scratches kept after a large page's", len(w.scratches))
 	}
 }
+
+// TestRemoveMovesASpareFileAsideOrUnlinksIt holds siteWriter.remove to taking the file
+// out of the spare whatever happens to the trash: moved into it, unlinked when it
+// cannot be moved there (a trash another process removed), and nothing for a file
+// that is not there; a fresh directory is left alone.
+func TestRemoveMovesASpareFileAsideOrUnlinksIt(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trash := filepath.Join(dir, trashPrefix+"1")
+	if err := os.Mkdir(trash, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := &siteWriter{spare: true, trash: trash}
+	moved := file("moved")
+	if err := w.remove(moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(moved); !os.IsNotExist(err) {
+		t.Errorf("%s is still there (%v)", moved, err)
+	}
+	if entries, _ := os.ReadDir(trash); len(entries) != 1 {
+		t.Errorf("the trash holds %d files, want the one moved", len(entries))
+	}
+	if err := w.remove(moved); err != nil {
+		t.Errorf("removing a file that is not there: %v", err)
+	}
+	w.trash = filepath.Join(dir, trashPrefix+"gone")
+	unlinked := file("unlinked")
+	if err := w.remove(unlinked); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(unlinked); !os.IsNotExist(err) {
+		t.Errorf("%s is still there with its trash gone (%v)", unlinked, err)
+	}
+	fresh := &siteWriter{}
+	kept := file("kept")
+	if err := fresh.remove(kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(kept); err != nil {
+		t.Errorf("a fresh directory's file was removed: %v", err)
+	}
+}
