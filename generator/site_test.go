@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/andybalholm/brotli"
 	"github.com/waystation/waystation/internal/directory"
@@ -314,5 +317,54 @@ func TestRemoveMovesASpareFileAsideOrUnlinksIt(t *testing.T) {
 	}
 	if _, err := os.Lstat(kept); err != nil {
 		t.Errorf("a fresh directory's file was removed: %v", err)
+	}
+}
+
+// TestTableAfterMergesWhatWasKeptAndMade holds tableAfter to the table of the files
+// kept and made, in order of path, sharing the paths of the table before when it has
+// the same ones.
+func TestTableAfterMergesWhatWasKeptAndMade(t *testing.T) {
+	entry := func(n int32) fileEntry { return fileEntry{sizes: [3]int32{n}} }
+	first, _, _, _ := tableAfter(fileTable{}, nil, map[string]fileEntry{"a": entry(1), "b/c": entry(2), "d": entry(3)})
+	for _, c := range []struct {
+		name    string
+		kept    []bool
+		made    map[string]fileEntry
+		paths   []string
+		sizes   []int32
+		from    []int32
+		changed []string
+		gone    []string
+		shared  bool
+	}{
+		{"one remade", []bool{true, false, true}, map[string]fileEntry{"b/c": entry(9)},
+			[]string{"a", "b/c", "d"}, []int32{1, 9, 3}, []int32{0, -1, 2}, []string{"b/c"}, nil, true},
+		{"none remade", []bool{true, true, true}, nil,
+			[]string{"a", "b/c", "d"}, []int32{1, 2, 3}, []int32{0, 1, 2}, nil, nil, true},
+		{"one added, one gone", []bool{true, false, false}, map[string]fileEntry{"b/c": entry(9), "e": entry(5)},
+			[]string{"a", "b/c", "e"}, []int32{1, 9, 5}, []int32{0, -1, -1}, []string{"b/c", "d", "e"}, []string{"d"}, false},
+		{"one renamed", []bool{true, false, true}, map[string]fileEntry{"bb": entry(7)},
+			[]string{"a", "bb", "d"}, []int32{1, 7, 3}, []int32{0, -1, 2}, []string{"b/c", "bb"}, []string{"b/c"}, false},
+	} {
+		got, from, changed, gone := tableAfter(first, c.kept, c.made)
+		var paths []string
+		var sizes []int32
+		for p, e := range got.all() {
+			paths, sizes = append(paths, p), append(sizes, e.sizes[0])
+		}
+		if !slices.Equal(paths, c.paths) || !slices.Equal(sizes, c.sizes) || !slices.Equal(from, c.from) {
+			t.Errorf("%s: paths %q, sizes %v, from %v; want %q, %v, %v", c.name, paths, sizes, from, c.paths, c.sizes, c.from)
+		}
+		if got := slices.Sorted(maps.Keys(changed)); !slices.Equal(got, c.changed) || !slices.Equal(gone, c.gone) {
+			t.Errorf("%s: changed %q, gone %q; want %q, %q", c.name, got, gone, c.changed, c.gone)
+		}
+		if shared := unsafe.StringData(got.paths) == unsafe.StringData(first.paths); shared != c.shared {
+			t.Errorf("%s: paths shared with the table before: %v, want %v", c.name, shared, c.shared)
+		}
+		for _, p := range c.paths {
+			if _, ok := got.get(p); !ok {
+				t.Errorf("%s: %s is not found", c.name, p)
+			}
+		}
 	}
 }
