@@ -994,9 +994,9 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// writeFile writes a file anew (removed first, never truncated) through a buffer.
+// writeFile writes a file made at path through a buffer, where none may be: the
+// publication took the spare's out first (see siteWriter.remove), never truncating it.
 func writeFile(path string, write func(*bufio.Writer) error) error {
-	os.Remove(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
@@ -1088,7 +1088,6 @@ func writeManifest(path string, snap *directory.Snapshot, table fileTable, sameA
 			old = f
 		}
 	}
-	os.Remove(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return manifestSpans{}, err
