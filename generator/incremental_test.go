@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 
@@ -338,6 +339,15 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a change", g.last, tree(t, site.Current()))
+	// What did not change holds the bytes the snapshot before held, not a copy.
+	for _, m := range g.last.Methods() {
+		res, _ := g.last.Method(m.Slug)
+		was, _ := first.Method(m.Slug)
+		changed := m.Slug == src.rec.Methods[3].Method.Slug
+		if shared := unsafe.SliceData(res.Body) == unsafe.SliceData(was.Body); shared == changed {
+			t.Errorf("a change: %s shares the body held before: %v", m.Slug, shared)
+		}
+	}
 	// The same snapshot made again, its bodies unencoded, served from the files
 	// published before rather than written by its own publication.
 	again, err := assemble(src.rec, g.last.Info().GeneratedAt, nil, nil, directory.NewSnapshotUnencoded)
@@ -360,6 +370,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	}
 	gone = true
 	check("its directory gone", first, firstFiles)
+	check("the first directory gone", g.last, tree(t, site.Current()))
 }
 
 // changedRecords is the store, noting how many methods each read after another

@@ -1337,6 +1337,22 @@ func served(snap *directory.Snapshot, written, dir string, cache *resource.Cache
 	}
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
 	merchants := resource.NewBodyStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
+	// What did not change since the snapshot served before is the resource it stored,
+	// whose bytes the new stores share rather than copy while few were replaced.
+	methods.Carry(func(yield func(*resource.Resource) bool) {
+		for i := range snap.Len() {
+			if !yield(snap.MethodAt(i)) {
+				return
+			}
+		}
+	})
+	merchants.Carry(func(yield func(*resource.Resource) bool) {
+		for _, h := range snap.Hostnames() {
+			if res, _ := snap.Merchant(h); !yield(res) {
+				return
+			}
+		}
+	})
 	sizes := func(path string, res *resource.Resource) *resource.Resource {
 		if resource.Encoding(acceptsGzip, res) != "" {
 			return res // its forms' sizes known: encoded, or stored before

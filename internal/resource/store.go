@@ -3,6 +3,7 @@ package resource
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -34,6 +35,13 @@ type Store struct {
 	resources []Resource   // the rest of the block stored resources are made in
 	at        []stored     // and where their forms are
 	bytes     blocks.Bytes // and their bodies and header values
+	// carry, when set, has a resource stored in another store share that store's
+	// copies of its body and header values (see Carry).
+	carry bool
+	// made is the bytes copied into the store's blocks; kept, at most the bytes of
+	// other stores' blocks that the resources shared from them keep alive: those
+	// stores' made and kept.
+	made, kept int64
 }
 
 // NewStore is the store of directory dir, its forms read through cache.
@@ -102,6 +110,55 @@ func (c *Cache) add(tag string, b []byte) {
 // Len is the number of forms cached.
 func (c *Cache) Len() int { return c.lru.Len() }
 
+// Carry has st share, when it stores again a resource another store holds (see
+// Stored), that store's copies of its body and header values rather than copy them
+// anew: a method that did not change is the same resource from one snapshot to the
+// next, stored in the directory of each. It does for all of res, the resources st is
+// about to store, when the blocks they then keep alive, the other stores' whole and
+// st's copies of the rest, hold at most an eighth more than copies of all of them
+// would; else for none, so that the blocks of the resources replaced since the last
+// copy of all are dropped, and what a snapshot holds stays within an eighth of what
+// it needs. It reports whether it does. What st then stores from another store must
+// be among res, which counts that store's blocks.
+func (st *Store) Carry(res iter.Seq[*Resource]) bool {
+	var need, fresh int64
+	from := map[*Store]bool{}
+	for r := range res {
+		n := st.copies(r)
+		need += n
+		if r.at == nil || r.at.st == st || r.at.st.bodies != st.bodies {
+			fresh += n
+			continue
+		}
+		from[r.at.st] = true
+	}
+	var kept int64
+	for f := range from {
+		f.mu.Lock()
+		kept += f.made + f.kept
+		f.mu.Unlock()
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.carry = len(from) > 0 && kept+fresh <= need+need/8
+	st.kept = 0
+	if st.carry {
+		st.kept = kept
+	}
+	return st.carry
+}
+
+// copies is the bytes Stored copies of res into st's blocks: its body, unless st
+// leaves bodies in their files or the body is an allocation of its own, and its
+// header values.
+func (st *Store) copies(res *Resource) int64 {
+	n := len(res.ETag) + len(res.GzipETag) + len(res.BrotliETag) + len(res.lengths[0]) + len(res.lengths[1]) + len(res.lengths[2])
+	if !st.bodies && len(res.Body) <= blocks.BytesSize/4 {
+		n += len(res.Body)
+	}
+	return int64(n)
+}
+
 // stored is where a stored resource's forms are: st's directory, name.
 type stored struct {
 	st   *Store
@@ -122,17 +179,28 @@ type stored struct {
 // among the garbage of the build would keep most of its pages from going back to the
 // system (a page holding one of them is not returned), and hold each in a size class
 // larger than it. A body larger than a block's quarter is its own allocation already
-// and is not copied.
+// and is not copied. A resource stored in another store, which st carries from (see
+// Carry), shares that store's copies: it holds the same bytes.
 func (res *Resource) Stored(st *Store, name string) *Resource {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := blocks.Next(&st.resources)
 	*out = *res
 	out.Gzip, out.Brotli, out.files = nil, nil, nil
+	if from := res.at; st.carry && from != nil && from.st != st && from.st.bodies == st.bodies {
+		at := stored{st: st, name: from.name}
+		if name != from.name {
+			at.name = st.bytes.String(name)
+			st.made += int64(len(name))
+		}
+		out.at = blocks.Put(&st.at, at)
+		return out
+	}
 	if st.bodies {
 		out.Body = nil
 	} else if len(res.Body) > 0 && len(res.Body) <= blocks.BytesSize/4 {
 		out.Body = append(st.bytes.Alloc(len(res.Body)), res.Body...)
+		st.made += int64(len(res.Body))
 	}
 	// The ETags, lengths and name are slices of one string: copied as one, so that
 	// the stored resource keeps nothing of what it was made from.
@@ -142,6 +210,7 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 		n += len(v)
 	}
 	b := st.bytes.Alloc(n)
+	st.made += int64(n)
 	for _, v := range vals {
 		b = append(b, v...)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -311,5 +312,111 @@ func TestCacheHoldsAtMostItsBytes(t *testing.T) {
 	}
 	if _, ok := c.lru.Get("19"); ok {
 		t.Error("a form asked for before the last 10 is kept")
+	}
+}
+
+// TestCarrySharesWhatAnotherStoreHolds checks that a store carrying from the one
+// before shares the bytes of the resources stored there, which answer from its own
+// directory, copies the rest, and, generation after generation of a tenth replaced,
+// copies all again once the blocks kept alive would hold more than an eighth over
+// what its resources need: what the first copies were made in is then collected.
+func TestCarrySharesWhatAnotherStoreHolds(t *testing.T) {
+	const n = 20
+	mems := make([]*Resource, n)
+	for i := range mems {
+		mems[i] = New(JSON, bytes.Repeat([]byte(fmt.Sprintf(`{"slug":"m-%d"},`, i)), 20+i))
+	}
+	// Each generation's directory holds every form of its resources; the one before
+	// is emptied once the next is served, as a spare is rewritten.
+	publish := func(res []*Resource) string {
+		dir := t.TempDir()
+		for i, r := range res {
+			for j, b := range [...][]byte{r.Body, r.Gzip, r.Brotli} {
+				if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)+suffixes[j]), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return dir
+	}
+	cache := NewCache(1) // forms are read from the files
+	dir := publish(mems)
+	first := NewStore(dir, cache)
+	if first.Carry(slices.Values(mems)) {
+		t.Error("a store carries from none")
+	}
+	stored := make([]*Resource, n)
+	for i, m := range mems {
+		stored[i] = m.Stored(first, strconv.Itoa(i))
+	}
+	var freed atomic.Bool
+	runtime.AddCleanup(&stored[0].Body[0], func(*atomic.Bool) { freed.Store(true) }, &freed)
+	var need int64
+	for _, m := range mems {
+		need += first.copies(m)
+	}
+	copied := 0
+	for gen := 1; copied == 0; gen++ {
+		if gen > 20 {
+			t.Fatal("the stores never copied all again")
+		}
+		// A tenth replaced: resources made anew beside the ones stored before.
+		next := slices.Clone(stored)
+		for k := range 2 {
+			i := (2*gen + k) % n
+			mems[i] = New(JSON, bytes.Repeat([]byte(fmt.Sprintf(`{"slug":"m-%d","gen":%d},`, i, gen)), 20+i))
+			next[i] = mems[i]
+		}
+		old := dir
+		dir = publish(next)
+		st := NewStore(dir, cache)
+		carried := st.Carry(slices.Values(next))
+		for i, r := range next {
+			next[i] = r.Stored(st, strconv.Itoa(i))
+			shared := unsafe.SliceData(next[i].Body) == unsafe.SliceData(r.Body) && unsafe.StringData(next[i].ETag) == unsafe.StringData(r.ETag)
+			if want := carried && r.at != nil; shared != want {
+				t.Errorf("generation %d, %d: shares its bytes %v, want %v", gen, i, shared, want)
+			}
+			if next[i].at.st != st || next[i].at.name != strconv.Itoa(i) {
+				t.Errorf("generation %d, %d: stored in %p as %q, want %p", gen, i, next[i].at.st, next[i].at.name, st)
+			}
+		}
+		if held := st.made + st.kept; held > need+need/8+n*2 {
+			t.Errorf("generation %d: the blocks kept alive hold %d bytes, more than an eighth over %d", gen, held, need)
+		}
+		if !carried {
+			copied = gen
+		}
+		if err := os.RemoveAll(old); err != nil {
+			t.Fatal(err)
+		}
+		stored = next
+		for i, r := range stored {
+			for _, c := range formsOf(mems[i]) {
+				if w := serveStored(r, http.MethodGet, c.ae, ""); !bytes.Equal(w.Body.Bytes(), c.want) || w.Header().Get("Etag") != c.etag {
+					t.Errorf("generation %d, %d %s: %d bytes, %v", gen, i, c.ae, w.Body.Len(), w.Header())
+				}
+			}
+		}
+	}
+	if copied < 2 {
+		t.Errorf("copied all again at generation %d: it carried from none", copied)
+	}
+	for range 20 {
+		if runtime.GC(); freed.Load() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !freed.Load() {
+		t.Error("the first store's block was not collected once every resource was copied again")
+	}
+	// A store that leaves bodies in their files does not share a body held in memory.
+	bodies := NewBodyStore(dir, cache)
+	if bodies.Carry(slices.Values(stored)) {
+		t.Error("a body store carries from a store that holds bodies")
+	}
+	if r := stored[1].Stored(bodies, "1"); r.Body != nil || unsafe.StringData(r.ETag) == unsafe.StringData(stored[1].ETag) {
+		t.Error("a body store's resource holds a body, or shares header values it did not carry")
 	}
 }
