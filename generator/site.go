@@ -383,7 +383,8 @@ func (e fileEntry) manifestFile(path string) ManifestFile {
 // Publish writes the snapshot's files into a directory of their own, syncs them to
 // disk and makes it current, then removes all but the newest Keep published
 // snapshots. It returns the new directory. Pages are written as they are rendered, so
-// memory holds the snapshot and little more.
+// memory holds the snapshot and little more: its list, once written, is answered
+// from its files (see directory.Snapshot.ListFrom), its body not held.
 func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	return s.publish(snap, nil)
 }
@@ -697,7 +698,15 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	err := parallel(1+len(methods)+len(hosts), func(i int) error {
 		switch i--; {
 		case i < 0:
-			return w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List())
+			if err := w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
+				return err
+			}
+			// Written, the list's body, the largest, is not held while the pages are
+			// rendered: the snapshot answers it from its files, as the one served does.
+			if list, err := snap.List().FromFiles(filepath.Join(w.dir, filepath.FromSlash(ListFile))); err == nil {
+				return snap.ListFrom(list)
+			}
+			return nil
 		case i < len(methods):
 			res, _ := snap.Method(methods[i].Slug)
 			return w.putResource(urlPath, servicesDir+methods[i].Slug, res)
@@ -1325,7 +1334,11 @@ var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
 // files are opened in written, where they were written, which may be renamed dir
 // after: an open file follows its directory.
 func served(snap *directory.Snapshot, written, dir string, cache *resource.Cache, log *slog.Logger, files fileTable) *directory.Snapshot {
-	list, err := snap.List().FromFiles(filepath.Join(written, filepath.FromSlash(ListFile)))
+	var err error
+	list := snap.List()
+	if list.Body != nil { // not answered from its files yet
+		list, err = list.FromFiles(filepath.Join(written, filepath.FromSlash(ListFile)))
+	}
 	if err == nil {
 		var withList *directory.Snapshot
 		if withList, err = snap.WithList(list); err == nil {

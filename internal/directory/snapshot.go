@@ -400,6 +400,18 @@ func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
 	return &c, nil
 }
 
+// ListFrom has the snapshot answer its list by list, as WithList does, in place: for a
+// snapshot not yet served, whose list's body need not be held once its files are
+// published (the publisher goes on with the rest). Nothing may read the list while it
+// is replaced.
+func (s *Snapshot) ListFrom(list *resource.Resource) error {
+	if list.ETag != s.list.ETag {
+		return fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.ETag)
+	}
+	s.list = list
+	return nil
+}
+
 // WithStored is the snapshot with its methods' and merchants' resources replaced by
 // the ones method and merchant return for them (by slug and by hostname): the same
 // representations (their ETags say so) with their encoded forms held elsewhere. The
