@@ -198,8 +198,8 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 	}
 	defer g.limitMemory(full)()
 	defer g.paceGC(full)()
-	// After a change the compressors survive the build's collections, released before
-	// the memory goes back, below. A full generation, under its memory limit, lets the
+	// After a change the compressors survive the build's collections, released once
+	// the files are written, below. A full generation, under its memory limit, lets the
 	// collector take the ones idle (the largest bodies' among them, 8 MB windows).
 	release := func() {}
 	if !full {
@@ -230,7 +230,14 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		// its own.
 		var serving *directory.Snapshot
 		dir, err := g.Site.publish(snap, func(written, dir string, files fileTable) {
-			serving = served(snap, written, dir, g.cache(), g.Log, files)
+			// Written: the compressors go, and the build's snapshot is served's (its
+			// list's body, tens of megabytes, with it once the list's files serve it),
+			// before what serves the files is made beside the snapshot in force, the
+			// peak of a change.
+			release()
+			built := snap
+			snap = nil
+			serving = served(built, written, dir, g.cache(), g.Log, files)
 			heldSlugs(kept, serving)
 		})
 		if err != nil {

@@ -508,6 +508,14 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 	if err := os.Chmod(w.dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
+	// The table of the directory in force, which the manifest was the last to read, is
+	// not held from here on (nor last, lastFiles or from, which are not read again),
+	// while what serves this directory is made beside the snapshot in force.
+	next := &published{name: name, files: table, manifest: spans}
+	if last != nil {
+		next.before, next.changed = last.name, changed
+	}
+	w.last = nil
 	// What serves the directory is made while it goes to disk.
 	var during sync.WaitGroup
 	if ready != nil {
@@ -524,10 +532,7 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 	if err := s.link(name); err != nil {
 		return "", err
 	}
-	next := &published{name: name, files: table, written: int(w.written.Load()), manifest: spans}
-	if last != nil {
-		next.before, next.changed = last.name, changed
-	}
+	next.written = int(w.written.Load())
 	s.last = next
 	s.prune(name, next.before)
 	return final, nil

@@ -23,10 +23,13 @@ import (
 // category, kind and the endpoint's method and URL) that its body holds as it is, a
 // JSON string needing no escape, is a slice of the body instead of a copy, so that
 // the text of a hundred thousand methods is held once, not twice.
-func held(methods []Method, bodies [][]byte) []Method {
+//
+// The copies are made in out, of the methods' length, which may be methods itself:
+// each is equal to the method it copies.
+func held(out, methods []Method, bodies [][]byte) []Method {
 	var h copies
 	h.strings = map[string]string{}
-	out := make([]Method, len(methods))
+	out = out[:len(methods)]
 	for i, m := range methods {
 		var b inBody
 		if bodies != nil {

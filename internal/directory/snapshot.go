@@ -419,7 +419,9 @@ func (s *Snapshot) ListFrom(list *resource.Resource) error {
 // resource.Stored), so that the snapshot holds their bodies alone, and the merchants'
 // not even those (see resource.NewBodyStore). Its methods are
 // copies made apart from what the build dropped (see held), their guidance the end of
-// the stored bodies and their leading strings slices of them.
+// the stored bodies and their leading strings slices of them, made in s's methods: s,
+// whose methods they equal, must not be read while they are made, and the two
+// snapshots share them.
 func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.Resource) *resource.Resource) (*Snapshot, error) {
 	c := *s
 	c.slugs = make([]*resource.Resource, len(s.slugs))
@@ -430,7 +432,7 @@ func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.R
 		}
 		bodies[i] = c.slugs[i].Body
 	}
-	c.methods = held(s.methods, bodies)
+	c.methods = held(s.methods, s.methods, bodies)
 	for i, body := range bodies {
 		// A guidance held as the end of the detail body is the end of the stored one,
 		// so that the body it was made in is not held too.

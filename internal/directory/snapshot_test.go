@@ -243,23 +243,24 @@ func TestSnapshotHoldsEachGuidanceOnceInItsDetail(t *testing.T) {
 // TestWithStoredHoldsGuidanceInTheStoredBody checks that a snapshot whose methods are
 // held elsewhere (as the generator stores them, in bodies of its own) holds each
 // guidance as the end of the stored body, not of the one it was built with, which it
-// would otherwise keep alive; the snapshot it was made from keeps its own.
+// would otherwise keep alive; the snapshot it was made from now shares its methods.
 func TestWithStoredHoldsGuidanceInTheStoredBody(t *testing.T) {
 	methods := synthetic(3, 5)
 	methods[1].Guidance = json.RawMessage(`{"summary":"Pay first"}`)
-	snap, stored := storedCopy(t, methods)
-	for _, m := range stored.Methods() {
+	snap, stored, was := storedCopy(t, methods)
+	for i, m := range stored.Methods() {
 		res, _ := stored.Method(m.Slug)
-		before, _ := snap.MethodBySlug(m.Slug)
-		if !bytes.Equal(m.Guidance, before.Guidance) {
-			t.Errorf("%s: guidance %s, was %s", m.Slug, m.Guidance, before.Guidance)
+		if !bytes.Equal(m.Guidance, was[i].Guidance) {
+			t.Errorf("%s: guidance %s, was %s", m.Slug, m.Guidance, was[i].Guidance)
+		}
+		if &snap.Methods()[i] != &stored.Methods()[i] {
+			t.Errorf("%s: the built snapshot holds another copy", m.Slug)
 		}
 		if len(m.Guidance) == 0 {
 			continue
 		}
 		end := res.Body[len(res.Body)-1-len(m.Guidance) : len(res.Body)-1]
-		old, _ := snap.Method(m.Slug)
-		if &end[0] != &m.Guidance[0] || &before.Guidance[0] != &old.Body[len(old.Body)-1-len(m.Guidance)] {
+		if old, _ := snap.Method(m.Slug); &end[0] != &m.Guidance[0] || &was[i].Guidance[0] != &old.Body[len(old.Body)-1-len(m.Guidance)] {
 			t.Errorf("%s: the stored guidance is not the end of the stored body", m.Slug)
 		}
 	}
@@ -281,7 +282,7 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 		Price: &Price{Amount: s("1000"), Decimals: &d, Value: s("0.001")}, Reason: s("none")}
 	methods[0].Trust.Override = &Override{Verdict: VerdictAvoid, Reason: "fraud", SetAt: at, ExpiresAt: &at}
 	methods[0].Trust.Owner = &Owner{Verified: true, PayTo: "0xdef", Origin: "https://a.example", Points: 5}
-	got := held(methods, nil)
+	got := held(make([]Method, len(methods)), methods, nil)
 	if !reflect.DeepEqual(got, methods) {
 		t.Fatal("the held methods differ from the built ones")
 	}
@@ -294,6 +295,13 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 	}
 	if unsafe.StringData(got[0].Description) != unsafe.StringData(got[1].Description) {
 		t.Error("a recurring string is held twice")
+	}
+	// Made in place, the copies equal what they replace.
+	was := slices.Clone(methods)
+	in := held(methods, methods, nil)
+	if &in[0] != &methods[0] || !reflect.DeepEqual(in, was) || in[0].Trust.Probe == was[0].Trust.Probe ||
+		unsafe.StringData(in[0].Slug) == unsafe.StringData(was[0].Slug) {
+		t.Error("the methods held in place are not equal copies in the same array")
 	}
 }
 
@@ -308,14 +316,13 @@ func TestWithStoredHoldsStringsInTheStoredBody(t *testing.T) {
 	methods[1].Endpoint = Endpoint{Method: "POST", URL: "https://h1.example/a?b=1&c=2"}
 	methods[2].Name = "<name>" // the fields after it are copied too
 	methods[3].Payable, methods[3].Description = true, ""
-	snap, stored := storedCopy(t, methods)
+	_, stored, was := storedCopy(t, methods)
 	inside := func(s string, body []byte) bool {
 		p, b := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(&body[0]))
 		return s != "" && p >= b && p+uintptr(len(s)) <= b+uintptr(len(body))
 	}
-	for _, m := range stored.Methods() {
-		before, _ := snap.MethodBySlug(m.Slug)
-		if !reflect.DeepEqual(m, before) {
+	for i, m := range stored.Methods() {
+		if !reflect.DeepEqual(m, was[i]) {
 			t.Fatalf("%s: the stored method differs from the built one", m.Slug)
 		}
 		res, _ := stored.Method(m.Slug)
@@ -343,20 +350,22 @@ func TestWithStoredHoldsStringsInTheStoredBody(t *testing.T) {
 }
 
 // storedCopy is the snapshot of methods and the same snapshot held in bodies of its
-// own, copies of the built ones, as the generator stores it.
-func storedCopy(t *testing.T, methods []Method) (built, stored *Snapshot) {
+// own, copies of the built ones, as the generator stores it; was is the built
+// snapshot's methods as they were before (the stored one's are made in its array).
+func storedCopy(t *testing.T, methods []Method) (built, stored *Snapshot, was []Method) {
 	t.Helper()
 	built, err := NewSnapshot(time.Unix(0, 0), methods, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	was = slices.Clone(built.Methods())
 	copied := func(_ string, res *resource.Resource) *resource.Resource {
 		return resource.NewIdentity(res.ContentType, bytes.Clone(res.Body))
 	}
 	if stored, err = built.WithStored(copied, copied); err != nil {
 		t.Fatal(err)
 	}
-	return built, stored
+	return built, stored, was
 }
 
 // TestMethodAtIsMethodBySlug asks for every method's body by its list position and by
