@@ -411,6 +411,16 @@ func TestCarrySharesWhatAnotherStoreHolds(t *testing.T) {
 	if !freed.Load() {
 		t.Error("the first store's block was not collected once every resource was copied again")
 	}
+	// Carried under another name, a resource shares its bytes and takes a copy of the name.
+	again := NewStore(dir, cache)
+	name := strings.Clone("renamed")
+	if !again.Carry(slices.Values(stored)) {
+		t.Fatal("a store does not carry from the one just copied whole")
+	}
+	if r := stored[3].Stored(again, name); r.at.name != name || unsafe.StringData(r.at.name) == unsafe.StringData(name) ||
+		unsafe.SliceData(r.Body) != unsafe.SliceData(stored[3].Body) {
+		t.Errorf("carried as %q: not a copy of its new name, or not the same body", r.at.name)
+	}
 	// A store that leaves bodies in their files does not share a body held in memory.
 	bodies := NewBodyStore(dir, cache)
 	if bodies.Carry(slices.Values(stored)) {
