@@ -117,9 +117,9 @@ func (c *Cache) Len() int { return c.lru.Len() }
 // about to store, when the blocks they then keep alive, the other stores' whole and
 // st's copies of the rest, hold at most an eighth more than copies of all of them
 // would; else for none, so that the blocks of the resources replaced since the last
-// copy of all are dropped, and what a snapshot holds stays within an eighth of what
-// it needs. It reports whether it does. What st then stores from another store must
-// be among res, which counts that store's blocks.
+// copy of all are dropped, and the blocks a store's resources keep alive stay within
+// an eighth over what they need. It reports whether it does. What st then stores from
+// another store must be among res, which counts that store's blocks.
 func (st *Store) Carry(res iter.Seq[*Resource]) bool {
 	var need, fresh int64
 	from := map[*Store]bool{}
