@@ -176,8 +176,8 @@ func (h *heldSeen) DirectoryRecords(ctx context.Context, now time.Time) (trust.R
 
 // TestChangesHoldTheCompressorsAndFullGenerationsDoNot checks that a generation after
 // a change holds the pooled compressors from before it reads until its files are
-// written, and releases them before it returns, while a full one, under its memory limit,
-// leaves them to the collector; and that a failed generation releases them too.
+// written, and releases them before it returns, while a full one, under its memory
+// limit, leaves them to the collector; and that a failed generation releases them too.
 func TestChangesHoldTheCompressorsAndFullGenerationsDoNot(t *testing.T) {
 	held, holds := 0, 0
 	defer func(h func() func()) { holdCompressors = h }(holdCompressors)
