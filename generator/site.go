@@ -1339,19 +1339,17 @@ var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
 // files are opened in written, where they were written, which may be renamed dir
 // after: an open file follows its directory.
 func served(snap *directory.Snapshot, written, dir string, cache *resource.Cache, log *slog.Logger, files fileTable) *directory.Snapshot {
-	var err error
-	list := snap.List()
-	if list.Body != nil { // not answered from its files yet
-		list, err = list.FromFiles(filepath.Join(written, filepath.FromSlash(ListFile)))
-	}
-	if err == nil {
-		var withList *directory.Snapshot
-		if withList, err = snap.WithList(list); err == nil {
-			snap = withList
+	if snap.List().Body != nil { // not answered from its files yet (see writeAll)
+		list, err := snap.List().FromFiles(filepath.Join(written, filepath.FromSlash(ListFile)))
+		if err == nil {
+			var withList *directory.Snapshot
+			if withList, err = snap.WithList(list); err == nil {
+				snap = withList
+			}
 		}
-	}
-	if err != nil && log != nil {
-		log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
+		if err != nil && log != nil {
+			log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
+		}
 	}
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
 	merchants := resource.NewBodyStore(filepath.Join(dir, filepath.FromSlash(merchantsDir)), cache)
