@@ -2,13 +2,16 @@ package generator
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/trust"
 )
@@ -209,5 +212,110 @@ func TestChangesHoldTheCompressorsAndFullGenerationsDoNot(t *testing.T) {
 	}
 	if want := []int{0, 1, 1, 0}; !slices.Equal(src.reads, want) || holds != 2 {
 		t.Errorf("the generations read with the compressors held %v times, want %v (%d holds, want 2)", src.reads, want, holds)
+	}
+}
+
+// afterSeen is a catalog that reads after an earlier read, noting which read each
+// generation made: "all", or "after" with the methods it was given.
+type afterSeen struct {
+	records
+	reads []string
+}
+
+func (a *afterSeen) DirectoryRecords(ctx context.Context, now time.Time) (trust.Records, error) {
+	a.reads = append(a.reads, "all")
+	return a.records.DirectoryRecords(ctx, now)
+}
+
+func (a *afterSeen) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev []trust.MethodRecord) (trust.Records, error) {
+	a.reads = append(a.reads, fmt.Sprintf("after %d", len(prev)))
+	return a.records.DirectoryRecords(ctx, now)
+}
+
+// TestAFailedGenerationReadsEveryRecordNext checks that a generation lets go of what
+// it kept of the records before once it has read, so that after one that fails the
+// next reads every record, and publishes what a full build would; and the one after
+// that reads after it again.
+func TestAFailedGenerationReadsEveryRecordNext(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	src := &afterSeen{records: records{rec: testRecords(6, at)}}
+	for i := range src.rec.Methods {
+		src.rec.Methods[i].Version = "1"
+	}
+	site := testSite(t.TempDir())
+	g := &Generator{Source: src, Site: site}
+	for i := range 4 {
+		if i == 1 {
+			src.rec.Methods[0].Method.Slug = src.rec.Methods[1].Method.Slug // a duplicate: the build fails
+		}
+		_, err := g.once(context.Background(), true)
+		if (err != nil) != (i == 1) {
+			t.Fatalf("generation %d: %v", i, err)
+		}
+		if i == 1 {
+			src.rec = testRecords(6, at)
+			for i := range src.rec.Methods {
+				src.rec.Methods[i].Version = "2"
+			}
+			src.rec.Methods[2].Method.Description = "Does something else now."
+		}
+	}
+	if want := []string{"all", "after 6", "all", "after 6"}; !slices.Equal(src.reads, want) {
+		t.Errorf("the generations read %q, want %q", src.reads, want)
+	}
+	want, err := Assemble(src.rec, g.last.Info().GeneratedAt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.last.Info().ID; got != want.Info().ID {
+		t.Errorf("after the failure, snapshot %s, want a full build's %s", got, want.Info().ID)
+	}
+}
+
+// freshRecords is a catalog read anew at every generation, whose methods' array tells
+// when the collector takes it.
+type freshRecords struct {
+	at    time.Time
+	taken chan struct{}
+}
+
+func (f *freshRecords) DirectoryRecords(context.Context, time.Time) (trust.Records, error) {
+	rec := testRecords(64, f.at)
+	f.taken = make(chan struct{})
+	runtime.AddCleanup(&rec.Methods[0], func(ch chan struct{}) { close(ch) }, f.taken)
+	return rec, nil
+}
+
+// TestAGenerationLetsGoOfTheRecordsBeforeItsSnapshotIsMade checks that a generation
+// does not hold the records it read, scored, while it makes the snapshot (with its
+// list, the largest of what it holds): the collector takes their methods' array
+// before the snapshot is made.
+func TestAGenerationLetsGoOfTheRecordsBeforeItsSnapshotIsMade(t *testing.T) {
+	src := &freshRecords{at: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	defer func(n newSnapshot) { newUnencoded = n }(newUnencoded)
+	var collected []bool
+	newUnencoded = func(prev *directory.Snapshot, at time.Time, methods []directory.Method, merchants []directory.Merchant) (*directory.Snapshot, error) {
+		taken := false
+		for range 100 {
+			runtime.GC()
+			select {
+			case <-src.taken:
+				taken = true
+			case <-time.After(10 * time.Millisecond):
+				continue
+			}
+			break
+		}
+		collected = append(collected, taken)
+		return directory.NewSnapshotUnencoded(prev, at, methods, merchants)
+	}
+	g := &Generator{Source: src, Site: testSite(t.TempDir())}
+	for _, sameClock := range []bool{false, true} {
+		if _, err := g.once(context.Background(), sameClock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []bool{true, true}; !slices.Equal(collected, want) {
+		t.Errorf("whether the collector took the records' methods before each snapshot was made: %v, want %v", collected, want)
 	}
 }
