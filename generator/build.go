@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/parallel"
 	"github.com/waystation/waystation/internal/trust"
 )
 
@@ -48,7 +49,7 @@ func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.S
 func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directory.Snapshot, newSnap newSnapshot) (*directory.Snapshot, error) {
 	// Scored on every processor: a method's trust is its own.
 	methods := make([]directory.Method, len(rec.Methods))
-	parallel(len(rec.Methods), func(i int) error {
+	parallel.Each(len(rec.Methods), func(i int) {
 		r := &rec.Methods[i]
 		m := &methods[i]
 		*m = r.Method
@@ -65,7 +66,6 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		})
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
-		return nil
 	})
 	byHost := map[string][]int{}
 	for i := range methods {

@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/jsonstr"
+	"github.com/waystation/waystation/internal/parallel"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/web"
 )
@@ -493,7 +493,7 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 		{ETagMapName, func(b *bufio.Writer) error { writeETagMap(b, name, table); return nil }},
 		{HeadersName, func(b *bufio.Writer) error { _, err := b.Write(headersFile(table)); return err }},
 	}
-	err := parallel(1+len(extra), func(i int) error {
+	err := parallel.For(1+len(extra), func(i int) error {
 		if i == 0 {
 			var err error
 			spans, err = writeManifest(filepath.Join(w.dir, ManifestName), snap, table, from, last, w.cur)
@@ -700,7 +700,7 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	sources := make(chan []web.PageSource, 1)
 	go func() { sources <- w.views.PageSourcesKept(snap, w.pages) }()
 	methods, hosts := snap.Methods(), snap.Hostnames()
-	err := parallel(1+len(methods)+len(hosts), func(i int) error {
+	err := parallel.For(1+len(methods)+len(hosts), func(i int) error {
 		switch i--; {
 		case i < 0:
 			if err := w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
@@ -724,7 +724,7 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	err = parallel(len(pages), func(i int) error {
+	err = parallel.For(len(pages), func(i int) error {
 		p := pages[i]
 		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), func(sc *scratch, size int) (*resource.Resource, error) {
 			// Grown at once to about the size the page had, rather than doubled
@@ -941,36 +941,6 @@ func (w *siteWriter) mkdir(d string) error {
 	}
 	w.made[d] = true
 	return nil
-}
-
-// parallel runs fn for 0..n-1 on every processor and returns the first error.
-func parallel(n int, fn func(i int) error) error {
-	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
-		mu   sync.Mutex
-		err  error
-	)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if e := fn(i); e != nil {
-					mu.Lock()
-					if err == nil {
-						err = e
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return err
 }
 
 // pagePath is the file of a human page: /x/y is x/y.html, which is what CDNs and the

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"hash/fnv"
 
+	"github.com/waystation/waystation/internal/parallel"
 	"github.com/waystation/waystation/internal/resource"
 )
 
@@ -73,7 +74,7 @@ func gzipList(body []byte, cuts []int, prev listPieces) ([]byte, listPieces) {
 		}
 		return cuts[i-1]
 	}
-	parallel(len(cuts), func(i int) {
+	parallel.Each(len(cuts), func(i int) {
 		raw := body[start(i):cuts[i]]
 		keys[i] = sha256.Sum256(raw)
 		if d, ok := prev[keys[i]]; ok {

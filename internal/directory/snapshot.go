@@ -9,30 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/waystation/waystation/internal/parallel"
 	"github.com/waystation/waystation/internal/resource"
 )
-
-// parallel runs fn for 0..n-1 on every processor.
-func parallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(runtime.GOMAXPROCS(0), max(n, 1)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // Info names a snapshot.
 type Info struct {
@@ -151,7 +136,7 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 	// Encoded on every processor; a body equal to prev's is prev's, so that what did
 	// not change is held once.
 	errs := make([]error, n)
-	parallel(n, func(i int) {
+	parallel.Each(n, func(i int) {
 		m := &methods[i]
 		// Compared through pointers: a Method in an interface is a copy of it, made for
 		// each of a hundred thousand methods.
@@ -212,7 +197,7 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 	// The merchants' records encoded on every processor, hashed in order.
 	bodies := make([][]byte, len(merchants))
 	errs = make([]error, len(merchants))
-	parallel(len(merchants), func(i int) {
+	parallel.Each(len(merchants), func(i int) {
 		if bodies[i], errs[i] = json.Marshal(&merchants[i]); errs[i] != nil {
 			errs[i] = fmt.Errorf("directory: encode merchant %s: %w", merchants[i].Hostname, errs[i])
 		}
@@ -245,7 +230,7 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 		close(done)
 	}()
 	merchantRes := make([]*resource.Resource, len(merchants))
-	parallel(n+len(merchants), func(i int) {
+	parallel.Each(n+len(merchants), func(i int) {
 		if i < n {
 			s.slugs[i] = prev.reuse(prev.method(methods[i].Slug), details[i], encode)
 		} else {
