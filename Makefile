@@ -434,9 +434,10 @@ fuzz: go model
 # full build under the soft memory limit a server of that size is given
 # (SNAPSHOT_MEMLIMIT, which the server applies to full generations only), its changes
 # without it: it prints the full build's seconds and peak (full-s, full-peak-MB), a 1%
-# change's (1%-spare-s, 1%-spare-peak-MB; the files it replaced are removed after it,
-# 1%-spare-removed-s), CPU seconds beside them (the -cpu-s metrics), and what a server
-# holds between generations (held-MB, held-RSS-MB).
+# change's (1%-spare-s, 1%-spare-peak-MB, and the largest heap found live in it,
+# 1%-spare-live-MB; the files it replaced are removed after it, 1%-spare-removed-s),
+# CPU seconds beside them (the -cpu-s metrics), and what a server holds between
+# generations (held-MB, held-RSS-MB).
 SNAPSHOT_MEMLIMIT ?= 400MiB
 .PHONY: bench
 bench: go db model

@@ -26,20 +26,21 @@ import (
 // build, then twice a change to 1% of the methods (their descriptions), published
 // incrementally as after a catalog change (the first into a fresh directory, linking
 // what it can, the second into the spare, as every one after it). It reports the
-// seconds of each, the files each wrote, and the peak resident memory of the full
-// build (VmHWM, reset just before it) and of each change (with the bytes each change
-// allocated and the collections it ran, which the machine's speed does not move),
-// and the heap and resident
-// memory a server holds between generations (with WAYSTATION_BENCH_HEAPPROFILE naming a
-// file, its profile; with WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second
-// change's generation). The full build runs under SNAPSHOT_MEMLIMIT, as a server's
-// does (see Generator.FullMemoryLimit), the changes without it; the collector is
-// paced as a server's default paces it (see Generator.ServeGCPercent), or with
-// SERVE_GOGC=none not at all.
-// WAYSTATION_BENCH_ALLOCPROFILE writes what the second change allocated (see
-// allocProfile). WAYSTATION_BENCH_METHODS grows the catalog to another size, for a profile that does
-// not take a full build of 100,000. It runs only with WAYSTATION_BENCH_100K set (make
-// bench sets it).
+// seconds of each, the files each wrote, the peak resident memory of the full build
+// (VmHWM, reset just before it) and of each change, the largest heap a collection
+// found live in each (which neither the collector's pacing nor the machine's speed
+// moves), with the bytes each change allocated and the collections it ran, and the
+// heap and resident memory a server holds between generations. With
+// WAYSTATION_BENCH_HEAPPROFILE naming a file, it writes the profile of that heap; with
+// WAYSTATION_BENCH_CPUPROFILE, the CPU profile of the second change's generation. The
+// full build runs under SNAPSHOT_MEMLIMIT, as a server's does (see
+// Generator.FullMemoryLimit), the changes without it; the collector is paced as a
+// server's default paces it (see Generator.ServeGCPercent), or with SERVE_GOGC=none
+// not at all. WAYSTATION_BENCH_ALLOCPROFILE writes what the second change allocated
+// (see allocProfile), WAYSTATION_BENCH_PEAKPROFILE the heap at its peaks (see
+// peakProfile). WAYSTATION_BENCH_METHODS grows the catalog to another size, for a
+// profile that does not take a full build of 100,000. It runs only with
+// WAYSTATION_BENCH_100K set (make bench sets it).
 func BenchmarkPublish100k(b *testing.B) {
 	if os.Getenv("WAYSTATION_BENCH_100K") == "" {
 		b.Skip("set WAYSTATION_BENCH_100K=1 (make bench) to run the 100k-method benchmark")
@@ -74,16 +75,18 @@ func BenchmarkPublish100k(b *testing.B) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeak(b)
-	stopPeak := peakProfile(b, "")
+	stopPeak, live := peakProfile(b, ""), mostLive()
 	start, cpu := time.Now(), cpuTime(b)
 	st, err := g.Once(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	stopPeak()
+	fullLive := live()
 	b.ReportMetric(time.Since(start).Seconds(), "full-s")
 	b.ReportMetric((cpuTime(b) - cpu).Seconds(), "full-cpu-s")
 	b.ReportMetric(float64(peakRSS(b))/(1<<20), "full-peak-MB")
+	b.ReportMetric(float64(fullLive)/(1<<20), "full-live-MB")
 	// The soft memory limit the full build kept to (SNAPSHOT_MEMLIMIT, or the
 	// runtime's own, GOMEMLIMIT), none reported for none.
 	if limit == 0 {
@@ -93,7 +96,7 @@ func BenchmarkPublish100k(b *testing.B) {
 		b.ReportMetric(float64(limit)/(1<<20), "memlimit-MB")
 	}
 	b.ReportMetric(float64(st.Files), "files")
-	progress(b, "full: %s, %.1f s of CPU, peak %d MB", st, (cpuTime(b) - cpu).Seconds(), peakRSS(b)>>20)
+	progress(b, "full: %s, %.1f s of CPU, peak %d MB (%d MB live)", st, (cpuTime(b) - cpu).Seconds(), peakRSS(b)>>20, fullLive>>20)
 	for round, name := range []string{"fresh", "spare"} {
 		tag, err := store.Pool().Exec(ctx, `UPDATE provider_methods SET description = description || ' Revised '  || $1::int WHERE id % 100 = 0`, round)
 		if err != nil {
@@ -103,6 +106,7 @@ func BenchmarkPublish100k(b *testing.B) {
 		resetPeak(b)
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
+		live := mostLive()
 		start, cpu := time.Now(), cpuTime(b)
 		st, err := g.once(ctx, true)
 		if err != nil {
@@ -111,6 +115,7 @@ func BenchmarkPublish100k(b *testing.B) {
 		stop()
 		stopPeak()
 		stopAlloc()
+		most := live()
 		wall, used := time.Since(start), cpuTime(b)-cpu
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
@@ -124,10 +129,11 @@ func BenchmarkPublish100k(b *testing.B) {
 		b.ReportMetric(used.Seconds(), "1%-"+name+"-cpu-s")
 		b.ReportMetric(float64(st.Written), "1%-"+name+"-written")
 		b.ReportMetric(float64(peakRSS(b))/(1<<20), "1%-"+name+"-peak-MB")
+		b.ReportMetric(float64(most)/(1<<20), "1%-"+name+"-live-MB")
 		b.ReportMetric(float64(allocated), "1%-"+name+"-alloc-MB")
 		b.ReportMetric(float64(collections), "1%-"+name+"-gcs")
-		progress(b, "1%% changed (%d methods), into the %s directory: %s; %.1f s, %.1f s of CPU, peak %d MB, %d MB allocated, %d collections; the files it replaced removed %.2f s after",
-			tag.RowsAffected(), name, st, wall.Seconds(), used.Seconds(), peakRSS(b)>>20, allocated, collections, removed.Seconds())
+		progress(b, "1%% changed (%d methods), into the %s directory: %s; %.1f s, %.1f s of CPU, peak %d MB (%d MB live), %d MB allocated, %d collections; the files it replaced removed %.2f s after",
+			tag.RowsAffected(), name, st, wall.Seconds(), used.Seconds(), peakRSS(b)>>20, most>>20, allocated, collections, removed.Seconds())
 	}
 	// What a server holds between generations: the snapshot and what the site
 	// remembers of its files, in the heap and resident.
@@ -148,6 +154,33 @@ func BenchmarkPublish100k(b *testing.B) {
 		}
 	}
 	runtime.KeepAlive(g)
+}
+
+// mostLive watches the heap each collection finds live until the returned func is
+// called, which returns the largest: what a generation holds at its peak, which the
+// collector's pacing and the memory the runtime has yet to give back to the system do
+// not move, as they move its peak resident memory. The heap found live before it
+// starts counts too: what the generation begins beside.
+func mostLive() func() uint64 {
+	done, most := make(chan struct{}), make(chan uint64)
+	go func() {
+		var m uint64
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			m = max(m, liveHeap())
+			select {
+			case <-done:
+				most <- m
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-most
+	}
 }
 
 // peakProfile writes, when WAYSTATION_BENCH_PEAKPROFILE names a file, the heap
