@@ -296,15 +296,13 @@ func TestAGenerationLetsGoOfTheRecordsBeforeItsSnapshotIsMade(t *testing.T) {
 	var collected []bool
 	newUnencoded = func(prev *directory.Snapshot, at time.Time, methods []directory.Method, merchants []directory.Merchant) (*directory.Snapshot, error) {
 		taken := false
-		for range 100 {
+		for i := 0; i < 100 && !taken; i++ {
 			runtime.GC()
 			select {
 			case <-src.taken:
 				taken = true
 			case <-time.After(10 * time.Millisecond):
-				continue
 			}
-			break
 		}
 		collected = append(collected, taken)
 		return directory.NewSnapshotUnencoded(prev, at, methods, merchants)
