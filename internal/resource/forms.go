@@ -1,6 +1,12 @@
 package resource
 
-import "strings"
+import (
+	"bytes"
+	"crypto/sha256"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+)
 
 // NewForms is a resource whose encoded forms were made already, by the caller: gzip
 // and brotli must decode to body (brotli nil for none). Its ETags are body's hash's,
@@ -11,8 +17,87 @@ func NewForms(contentType string, body, gzip, brotli []byte) *Resource {
 	return r
 }
 
+// NewFormsUnheld is NewForms for a body that is not held: size bytes whose SHA-256
+// is sum, which the caller writes out itself, beside the forms. Its Body is nil, and it
+// answers nothing until it is answered from the files it was published in (see
+// FromFiles): a body of tens of megabytes (the directory's list) need not be held
+// whole to be published.
+func NewFormsUnheld(contentType string, sum [sha256.Size]byte, size int, gzip, brotli []byte) *Resource {
+	r := &Resource{Gzip: gzip, Brotli: brotli}
+	var a [24]byte
+	r.setHeaders(contentType, tagOfSum(&a, sum), size, len(gzip), len(brotli))
+	return r
+}
+
+// InFiles reports whether the resource is answered from the files of its forms (see
+// FromFiles).
+func (res *Resource) InFiles() bool { return res.files != nil }
+
 // Brotli is body's brotli form at quality, as NewLevels makes it.
 func Brotli(body []byte, quality int) []byte { return compressBrotli(nil, body, quality) }
+
+// BrotliBlock is how much of a body a BrotliWriter compresses at a time: the window
+// of the brotli writers made here (brotli's default, 4 MiB), in which a writer at
+// quality 0 or 1 compresses a body written whole. At those qualities it compresses
+// each write as it comes, so that writes of other sizes would make other bytes (and,
+// for writes of kilobytes, a form half as large again).
+const BrotliBlock = 1 << 22
+
+// BrotliWriter makes the brotli form of a body written to it in parts of any size,
+// the bytes Brotli makes of the body whole, holding no more of it than a block (none of
+// it when it is written in blocks of BrotliBlock bytes): for a body made as it is
+// written out, never held whole. One goroutine at a time.
+type BrotliWriter struct {
+	quality int
+	w       *brotli.Writer
+	out     *bytes.Buffer
+	block   []byte
+}
+
+// NewBrotliWriter is a BrotliWriter at quality.
+func NewBrotliWriter(quality int) *BrotliWriter {
+	b := &BrotliWriter{quality: quality, out: output.Get().(*bytes.Buffer)}
+	b.out.Reset()
+	w, ok := brotliWriters.get(quality)
+	if ok {
+		w.Reset(b.out)
+	} else {
+		w = brotli.NewWriterLevel(b.out, quality)
+	}
+	b.w = w
+	return b
+}
+
+// Write takes the next part of the body; it never fails.
+func (b *BrotliWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if len(b.block) == 0 && len(p) >= BrotliBlock {
+			b.w.Write(p[:BrotliBlock])
+			p = p[BrotliBlock:]
+			continue
+		}
+		k := min(len(p), BrotliBlock-len(b.block))
+		b.block = append(b.block, p[:k]...)
+		p = p[k:]
+		if len(b.block) == BrotliBlock {
+			b.w.Write(b.block)
+			b.block = b.block[:0]
+		}
+	}
+	return n, nil
+}
+
+// Bytes ends the body and returns its brotli form; the writer is not used again.
+func (b *BrotliWriter) Bytes() []byte {
+	b.w.Write(b.block)
+	b.w.Close()
+	brotliWriters.put(b.quality, b.w)
+	out := bytes.Clone(b.out.Bytes())
+	output.Put(b.out)
+	*b = BrotliWriter{}
+	return out
+}
 
 // LargeBody is the size past which LevelsFor makes brotli at LargeBrotli.
 const (
@@ -43,6 +128,6 @@ func LevelsFor(size int) Levels {
 func (res *Resource) Published(gzip, brotli int) *Resource {
 	l := LevelsFor(len(res.Body))
 	r := &Resource{Body: res.Body, levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
-	r.setHeaders(res.ContentType, []byte(strings.Trim(res.ETag, `"`)), gzip, brotli)
+	r.setHeaders(res.ContentType, []byte(strings.Trim(res.ETag, `"`)), len(res.Body), gzip, brotli)
 	return r
 }

@@ -135,19 +135,23 @@ func NewIdentity(contentType string, body []byte) *Resource {
 // string but the type is a slice of one, so that they cost one allocation.
 func (r *Resource) init(contentType string) {
 	var a [24]byte
-	r.setHeaders(contentType, tagOf(&a, r.Body), len(r.Gzip), len(r.Brotli))
+	r.setHeaders(contentType, tagOf(&a, r.Body), len(r.Body), len(r.Gzip), len(r.Brotli))
 }
 
 // tagOf is what names body in its ETags, from its hash, made in a.
 func tagOf(a *[24]byte, body []byte) []byte {
-	sum := sha256.Sum256(body)
+	return tagOfSum(a, sha256.Sum256(body))
+}
+
+// tagOfSum is what names a body whose hash is sum in its ETags, made in a.
+func tagOfSum(a *[24]byte, sum [sha256.Size]byte) []byte {
 	return base64.RawURLEncoding.AppendEncode(a[:0], sum[:18])
 }
 
-// setHeaders makes the header values of a body whose hash tag names, with forms of
-// gzip and brotli bytes, held or not: a form of 0 bytes is one the resource does not
-// have (no encoding of a body is empty).
-func (r *Resource) setHeaders(contentType string, etag []byte, gzip, brotli int) {
+// setHeaders makes the header values of a body of size bytes whose hash tag names,
+// with forms of gzip and brotli bytes, held or not: a form of 0 bytes is one the
+// resource does not have (no encoding of a body is empty).
+func (r *Resource) setHeaders(contentType string, etag []byte, size, gzip, brotli int) {
 	var a [128]byte
 	b := append(a[:0], '"')
 	b = append(b, etag...)
@@ -158,7 +162,7 @@ func (r *Resource) setHeaders(contentType string, etag []byte, gzip, brotli int)
 	b = append(b, b[1:tag]...)
 	b = append(b, `-br"`...)
 	ends := [headers]int{hETag: tag + 1, hETag + 1: 2*tag + 7, hETag + 2: 3*tag + 11}
-	for i, size := range [...]int{len(r.Body), gzip, brotli} {
+	for i, size := range [...]int{size, gzip, brotli} {
 		if i == identity || size > 0 {
 			b = strconv.AppendInt(b, int64(size), 10)
 			ends[hLength+i] = len(b)
