@@ -235,10 +235,8 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		// its own.
 		var serving *directory.Snapshot
 		dir, err := g.Site.publish(snap, func(written, dir string, files fileTable) {
-			// Written: the compressors go, and the build's snapshot is served's (its
-			// list's body, tens of megabytes, with it once the list's files serve it),
-			// before what serves the files is made beside the snapshot in force, the
-			// peak of a change.
+			// Written: the compressors go, and the build's snapshot is served's,
+			// before what serves the files is made beside the snapshot in force.
 			release()
 			built := snap
 			snap = nil

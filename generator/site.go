@@ -382,9 +382,10 @@ func (e fileEntry) manifestFile(path string) ManifestFile {
 
 // Publish writes the snapshot's files into a directory of their own, syncs them to
 // disk and makes it current, then removes all but the newest Keep published
-// snapshots. It returns the new directory. Pages are written as they are rendered, so
-// memory holds the snapshot and little more: its list, once written, is answered
-// from its files (see directory.Snapshot.ListFrom), its body not held.
+// snapshots. It returns the new directory. Pages are written as they are rendered,
+// and the list as its bytes are made, so memory holds the snapshot and little more:
+// its list, once written, is answered from its files (see
+// directory.Snapshot.ListFrom), its body not held.
 func (s *Site) Publish(snap *directory.Snapshot) (string, error) {
 	return s.publish(snap, nil)
 }
@@ -703,11 +704,12 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	err := parallel.For(1+len(methods)+len(hosts), func(i int) error {
 		switch i--; {
 		case i < 0:
-			if err := w.writeResource("/"+strings.TrimSuffix(ListFile, "/index.json"), ListFile, snap.List()); err != nil {
+			if err := w.putList(snap); err != nil {
 				return err
 			}
-			// Written, the list's body, the largest, is not held while the pages are
-			// rendered: the snapshot answers it from its files, as the one served does.
+			// Written, the list is answered from its files while the pages are
+			// rendered, as the one served is (a snapshot that held its body, the
+			// largest, no longer holds it).
 			if list, err := snap.List().FromFiles(filepath.Join(w.dir, filepath.FromSlash(ListFile))); err == nil {
 				return snap.ListFrom(list)
 			}
@@ -790,34 +792,9 @@ func (w *siteWriter) write(url, path string, source sourceID, build func(sc *scr
 
 // put is write for the URL of kind.
 func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(sc *scratch, size int) (*resource.Resource, error)) error {
-	k, have := -1, false
-	if w.last != nil {
-		var found bool
-		if k, found = w.last.files.find(path); found {
-			e := w.last.files.entries[k]
-			have = e.source == source && e.url == kind
-		} else {
-			k = -1
-		}
-	}
-	if have && w.spare && !w.last.changed[path] {
-		return w.keep(k, path) // the spare holds it already
-	}
-	p := filepath.Join(w.dir, filepath.FromSlash(path))
-	if err := w.mkdir(filepath.Dir(p)); err != nil {
-		return fmt.Errorf("generator: write %s: %w", path, err)
-	}
-	if have {
-		old := filepath.Join(w.cur, filepath.FromSlash(path))
-		for _, x := range suffixes {
-			if err := w.remove(p + x); err != nil {
-				return fmt.Errorf("generator: write %s: %w", path, err)
-			}
-			if err := os.Link(old+x, p+x); err != nil {
-				return fmt.Errorf("generator: write %s: %w", path, err)
-			}
-		}
-		return w.keep(k, path)
+	k, p, done, err := w.place(kind, path, source)
+	if done || err != nil {
+		return err
 	}
 	size := 0
 	if k >= 0 {
@@ -839,22 +816,117 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 		// from the manifest.
 		res = sc.forms.New(res.ContentType, res.Body)
 	}
-	// Removed first, never truncated: the file may be linked from another directory.
-	for i, body := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
-		if err := w.remove(p + suffixes[i]); err != nil {
-			return fmt.Errorf("generator: write %s: %w", path, err)
+	if err := w.writeForms(p, res, func(p string) error { return writeBody(p, res.Body) }); err != nil {
+		return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	return w.record(kind, path, source, k, res, sha256.Sum256(res.Body), len(res.Body))
+}
+
+// putList puts the snapshot's list in place, as put does a body: made, it is written
+// from the snapshot as its bytes are made, never held whole (see
+// directory.Snapshot.WriteList), beside the forms the snapshot holds.
+func (w *siteWriter) putList(snap *directory.Snapshot) error {
+	url := "/" + strings.TrimSuffix(ListFile, "/index.json")
+	kind, ok := kindOf(url, ListFile)
+	res := snap.List()
+	source, tagged := etagID(res.ETag)
+	if !ok || !tagged {
+		return fmt.Errorf("generator: write %s: its URL %s or its ETag %s is not a list's", ListFile, url, res.ETag)
+	}
+	k, p, done, err := w.place(kind, ListFile, source)
+	if done || err != nil {
+		return err
+	}
+	if res.Gzip == nil || res.Brotli == nil {
+		// A snapshot's list whose forms went to the files of a publication before.
+		return fmt.Errorf("generator: write %s: the snapshot no longer holds its list's forms (published already)", ListFile)
+	}
+	sum, size := snap.ListSum()
+	err = w.writeForms(p, res, func(p string) error {
+		return writeFile(p, func(b *bufio.Writer) error {
+			n, err := snap.WriteList(b)
+			if err == nil && n != int64(size) {
+				err = fmt.Errorf("%d bytes written, not the list's %d", n, size)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("generator: write %s: %w", ListFile, err)
+	}
+	return w.record(kind, ListFile, source, k, res, sum, size)
+}
+
+// place puts the file at path made from source in place when it need not be made:
+// kept in the spare, or linked from the directory in force (done). Otherwise it
+// returns where to write it, and k, its position in last's table (-1 for none).
+func (w *siteWriter) place(kind urlKind, path string, source sourceID) (k int, p string, done bool, err error) {
+	k, have := -1, false
+	if w.last != nil {
+		var found bool
+		if k, found = w.last.files.find(path); found {
+			e := w.last.files.entries[k]
+			have = e.source == source && e.url == kind
+		} else {
+			k = -1
 		}
-		if err := writeBody(p+suffixes[i], body); err != nil {
-			return fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	if have && w.spare && !w.last.changed[path] {
+		return k, "", true, w.keep(k, path) // the spare holds it already
+	}
+	p = filepath.Join(w.dir, filepath.FromSlash(path))
+	if err := w.mkdir(filepath.Dir(p)); err != nil {
+		return k, "", false, fmt.Errorf("generator: write %s: %w", path, err)
+	}
+	if have {
+		old := filepath.Join(w.cur, filepath.FromSlash(path))
+		for _, x := range suffixes {
+			if err := w.remove(p + x); err != nil {
+				return k, "", false, fmt.Errorf("generator: write %s: %w", path, err)
+			}
+			if err := os.Link(old+x, p+x); err != nil {
+				return k, "", false, fmt.Errorf("generator: write %s: %w", path, err)
+			}
+		}
+		return k, "", true, w.keep(k, path)
+	}
+	return k, p, false, nil
+}
+
+// writeForms writes a file's forms at p: its body by body, then res's gzip and
+// brotli. Each is removed first, never truncated: the file may be linked from another
+// directory.
+func (w *siteWriter) writeForms(p string, res *resource.Resource, body func(p string) error) error {
+	for i, x := range suffixes {
+		if err := w.remove(p + x); err != nil {
+			return err
+		}
+		var err error
+		switch i {
+		case 0:
+			err = body(p)
+		case 1:
+			err = writeBody(p+x, res.Gzip)
+		default:
+			err = writeBody(p+x, res.Brotli)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	w.written.Add(1)
+	return nil
+}
+
+// record enters the file written at path, at k in last's table (-1 for none): made
+// from source, a body of size bytes whose SHA-256 is sum, with res's forms.
+func (w *siteWriter) record(kind urlKind, path string, source sourceID, k int, res *resource.Resource, sum [sha256.Size]byte, size int) error {
 	ct, err := typeOf(res.ContentType)
 	if err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
 	}
-	e := fileEntry{source: source, url: kind, contentType: ct, sum: sha256.Sum256(res.Body),
-		sizes: [3]int32{int32(len(res.Body)), int32(len(res.Gzip)), int32(len(res.Brotli))}}
+	e := fileEntry{source: source, url: kind, contentType: ct, sum: sum,
+		sizes: [3]int32{int32(size), int32(len(res.Gzip)), int32(len(res.Brotli))}}
 	if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
 		return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
 	}
@@ -1309,7 +1381,7 @@ var acceptsGzip = http.Header{"Accept-Encoding": {"gzip"}}
 // files are opened in written, where they were written, which may be renamed dir
 // after: an open file follows its directory.
 func served(snap *directory.Snapshot, written, dir string, cache *resource.Cache, log *slog.Logger, files fileTable) *directory.Snapshot {
-	if snap.List().Body != nil { // not answered from its files yet (see writeAll)
+	if !snap.List().InFiles() { // not answered from its files yet (see writeAll)
 		list, err := snap.List().FromFiles(filepath.Join(written, filepath.FromSlash(ListFile)))
 		if err == nil {
 			var withList *directory.Snapshot
@@ -1317,8 +1389,11 @@ func served(snap *directory.Snapshot, written, dir string, cache *resource.Cache
 				snap = withList
 			}
 		}
-		if err != nil && log != nil {
-			log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
+		if err != nil {
+			if log != nil {
+				log.Warn("the published list does not open; serving it from memory", "dir", dir, "err", err)
+			}
+			snap = snap.WithListBody()
 		}
 	}
 	methods := resource.NewStore(filepath.Join(dir, filepath.FromSlash(servicesDir)), cache)
@@ -1416,12 +1491,8 @@ func (s *Site) Load(cache *resource.Cache) (*directory.Snapshot, error) {
 	if snap.Info().ID != in.ID {
 		return nil, fmt.Errorf("generator: load site: snapshot %s rebuilt as %s", in.ID, snap.Info().ID)
 	}
-	list, err := os.ReadFile(filepath.Join(cur, filepath.FromSlash(ListFile)))
-	if err != nil {
+	if err := sameList(filepath.Join(cur, filepath.FromSlash(ListFile)), snap); err != nil {
 		return nil, fmt.Errorf("generator: load site: %w", err)
-	}
-	if !bytes.Equal(list, snap.List().Body) {
-		return nil, errors.New("generator: load site: the rebuilt list differs from the published one")
 	}
 	files, err := readManifest(cur)
 	if err != nil {
@@ -1429,6 +1500,25 @@ func (s *Site) Load(cache *resource.Cache) (*directory.Snapshot, error) {
 	}
 	s.last = &published{name: filepath.Base(cur), files: files}
 	return served(snap, cur, cur, cache, nil, files), nil
+}
+
+// sameList checks that the list published at path is snap's, byte for byte: its
+// length and SHA-256, read as they come rather than held.
+func sameList(path string, snap *directory.Snapshot) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return err
+	}
+	if sum, size := snap.ListSum(); n != int64(size) || !bytes.Equal(h.Sum(nil), sum[:]) {
+		return errors.New("the rebuilt list differs from the published one")
+	}
+	return nil
 }
 
 // files are what the site published last holds; none when it knows nothing of it.

@@ -223,6 +223,78 @@ func TestLoadSiteRefusesATamperedSnapshot(t *testing.T) {
 	}
 }
 
+// TestLoadSiteRefusesAListThatIsNotTheSnapshots changes one byte of the published
+// list, keeping its length, and checks that the site does not load: the list is
+// compared with the rebuilt one by its hash, not held.
+func TestLoadSiteRefusesAListThatIsNotTheSnapshots(t *testing.T) {
+	snap := testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 4)
+	site := Site{Dir: t.TempDir()}
+	dir, err := site.Publish(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSite(site.Dir); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(ListFile))
+	raw, _ := os.ReadFile(p)
+	changed := bytes.Replace(raw, []byte("Method 1"), []byte("Method X"), 1)
+	if bytes.Equal(changed, raw) {
+		t.Fatal("the list does not name Method 1")
+	}
+	if err := os.WriteFile(p, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSite(site.Dir); err == nil || !strings.Contains(err.Error(), "list differs") {
+		t.Fatalf("a list that is not the snapshot's was loaded (%v)", err)
+	}
+}
+
+// TestServedAnswersTheListFromMemoryWhenItsFilesDoNotOpen serves a snapshot made to
+// be published, which does not hold its list's body, from a directory without its
+// files, and checks that it still answers its list, every form, made again.
+func TestServedAnswersTheListFromMemoryWhenItsFilesDoNotOpen(t *testing.T) {
+	held := testSnapshot(t, time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC), 5)
+	snap, err := directory.NewSnapshotUnencoded(nil, held.Info().GeneratedAt, slices.Clone(held.Methods()), merchantsOf(t, held))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.List().Body != nil || snap.List().ETag != held.List().ETag {
+		t.Fatalf("the snapshot to be published holds its list (%v) or is not the same (%s, %s)", snap.List().Body != nil,
+			snap.List().ETag, held.List().ETag)
+	}
+	empty := t.TempDir()
+	got := served(snap, empty, empty, resource.NewCache(8), nil, fileTable{})
+	want := held.List()
+	for _, c := range []struct {
+		ae   string
+		body []byte
+	}{{"", want.Body}, {"gzip", want.Gzip}, {"br", want.Brotli}} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Accept-Encoding", c.ae)
+		w := httptest.NewRecorder()
+		resource.Serve(w, r, got.List(), http.StatusOK)
+		if !bytes.Equal(w.Body.Bytes(), c.body) || w.Header().Get("Content-Length") != fmt.Sprint(len(c.body)) {
+			t.Errorf("%q: %d bytes sent, the list's are %d", c.ae, w.Body.Len(), len(c.body))
+		}
+	}
+}
+
+// merchantsOf are the merchant records a snapshot holds.
+func merchantsOf(t *testing.T, snap *directory.Snapshot) []directory.Merchant {
+	t.Helper()
+	var out []directory.Merchant
+	for _, h := range snap.Hostnames() {
+		res, _ := snap.Merchant(h)
+		var mr directory.Merchant
+		if err := json.Unmarshal(res.Body, &mr); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, mr)
+	}
+	return out
+}
+
 func TestPublishSwapsCurrentAndKeepsTheNewestFew(t *testing.T) {
 	site := Site{Dir: t.TempDir(), Keep: 2}
 	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)

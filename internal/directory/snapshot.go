@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+
 	"time"
 
 	"github.com/waystation/waystation/internal/parallel"
@@ -53,10 +53,9 @@ type Snapshot struct {
 	slugs     []*resource.Resource // method detail bodies, by position
 	merchants map[string]*resource.Resource
 	hosts     []string // merchant hostnames, sorted
-	list      *resource.Resource
-	// pieces are those of the list's gzip form, which the next snapshot takes what it
-	// can from (see gzipList).
-	pieces listPieces
+	// list is the unfiltered list's forms, and the pieces of its gzip form, which the
+	// next snapshot takes what it can from (see encodeList).
+	list listForms
 
 	all      bitset
 	category map[string]bitset
@@ -86,7 +85,7 @@ func NewSnapshot(generatedAt time.Time, methods []Method, merchants []Merchant) 
 // encoded resource instead of being compressed again, so that a build costs what
 // changed. The result is the one NewSnapshot makes.
 func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
-	return newSnapshot(prev, generatedAt, sortedMethods(methods), merchants, resource.New)
+	return newSnapshot(prev, generatedAt, sortedMethods(methods), merchants, false)
 }
 
 // NewSnapshotUnencoded is NewSnapshotAfter for a snapshot that is published before it
@@ -94,17 +93,23 @@ func NewSnapshotAfter(prev *Snapshot, generatedAt time.Time, methods []Method, m
 // here, their resources holding the body and its ETags alone (see
 // resource.NewIdentity), so that a build does not hold the gzip and brotli forms of a
 // hundred thousand methods at once. The publisher compresses each as it writes its
-// files, and the snapshot is served through WithStored. The list has its forms.
-// methods is the snapshot's from then on, sorted in place, not copied: the caller
-// gives it up.
+// files, and the snapshot is served through WithStored. The list has its forms but
+// not its body, which is never held whole (45 MB at a hundred thousand methods): the
+// publisher writes it (see WriteList), and the snapshot answers it from its files
+// (see WithList). methods is the snapshot's from then on, sorted in place, not copied:
+// the caller gives it up.
 func NewSnapshotUnencoded(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant) (*Snapshot, error) {
 	sortMethods(methods)
-	return newSnapshot(prev, generatedAt, methods, merchants, resource.NewIdentity)
+	return newSnapshot(prev, generatedAt, methods, merchants, true)
 }
 
-// newSnapshot is NewSnapshotAfter with the methods' and merchants' new bodies made
-// into resources by encode, of methods sorted already, which it keeps.
-func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant, encode func(contentType string, body []byte) *resource.Resource) (*Snapshot, error) {
+// newSnapshot is NewSnapshotAfter of methods sorted already, which it keeps; or, for
+// a snapshot to be published, NewSnapshotUnencoded.
+func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, merchants []Merchant, published bool) (*Snapshot, error) {
+	encode := resource.New
+	if published {
+		encode = resource.NewIdentity
+	}
 	merchants = slices.Clone(merchants)
 	slices.SortFunc(merchants, func(a, b Merchant) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	n := len(methods)
@@ -222,29 +227,19 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 	for i, mr := range merchants {
 		s.merchants[mr.Hostname] = merchantRes[i]
 	}
-	// Compressing is most of the work: the list on one processor, the rest on all.
-	done := make(chan struct{})
+	// Compressing is most of the work: the list as it is made, beside the rest.
+	done := make(chan error, 1)
 	go func() {
-		// Sized to fit: the list is held as long as the snapshot, its spare capacity too.
-		size := 1 << 16
-		for _, k := range s.items {
-			size += int(k) + 1
-		}
-		body := s.appendList(make([]byte, 0, size), Filter{}, details)
-		// Its brotli, made on one processor, beside its gzip, made in pieces on all.
-		var br []byte
-		var brotli sync.WaitGroup
-		brotli.Go(func() { br = resource.Brotli(body, resource.LevelsFor(len(body)).Brotli) })
-		var gz []byte
-		gz, s.pieces = gzipList(body, s.listCuts(len(body)), prev.listPieces())
-		brotli.Wait()
-		s.list = resource.NewForms(resource.JSON, body, gz, br)
-		close(done)
+		var err error
+		s.list, err = s.encodeList(details, s.appendListEnd(nil, n, n, 0, [5]bitset{}), prev.listPieces(), !published)
+		done <- err
 	}()
 	parallel.Each(n, func(i int) {
 		s.slugs[i] = prev.reuse(prev.method(methods[i].Slug), details[i], encode)
 	})
-	<-done
+	if err := <-done; err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -269,7 +264,7 @@ func (s *Snapshot) listPieces() listPieces {
 	if s == nil {
 		return nil
 	}
-	return s.pieces
+	return s.list.pieces
 }
 
 func (s *Snapshot) merchant(hostname string) *resource.Resource {
@@ -374,30 +369,49 @@ func (s *Snapshot) Methods() []Method { return s.methods }
 // Hostnames are the merchants' hostnames, sorted. The slice is shared: do not modify.
 func (s *Snapshot) Hostnames() []string { return s.hosts }
 
-// List is the unfiltered list body.
-func (s *Snapshot) List() *resource.Resource { return s.list }
+// List is the unfiltered list body. A snapshot made to be published does not hold the
+// body (see NewSnapshotUnencoded): its list answers once it is answered from its
+// published files (see WithList), or with the body made again (see WithListBody).
+func (s *Snapshot) List() *resource.Resource { return s.list.res }
+
+// ListSum is the SHA-256 and the length of the unfiltered list's body, which
+// WriteList writes.
+func (s *Snapshot) ListSum() ([sha256.Size]byte, int) { return s.list.sum, s.list.size }
+
+// WithListBody is the snapshot with its list's body held, made again from its
+// methods' detail bodies when it is not: for a list whose published files cannot
+// answer it.
+func (s *Snapshot) WithListBody() *Snapshot {
+	if s.list.res.Body != nil {
+		return s
+	}
+	c := *s
+	body := make([]byte, 0, s.list.size)
+	s.writeList(func(p []byte) { body = append(body, p...) }, nil, s.list.tail)
+	c.list.res = resource.NewForms(resource.JSON, body, s.list.res.Gzip, s.list.res.Brotli)
+	return &c
+}
 
 // WithList is the snapshot with its list answered by list, the same representation
 // (its ETag says so) held elsewhere: the generator hands it the list's published
 // files (see resource.FromFiles), so that the largest body is not held in memory.
 func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
-	if list.ETag != s.list.ETag {
-		return nil, fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.ETag)
+	if list.ETag != s.list.res.ETag {
+		return nil, fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.res.ETag)
 	}
 	c := *s
-	c.list = list
+	c.list.res = list
 	return &c, nil
 }
 
 // ListFrom has the snapshot answer its list by list, as WithList does, in place: for a
-// snapshot not yet served, whose list's body need not be held once its files are
-// published (the publisher goes on with the rest). Nothing may read the list while it
-// is replaced.
+// snapshot not yet served, once its list's files are published (the publisher goes on
+// with the rest). Nothing may read the list while it is replaced.
 func (s *Snapshot) ListFrom(list *resource.Resource) error {
-	if list.ETag != s.list.ETag {
-		return fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.ETag)
+	if list.ETag != s.list.res.ETag {
+		return fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.res.ETag)
 	}
-	s.list = list
+	s.list.res = list
 	return nil
 }
 
@@ -616,12 +630,6 @@ func (s *Snapshot) facets(dims [5]bitset) Facets {
 // AppendList appends the list body for f to dst: the matching items in list order
 // after Offset, at most Limit of them, with the total, the facets and the snapshot.
 func (s *Snapshot) AppendList(dst []byte, f Filter) []byte {
-	return s.appendList(dst, f, nil)
-}
-
-// appendList is AppendList with the detail bodies in details, while they are not yet
-// in their resources; nil takes them from there.
-func (s *Snapshot) appendList(dst []byte, f Filter, details [][]byte) []byte {
 	mask, dims := s.match(f)
 	total := mask.count()
 	dst = append(dst, listHead...)
@@ -637,21 +645,22 @@ func (s *Snapshot) appendList(dst []byte, f Filter, details [][]byte) []byte {
 		if count > 0 {
 			dst = append(dst, ',')
 		}
-		if details != nil {
-			dst = append(dst, details[i][:s.items[i]-1]...)
-			dst = append(dst, '}')
-		} else {
-			dst = s.AppendItem(dst, i)
-		}
+		dst = s.AppendItem(dst, i)
 		count++
 		return true
 	})
+	return s.appendListEnd(dst, count, total, f.Offset, dims)
+}
+
+// appendListEnd appends what a list body ends with after its items: the count, the
+// total and the offset, the facets of dims and the snapshot.
+func (s *Snapshot) appendListEnd(dst []byte, count, total, offset int, dims [5]bitset) []byte {
 	dst = append(dst, `],"count":`...)
 	dst = strconv.AppendInt(dst, int64(count), 10)
 	dst = append(dst, `,"total":`...)
 	dst = strconv.AppendInt(dst, int64(total), 10)
 	dst = append(dst, `,"offset":`...)
-	dst = strconv.AppendInt(dst, int64(f.Offset), 10)
+	dst = strconv.AppendInt(dst, int64(offset), 10)
 	facets, _ := json.Marshal(s.facets(dims))
 	dst = append(dst, `,"facets":`...)
 	dst = append(dst, facets...)
