@@ -697,9 +697,28 @@ func (w *siteWriter) free(sc *scratch) {
 // writeAll writes the directory's JSON, the human pages and the static files.
 func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	// The pages' sources are listed while the JSON is written, which is mostly
-	// waiting on the file system; the list, the largest file, beside the methods.
-	sources := make(chan []web.PageSource, 1)
-	go func() { sources <- w.views.PageSourcesKept(snap, w.pages) }()
+	// waiting on the file system, and then while the pages listed before are
+	// rendered: in batches, so that the sources of every page are not held at once.
+	batches, stop := make(chan []web.PageSource, 1), make(chan struct{})
+	listed := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		listed <- w.views.PageSourceBatches(snap, w.pages, pageBatch, func(b []web.PageSource) error {
+			select {
+			case batches <- b:
+				return nil
+			case <-stop:
+				return errStopped
+			}
+		})
+	}()
+	// Not used by another publication while the pages are listed: waited for on every
+	// return.
+	defer func() {
+		close(stop)
+		for range batches {
+		}
+	}()
 	methods, hosts := snap.Methods(), snap.Hostnames()
 	err := parallel.For(1+len(methods)+len(hosts), func(i int) error {
 		switch i--; {
@@ -722,24 +741,28 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 		res, _ := snap.Merchant(h)
 		return w.putResource(urlPath, merchantsDir+h, res)
 	})
-	pages := <-sources // not used by another publication while it is made
 	if err != nil {
 		return err
 	}
-	err = parallel.For(len(pages), func(i int) error {
-		p := pages[i]
-		return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), func(sc *scratch, size int) (*resource.Resource, error) {
-			// Grown at once to about the size the page had, rather than doubled
-			// to it: the category pages of a hundred thousand methods are megabytes.
-			sc.body.Reset()
-			sc.body.Grow(size + size/16)
-			if err := p.RenderTo(&sc.body); err != nil {
-				return nil, err
-			}
-			return sc.forms.New(resource.HTML, sc.body.Bytes()), nil
+	for pages := range batches {
+		err := parallel.For(len(pages), func(i int) error {
+			p := pages[i]
+			return w.write(p.URL, pagePath(p.URL), sourceID(p.Digest[:18]), func(sc *scratch, size int) (*resource.Resource, error) {
+				// Grown at once to about the size the page had, rather than doubled
+				// to it: the category pages of a hundred thousand methods are megabytes.
+				sc.body.Reset()
+				sc.body.Grow(size + size/16)
+				if err := p.RenderTo(&sc.body); err != nil {
+					return nil, err
+				}
+				return sc.forms.New(resource.HTML, sc.body.Bytes()), nil
+			})
 		})
-	})
-	if err != nil {
+		if err != nil {
+			return fmt.Errorf("generator: pages: %w", err)
+		}
+	}
+	if err := <-listed; err != nil {
 		return fmt.Errorf("generator: pages: %w", err)
 	}
 	for _, a := range web.Assets() {
@@ -749,6 +772,13 @@ func (w *siteWriter) writeAll(snap *directory.Snapshot) error {
 	}
 	return nil
 }
+
+// pageBatch is how many pages' sources a publication lists at a time (see writeAll):
+// enough that each batch keeps every processor busy. A variable for a test.
+var pageBatch = 4096
+
+// errStopped stops the listing of pages whose publication failed.
+var errStopped = errors.New("generator: the publication stopped")
 
 // writeResource writes an encoded body, known by its ETag.
 func (w *siteWriter) writeResource(url, path string, res *resource.Resource) error {

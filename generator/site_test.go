@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -293,6 +294,67 @@ func merchantsOf(t *testing.T, snap *directory.Snapshot) []directory.Merchant {
 		out = append(out, mr)
 	}
 	return out
+}
+
+// TestPagesListedInBatchesPublishTheSameFiles publishes the same snapshots, one after
+// another (the second a change, whose pages the site's page cache renders), into a
+// site whose publications list their pages two at a time and into one that lists them
+// all at once: every file of each publication must be the same bytes.
+func TestPagesListedInBatchesPublishTheSameFiles(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	defer func(n int) { pageBatch = n }(pageBatch)
+	once, batched := Site{Dir: t.TempDir(), Keep: 3, Views: testViews}, Site{Dir: t.TempDir(), Keep: 3, Views: testViews}
+	for step := range 2 {
+		// A snapshot for each site: a published one answers its list from its files.
+		snap := func() *directory.Snapshot { return testSnapshot(t, at.Add(time.Duration(step)*time.Minute), 7+step) }
+		pageBatch = math.MaxInt
+		if _, err := once.Publish(snap()); err != nil {
+			t.Fatal(err)
+		}
+		pageBatch = 2
+		if _, err := batched.Publish(snap()); err != nil {
+			t.Fatal(err)
+		}
+		want, got := tree(t, once.Current()), tree(t, batched.Current())
+		if len(got) != len(want) || len(want) < 30 {
+			t.Fatalf("step %d: %d files listed in batches, %d at once", step, len(got), len(want))
+		}
+		for p, body := range want {
+			if !bytes.Equal(got[p], body) {
+				t.Errorf("step %d: %s differs", step, p)
+			}
+		}
+	}
+}
+
+// TestAPublicationThatFailsStopsListingItsPages publishes a snapshot one of whose
+// files cannot be made (a slug with a NUL byte) while its pages are listed one at a
+// time: the publication must return the error, not wait on the listing for ever.
+func TestAPublicationThatFailsStopsListingItsPages(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	methods := testSnapshot(t, at, 7).Methods()
+	methods = slices.Clone(methods)
+	methods[3].Slug = "bad\x00slug"
+	snap, err := directory.NewSnapshot(at, methods, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { pageBatch = n }(pageBatch)
+	pageBatch = 1
+	site := Site{Dir: t.TempDir(), Keep: 3, Views: testViews}
+	done := make(chan error, 1)
+	go func() {
+		_, err := site.Publish(snap)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a file that cannot be made was published")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the publication did not return")
+	}
 }
 
 func TestPublishSwapsCurrentAndKeepsTheNewestFew(t *testing.T) {

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -159,5 +160,49 @@ func TestRenderToRendersTheSameBytes(t *testing.T) {
 		if !bytes.Equal(b.Bytes(), want.Body) {
 			t.Errorf("%s: %d bytes rendered into the buffer, Render's %d", p.URL, b.Len(), len(want.Body))
 		}
+	}
+}
+
+// TestPageSourceBatchesAreThePageSourcesInBatches lists a snapshot's pages in batches
+// of several sizes and checks that, laid end to end, they are the pages
+// PageSourcesKept lists, in its order with the same digests, none longer than asked;
+// and that an error from the callee stops the listing, returned as it is.
+func TestPageSourceBatchesAreThePageSourcesInBatches(t *testing.T) {
+	snap := testSnapshot(t)
+	all := testViews.PageSourcesKept(snap, nil)
+	for _, n := range []int{1, 3, len(all) - 1, len(all), len(all) + 5} {
+		var got []PageSource
+		calls := 0
+		err := testViews.PageSourceBatches(snap, nil, n, func(batch []PageSource) error {
+			calls++
+			if len(batch) == 0 || len(batch) > n {
+				t.Errorf("batches of %d: a batch of %d", n, len(batch))
+			}
+			got = append(got, batch...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (len(all) + n - 1) / n; calls != want {
+			t.Errorf("batches of %d: %d batches, want %d", n, calls, want)
+		}
+		if len(got) != len(all) {
+			t.Fatalf("batches of %d: %d pages, want %d", n, len(got), len(all))
+		}
+		for i := range all {
+			if got[i].URL != all[i].URL || got[i].Digest != all[i].Digest {
+				t.Errorf("batches of %d: page %d is %s, want %s", n, i, got[i].URL, all[i].URL)
+			}
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := testViews.PageSourceBatches(snap, nil, 2, func([]PageSource) error {
+		calls++
+		return stop
+	})
+	if err != stop || calls != 1 {
+		t.Errorf("after an error: %v, %d calls", err, calls)
 	}
 }
