@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
 	"time"
 
 	"github.com/waystation/waystation/internal/parallel"

@@ -39,8 +39,8 @@ func Brotli(body []byte, quality int) []byte { return compressBrotli(nil, body, 
 // BrotliBlock is how much of a body a BrotliWriter compresses at a time: the window
 // of the brotli writers made here (brotli's default, 4 MiB), in which a writer at
 // quality 0 or 1 compresses a body written whole. At those qualities it compresses
-// each write as it comes, so that writes of other sizes would make other bytes (and,
-// for writes of kilobytes, a form half as large again).
+// each write as it comes, so that writes of other sizes would make other bytes (for
+// writes of 4 KB, a form a quarter larger).
 const BrotliBlock = 1 << 22
 
 // BrotliWriter makes the brotli form of a body written to it in parts of any size,
