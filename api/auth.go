@@ -13,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/search"
@@ -72,6 +73,10 @@ type Authenticated struct {
 	// events and request contexts may not hold; without it (noProtected) those
 	// routes fail closed.
 	Protected redact.Source
+	// Guard is the rule for protected values in what agents send (see package
+	// protect): it refuses, records detections and pauses agents past the budget.
+	// Without it, a guard over Protected that records nothing.
+	Guard *protect.Service
 	// LLM is the upstream model of the proxy.
 	LLM LLM
 	// Prober calls sellers for quotes, never paying (default: a prober of default
@@ -152,6 +157,7 @@ func WithAuthenticated(a Authenticated) Option {
 		if a.Protected == nil {
 			a.Protected = noProtected{}
 		}
+		a.Guard = guardOf(a)
 		if a.Events == nil {
 			a.Events = noEvents{}
 		}

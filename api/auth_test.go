@@ -21,6 +21,7 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
@@ -59,6 +60,9 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {
 		o(&a)
+	}
+	if values, ok := a.Protected.(memory.Protected); ok && a.Guard == nil {
+		a.Guard = protect.NewService(values, store, protect.Config{}, nil)
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
@@ -611,4 +615,21 @@ func TestAUserPausesAndResumesAnAgent(t *testing.T) {
 	e.call("PATCH", "/agents/not-an-id", userKey, `{"status":"disabled"}`).want(t, 404, "not_found")
 	e.call("PATCH", "/agents/"+agentID, agentKey, `{"status":"active"}`).want(t, 403, "wrong_key_scope")
 	e.call("GET", "/agents/"+agentID, userKey, "").want(t, 405)
+}
+
+// everythingGiven is a guard for tests of what happens to values an agent was given
+// (blanked before a model, refused where kept): it counts every protected value as
+// given to every agent, so that none is an attack signal.
+func everythingGiven(a *api.Authenticated) {
+	a.Guard = protect.NewService(givenAll{a.Protected.(memory.Protected)}, nil, protect.Config{}, nil)
+}
+
+type givenAll struct{ values memory.Protected }
+
+func (g givenAll) Protected(ctx context.Context, userID string) ([]string, error) {
+	return g.values.Protected(ctx, userID)
+}
+
+func (g givenAll) Given(ctx context.Context, userID, _ string) ([]string, error) {
+	return g.values.Protected(ctx, userID)
 }

@@ -65,7 +65,7 @@ func (s *Server) takeJSON(ctx context.Context, body []byte, req validator) error
 	if err := decode(body, req); err != nil {
 		return err
 	}
-	return s.checkProtected(ctx, decodeNumbers(body))
+	return s.checkProtected(ctx, body)
 }
 
 // readValues is readJSON for a body that carries values to save (a memory item's
@@ -79,28 +79,7 @@ func (s *Server) readValues(w http.ResponseWriter, r *http.Request, req validato
 	if err := decode(body, req); err != nil {
 		return body, err
 	}
-	return body, s.checkProtected(r.Context(), withoutValues(decodeNumbers(body)))
-}
-
-// withoutValues is v (decoded JSON) without its members named value, at any depth.
-func withoutValues(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if k != "value" {
-				out[k] = withoutValues(e)
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = withoutValues(e)
-		}
-		return out
-	}
-	return v
+	return body, s.checkValues(r.Context(), body)
 }
 
 // decode reads exactly one JSON object into v, refusing unknown members, and
@@ -118,16 +97,6 @@ func decode(body []byte, v validator) error {
 		return problem.New(problem.ValidationFailed, "The body holds more than one JSON value.")
 	}
 	return v.validate()
-}
-
-// decodeNumbers is raw, valid JSON, decoded with its numbers as written
-// (json.Number), so that a number is checked for protected values digit for digit.
-func decodeNumbers(raw []byte) any {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	d.Decode(&v)
-	return v
 }
 
 // decodeSealed is decode for bodies that carry values people provide: its errors

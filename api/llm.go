@@ -44,20 +44,11 @@ type LLM struct {
 // the count only.
 const EventLLMRedacted = "llm.redacted"
 
-// protectedSet loads the user's protected values; an error is redaction_unavailable,
-// so that nothing unchecked goes on.
+// protectedSet loads every protected value of userID; an error is
+// redaction_unavailable, so that nothing unchecked goes on.
 func (s *Server) protectedSet(ctx context.Context, userID string) (*redact.Set, error) {
-	vs, err := s.auth.Protected.Protected(ctx, userID)
-	if err != nil {
-		return nil, unavailableRedaction(err)
-	}
-	return redact.New(vs), nil
-}
-
-func unavailableRedaction(err error) error {
-	p := problem.Wrap(problem.RedactionUnavailable, "The user's protected values could not be loaded, so nothing was forwarded or stored.", err)
-	p.RetryAfter = 5
-	return p
+	sets, err := s.auth.Guard.Sets(ctx, auth.Principal{UserID: userID})
+	return sets.All, err
 }
 
 // modelRequest is the one rule for a request body the proxy forwards to a model:
@@ -193,32 +184,6 @@ func (m modelRequest) refusal() error {
 	fixed := slices.Sorted(maps.Keys(m.fixed))
 	return problem.New(problem.ProtectedValueDetected, "A member name, a number or the value of "+strings.Join(fixed, ", ")+
 		" holds one of the user's protected values, in some written form; the proxy cannot blank those, so nothing was forwarded. Refer to values by handle.")
-}
-
-// containsJSON tells whether any string, member name or number of v holds a
-// protected value.
-func containsJSON(set *redact.Set, v any) bool {
-	switch x := v.(type) {
-	case string:
-		return set.Contains(x)
-	case json.Number:
-		return set.Contains(x.String())
-	case float64:
-		return set.Contains(strconv.FormatFloat(x, 'f', -1, 64))
-	case map[string]any:
-		for k, e := range x {
-			if set.Contains(k) || containsJSON(set, e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if containsJSON(set, e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // textOnly refuses a message part that is not text: the proxy can check text only.
@@ -434,7 +399,7 @@ func (s *Server) handleModelCall(m modelRequest, to func(*http.Request) (endpoin
 			s.error(w, r, err)
 			return
 		}
-		body, err := s.readModelBody(w, r, m)
+		raw, body, err := s.readModelBody(w, r, m)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -445,9 +410,9 @@ func (s *Server) handleModelCall(m modelRequest, to func(*http.Request) (endpoin
 			s.error(w, r, err)
 			return
 		}
-		count, err := s.cleanForModel(r.Context(), p, sessionID, m, body, up)
+		count, err := s.cleanForModel(r.Context(), p, sessionID, m, raw, body, up)
 		if err != nil {
-			s.error(w, r, err)
+			s.refuse(w, r, err)
 			return
 		}
 		out, _ := json.Marshal(body)
@@ -464,21 +429,21 @@ func (s *Server) handleModelCall(m modelRequest, to func(*http.Request) (endpoin
 
 // readModelBody reads a model request of the API whose rule is m: one JSON object
 // (numbers kept as written) of text only.
-func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request, m modelRequest) (map[string]any, error) {
+func (s *Server) readModelBody(w http.ResponseWriter, r *http.Request, m modelRequest) ([]byte, map[string]any, error) {
 	raw, err := s.readBody(w, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var body map[string]any
 	if err := d.Decode(&body); err != nil || d.More() || body == nil {
-		return nil, problem.Invalid("The body must be one JSON object: " + m.name + ".")
+		return nil, nil, problem.Invalid("The body must be one JSON object: " + m.name + ".")
 	}
 	if err := m.shape(body); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return body, nil
+	return raw, body, nil
 }
 
 // llmSession is the open session of agent p that X-Session-Id names, which hears how
@@ -498,14 +463,23 @@ func (s *Server) llmSession(r *http.Request, p auth.Principal) (string, error) {
 	return sess.ID, err
 }
 
-// cleanForModel blanks user p's protected values out of body under rule m, refusing
-// what cannot be blanked (a header of the client's that goes to up among them), and
-// tells session sessionID (when there is one) how many were; it answers that count.
-func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID string, m modelRequest, body map[string]any, up endpoint) (int, error) {
-	set, err := s.protectedSet(ctx, p.UserID)
+// cleanForModel applies the rule of protect to a model request of agent p, raw as
+// sent and body decoded from it, under rule m: a protected value the agent was never
+// given, anywhere in the body or a header of the client's that goes to up, or a flood
+// of strings of a value's shape, refuses the request and counts against the agent's
+// budget. The values it was given are blanked out of body, refusing what cannot be
+// blanked; session sessionID (when there is one) hears how many were, and so does the
+// answer.
+func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID string, m modelRequest, raw []byte, body map[string]any, up endpoint) (int, error) {
+	parts := jsonParts(raw, "")
+	for _, h := range up.fromClient {
+		parts = append(parts, up.header.Get(h))
+	}
+	sets, err := s.auth.Guard.Screen(ctx, p, routeOf(ctx), parts)
 	if err != nil {
 		return 0, err
 	}
+	set := sets.Given
 	for _, h := range up.fromClient {
 		if set.Contains(up.header.Get(h)) {
 			return 0, problem.New(problem.ProtectedValueDetected, "The "+h+" header holds one of the user's protected values, in some written form; nothing was forwarded.")
@@ -643,59 +617,4 @@ func (s *Server) upstream(r *http.Request, up endpoint, method, path string, bod
 // client's errors name the URL, never a header).
 func upstreamFailed(err error) error {
 	return problem.Wrap(problem.UpstreamError, "The upstream language model failed; nothing of its answer is passed on.", err)
-}
-
-// checkProtected is protected_value_detected when any string, member name or number
-// of v (decoded JSON) holds one of the user's protected values, in some written form,
-// and redaction_unavailable when they cannot be loaded. Values too short to be a
-// protected value spare the lookup.
-func (s *Server) checkProtected(ctx context.Context, v any) error {
-	if !hasText(v) {
-		return nil
-	}
-	set, err := s.protectedSet(ctx, principalOf(ctx).UserID)
-	if err != nil {
-		return err
-	}
-	if containsJSON(set, v) {
-		return problem.New(problem.ProtectedValueDetected, "It holds one of the user's protected values, in some written form; refer to values by handle. Nothing was stored.")
-	}
-	return nil
-}
-
-// hasText tells whether v holds a string, member name or number of four letters or
-// digits or more: anything shorter matches no protected value.
-func hasText(v any) bool {
-	long := func(s string) bool {
-		n := 0
-		for _, c := range s {
-			if c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c > 127 {
-				if n++; n >= 4 {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	switch x := v.(type) {
-	case string:
-		return long(x)
-	case json.Number:
-		return long(x.String())
-	case float64:
-		return long(strconv.FormatFloat(x, 'f', -1, 64))
-	case map[string]any:
-		for k, e := range x {
-			if long(k) || hasText(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if hasText(e) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -61,8 +61,10 @@ func (u *echoUpstream) all() string {
 }
 
 // protectedEnv is an agent's key, of a user whose protected values are the canaries.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func protectedEnv(t *testing.T, u *echoUpstream) (e *authEnv, userKey, agentKey string) {
-	e = newAuthEnv(t, u.configure)
+	e = newAuthEnv(t, u.configure, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey = e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Door","askBeforeUse":false,"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+llmCanary+`"}]}`).want(t, 201)

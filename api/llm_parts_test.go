@@ -13,7 +13,8 @@ import (
 func TestReadModelBody(t *testing.T) {
 	s := NewServer(Config{}, nil, nil, nil)
 	read := func(body string) (map[string]any, error) {
-		return s.readModelBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(body)), chatCompletions)
+		_, m, err := s.readModelBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(body)), chatCompletions)
+		return m, err
 	}
 	body, err := read(`{"model":"m","temperature":0.70,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
 	if err != nil {
@@ -42,7 +43,7 @@ func TestReadModelBody(t *testing.T) {
 func TestReadModelBodyOfResponsesAndMessages(t *testing.T) {
 	s := NewServer(Config{}, nil, nil, nil)
 	read := func(m modelRequest, body string) error {
-		_, err := s.readModelBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(body)), m)
+		_, _, err := s.readModelBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(body)), m)
 		return err
 	}
 	for _, body := range []string{

@@ -92,9 +92,11 @@ func (s *stubLLM) all() string {
 // it: in messages, text parts, tool definitions, tool calls or tool results,
 // streamed or not. The count comes back in X-Redactions and as an llm.redacted event;
 // the upstream key is sent upstream and nowhere else.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const card, birthday, code, email = "4111111111111111", "1990-04-17", "zebra-quartz-7731", "canary.llm@example.org"
@@ -194,9 +196,11 @@ func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
 // proxy cannot blank it (the model, a role, an id, a member name such as a key of
 // logit_bias or of a tool's schema, a number) is refused with
 // protected_value_detected and nothing is forwarded; logit_bias takes token ids only.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func TestLLMProxyBlanksOrRefusesAProtectedValueWhereverItIs(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary, pin = "Quartz-Canary-4417", "5150981273"
@@ -294,10 +298,12 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 // an agent's name, a memory item's label (its value is what it is for), the purpose
 // of a materialisation, a webhook's URL — anything of a body that holds one of the
 // user's protected values, in any written form, is refused, and nothing is kept.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
-	})
+	}, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary = "Quartz-Canary-4417"
@@ -330,8 +336,10 @@ func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
 // An agent cannot write a protected value, in any form (spaced, full-width, base64,
 // percent-encoded, as a member name or a number), into the event log or a request's
 // context: 422 protected_value_detected, and nothing is stored.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)

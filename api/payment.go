@@ -51,9 +51,7 @@ func (s *Server) handleCreatePayment() http.HandlerFunc {
 // form it is kept: the request is kept and shown to the person.
 func (s *Server) checkAsk(ctx context.Context, ask payment.Ask) error {
 	written, _ := json.Marshal(ask)
-	var decoded any
-	json.Unmarshal(written, &decoded)
-	return s.checkProtected(ctx, decoded)
+	return s.checkProtected(ctx, written)
 }
 
 // askPayment reads the directory's word on the seller of ask and asks the payment

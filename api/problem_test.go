@@ -14,8 +14,10 @@ import (
 // that holds one of its user's protected values, in any written form: not a body's
 // unknown member, not an unknown query parameter, not a path segment (as instance),
 // not a method. The code still says what went wrong.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary = "Quartz_Canary_4417"
@@ -57,8 +59,10 @@ func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
 // that holds one of the user's protected values, in any written form, whether the
 // route refused it, the SDK found the arguments off their schema (a property the
 // caller made up, a value of the wrong type) or the tool does not exist.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given is refused and counted before any of this (protect_test.go).
 func TestMCPToolErrorsNeverRepeatAProtectedValue(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary, pin = "Quartz_Canary_4417", "5150981273"

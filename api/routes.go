@@ -35,7 +35,7 @@ func (s *Server) routes() chi.Router {
 		// The authenticated API: a Bearer key on every call, checked every time. Any
 		// browser origin may call it with a key (see keyedCORS).
 		r.Group(func(r chi.Router) {
-			r.Use(keyedCORS, s.authenticate)
+			r.Use(keyedCORS, s.authenticate, s.screenRequest)
 			agent, user := s.requireScope(auth.ScopeAgent), s.requireScope(auth.ScopeUser)
 			once := s.idempotencyKey
 			paying := s.ready(s.auth.Payments.CheckPayer)

@@ -24,6 +24,7 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
@@ -57,6 +58,9 @@ type Approvals struct {
 	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
 	Webhooks *webhook.Service
 	Memory   *memory.Service
+	// Guard tells the person why the service paused an agent: the detections of
+	// protected values in its requests. Without it the console shows none.
+	Guard *protect.Service
 	// TrustedProxies are those whose X-Forwarded-For names the client sign-in
 	// attempts are counted for.
 	TrustedProxies clientip.Proxies

@@ -3,12 +3,14 @@ package web
 import (
 	"encoding/csv"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/protect"
 )
 
 // ledgerLimit is how many payments the spend page and its CSV hold.
@@ -38,8 +40,12 @@ type AgentsView struct {
 
 // AgentRow is one agent and its limits, as the form shows them.
 type AgentRow struct {
-	ID, Name, Status, StatusAction             string
-	Disabled, Limits                           bool
+	ID, Name, Status, StatusAction string
+	Disabled, Limits               bool
+	// PausedWhy says why the service paused the agent, and Detections lists its
+	// requests that were refused for holding protected values, newest first.
+	PausedWhy                                  string
+	Detections                                 []string
 	PerPayment, Daily, Monthly, Hosts, Summary string
 	Allow, Paused                              bool
 	SpentToday, SpentMonth, Action             string
@@ -156,10 +162,25 @@ func (s *Server) agentsPage(w http.ResponseWriter, r *http.Request, ws auth.WebS
 		s.fail(w, r, err)
 		return
 	}
+	detections, err := s.approvals.Guard.Detections(r.Context(), ws.UserID, 100)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	v := AgentsView{Page: s.appPage("Agents"), Bar: appBar(ws), Message: message}
 	for _, a := range agents {
 		row := AgentRow{ID: a.ID, Name: agentName(a), Status: a.Status, Disabled: a.Status == auth.AgentDisabled,
 			StatusAction: appPath + "/agents/" + a.ID + "/status"}
+		if a.PausedReason == protect.ReasonProtectedValues {
+			row.PausedWhy = "Waystation paused it: its requests held your protected values, which it was never given, or many guesses shaped like them, " +
+				strconv.Itoa(s.approvals.Guard.Config().Budget) + " times. An agent that sends a value it was not given has guessed or stolen it; " +
+				"check what it was told to do (a web page or a message may have instructed it) before you resume it."
+		}
+		for _, d := range detections {
+			if d.AgentID == a.ID && len(row.Detections) < 10 {
+				row.Detections = append(row.Detections, formatTime(d.At)+" · "+d.Route+" · "+detectionWords[d.Kind])
+			}
+		}
 		l, err := s.approvals.Payments.AgentLimits(r.Context(), a.ID)
 		if err != nil {
 			s.fail(w, r, err)
@@ -196,4 +217,10 @@ func (s *Server) handleSetLimits() http.HandlerFunc {
 			refusals: detailed("Nothing was changed: ", http.StatusUnprocessableEntity, problem.ValidationFailed)}
 		s.answer(w, r, f, err, seeOther(w, r, appPath+"/agents"))
 	}
+}
+
+// detectionWords says what each kind of detection was, for the person.
+var detectionWords = map[string]string{
+	protect.KindValue:      "held one of your protected values, never given to it",
+	protect.KindCandidates: "held many guesses shaped like a card number, date, phone number or email address",
 }

@@ -11,7 +11,7 @@ import (
 func withApprovals(cfg Config, svc services) web.Option {
 	a := web.Approvals{Auth: svc.auth, Sessions: svc.sessions, Requests: svc.requests, Traces: svc.traces,
 		PublicURL: cfg.PublicURL, LoopbackHTTP: cfg.LoopbackHTTP,
-		Payments: svc.payments, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: svc.captchas, Webhooks: svc.webhooks, Memory: svc.memory,
+		Payments: svc.payments, Approved: func(request.Request) { svc.payments.Kick() }, Captchas: svc.captchas, Webhooks: svc.webhooks, Memory: svc.memory, Guard: svc.guard,
 		TrustedProxies: cfg.Search.TrustedProxies}
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets

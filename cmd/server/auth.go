@@ -18,6 +18,7 @@ import (
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trust"
@@ -105,6 +106,34 @@ func loadCaps(getenv func(string) string) (keys, agents int, err error) {
 	return keys, agents, nil
 }
 
+// loadDetections reads DETECTION_BUDGET (how many requests holding a protected value
+// an agent was never given, or a flood of candidates, pause it; default 3),
+// DETECTION_WINDOW (how far back they count; default 24h) and CANDIDATE_LIMIT (how
+// many strings of one of a value's shapes a request may carry; default 32).
+func loadDetections(getenv func(string) string) (protect.Config, error) {
+	var c protect.Config
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{{"DETECTION_BUDGET", &c.Budget}, {"CANDIDATE_LIMIT", &c.CandidateLimit}} {
+		if v := getenv(n.name); v != "" {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 1 {
+				return c, fmt.Errorf("%s %q: want a whole number of at least 1", n.name, v)
+			}
+			*n.dst = k
+		}
+	}
+	if v := getenv("DETECTION_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return c, fmt.Errorf("DETECTION_WINDOW %q: want a duration of at least 1m, such as 24h", v)
+		}
+		c.Window = d
+	}
+	return c, nil
+}
+
 // LLMConfig is the upstreams of the LLM proxy.
 type LLMConfig struct {
 	URL, Key                   string
@@ -189,6 +218,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	if cfg.Secrets != nil {
 		a.Sealer = cfg.Secrets
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
+		a.Guard = svc.guard
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, AnthropicURL: cfg.LLM.AnthropicURL, AnthropicKey: cfg.LLM.AnthropicKey, Timeout: cfg.LLM.Timeout}
 	a.Prober, a.Payments = svc.prober, svc.payments

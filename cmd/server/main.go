@@ -21,6 +21,7 @@ import (
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
@@ -87,6 +88,9 @@ type Config struct {
 	MaxKeysPerUser, MaxAgentsPerUser int
 	SessionLimits                    session.Limits
 	SessionRetention                 time.Duration
+	// Detections is the budget of protected values an agent's requests may hold
+	// before it is paused (serve only).
+	Detections protect.Config
 	// LLM is the upstream of the LLM proxy (serve only).
 	LLM LLMConfig
 	// SiteDir holds the published snapshots (see site.go); SnapshotWatch is how often
@@ -222,6 +226,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if cfg.SessionLimits, cfg.SessionRetention, err = loadSessionLimits(getenv); err != nil {
+			return err
+		}
+		if cfg.Detections, err = loadDetections(getenv); err != nil {
 			return err
 		}
 		if cfg.LLM, err = loadLLM(getenv); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/search"
@@ -40,6 +41,9 @@ type services struct {
 	// deliveries go through, and the rule registration warns by.
 	webhooks      *webhook.Service
 	webhookSender *trust.Prober
+	// guard is the rule for protected values in what agents send: it refuses,
+	// records detections and pauses agents past their budget.
+	guard *protect.Service
 	// traces keeps and lists the spans agents export.
 	traces *trace.Service
 	// origins lists sellers from their own manifests, fetched and probed through
@@ -66,6 +70,9 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
 	s.traces = trace.NewService(store, protected, trace.Config{})
+	if cfg.Secrets != nil { // without sealing keys there are no values, and the guard fails closed
+		s.guard = protect.NewService(memory.Protected{Store: store, Opener: cfg.Secrets}, store, cfg.Detections, log)
+	}
 	s.captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 
 	// Deliveries go through a prober's guarded client of their own: public addresses

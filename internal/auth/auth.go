@@ -75,11 +75,15 @@ const (
 
 // Agent runs workflows for its user.
 type Agent struct {
-	ID        string    `json:"id"`
-	UserID    string    `json:"userId"`
-	Name      string    `json:"name"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID     string `json:"id"`
+	UserID string `json:"userId"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	// PausedReason says why the service paused the agent ("protected_values": its
+	// requests held protected values it was never given, up to the budget); empty
+	// when it is active or its person paused it.
+	PausedReason string    `json:"pausedReason,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 // Key is a stored API key as listed: never its secret.

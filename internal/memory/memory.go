@@ -498,6 +498,7 @@ func (m Materializer) Materialize(ctx context.Context, p auth.Principal, session
 type Protected struct {
 	Store interface {
 		ProtectedSealed(ctx context.Context, userID string) ([]Releasable, error)
+		GivenSealed(ctx context.Context, userID, agentID string) ([]Releasable, error)
 	}
 	Opener Opener
 }
@@ -508,6 +509,19 @@ func (p Protected) Protected(ctx context.Context, userID string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
+	return p.open(rs)
+}
+
+// Given opens the values that were materialised to agentID of userID.
+func (p Protected) Given(ctx context.Context, userID, agentID string) ([]string, error) {
+	rs, err := p.Store.GivenSealed(ctx, userID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	return p.open(rs)
+}
+
+func (p Protected) open(rs []Releasable) ([]string, error) {
 	if len(rs) > 0 && p.Opener == nil {
 		return nil, fmt.Errorf("memory: no key to open protected values")
 	}

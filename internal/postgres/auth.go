@@ -42,11 +42,11 @@ func (s *Store) EnsureAgent(ctx context.Context, userID, name string) (auth.Agen
 	return a, nil
 }
 
-const agentColumns = `id, user_id, name, status, created_at`
+const agentColumns = `id, user_id, name, status, coalesce(paused_reason, ''), created_at`
 
 func scanAgent(row pgx.Row) (auth.Agent, error) {
 	var a auth.Agent
-	err := row.Scan(&a.ID, &a.UserID, &a.Name, &a.Status, &a.CreatedAt)
+	err := row.Scan(&a.ID, &a.UserID, &a.Name, &a.Status, &a.PausedReason, &a.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = auth.ErrAgentNotFound
 	}
@@ -116,12 +116,16 @@ func (s *Store) Agents(ctx context.Context, userID string) ([]auth.Agent, error)
 	return out, nil
 }
 
-// SetAgentStatus pauses or resumes an agent of userID.
+// SetAgentStatus pauses or resumes an agent of userID: the person's word, which
+// clears a pause the service made, and from which the agent's detections count anew.
 func (s *Store) SetAgentStatus(ctx context.Context, userID, id, status string) (auth.Agent, error) {
 	if status != auth.AgentActive && status != auth.AgentDisabled {
 		return auth.Agent{}, problem.Invalid(`status must be "active" or "disabled".`)
 	}
-	a, err := scanAgent(s.pool.QueryRow(ctx, `UPDATE agents SET status = $3 WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status))
+	a, err := scanAgent(s.pool.QueryRow(ctx, `
+		UPDATE agents SET status = $3, paused_reason = NULL,
+			status_changed_at = CASE WHEN status = $3 AND paused_reason IS NULL THEN status_changed_at ELSE now() END
+		WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, auth.ErrAgentNotFound
 	}

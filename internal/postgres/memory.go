@@ -373,12 +373,16 @@ func (s *Store) ProtectedSealed(ctx context.Context, userID string) ([]memory.Re
 	if err != nil {
 		return nil, fail("protected values", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Releasable, error) {
-		var m memory.Releasable
-		var aad string
-		err := r.Scan(&m.Value.KeyID, &m.Value.Nonce, &m.Value.Ciphertext, &aad)
-		m.Found, m.AAD = true, []byte(aad)
-		return m, err
-	})
+	out, err := pgx.CollectRows(rows, scanSealed)
 	return out, fail("protected values", err)
+}
+
+// scanSealed reads a row of a sealed value: key id, nonce, ciphertext and its
+// additional data.
+func scanSealed(r pgx.CollectableRow) (memory.Releasable, error) {
+	var m memory.Releasable
+	var aad string
+	err := r.Scan(&m.Value.KeyID, &m.Value.Nonce, &m.Value.Ciphertext, &aad)
+	m.Found, m.AAD = true, []byte(aad)
+	return m, err
 }

@@ -44,11 +44,14 @@ const (
 	SessionCompleted = "session.completed"
 	SessionStopped   = "session.stopped"
 	CaptchaSolved    = "captcha.solved"
+	// AgentPaused is an agent the service paused: its requests held protected values
+	// it was never given, up to the budget. Only its person resumes it.
+	AgentPaused = "agent.paused"
 )
 
 // Events lists every event.
 var Events = []string{RequestWaiting, RequestApproved, RequestFulfilled, RequestExpired, PaymentSettled, PaymentFailed,
-	PaymentUnknown, SessionCompleted, SessionStopped, CaptchaSolved}
+	PaymentUnknown, SessionCompleted, SessionStopped, CaptchaSolved, AgentPaused}
 
 // FromSessionEvent is the webhook event a session event is, if any: a request's
 // transition to waiting_user, approved, fulfilled or expired, a payment's outcome, a
