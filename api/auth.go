@@ -252,7 +252,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		p, err := s.auth.Auth.Use(r.Context(), token)
 		if err != nil {
 			if c := problem.CodeOf(err); c == problem.InvalidAPIKey || c == problem.KeyRevoked {
+				// A key that is not live has no values to check an echo against, and may
+				// be a paused agent's: its answer repeats nothing of the request.
 				w.Header()["Www-Authenticate"] = hdrChallengeInvalid
+				writeError(w, r, s.log, requestID(r), "", err)
+				return
 			}
 			s.error(w, r, err)
 			return

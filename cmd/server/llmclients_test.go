@@ -82,6 +82,7 @@ func TestOfficialLLMClientsThroughTheProxy(t *testing.T) {
 		t.Fatalf("the canary: %d %s", r.StatusCode, r.body)
 	}
 	sid := createSession(t, api, agentKey, "llm-clients")
+	materialize(t, api, agentKey, sid, "code", llmClientCanary)
 	forms := slices.Sorted(maps.Values(redacttest.Forms(llmClientCanary)))
 	formsJSON, _ := json.Marshal(forms)
 
@@ -242,5 +243,37 @@ func TestOfficialLLMClientsThroughTheProxy(t *testing.T) {
 		if strings.Contains(srv.logs.String(), k) {
 			t.Error("the server logged an upstream key")
 		}
+	}
+}
+
+// materialize gives the agent of agentKey the saved value of field in session sid,
+// as the legitimate flow does: its handle from the session's catalog, an
+// ask_before_use request (approved at once, the item does not ask), and the
+// materialisation, which answers the value. An agent may repeat a value it was
+// given: the proxy blanks it; any other is an attack signal (see package protect).
+func materialize(t *testing.T, api, agentKey, sid, field, want string) {
+	t.Helper()
+	var cat struct {
+		Handles []struct{ Handle, FieldRef string }
+	}
+	r := mustSend(t, "GET", api+"/sessions/"+sid+"/memory/catalog", agentKey, "")
+	json.Unmarshal(r.body, &cat)
+	handle := ""
+	for _, h := range cat.Handles {
+		if h.FieldRef == field {
+			handle = h.Handle
+		}
+	}
+	if handle == "" {
+		t.Fatalf("no handle of %s in the catalog: %d %s", field, r.StatusCode, r.body)
+	}
+	r = mustSend(t, "POST", api+"/sessions/"+sid+"/requests", agentKey,
+		`{"clientRequestId":"use-`+field+`","kind":"ask_before_use","fields":[{"key":"`+field+`","label":"`+field+`","handle":"`+handle+`"}]}`)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("ask_before_use: %d %s", r.StatusCode, r.body)
+	}
+	r = mustSend(t, "POST", api+"/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+handle+`"],"purpose":"use it"}`)
+	if r.StatusCode != http.StatusOK || !strings.Contains(string(r.body), want) {
+		t.Fatalf("materialize: %d %s", r.StatusCode, r.body)
 	}
 }
