@@ -51,7 +51,7 @@ func (s *Server) handleMCP() http.Handler {
 	public, agent, user := s.newMCPServer(false), s.newMCPServer(true), s.newMCPServer(false)
 	s.addUserTools(user)
 	public.AddReceivingMiddleware(userToolsNeedAUserKey(problem.Unauthenticated))
-	agent.AddReceivingMiddleware(userToolsNeedAUserKey(problem.WrongKeyScope))
+	agent.AddReceivingMiddleware(userToolsNeedAUserKey(problem.WrongKeyScope), s.screenToolCalls)
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		switch principal(r).Scope {
 		case auth.ScopeAgent:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/protect"
@@ -77,6 +78,33 @@ func (s *Server) screenRequest(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// screenToolCalls applies to an agent's MCP tool calls what screenRequest applies to
+// its routes: a call whose name or arguments hold a protected value it was never
+// given, or a flood of candidates, is refused and counted before any tool runs, read
+// tools included.
+func (s *Server) screenToolCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+		if method != "tools/call" || !ok || principalOf(ctx).AgentID == "" {
+			return next(ctx, method, req)
+		}
+		parts := append([]string{p.Name}, jsonParts(p.Arguments, "")...)
+		if !anyText(parts) {
+			return next(ctx, method, req)
+		}
+		if _, err := s.auth.Guard.Screen(ctx, principalOf(ctx), "mcp:tools/call", parts); err != nil {
+			pe, ok := problem.As(err)
+			if !ok {
+				pe = problem.New(problem.RedactionUnavailable, "The user's protected values could not be loaded, so the call was not made.")
+			}
+			r := &mcp.CallToolResult{}
+			r.SetError(toolFailure(pe.Code + ": " + pe.Detail))
+			return r, nil
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // refuse answers a refusal of the guard: the paused agent's as a revoked key's.

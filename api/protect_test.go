@@ -228,3 +228,26 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// An agent's MCP tool calls are screened as its routes are, read tools included: a
+// guess in any argument is refused with the one refusal and counted, and after the
+// budget the agent's key is refused by the MCP server too.
+func TestAnAgentGuessingThroughMCPToolsIsPausedAlike(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	const code = "zebra-quartz-7731"
+	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+code+`"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	for _, c := range []struct{ tool, args string }{
+		{"get_captcha_task", `{"sessionId":"` + sid + `","taskId":"ZEBRA QUARTZ 7731"}`},
+		{"wait_request", `{"sessionId":"` + sid + `","requestId":"emVicmEtcXVhcnR6LTc3MzE="}`},
+		{"search_sellers", `{"query":"zebra quartz 7731"}`},
+	} {
+		_, failure := e.toolCall(t, agentKey, c.tool, c.args)
+		if !strings.HasPrefix(failure, "protected_value_detected: ") || strings.Contains(strings.ToLower(failure), "zebra") {
+			t.Errorf("%s: %q", c.tool, failure)
+		}
+	}
+	e.call("POST", "/mcp", agentKey, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Accept", "application/json, text/event-stream").want(t, 401, "key_revoked")
+}
