@@ -195,6 +195,9 @@ func (s *Service) Check(ctx context.Context, p auth.Principal, route string, par
 // floods of candidates, and answers the sets for a caller that treats the given
 // values its own way (the LLM proxy blanks them).
 func (s *Service) Screen(ctx context.Context, p auth.Principal, route string, parts []string) (Sets, error) {
+	if s == nil {
+		return Sets{}, Unavailable(errNoValues)
+	}
 	if p.AgentID != "" && redact.CountCandidates(parts).Max() > s.cfg.CandidateLimit {
 		return Sets{}, s.Detected(ctx, p, route, KindCandidates)
 	}
