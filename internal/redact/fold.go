@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mtibben/confusables"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Folding: each letter or digit of a text, and of a value, is written in the
@@ -19,10 +20,12 @@ import (
 //     written as one: 0, o and O as o; 1, i, I and l as i; m and M as the rn they
 //     look like.
 //
-// The skeletons are case-sensitive where the projection is not, so a letter is
-// written after the skeleton of its capital when that is ASCII (the Cyrillic в, whose
-// capital В reads as B), else after that of its small letter (the Cyrillic һ reads
-// as h): a capital and its small letter are written alike.
+// The skeletons are case-sensitive where the projection is not. A letter is written
+// after its own skeleton when that is ASCII (the Greek ν reads as v, its capital Ν as
+// N), else after that of its small letter or its capital (the Cyrillic в, whose
+// capital В reads as B). So a capital and its small letter may be written apart; a
+// value is matched in its upper and lower case too (Set.New), for the text written
+// all in capitals or all in small letters.
 
 // asciiFold is the projection of each ASCII byte: "" for what is not a letter or
 // digit. It unites each ASCII letter or digit with its case and its skeleton, and
@@ -91,10 +94,48 @@ var asciiFold = func() (t [utf8.RuneSelf]string) {
 	return t
 }()
 
-// runeFolds holds the projection of each non-ASCII letter seen so far: a skeleton
-// costs two normalisations, which a hostile text of look-alikes would otherwise pay
-// on every rune. It holds at most one entry for each letter Unicode has.
+// runeFolds holds the projection of each non-ASCII rune seen so far that is a letter
+// or digit or decomposes: a skeleton costs two normalisations, and a compatibility
+// form may decompose to many letters (U+FDFA to 18), which a hostile text of them
+// would otherwise pay on every rune. It holds at most one entry for each such rune
+// Unicode has, some two hundred thousand.
 var runeFolds sync.Map // rune -> string
+
+// runeProjection is the projection of r, a non-ASCII rune: a compatibility form (the
+// full-width Ａ, the ligature ﬁ, the circled ①) reads as what it decomposes to, and an
+// accented letter as its base letter; every rune of the decomposition that is a
+// letter or digit counts, folded, the marks do not.
+func runeProjection(r rune) string {
+	if w, ok := runeFolds.Load(r); ok {
+		return w.(string)
+	}
+	var buf [utf8.UTFMax]byte
+	d := norm.NFKD.Properties(buf[:utf8.EncodeRune(buf[:], r)]).Decomposition()
+	if d == nil && !isAlnum(fold(r)) {
+		return "" // left out of the cache, which stays bounded
+	}
+	var w string
+	if d == nil {
+		w = foldRune(r)
+	} else {
+		for _, dr := range string(d) {
+			w += foldRune(dr)
+		}
+	}
+	runeFolds.Store(r, w)
+	return w
+}
+
+// foldRune is the projection of r, a rune that does not decompose.
+func foldRune(r rune) string {
+	if r < utf8.RuneSelf {
+		return asciiFold[r]
+	}
+	if d, ok := digitValue(r); ok {
+		return asciiFold['0'+d]
+	}
+	return foldLetter(r)
+}
 
 // foldLetter is the projection of r, a non-ASCII rune that is not a decimal digit:
 // "" when it is not a letter.
@@ -102,12 +143,9 @@ func foldLetter(r rune) string {
 	if !isAlnum(fold(r)) { // a mark whose capital is a letter (ͅ, Ι) counts, as it did
 		return ""
 	}
-	if w, ok := runeFolds.Load(r); ok {
-		return w.(string)
-	}
 	w := ""
-	for _, k := range []string{confusables.Skeleton(string(unicode.ToUpper(r))), confusables.Skeleton(string(unicode.ToLower(r)))} {
-		if w = asciiProjection(k); w != "" {
+	for _, c := range []rune{r, unicode.ToLower(r), unicode.ToUpper(r)} {
+		if w = asciiProjection(confusables.Skeleton(string(c))); w != "" {
 			break
 		}
 	}
@@ -118,7 +156,6 @@ func foldLetter(r rune) string {
 			}
 		}
 	}
-	runeFolds.Store(r, w)
 	return w
 }
 

@@ -31,8 +31,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // Placeholder replaces each protected value found.
@@ -79,6 +77,9 @@ func New(values []string) *Set {
 			minText = min(minText, len(strings.TrimSpace(v)))
 		}
 		add(p)
+		// Upper and lower case may fold apart for letters outside ASCII (fold.go).
+		add(project(strings.ToUpper(v)).text)
+		add(project(strings.ToLower(v)).text)
 		for _, d := range dateForms(v) {
 			add(d)
 		}
@@ -279,46 +280,22 @@ func project(s string) projection {
 	b := make([]byte, 0, len(s))
 	p := projection{from: make([]int32, 0, len(s))}
 	for i, r := range s {
+		var f string
 		if r < utf8.RuneSelf { // ASCII, the common case, without the Unicode tables
-			if f := asciiFold[r]; len(f) == 1 {
+			f = asciiFold[r]
+			if len(f) == 1 {
 				b = append(b, f[0])
 				p.from = append(p.from, int32(i))
-			} else {
-				b = p.write(b, f, i)
+				continue
 			}
-			continue
+		} else {
+			// Each byte maps back to the whole rune, so that blanking never splits one.
+			f = runeProjection(r)
 		}
-		end := i + utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			end = i + 1
-		}
-		// A compatibility form (full-width Ａ, the ligature ﬁ, the circled ①) reads
-		// as what it decomposes to, and an accented letter as its base letter: every
-		// rune of its decomposition that is a letter or digit counts, the marks do not.
-		// Each maps back to the whole rune, so that blanking never splits one.
-		if d := norm.NFKD.PropertiesString(s[i:end]).Decomposition(); d != nil {
-			for _, dr := range string(d) {
-				b = p.add(b, dr, i)
-			}
-			continue
-		}
-		b = p.add(b, r, i)
+		b = p.write(b, f, i)
 	}
 	p.text = string(b)
 	return p
-}
-
-// add appends r, folded (fold.go), to b when it is a letter or digit, as the
-// projection of the text's rune at from.
-func (p *projection) add(b []byte, r rune, from int) []byte {
-	switch d, digit := digitValue(r); {
-	case r < utf8.RuneSelf:
-		return p.write(b, asciiFold[r], from)
-	case digit:
-		return p.write(b, asciiFold['0'+d], from)
-	default:
-		return p.write(b, foldLetter(r), from)
-	}
 }
 
 // write appends f to b as the projection of the text's rune at from.

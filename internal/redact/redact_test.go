@@ -14,6 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mtibben/confusables"
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/waystation/waystation/internal/redact/redacttest"
 )
 
@@ -417,5 +420,52 @@ func TestAttackSplitsAreFound(t *testing.T) {
 	}
 	if New(attackValues).ContainsParts([]string{"nothing", "to see", "here"}) {
 		t.Error("parts without a value")
+	}
+}
+
+// TestLookAlikesReadAsTheirPrototype: every letter that Unicode's confusables data
+// reads as one ASCII letter or digit projects as that letter or digit does, but
+// those whose compatibility form says otherwise (ſ is s) and the decimal digits of
+// other scripts (the Bengali ৪ is 4, though it looks like 8).
+func TestLookAlikesReadAsTheirPrototype(t *testing.T) {
+	n := 0
+	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
+		if !unicode.IsLetter(r) || norm.NFKD.PropertiesString(string(r)).Decomposition() != nil {
+			continue
+		}
+		k := confusables.Skeleton(string(r))
+		if len(k) != 1 || !isASCIIAlnum(k[0]) {
+			continue
+		}
+		n++
+		if got, want := project(string(r)).text, project(k).text; got != want {
+			t.Errorf("%U %q: %q, want %q as %q", r, r, got, want, k)
+		}
+	}
+	if n < 300 {
+		t.Errorf("only %d look-alikes", n)
+	}
+}
+
+// TestEveryDecimalDigitReadsAsASCII: each decimal digit of every script projects as
+// its ASCII digit.
+func TestEveryDecimalDigitReadsAsASCII(t *testing.T) {
+	n := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !unicode.Is(unicode.Nd, r) {
+			continue
+		}
+		n++
+		d, ok := digitValue(r)
+		if !ok || project(string(r)).text != project(string(rune('0'+d))).text {
+			t.Errorf("%U %q: %d %v, projects %q", r, r, d, ok, project(string(r)).text)
+		}
+		// The zero of each script starts a run of ten.
+		if d == 0 && !unicode.Is(unicode.Nd, r+9) {
+			t.Errorf("%U %q: no nine after it", r, r)
+		}
+	}
+	if n < 600 {
+		t.Errorf("only %d digits", n)
 	}
 }
