@@ -195,23 +195,32 @@ func (s *Set) spans(text string, depth int, w *work, found [][2]int) [][2]int {
 
 // interleaved appends to found the stretches of text whose every other letter or
 // digit spells a value: "4x1x1x1..." or "h1u2n3...", one filler after each letter or
-// digit. The projection's even and odd bytes are scanned as two more texts, for
-// values of shortValue letters and digits or more only, since a short one would
-// turn up in any text's every other letter.
+// digit. The projection's letters and digits (each rune's projection, so that an m
+// written rn stays one) are taken one in two, from the first and from the second,
+// and scanned as two more texts, for values of shortValue letters and digits or more
+// only, since a short one would turn up in any text's every other letter.
 func (s *Set) interleaved(text string, p projection, w *work, found [][2]int) [][2]int {
 	if len(p.text) < 2*shortValue {
 		return found
 	}
-	half := make([]byte, 0, (len(p.text)+1)/2)
+	half := make([]byte, 0, len(p.text)/2+utf8.UTFMax)
+	at := make([]int32, 0, cap(half)) // the projection's byte of each of half's
 	for parity := range 2 {
-		half = half[:0]
-		for i := parity; i < len(p.text); i += 2 {
-			half = append(half, p.text[i])
+		half, at = half[:0], at[:0]
+		unit := -1
+		for k := range len(p.text) {
+			if k == 0 || p.from[k] != p.from[k-1] {
+				unit++
+			}
+			if unit%2 == parity {
+				half = append(half, p.text[k])
+				at = append(at, int32(k))
+			}
 		}
 		w.scanned += len(half)
 		s.ac.each(string(half), func(start, end int) {
 			if end-start >= shortValue {
-				from, to := p.span(text, 2*start+parity, 2*(end-1)+parity+1)
+				from, to := p.span(text, int(at[start]), int(at[end-1])+1)
 				found = append(found, [2]int{from, to})
 			}
 		})

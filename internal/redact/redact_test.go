@@ -385,6 +385,16 @@ var fuzzEncodings = func() (out []func(string) string) {
 	return out
 }()
 
+// TestInterleavedValueWithLettersWrittenAsTwo: a value whose letters fold to two
+// (m reads as rn) is found with a filler after each of its letters too.
+func TestInterleavedValueWithLettersWrittenAsTwo(t *testing.T) {
+	const v = "hammer-Time42"
+	in := "go " + between(v, func(int, rune) string { return "x" }) + " now"
+	if got, n := New([]string{v}).Redact(in); got != "go [redacted]x now" || n != 1 {
+		t.Errorf("%q: %q %d", in, got, n)
+	}
+}
+
 // attackSplits are the ways a value was split across a request's parts.
 var attackSplits = []struct {
 	name  string
