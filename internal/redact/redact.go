@@ -1,26 +1,36 @@
 // Package redact finds a user's protected values in text, in the forms people and
-// models write them, and blanks them out before the text leaves for a language
-// model or is stored.
+// models write them and the forms a hostile agent hides them in, and blanks them out
+// before the text leaves for a language model or is stored.
 //
 // Text and values are compared on their projection: the letters and digits alone,
-// in their compatibility forms without accents, lower-cased, so that "4242
-// 4242-4242 4242", "ADA@Example.com", "ada @ example . com" and the full-width
-// "ＡＤＡ＠ｅｘａｍｐｌｅ．ｃｏｍ" all match their value. A value that reads as a date also
-// matches its other common forms (1990-04-17, 17/04/1990, 04/17/1990, 17.04.1990,
-// 19900417, 17 April 1990, April 17, 1990, 17 Apr 1990). Every form is a pattern of
-// one Aho–Corasick automaton, so a text is scanned once whatever the number of
-// values. Runs of base64 and of percent-encoding are decoded and scanned too, since
-// an agent may carry a value in a token, a header or a URL.
+// in their compatibility forms without accents, lower-cased and folded (fold.go):
+// look-alikes from other scripts as the letter they stand for, after Unicode's
+// confusables skeletons (UTS #39), and the decimal digits of every script as ASCII
+// digits. So "4242 4242-4242 4242", "ADA@Example.com", "ada @ example . com", the
+// full-width "ＡＤＡ＠ｅｘａｍｐｌｅ．ｃｏｍ", a Cyrillic "аdа" and an Arabic-Indic
+// "٤٢٤٢" all match their value. A value that reads as a date also matches its other
+// common forms (1990-04-17, 17/04/1990, 04/17/1990, 17.04.1990, 19900417, 17 April
+// 1990, April 17, 1990, 17 Apr 1990), and a value of six letters and digits or more
+// also matches written backwards and in rot13. Every form is a pattern of one
+// Aho–Corasick automaton, so a text is scanned once whatever the number of values;
+// the projection's every other letter or digit is scanned too, twice, for a value
+// with a filler after each of its letters ("4x1x1x1..."). Runs of base64 (a
+// character glued in front, or wrapped by white space, included), base32, hex and
+// percent-encoding are decoded and scanned too, nested up to five deep, since an
+// agent may carry a value in a token, a header or a URL; the work is bounded
+// linearly in the text's length (encoded.go). ContainsParts finds a value split
+// across a request's parts, and CountCandidates counts the strings shaped like a
+// card, a date, a phone number or an email, for a caller that refuses a text
+// carrying many guesses.
 package redact
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
 )
 
 // Placeholder replaces each protected value found.
@@ -44,6 +54,9 @@ type Source interface {
 type Set struct {
 	ac *automaton
 	n  int
+	// minText is the fewest bytes of decoded text scanned: minDecoded, or the
+	// length of the shortest value when that is less.
+	minText int
 }
 
 // New builds the set of values; those whose projection is shorter than four letters
@@ -57,13 +70,27 @@ func New(values []string) *Set {
 			patterns = append(patterns, p)
 		}
 	}
+	minText := minDecoded
 	for _, v := range values {
-		add(project(v).text)
+		p := project(v).text
+		if len(p) >= minValue {
+			minText = min(minText, len(strings.TrimSpace(v)))
+		}
+		add(p)
+		// Upper and lower case may fold apart for letters outside ASCII (fold.go).
+		add(project(strings.ToUpper(v)).text)
+		add(project(strings.ToLower(v)).text)
 		for _, d := range dateForms(v) {
 			add(d)
 		}
+		// A value written backwards or in rot13 is found by the same scan, as two more
+		// patterns; only long values, so that prose does not match them by chance.
+		if len(p) >= shortValue {
+			add(project(rot13(v)).text)
+			add(project(reverseRunes(v)).text)
+		}
 	}
-	s := &Set{n: len(patterns)}
+	s := &Set{n: len(patterns), minText: max(minText, 1)}
 	if len(patterns) > 0 {
 		s.ac = build(patterns)
 	}
@@ -84,17 +111,50 @@ func (s *Set) Contains(text string) bool {
 	return n > 0
 }
 
-// Redact returns text with every protected value found replaced by Placeholder,
-// and how many stretches it replaced.
-func (s *Set) Redact(text string) (string, int) {
-	return s.scan(text, true)
+// ContainsParts tells whether any of parts, or all of them written one after the
+// other in order, hold a protected value: a value split across two messages, two
+// content parts of one message or several short members (the keys of a map, which
+// the caller lists in a stable order) is found though no part holds it alone.
+func (s *Set) ContainsParts(parts []string) bool {
+	if s == nil || s.ac == nil {
+		return false
+	}
+	for _, p := range parts {
+		if s.Contains(p) {
+			return true
+		}
+	}
+	return len(parts) > 1 && s.Contains(strings.Join(parts, ""))
 }
+
+// Redact returns text with every protected value found replaced by Placeholder,
+// and how many stretches it replaced. Blanking can leave a value the first scan did
+// not see (a short value glued to the bytes of an encoded run, an interleaving
+// closed up), so what it returns is scanned again, up to redactPasses times; a text
+// that still holds a value then is blanked whole.
+func (s *Set) Redact(text string) (string, int) {
+	out, total := s.scan(text, true)
+	for pass := 1; total > 0; pass++ {
+		next, n := s.scan(out, true)
+		if n == 0 {
+			break
+		}
+		if pass == redactPasses {
+			return Placeholder, total + n
+		}
+		out, total = next, total+n
+	}
+	return out, total
+}
+
+// redactPasses bounds the scans of one Redact.
+const redactPasses = 4
 
 func (s *Set) scan(text string, rewrite bool) (string, int) {
 	if s == nil || s.ac == nil || text == "" {
 		return text, 0
 	}
-	spans := s.spans(text, 0, nil)
+	spans := s.spans(text, 0, newWork(len(text)), nil)
 	if len(spans) == 0 {
 		return text, 0
 	}
@@ -115,20 +175,55 @@ func (s *Set) scan(text string, rewrite bool) (string, int) {
 
 // spans appends to found the byte ranges of text that hold a value, in order of
 // their end for those of the projection; depth is how many encodings text was
-// decoded from.
-func (s *Set) spans(text string, depth int, found [][2]int) [][2]int {
+// decoded from, and w the work the whole scan has left.
+func (s *Set) spans(text string, depth int, w *work, found [][2]int) [][2]int {
 	p := project(text)
-	if len(p.text) > 0 {
-		s.ac.each(p.text, func(start, end int) {
-			from, to := p.from[start], p.to[end-1]
-			if end-start < shortValue && !wholeWord(text, from, to) {
-				return
-			}
-			found = append(found, [2]int{from, to})
-		})
-	}
+	w.scanned += len(p.text)
+	s.ac.each(p.text, func(start, end int) {
+		from, to := p.span(text, start, end)
+		if end-start < shortValue && !wholeWord(text, from, to) {
+			return
+		}
+		found = append(found, [2]int{from, to})
+	})
+	found = s.interleaved(text, p, w, found)
 	if depth < maxDepth {
-		found = s.encoded(text, depth, found)
+		found = s.encoded(text, depth, w, found)
+	}
+	return found
+}
+
+// interleaved appends to found the stretches of text whose every other letter or
+// digit spells a value: "4x1x1x1..." or "h1u2n3...", one filler after each letter or
+// digit. The projection's letters and digits (each rune's projection, so that an m
+// written rn stays one) are taken one in two, from the first and from the second,
+// and scanned as two more texts, for values of shortValue letters and digits or more
+// only, since a short one would turn up in any text's every other letter.
+func (s *Set) interleaved(text string, p projection, w *work, found [][2]int) [][2]int {
+	if len(p.text) < 2*shortValue {
+		return found
+	}
+	half := make([]byte, 0, len(p.text)/2+utf8.UTFMax)
+	at := make([]int32, 0, cap(half)) // the projection's byte of each of half's
+	for parity := range 2 {
+		half, at = half[:0], at[:0]
+		unit := -1
+		for k := range len(p.text) {
+			if k == 0 || p.from[k] != p.from[k-1] {
+				unit++
+			}
+			if unit%2 == parity {
+				half = append(half, p.text[k])
+				at = append(at, int32(k))
+			}
+		}
+		w.scanned += len(half)
+		s.ac.each(string(half), func(start, end int) {
+			if end-start >= shortValue {
+				from, to := p.span(text, int(at[start]), int(at[end-1])+1)
+				found = append(found, [2]int{from, to})
+			}
+		})
 	}
 	return found
 }
@@ -175,64 +270,69 @@ func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 // fold maps the runes a case change confuses to one: ſ and S to s, ı and I to i.
 func fold(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
 
-// projection is a text's letters and digits, lower-cased, with, for each of its
-// bytes, where the rune it belongs to starts and ends in the text.
+// projection is a text's letters and digits, folded (fold.go), with, for each of
+// its bytes, where the rune it belongs to starts in the text.
 type projection struct {
-	text     string
-	from, to []int
+	text string
+	from []int32
+}
+
+// span is the stretch of text whose projection is p.text[start:end]: from the start
+// of the rune of its first byte to the end of the rune of its last.
+func (p projection) span(text string, start, end int) (int, int) {
+	from, last := int(p.from[start]), int(p.from[end-1])
+	_, n := utf8.DecodeRuneInString(text[last:])
+	return from, last + n
 }
 
 func project(s string) projection {
-	var b strings.Builder
-	b.Grow(len(s))
-	p := projection{from: make([]int, 0, len(s)), to: make([]int, 0, len(s))}
+	b := make([]byte, 0, len(s))
+	p := projection{from: make([]int32, 0, len(s))}
 	for i, r := range s {
+		var f string
 		if r < utf8.RuneSelf { // ASCII, the common case, without the Unicode tables
-			switch {
-			case 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
-			case 'A' <= r && r <= 'Z':
-				r += 'a' - 'A'
-			default:
+			f = asciiFold[r]
+			if len(f) == 1 {
+				b = append(b, f[0])
+				p.from = append(p.from, int32(i))
 				continue
 			}
-			b.WriteByte(byte(r))
-			p.from = append(p.from, i)
-			p.to = append(p.to, i+1)
-			continue
+		} else {
+			// Each byte maps back to the whole rune, so that blanking never splits one.
+			f = runeProjection(r)
 		}
-		end := i + utf8.RuneLen(r)
-		if r == utf8.RuneError {
-			end = i + 1
-		}
-		// A compatibility form (full-width Ａ, the ligature ﬁ, the circled ①) reads
-		// as what it decomposes to, and an accented letter as its base letter: every
-		// rune of its decomposition that is a letter or digit counts, the marks do not.
-		// Each maps back to the whole rune, so that blanking never splits one.
-		if d := norm.NFKD.PropertiesString(s[i:end]).Decomposition(); d != nil {
-			for _, dr := range string(d) {
-				p.add(&b, dr, i, end)
-			}
-			continue
-		}
-		p.add(&b, r, i, end)
+		b = p.write(b, f, i)
 	}
-	p.text = b.String()
+	p.text = string(b)
 	return p
 }
 
-// add writes r, folded, to b when it is a letter or digit, as the projection of the
-// text's bytes from to end.
-func (p *projection) add(b *strings.Builder, r rune, from, end int) {
-	f := fold(r)
-	if !isAlnum(f) {
-		return
+// write appends f to b as the projection of the text's rune at from.
+func (p *projection) write(b []byte, f string, from int) []byte {
+	for range len(f) {
+		p.from = append(p.from, int32(from))
 	}
-	n := b.Len()
-	b.WriteRune(f)
-	for range b.Len() - n {
-		p.from = append(p.from, from)
-		p.to = append(p.to, end)
-	}
+	return append(b, f...)
+}
+
+// rot13 turns each ASCII letter of v thirteen places on.
+func rot13(v string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case 'A' <= r && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, v)
+}
+
+// reverseRunes is v written backwards.
+func reverseRunes(v string) string {
+	r := []rune(v)
+	slices.Reverse(r)
+	return string(r)
 }
 
 // dateLayouts are the forms a date value is read from and written in.

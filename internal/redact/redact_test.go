@@ -2,13 +2,20 @@ package redact
 
 import (
 	"context"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/mtibben/confusables"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/waystation/waystation/internal/redact/redacttest"
 )
@@ -156,8 +163,9 @@ func TestUnionFailsClosed(t *testing.T) {
 }
 
 // FuzzRedact: redacting never panics, never leaves a planted value (spaced,
-// upper-cased, full-width, base64- or percent-encoded), and leaves a text without
-// values as it was.
+// upper-cased, full-width, encoded in any of the forms of encodings and
+// fuzzEncodings), leaves a text without values as it was, and what it returns never
+// holds a value.
 func FuzzRedact(f *testing.F) {
 	f.Add("some text", "4242424242424242")
 	f.Add("ünïcode ÄÖ 12", "äö12ab")
@@ -179,11 +187,22 @@ func FuzzRedact(f *testing.F) {
 			for _, enc := range encodings {
 				planted = append(planted, text+" "+enc(value)+" "+text)
 			}
+			for _, enc := range fuzzEncodings {
+				planted = append(planted, text+" "+enc(value)+" "+text)
+			}
+		}
+		// Placeholders side by side may spell a value ("dactedre"): not a leak.
+		spelt := s.Contains(strings.Repeat(Placeholder, 3))
+		if got, _ := s.Redact(text); s.Contains(got) && !spelt {
+			t.Fatalf("value %q left in %q -> %q", value, text, got)
 		}
 		for _, planted := range planted {
 			got, n := s.Redact(planted)
 			if len(p) >= shortValue && n == 0 {
 				t.Fatalf("value %q not found in %q", value, planted)
+			}
+			if s.Contains(got) && !spelt {
+				t.Fatalf("value %q still in %q -> %q", value, planted, got)
 			}
 			// What is left between placeholders never holds the value, in any form.
 			for _, seg := range strings.Split(got, Placeholder) {
@@ -193,4 +212,270 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// attackValues are a card, a password-like value and a date of birth, the values a
+// hostile agent was seen carrying out in other forms.
+var attackValues = []string{"4111111111111111", "hunter2-Zebra!", "1990-04-17"}
+
+// alnum is v's letters and digits alone.
+func alnum(v string) []rune {
+	var out []rune
+	for _, r := range v {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// between writes v's letters and digits with filler(i) after the i-th of them.
+func between(v string, filler func(i int, r rune) string) string {
+	var b strings.Builder
+	for i, r := range alnum(v) {
+		b.WriteRune(r)
+		b.WriteString(filler(i, r))
+	}
+	return b.String()
+}
+
+func hexWith(v, prefix, sep string, upper bool) string {
+	var b strings.Builder
+	for i := range len(v) {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		h := hex.EncodeToString([]byte{v[i]})
+		if upper {
+			h = strings.ToUpper(h)
+		}
+		b.WriteString(prefix + h)
+	}
+	return b.String()
+}
+
+func enc64(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) }
+
+func wrap(s string, n int, sep string) string {
+	var parts []string
+	for len(s) > n {
+		parts = append(parts, s[:n])
+		s = s[n:]
+	}
+	return strings.Join(append(parts, s), sep)
+}
+
+func rot13Of(v string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case 'A' <= r && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, v)
+}
+
+func reverse(v string) string {
+	r := []rune(v)
+	slices.Reverse(r)
+	return string(r)
+}
+
+// lookAlikes are Cyrillic and Greek letters that people read as the Latin letter or
+// digit they stand for.
+var lookAlikes = map[rune]rune{'a': 'а', 'e': 'е', 'o': 'о', 'p': 'р', 'c': 'с', 'x': 'х', 'y': 'у',
+	'h': 'һ', 'Z': 'Ζ', 'H': 'Η', 'T': 'Т', '1': 'І', '0': 'О', '3': 'З', 'b': 'Ь'}
+
+func homoglyphs(v string) string {
+	return strings.Map(func(r rune) rune {
+		if l, ok := lookAlikes[r]; ok {
+			return l
+		}
+		return r
+	}, v)
+}
+
+// digitsIn writes v's ASCII digits as the digits of the script whose zero is zero.
+func digitsIn(zero rune) func(string) string {
+	return func(v string) string {
+		return strings.Map(func(r rune) rune {
+			if '0' <= r && r <= '9' {
+				return zero + r - '0'
+			}
+			return r
+		}, v)
+	}
+}
+
+// attackForms are the forms a review carried values out in past the scanner.
+var attackForms = []struct {
+	name string
+	form func(string) string
+}{
+	{"hex", func(v string) string { return hex.EncodeToString([]byte(v)) }},
+	{"hex upper", func(v string) string { return strings.ToUpper(hex.EncodeToString([]byte(v))) }},
+	{"hex spaced", func(v string) string { return hexWith(v, "", " ", false) }},
+	{"hex colons upper", func(v string) string { return hexWith(v, "", ":", true) }},
+	{`hex \x`, func(v string) string { return hexWith(v, `\x`, "", false) }},
+	{"hex 0x commas", func(v string) string { return hexWith(v, "0x", ", ", true) }},
+	{"base32", func(v string) string { return base32.StdEncoding.EncodeToString([]byte(v)) }},
+	{"base32 raw lower", func(v string) string {
+		return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(v)))
+	}},
+	{"base32 hex", func(v string) string { return base32.HexEncoding.EncodeToString([]byte(v)) }},
+	{"base32 hex raw lower", func(v string) string {
+		return strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString([]byte(v)))
+	}},
+	{"rot13", rot13Of},
+	{"reversed", reverse},
+	{"homoglyphs", homoglyphs},
+	{"arabic-indic digits", digitsIn('٠')},
+	{"extended arabic-indic digits", digitsIn('۰')},
+	{"devanagari digits", digitsIn('०')},
+	{"bengali digits", digitsIn('০')},
+	{"x between each", func(v string) string { return between(v, func(int, rune) string { return "x" }) }},
+	{"letter between digits, digit between letters", func(v string) string {
+		return between(v, func(i int, r rune) string {
+			if unicode.IsDigit(r) {
+				return string(rune('q' + i%5))
+			}
+			return fmt.Sprint(i % 10)
+		})
+	}},
+	{"base64 glued letter", func(v string) string { return "x" + enc64(v) }},
+	{"base64 glued digit", func(v string) string { return "7" + enc64(v) }},
+	{"base64 wrapped by 4 spaces", func(v string) string { return wrap(enc64(v), 4, " ") }},
+	{"base64 wrapped by 4 lines", func(v string) string { return wrap(enc64(v), 4, "\n") }},
+	{"base64 nested four deep", func(v string) string { return enc64(enc64(enc64(enc64(v)))) }},
+	{"percent of base64 nested four deep", func(v string) string { return url.QueryEscape(enc64(enc64(enc64(enc64(v))))) }},
+}
+
+// TestAttackFormsAreFound: each value, written in each form a hostile agent used to
+// carry it past the scanner, is found, and what Redact leaves holds it no more.
+func TestAttackFormsAreFound(t *testing.T) {
+	for _, v := range attackValues {
+		s := New([]string{v})
+		for _, f := range attackForms {
+			enc := f.form(v)
+			if enc == v {
+				continue // the form does not change this value (rot13 of digits)
+			}
+			in := "please send " + enc + " to the shop"
+			if !s.Contains(in) {
+				t.Errorf("%s of %q not found: %q", f.name, v, in)
+				continue
+			}
+			if got, n := s.Redact(in); n == 0 || s.Contains(got) {
+				t.Errorf("%s of %q: redacted to %q (%d)", f.name, v, got, n)
+			}
+		}
+	}
+}
+
+// fuzzEncodings are the attack forms that hold for any value: encodings of its
+// bytes.
+var fuzzEncodings = func() (out []func(string) string) {
+	for _, f := range attackForms {
+		if strings.HasPrefix(f.name, "hex") || strings.HasPrefix(f.name, "base") || strings.HasPrefix(f.name, "percent") {
+			out = append(out, f.form)
+		}
+	}
+	return out
+}()
+
+// TestInterleavedValueWithLettersWrittenAsTwo: a value whose letters fold to two
+// (m reads as rn) is found with a filler after each of its letters too.
+func TestInterleavedValueWithLettersWrittenAsTwo(t *testing.T) {
+	const v = "hammer-Time42"
+	in := "go " + between(v, func(int, rune) string { return "x" }) + " now"
+	if got, n := New([]string{v}).Redact(in); got != "go [redacted]x now" || n != 1 {
+		t.Errorf("%q: %q %d", in, got, n)
+	}
+}
+
+// attackSplits are the ways a value was split across a request's parts.
+var attackSplits = []struct {
+	name  string
+	parts func(string) []string
+}{
+	{"two messages", func(v string) []string { h := len(v) / 2; return []string{"first " + v[:h], v[h:] + " second"} }},
+	{"two content parts", func(v string) []string { h := len(v) / 3; return []string{v[:h], v[h:]} }},
+	{"logit_bias keys", func(v string) []string {
+		var keys []string
+		for i := 0; i < len(v); i += 3 {
+			keys = append(keys, v[i:min(i+3, len(v))])
+		}
+		return keys
+	}},
+}
+
+// TestAttackSplitsAreFound: a value split across messages, content parts or short
+// keys is found in the parts together, though no part holds it.
+func TestAttackSplitsAreFound(t *testing.T) {
+	for _, v := range attackValues {
+		s := New([]string{v})
+		for _, sp := range attackSplits {
+			parts := sp.parts(v)
+			for _, p := range parts {
+				if s.Contains(p) {
+					t.Fatalf("%s of %q: part %q holds it alone", sp.name, v, p)
+				}
+			}
+			if !s.ContainsParts(parts) {
+				t.Errorf("%s of %q not found: %q", sp.name, v, parts)
+			}
+		}
+	}
+	if New(attackValues).ContainsParts([]string{"nothing", "to see", "here"}) {
+		t.Error("parts without a value")
+	}
+}
+
+// TestLookAlikesReadAsTheirPrototype: every letter that Unicode's confusables data
+// reads as one ASCII letter or digit projects as that letter or digit does, but
+// those whose compatibility form says otherwise (ſ is s) and the decimal digits of
+// other scripts (the Bengali ৪ is 4, though it looks like 8).
+func TestLookAlikesReadAsTheirPrototype(t *testing.T) {
+	n := 0
+	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
+		if !unicode.IsLetter(r) || norm.NFKD.PropertiesString(string(r)).Decomposition() != nil {
+			continue
+		}
+		k := confusables.Skeleton(string(r))
+		if len(k) != 1 || !isASCIIAlnum(k[0]) {
+			continue
+		}
+		n++
+		if got, want := project(string(r)).text, project(k).text; got != want {
+			t.Errorf("%U %q: %q, want %q as %q", r, r, got, want, k)
+		}
+	}
+	if n < 300 {
+		t.Errorf("only %d look-alikes", n)
+	}
+}
+
+// TestEveryDecimalDigitReadsAsASCII: each decimal digit of every script projects as
+// its ASCII digit.
+func TestEveryDecimalDigitReadsAsASCII(t *testing.T) {
+	n := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !unicode.Is(unicode.Nd, r) {
+			continue
+		}
+		n++
+		d, ok := digitValue(r)
+		if !ok || project(string(r)).text != project(string(rune('0'+d))).text {
+			t.Errorf("%U %q: %d %v, projects %q", r, r, d, ok, project(string(r)).text)
+		}
+		// The zero of each script starts a run of ten.
+		if d == 0 && !unicode.Is(unicode.Nd, r+9) {
+			t.Errorf("%U %q: no nine after it", r, r)
+		}
+	}
+	if n < 600 {
+		t.Errorf("only %d digits", n)
+	}
 }
