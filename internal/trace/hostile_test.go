@@ -156,7 +156,7 @@ func TestExportKeepsNoValueInNumbersIDsOrTimes(t *testing.T) {
 // its ids and times that hold the card blanked too.
 func TestSpansAnsweredHoldNoValueInNumbersIDsOrTimes(t *testing.T) {
 	set := redact.New([]string{card})
-	store := &memStore{list: []Span{{TraceID: "0000000000000000" + card, SpanID: card, ParentSpanID: card, Name: "pay",
+	store := &memStore{list: []Span{{TraceID: "0000000000000000" + card, SpanID: card, ParentSpanID: card, Name: "pay", Kind: 41111111, Status: Status{Code: 41111111},
 		Start: 1004111111111111111, End: 4111111111111111000,
 		Attributes: map[string]any{"int": int64(4111111111111111), "double": float64(4111111111111111), "list": []any{int64(4111111111111111)},
 			"map": map[string]any{"n": 0.4111111111111111}, "attempt": int64(2)}}}}
@@ -165,7 +165,7 @@ func TestSpansAnsweredHoldNoValueInNumbersIDsOrTimes(t *testing.T) {
 		t.Fatalf("spans %+v %v", spans, err)
 	}
 	answered, _ := json.Marshal(spans)
-	if set.Contains(string(answered)) || spans[0].Attributes["attempt"] != int64(2) {
+	if set.Contains(string(answered)) || spans[0].Attributes["attempt"] != int64(2) || spans[0].Kind != 0 || spans[0].Status.Code != 0 {
 		t.Errorf("answered %s", answered)
 	}
 }
@@ -202,6 +202,12 @@ func TestParseErrorsQuoteNothingOfTheBody(t *testing.T) {
 		plain := strings.NewReplacer(`\u003c`, "", `\u003e`, "", `\u0026`, "", "<", "", ">", "", "&", "").Replace(p.Detail)
 		if strings.Contains(plain, "1111") || strings.Contains(p.Detail, `\u00`) {
 			t.Errorf("the detail quotes the body: %s", p.Detail)
+		}
+	}
+	for _, id := range []string{"41111111111111g1", "4111111111111111a", "QREREREREREREQ=="} {
+		body := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"` + id + `"}]}]}]}`
+		if _, err := Parse([]byte(body), JSON); problem.CodeOf(err) != problem.ValidationFailed || strings.Contains(err.Error(), "4111") || strings.Contains(err.Error(), id) {
+			t.Errorf("span id %q: %v", id, err)
 		}
 	}
 	d := sample()

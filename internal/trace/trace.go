@@ -52,7 +52,8 @@ type Status struct {
 // and times that hold a value cannot be blanked in part either: an id becomes all
 // zeros (OTLP's invalid id, never a real one) and a time 0. Export rejects such a
 // span before it is kept (Holds); Clean blanks them in spans kept before the value
-// was saved.
+// was saved. A kind or status code outside OTLP's enums, a number an agent chose,
+// is read as unspecified.
 func (s *Span) Clean(set *redact.Set) int {
 	n := 0
 	text := func(v string) string {
@@ -69,6 +70,7 @@ func (s *Span) Clean(set *redact.Set) int {
 			n++
 		}
 	}
+	s.Kind, s.Status.Code = enum(int32(s.Kind), kinds), enum(int32(s.Status.Code), codes) // as kept before they were bounded
 	for _, t := range []*uint64{&s.Start, &s.End} {
 		if set.Contains(strconv.FormatUint(*t, 10)) {
 			*t = 0
