@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,8 +24,26 @@ import (
 // mcpCard is the value a hostile agent sends to the MCP server to have it repeated.
 const mcpCard = "4111111111111111"
 
+// lockedLog is a log destination the SDK's goroutines may write while a test reads.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // loggedServer is everyRoute's server, logging to logs.
-func loggedServer(logs *bytes.Buffer) *Server {
+func loggedServer(logs *lockedLog) *Server {
 	return NewServer(Config{}, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil, nil, WithAuthenticated(Authenticated{
 		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}, Memory: memory.NewService(nil, memory.Config{}),
 		Origins: origin.NewService(nil, nil, nil, origin.Config{})}))
@@ -48,7 +67,7 @@ func postMCP(s http.Handler, body string, header ...string) *httptest.ResponseRe
 // protocol version it does not speak) say what failed by their code and a fixed
 // text, never what was sent; and logging/setLevel's level goes to no log line.
 func TestMCPErrorsRepeatNothingOfTheRequest(t *testing.T) {
-	var logs bytes.Buffer
+	var logs lockedLog
 	s := loggedServer(&logs)
 	call := func(method, params string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
@@ -92,7 +111,7 @@ func TestMCPErrorsRepeatNothingOfTheRequest(t *testing.T) {
 // card comes back as an error of its code that says nothing of it, a level set to
 // it is logged nowhere, and the tools still list and answer.
 func TestMCPErrorsToTheOfficialClientRepeatNothing(t *testing.T) {
-	var logs bytes.Buffer
+	var logs lockedLog
 	srv := httptest.NewServer(loggedServer(&logs))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
