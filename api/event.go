@@ -13,6 +13,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 type appendEventRequest struct {
@@ -196,7 +197,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		items, sess, err = s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Error("event stream", "err", err, "path", r.URL.Path)
+				s.log.Error("event stream", "err", err, "path", telemetry.LoggedPath(r))
 			}
 			return
 		}

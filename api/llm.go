@@ -593,7 +593,7 @@ func (s *Server) upstream(r *http.Request, up endpoint, method, path string, bod
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if tp := telemetry.Traceparent(r.Context()); tp != "" {
+	if tp := telemetry.UpstreamTraceparent(r.Context()); tp != "" { // never the caller's trace
 		req.Header.Set("Traceparent", tp)
 	}
 	client := l.Client

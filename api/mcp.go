@@ -60,11 +60,11 @@ func (s *Server) handleMCP() http.Handler {
 			return user
 		}
 		return public
-	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: s.log})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, Logger: quietLog(s.log)})
 	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Cache-Control"] = hdrNoStore
 		ctx := context.WithValue(r.Context(), mcpCallerKey{}, search.Caller{RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")})
-		h.ServeHTTP(w, r.WithContext(ctx))
+		quietErrors(h).ServeHTTP(w, r.WithContext(ctx))
 	})
 	keyed := s.authenticate(serve)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

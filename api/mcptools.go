@@ -23,7 +23,7 @@ import (
 // agent's tools too.
 func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "waystation", Title: "Waystation", Version: Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: s.log})
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: quietLog(s.log)})
 	srv.AddReceivingMiddleware(quietCalls)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptrTo(false)}
 	addTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,

@@ -31,7 +31,7 @@ type problemBody struct {
 // an internal error, logged with the request id and its text not shown. A problem
 // caused by a failure underneath (a database that cannot be reached) is logged too.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, instance string, err error) {
-	p, kind := knownProblem(r.Context(), log, id, []any{"method", r.Method, "path", r.URL.Path}, err)
+	p, kind := knownProblem(r.Context(), log, id, []any{"method", r.Method, "path", telemetry.LoggedPath(r)}, err)
 	var contentType string
 	var body []byte
 	switch {

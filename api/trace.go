@@ -15,8 +15,8 @@ import (
 
 // handleTraces takes an OTLP/HTTP trace export, protobuf or JSON, gzipped or not:
 // each span goes to the session its workflow.session.id names, if the key may see
-// it, cleaned of the user's protected values and of URL queries; the others are
-// counted as rejected in the answer, OTLP's ExportTraceServiceResponse in the
+// it, cleaned of the user's protected values (in its text, numbers, ids and times)
+// and of URL queries; the others are counted as rejected in the answer, OTLP's ExportTraceServiceResponse in the
 // request's encoding. It answers at /traces and at /v1/traces, where an OTLP
 // exporter given the API's base as its endpoint sends.
 func (s *Server) handleTraces() http.HandlerFunc {
@@ -42,7 +42,7 @@ func (s *Server) handleTraces() http.HandlerFunc {
 			return err
 		}
 		writeBody(w, http.StatusOK, enc.ContentType(), trace.Response(enc, rejected,
-			"Spans whose workflow.session.id names no session this key may see, or a session full of spans, were rejected."))
+			"Spans whose workflow.session.id names no session this key may see, of a session full of spans, or whose ids or times cannot be kept, were rejected."))
 		return nil
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // Pages renders every page of a snapshot that does not depend on the request: the
@@ -428,7 +429,7 @@ func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		http.Error(w, r.Method+" is not allowed here.", http.StatusMethodNotAllowed)
+		http.Error(w, "This path takes "+strings.Join(allowed, ", ")+", not the method sent.", http.StatusMethodNotAllowed) // never the method itself: a caller chose it
 	}
 }
 
@@ -437,11 +438,11 @@ func (s *Server) handleMethodNotAllowed(mux chi.Routes) http.HandlerFunc {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Cache-Control", "no-store")
 	if problem.CodeOf(err) == problem.DatabaseUnavailable {
-		s.log.WarnContext(r.Context(), "page: database unavailable", "err", err, "path", r.URL.Path)
+		s.log.WarnContext(r.Context(), "page: database unavailable", "err", err, "path", telemetry.LoggedPath(r))
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The service cannot reach its database just now; try again in a minute.", http.StatusServiceUnavailable)
 		return
 	}
-	s.log.ErrorContext(r.Context(), "page failed", "err", err, "path", r.URL.Path)
+	s.log.ErrorContext(r.Context(), "page failed", "err", err, "path", telemetry.LoggedPath(r))
 	http.Error(w, "Internal error.", http.StatusInternalServerError)
 }

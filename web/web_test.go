@@ -353,6 +353,14 @@ func TestUnknownPagesAnswer404InHTML(t *testing.T) {
 	if rec.Code != 405 {
 		t.Errorf("POST /: %d", rec.Code)
 	}
+	// A method is the caller's text: the answer names the methods the path takes,
+	// never the one sent.
+	req = httptest.NewRequest("X4111111111111111", "/", nil)
+	rec = httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != 405 || strings.Contains(rec.Body.String(), "4111") || !strings.Contains(rec.Body.String(), "GET") {
+		t.Errorf("an invented method: %d %s", rec.Code, rec.Body.String())
+	}
 }
 
 func TestPagesEscapeWhatSellersWrite(t *testing.T) {

@@ -41,7 +41,7 @@ func TestServerLogsEveryRequestAndServesItsMetrics(t *testing.T) {
 		{api + "/api/public/v1/services/no-such-method", nil},
 		{srv.base + "/", nil},
 		{srv.base + "/app/requests", nil},
-		{api + "/sessions", []string{"X-Request-Id", "caller-chosen-1"}},
+		{api + "/sessions", []string{"X-Request-Id", "5f0c2b4e-0000-4000-8000-0000000000c1"}},
 	} {
 		res, _ := get(c.url, c.header...)
 		id := res.Header.Get("X-Request-Id")
@@ -50,7 +50,7 @@ func TestServerLogsEveryRequestAndServesItsMetrics(t *testing.T) {
 		}
 		ids[id] = res.StatusCode
 	}
-	if _, ok := ids["caller-chosen-1"]; !ok {
+	if _, ok := ids["5f0c2b4e-0000-4000-8000-0000000000c1"]; !ok {
 		t.Error("the caller's X-Request-Id was not kept")
 	}
 

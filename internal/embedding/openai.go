@@ -83,8 +83,10 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	// A query's embedding joins the trace of the search that asked for it.
-	if tp := telemetry.Traceparent(ctx); tp != "" {
+	// A query's embedding is a child of the search's span, under a trace of its own
+	// when the search's trace is its caller's (a model provider learns nothing an
+	// agent chose).
+	if tp := telemetry.UpstreamTraceparent(ctx); tp != "" {
 		req.Header.Set("Traceparent", tp)
 	}
 	res, err := c.http.Do(req)

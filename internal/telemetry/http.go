@@ -13,7 +13,9 @@ import (
 
 // HTTP wraps the service's handler: every request gets its id (in X-Request-Id on
 // every answer) and trace context, is counted and timed by route, and gets one
-// access log line.
+// access log line, which holds no text a caller chose (see loggedPath and
+// loggedUserAgent; the ids are the service's or in the shapes callerID and
+// parseTraceparent keep).
 type HTTP struct {
 	// AccessLog gets one line per request; nil logs none.
 	AccessLog *slog.Logger
@@ -63,13 +65,13 @@ func (h HTTP) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if lines != nil {
-			lines.appendAccess(json, start.Add(took), &accessLine{method: r.Method, path: r.URL.Path, route: route,
-				status: status, bytes: st.rec.bytes, took: took, remote: r.RemoteAddr, req: &st.req, userAgent: r.UserAgent()})
+			lines.appendAccess(json, start.Add(took), &accessLine{method: r.Method, path: loggedPath(route, r.URL.Path), route: route,
+				status: status, bytes: st.rec.bytes, took: took, remote: r.RemoteAddr, req: &st.req, userAgent: loggedUserAgent(r.UserAgent())})
 			return
 		}
 		req := &st.req
 		attrs := []slog.Attr{
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", route),
+			slog.String("method", r.Method), slog.String("path", loggedPath(route, r.URL.Path)), slog.String("route", route),
 			slog.Int("status", status), slog.Int64("bytes", st.rec.bytes),
 			slog.Float64("ms", float64(took.Microseconds())/1000), slog.String("remote", r.RemoteAddr),
 			slog.String("request_id", req.ID), slog.String("trace_id", req.TraceID), slog.String("span_id", req.SpanID),
@@ -77,7 +79,7 @@ func (h HTTP) Wrap(next http.Handler) http.Handler {
 		if req.ParentID != "" {
 			attrs = append(attrs, slog.String("parent_id", req.ParentID))
 		}
-		if ua := r.UserAgent(); ua != "" {
+		if ua := loggedUserAgent(r.UserAgent()); ua != "" {
 			attrs = append(attrs, slog.String("user_agent", ua))
 		}
 		h.AccessLog.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)

@@ -7,13 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"unsafe"
 )
 
 // Request is what the service knows of one request while it is served.
 type Request struct {
 	// ID names the request in its X-Request-Id header, its problem body and its log
-	// lines: the caller's own when well formed, else random.
+	// lines: the caller's own when it is a UUID or 32 hex digits, else random.
 	ID string
 	// TraceID is the W3C trace the request belongs to: the caller's traceparent's
 	// when it sent a valid one, else a new one. ParentID is the caller's span ("" when
@@ -71,25 +72,42 @@ func Traceparent(ctx context.Context) string {
 // NewID is a random request id: 128 bits in hex.
 func NewID() string { return randomHex(16) }
 
-// wellFormedID tells whether a caller's X-Request-Id is kept: 1 to 128 of letters,
-// digits and "-_.:", so that a log line holds nothing a caller smuggled in.
-func wellFormedID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
+// callerID is the caller's X-Request-Id as it is kept, and whether it is: only a
+// UUID or 32 hex digits, in lower case. The id comes back in every problem body and
+// goes into every log line, so it may not be text: a word, a password or a card's
+// digits followed by a letter are replaced by a new id. (A shape of 128 bits can
+// still be chosen to spell digits; it is the narrowest that request ids in use fit.)
+func callerID(s string) (string, bool) {
+	switch len(s) {
+	case 32:
+		if !anyCaseHex(s) {
+			return "", false
+		}
+	case 36:
+		if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' ||
+			!anyCaseHex(s[0:8]) || !anyCaseHex(s[9:13]) || !anyCaseHex(s[14:18]) || !anyCaseHex(s[19:23]) || !anyCaseHex(s[24:36]) {
+			return "", false
+		}
+	default:
+		return "", false
 	}
+	return strings.ToLower(s), true
+}
+
+func anyCaseHex(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
 			return false
 		}
 	}
 	return true
 }
 
-// parseTraceparent reads a W3C traceparent (Trace Context Level 1): version,
-// trace id, parent id and flags in lowercase hex. Version ff, all-zero ids, a wrong
-// length or a value sent twice make it invalid. A later version is read by its
-// first four fields, as the recommendation asks.
+// parseTraceparent reads a W3C traceparent (Trace Context Level 1): version 00,
+// trace id, parent id and flags in lowercase hex, 55 characters. Any other version,
+// all-zero ids, a wrong length or a value sent twice make it invalid, and a new
+// trace is started: the recommendation's reading of a later version by its first
+// four fields would take a header whose tail is anything a caller likes.
 func parseTraceparent(values []string) (traceID, parentID string, sampled, ok bool) {
 	if len(values) != 1 {
 		return "", "", false, false
@@ -99,10 +117,7 @@ func parseTraceparent(values []string) (traceID, parentID string, sampled, ok bo
 		return "", "", false, false
 	}
 	version, trace, parent, flags := v[0:2], v[3:35], v[36:52], v[53:55]
-	if !lowerHex(version) || version == "ff" || !lowerHex(trace) || !lowerHex(parent) || !lowerHex(flags) {
-		return "", "", false, false
-	}
-	if version == "00" && len(v) != 55 || version != "00" && len(v) > 55 && v[55] != '-' {
+	if version != "00" || len(v) != 55 || !lowerHex(trace) || !lowerHex(parent) || !lowerHex(flags) {
 		return "", "", false, false
 	}
 	if allZero(trace) || allZero(parent) {
@@ -145,8 +160,10 @@ func (r *Request) init(ids, traceparents []string, buf *[80]byte) {
 	hex.Encode(buf[:], b[:])
 	random := unsafe.String(&buf[0], len(buf)) // id 0:32, trace 32:64, span 64:80
 	r.ID, r.SpanID = random[0:32], random[64:80]
-	if len(ids) == 1 && wellFormedID(ids[0]) {
-		r.ID = ids[0]
+	if len(ids) == 1 {
+		if id, ok := callerID(ids[0]); ok {
+			r.ID = id
+		}
 	}
 	var ok bool
 	if r.TraceID, r.ParentID, r.Sampled, ok = parseTraceparent(traceparents); !ok {
@@ -166,4 +183,26 @@ func (c *requestContext) Value(key any) any {
 		return c.req
 	}
 	return c.Context.Value(key)
+}
+
+// UpstreamTraceparent is the traceparent header for a call to a party that must
+// learn nothing an agent chose (a language model): this service's span under a trace
+// of its own. A caller's trace id is the caller's text (a card's digits fit in its
+// hex), so when the request came with one the call gets a new trace id, and the
+// access line's span_id, the call's parent, ties the two together; a request that
+// came without one passes on the service's own trace, as Traceparent does. "" when
+// ctx carries no request.
+func UpstreamTraceparent(ctx context.Context) string {
+	r := From(ctx)
+	if r == nil {
+		return ""
+	}
+	if r.ParentID == "" {
+		return Traceparent(ctx)
+	}
+	flags := "00"
+	if r.Sampled {
+		flags = "01"
+	}
+	return "00-" + randomHex(16) + "-" + r.SpanID + "-" + flags
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -56,7 +58,7 @@ func Parse(body []byte, enc Encoding) ([]Span, error) {
 		err = protojson.UnmarshalOptions{DiscardUnknown: true, RecursionLimit: nesting}.Unmarshal(body, &data)
 	}
 	if err != nil {
-		return nil, problem.Invalid("The body is not an OTLP trace export in " + enc.name() + " (resourceSpans, scopeSpans, spans): " + describe(err))
+		return nil, problem.Invalid("The body is not an OTLP trace export in " + enc.name() + " (resourceSpans, scopeSpans, spans): " + describe(err, enc))
 	}
 	n := 0
 	for _, rs := range data.ResourceSpans {
@@ -90,15 +92,58 @@ func (e Encoding) name() string {
 	return "JSON"
 }
 
-// describe is a decoder's complaint without the name of the library that made it.
-func describe(err error) string {
-	s := err.Error()
-	for _, prefix := range []string{"proto: ", "protojson: "} {
-		s = strings.TrimPrefix(s, prefix)
+// describe says where and what a decoder found wrong without a byte of what it was
+// sent: the decoders quote the value they refused, and the JSON encoder that writes
+// a problem escapes <, > and & so that a value spelt between them would pass any
+// check of the answer. Only a field's name is said, and only when it is one of
+// OTLP's own (fieldNames), so that nothing an agent chose is repeated.
+func describe(err error, enc Encoding) string {
+	if enc == Protobuf {
+		return "it is not protobuf wire format, or a string in it is not UTF-8."
 	}
-	// protobuf's errors use non-breaking spaces, at random, so that no one parses
-	// them; they are read here, not parsed.
-	return strings.ReplaceAll(s, "\u00a0", " ")
+	m := invalidValue.FindStringSubmatch(err.Error())
+	if m == nil || !fieldNames[m[2]] {
+		return "a member holds a value of the wrong type."
+	}
+	return "member " + m[2] + " must be a " + m[1] + "."
+}
+
+// invalidValue is protojson's complaint about a member's value: its type and field.
+var invalidValue = regexp.MustCompile(`invalid value for ([a-z0-9]+) field ([A-Za-z0-9_]+)`)
+
+// fieldNames are the JSON and proto names of every field of an export's messages.
+var fieldNames = func() map[string]bool {
+	names := map[string]bool{}
+	var walk func(md protoreflect.MessageDescriptor)
+	walk = func(md protoreflect.MessageDescriptor) {
+		fs := md.Fields()
+		for i := 0; i < fs.Len(); i++ {
+			f := fs.Get(i)
+			if names[string(f.Name())] && names[f.JSONName()] {
+				continue
+			}
+			names[string(f.Name())], names[f.JSONName()] = true, true
+			if f.Message() != nil {
+				walk(f.Message())
+			}
+		}
+	}
+	walk((&tracepb.TracesData{}).ProtoReflect().Descriptor())
+	return names
+}()
+
+// kinds and codes bound a span's kind and status code to OTLP's enums: any other
+// number is one an agent chose, and is read as unspecified.
+const (
+	kinds = int32(tracepb.Span_SPAN_KIND_CONSUMER)
+	codes = int32(tracepb.Status_STATUS_CODE_ERROR)
+)
+
+func enum(v, most int32) int {
+	if v < 0 || v > most {
+		return 0
+	}
+	return int(v)
 }
 
 func fromProto(s *tracepb.Span, res map[string]any) (Span, error) {
@@ -106,8 +151,8 @@ func fromProto(s *tracepb.Span, res map[string]any) (Span, error) {
 		return Span{}, problem.Invalid("traceId must be 16 bytes (32 hex digits in JSON) and spanId and parentSpanId 8 (16), not all zero.")
 	}
 	sp := Span{TraceID: hex.EncodeToString(s.TraceId), SpanID: hex.EncodeToString(s.SpanId), ParentSpanID: hex.EncodeToString(s.ParentSpanId),
-		Name: s.Name, Kind: int(s.Kind), Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano,
-		Attributes: attributes(s.Attributes), Status: Status{Code: int(s.GetStatus().GetCode()), Message: s.GetStatus().GetMessage()}}
+		Name: s.Name, Kind: enum(int32(s.Kind), kinds), Start: s.StartTimeUnixNano, End: s.EndTimeUnixNano,
+		Attributes: attributes(s.Attributes), Status: Status{Code: enum(int32(s.GetStatus().GetCode()), codes), Message: s.GetStatus().GetMessage()}}
 	sid, _ := sp.Attributes[SessionAttribute].(string)
 	if sid == "" {
 		sid, _ = res[SessionAttribute].(string)

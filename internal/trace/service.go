@@ -48,8 +48,9 @@ func NewService(store Store, protected redact.Source, cfg Config) *Service {
 
 // Export keeps the spans of an OTLP/HTTP export body, in encoding enc, for p: each
 // span goes to the session its workflow.session.id names if p may see it and it has
-// room, cleaned of the user's protected values and of URL queries. It answers how
-// many spans it rejected. A body that is no export is invalid, and one that carries
+// room, cleaned of the user's protected values and of URL queries. A span whose ids
+// or times hold a value is rejected, not kept blanked: they are what names and
+// orders it. It answers how many spans it rejected. A body that is no export is invalid, and one that carries
 // more than MaxSpans spans too large.
 func (s *Service) Export(ctx context.Context, p auth.Principal, body []byte, enc Encoding) (rejected int, err error) {
 	spans, err := Parse(body, enc)
@@ -60,11 +61,18 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, body []byte, enc
 	if err != nil {
 		return 0, err
 	}
+	kept := spans[:0]
+	held := 0
 	for i := range spans {
+		if spans[i].Holds(set) {
+			held++
+			continue
+		}
 		spans[i].Clean(set)
+		kept = append(kept, spans[i])
 	}
-	_, rejected, err = s.store.SaveSpans(ctx, p, spans, s.cfg.MaxPerSession)
-	return rejected, err
+	_, rejected, err = s.store.SaveSpans(ctx, p, kept, s.cfg.MaxPerSession)
+	return held + rejected, err
 }
 
 // Spans lists session sessionID's spans by start time, after the cursor, at most

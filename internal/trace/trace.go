@@ -3,6 +3,8 @@
 package trace
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strconv"
@@ -38,10 +40,20 @@ type Status struct {
 }
 
 // Clean blanks the user's protected values out of a span's name, status message and
-// every attribute, its key as its string values (an exporter writes whatever it is
-// given as a key too), and drops the query and fragment of every URL (and the
-// url.query attribute), since queries carry tokens and values. It returns how many
-// values it blanked. Two keys that blank alike are kept apart by a number.
+// every attribute, its key as its string and number values (an exporter writes
+// whatever it is given as a key too), and drops the query and fragment of every URL
+// (and the url.query attribute), since queries carry tokens and values. It returns
+// how many values it blanked. Two keys that blank alike are kept apart by a number.
+//
+// A number that holds a value, in any of the ways it is written, is blanked, not
+// dropped: it becomes the string Placeholder, as a string attribute with the same
+// digits becomes, so that the reader sees that the span said something there and
+// that it was withheld; a number cannot be blanked in part and stay a number. Ids
+// and times that hold a value cannot be blanked in part either: an id becomes all
+// zeros (OTLP's invalid id, never a real one) and a time 0. Export rejects such a
+// span before it is kept (Holds); Clean blanks them in spans kept before the value
+// was saved. A kind or status code outside OTLP's enums, a number an agent chose,
+// is read as unspecified.
 func (s *Span) Clean(set *redact.Set) int {
 	n := 0
 	text := func(v string) string {
@@ -52,12 +64,30 @@ func (s *Span) Clean(set *redact.Set) int {
 	}
 	s.Name = text(s.Name)
 	s.Status.Message = text(s.Status.Message)
+	for _, id := range []*string{&s.TraceID, &s.SpanID, &s.ParentSpanID} {
+		if idHolds(set, *id) {
+			*id = strings.Repeat("0", len(*id))
+			n++
+		}
+	}
+	s.Kind, s.Status.Code = enum(int32(s.Kind), kinds), enum(int32(s.Status.Code), codes) // as kept before they were bounded
+	for _, t := range []*uint64{&s.Start, &s.End} {
+		if set.Contains(strconv.FormatUint(*t, 10)) {
+			*t = 0
+			n++
+		}
+	}
 	delete(s.Attributes, "url.query")
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case string:
 			return text(x)
+		case int64, float64, json.Number:
+			if numberHolds(set, x) {
+				n++
+				return redact.Placeholder
+			}
 		case []any:
 			for i := range x {
 				x[i] = walk(x[i])
@@ -108,4 +138,50 @@ func stripQuery(v string) string {
 	}
 	u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = "", "", "", false
 	return u.String()
+}
+
+// Holds tells whether a span's trace, span or parent id or its start or end time
+// holds one of the user's protected values: a card's sixteen digits are a valid span
+// id's hex and fit in a timestamp's nineteen digits. An id is scanned as its hex and
+// as its bytes, which may be the value's text.
+func (s *Span) Holds(set *redact.Set) bool {
+	return idHolds(set, s.TraceID) || idHolds(set, s.SpanID) || idHolds(set, s.ParentSpanID) ||
+		set.Contains(strconv.FormatUint(s.Start, 10)) || set.Contains(strconv.FormatUint(s.End, 10))
+}
+
+// idHolds tells whether an id, in hex, holds a value as hex digits or as the text of
+// its bytes.
+func idHolds(set *redact.Set, id string) bool {
+	if id == "" {
+		return false
+	}
+	if set.Contains(id) {
+		return true
+	}
+	b, err := hex.DecodeString(id)
+	return err == nil && set.Contains(string(b))
+}
+
+// numberHolds tells whether a number holds a value in any way it is written: its
+// digits as JSON writes them, and a float's shortest and exponent forms, which
+// carry the same digits placed apart by a point or an exponent.
+func numberHolds(set *redact.Set, v any) bool {
+	var forms []string
+	switch x := v.(type) {
+	case int64:
+		forms = []string{strconv.FormatInt(x, 10)}
+	case float64:
+		forms = []string{strconv.FormatFloat(x, 'f', -1, 64), strconv.FormatFloat(x, 'e', -1, 64)}
+	case json.Number:
+		forms = []string{x.String()}
+		if f, err := x.Float64(); err == nil {
+			forms = append(forms, strconv.FormatFloat(f, 'f', -1, 64))
+		}
+	}
+	for _, f := range forms {
+		if set.Contains(f) {
+			return true
+		}
+	}
+	return false
 }
