@@ -65,7 +65,21 @@ func (s *Server) takeJSON(ctx context.Context, body []byte, req validator) error
 	if err := decode(body, req); err != nil {
 		return err
 	}
-	return s.checkProtected(ctx, decodeNumbers(body))
+	v := decodeNumbers(body)
+	if h, ok := req.(textHolder); ok {
+		held := []any{v}
+		for _, t := range h.heldText() {
+			held = append(held, t)
+		}
+		v = held
+	}
+	return s.checkProtected(ctx, v)
+}
+
+// textHolder is a request body that holds text its JSON does not show (an image's
+// metadata), which is checked for protected values with the rest of it.
+type textHolder interface {
+	heldText() []string
 }
 
 // readValues is readJSON for a body that carries values to save (a memory item's
