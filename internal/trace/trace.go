@@ -4,8 +4,6 @@ package trace
 
 import (
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/waystation/waystation/internal/redact"
@@ -38,8 +36,8 @@ type Status struct {
 }
 
 // Clean blanks the user's protected values out of a span's name, status message and
-// every attribute, its key as its string values (an exporter writes whatever it is
-// given as a key too), and drops the query and fragment of every URL (and the
+// every attribute, its key as its string and number values (an exporter writes
+// whatever it is given as a key too; see redact.Set.JSON), and drops the query and fragment of every URL (and the
 // url.query attribute), since queries carry tokens and values. It returns how many
 // values it blanked. Two keys that blank alike are kept apart by a number.
 func (s *Span) Clean(set *redact.Set) int {
@@ -53,46 +51,9 @@ func (s *Span) Clean(set *redact.Set) int {
 	s.Name = text(s.Name)
 	s.Status.Message = text(s.Status.Message)
 	delete(s.Attributes, "url.query")
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch x := v.(type) {
-		case string:
-			return text(x)
-		case []any:
-			for i := range x {
-				x[i] = walk(x[i])
-			}
-		case map[string]any:
-			// Keys without a value stay as they are; blanked ones take the next
-			// free number, in the order of the keys they were.
-			out := make(map[string]any, len(x))
-			var blanked []string
-			for k, e := range x {
-				if set.Contains(k) {
-					blanked = append(blanked, k)
-					continue
-				}
-				out[k] = walk(e)
-			}
-			slices.Sort(blanked)
-			for _, k := range blanked {
-				base, c := set.Redact(k)
-				n += c
-				key := base
-				for i := 2; ; i++ {
-					if _, taken := out[key]; !taken {
-						break
-					}
-					key = base + " (" + strconv.Itoa(i) + ")"
-				}
-				out[key] = walk(x[k])
-			}
-			return out
-		}
-		return v
-	}
 	if s.Attributes != nil {
-		s.Attributes = walk(s.Attributes).(map[string]any)
+		attrs, c := set.JSONWith(s.Attributes, stripQuery)
+		s.Attributes, n = attrs.(map[string]any), n+c
 	}
 	return n
 }
