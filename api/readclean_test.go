@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
@@ -93,8 +94,10 @@ func TestTextWrittenBeforeAValueWasSavedIsBlankedOnEveryRead(t *testing.T) {
 	}
 
 	broken.Store(true)
+	doc := openapitest.Load(t, "openapi.json")
 	for _, path := range reads {
 		r := e.call("GET", path, agentKey, "")
+		doc.CheckResponse(t, r.Request, r.Response, r.body)
 		if r.StatusCode != 503 || !strings.Contains(string(r.body), "redaction_unavailable") || strings.Contains(strings.ToLower(string(r.body)), "canary") {
 			t.Errorf("GET %s without the values: %d %s", path, r.StatusCode, r.body)
 		}
