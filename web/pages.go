@@ -457,6 +457,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		http.Error(w, "The service cannot reach its database just now; try again in a minute.", http.StatusServiceUnavailable)
 		return
 	}
+	if problem.CodeOf(err) == problem.RedactionUnavailable {
+		// What the page would show is cleaned with the person's saved values, which
+		// could not be loaded: it shows nothing rather than text unchecked.
+		s.log.WarnContext(r.Context(), "page: saved values unavailable", "err", err, "path", r.URL.Path)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "The service cannot load your saved values to check this page just now; try again in a minute.", http.StatusServiceUnavailable)
+		return
+	}
 	s.log.ErrorContext(r.Context(), "page failed", "err", err, "path", r.URL.Path)
 	http.Error(w, "Internal error.", http.StatusInternalServerError)
 }

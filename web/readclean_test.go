@@ -2,10 +2,13 @@ package web
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/vault"
 )
@@ -14,7 +17,11 @@ import (
 // value blanked on the console's pages, their titles and headings included: they
 // are read with the person's values of now.
 func TestConsolePagesBlankAValueSavedAfterTheTextWasWritten(t *testing.T) {
-	e := newAppEnv(t)
+	var broken atomic.Bool
+	e := newAppEnv(t, func(a *Approvals) {
+		a.Sessions.Protected = switchable{a.Sessions.Protected, &broken}
+		a.Requests.Protected = a.Sessions.Protected
+	})
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")
@@ -48,4 +55,25 @@ func TestConsolePagesBlankAValueSavedAfterTheTextWasWritten(t *testing.T) {
 			t.Errorf("%s: %d, holds the value:\n%.2000s", path, p.status, p.body)
 		}
 	}
+	// Without the values, the pages show nothing of what they would clean.
+	broken.Store(true)
+	for _, path := range []string{sessionURL(s.ID), requestURL(r.ID), "/app/requests"} {
+		p := b.get(path)
+		if p.status != 503 || strings.Contains(strings.ToLower(p.body), "canary") {
+			t.Errorf("%s without the values: %d\n%.2000s", path, p.status, p.body)
+		}
+	}
+}
+
+// switchable is a source of protected values that fails while broken is set.
+type switchable struct {
+	redact.Source
+	broken *atomic.Bool
+}
+
+func (s switchable) Protected(ctx context.Context, user string) ([]string, error) {
+	if s.broken.Load() {
+		return nil, errors.New("the vault is sealed")
+	}
+	return s.Source.Protected(ctx, user)
 }
