@@ -194,28 +194,38 @@ func principalOf(ctx context.Context) auth.Principal {
 	return p
 }
 
-// keyOwner is the user whose key the request carries: the principal's once
-// authenticated, else the owner of the valid key of its Authorization header (a
-// route that does not exist answers before authentication); "" for none.
-func (s *Server) keyOwner(r *http.Request) string {
+// keyOwner is the user whose key the request carries (see keyPrincipal); "" for
+// none.
+func (s *Server) keyOwner(r *http.Request) string { return s.keyPrincipal(r).UserID }
+
+// keyPrincipal is who the key the request carries acts for: the principal once
+// authenticated, else that of the valid key of its Authorization header (a public
+// route, or a route that does not exist, answers before authentication); the zero
+// Principal for none.
+func (s *Server) keyPrincipal(r *http.Request) auth.Principal {
 	if p := principal(r); p.UserID != "" {
-		return p.UserID
+		return p
 	}
 	token, _, ok := requestKey(r)
 	if !ok {
-		return ""
+		return auth.Principal{}
 	}
 	stored, err := s.auth.Auth.Authenticate(r.Context(), token)
 	if err != nil {
-		return ""
+		return auth.Principal{}
 	}
-	return stored.UserID
+	return stored.Principal
 }
 
 // searchCaller is who a search is charged to: the key's user (see keyOwner), else
 // the client's address as the request and a trusted proxy tell it.
 func (s *Server) searchCaller(r *http.Request) search.Caller {
-	return search.Caller{User: s.keyOwner(r), RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")}
+	return callerOf(r, s.keyOwner(r))
+}
+
+// callerOf is the search caller of r, whose key's user is user ("" for none).
+func callerOf(r *http.Request, user string) search.Caller {
+	return search.Caller{User: user, RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")}
 }
 
 // requestKey is the API key r carries (see auth.RequestKey): in Authorization: Bearer, or

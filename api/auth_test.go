@@ -54,7 +54,7 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
+	a := api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Requests: &request.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
 		Traces:    trace.NewService(store, memory.Protected{Store: store, Opener: testVault(t)}, trace.Config{}),
 		Protected: memory.Protected{Store: store, Opener: testVault(t)},
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}

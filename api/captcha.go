@@ -17,6 +17,10 @@ func (c *createTaskRequest) validate() error {
 	return err
 }
 
+// heldText is what the image's metadata held: checked with the body, since an
+// agent may hide a value there that the cleaned image no longer shows.
+func (c *createTaskRequest) heldText() []string { return c.New.ImageText() }
+
 // taskJSON is a task as the API shows it: the approval page a person answers it on,
 // when one does.
 type taskJSON struct {

@@ -65,7 +65,17 @@ func (s *Server) takeJSON(ctx context.Context, body []byte, req validator) error
 	if err := decode(body, req); err != nil {
 		return err
 	}
-	return s.checkProtected(ctx, body)
+	parts := jsonParts(body, "")
+	if h, ok := req.(textHolder); ok {
+		parts = append(parts, h.heldText()...)
+	}
+	return s.checkParts(ctx, parts)
+}
+
+// textHolder is a request body that holds text its JSON does not show (an image's
+// metadata), which is checked for protected values with the rest of it.
+type textHolder interface {
+	heldText() []string
 }
 
 // readValues is readJSON for a body that carries values to save (a memory item's

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/waystation/waystation/internal/problem"
 )
 
 // longPoll answers a resource of session sid that may be waited on, for up to the
@@ -24,6 +26,9 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, sid string, re
 	switch {
 	case errors.Is(err, errCallerLeft):
 	case err != nil:
+		if problem.CodeOf(err) == problem.KeyRevoked {
+			w.Header()["Www-Authenticate"] = hdrChallengeInvalid
+		}
 		s.error(w, r, err)
 	default:
 		writeJSON(w, http.StatusOK, body)
@@ -38,7 +43,9 @@ var errCallerLeft = errors.New("the caller left")
 // event, for the time read gives (an expiry, say), or for the server's shutdown, and
 // reads it again; it answers the last body read, or errCallerLeft when ctx ends
 // first. read answers the body, whether it is pending, and when to look again at
-// the latest.
+// the latest. A wait outlives the authentication of its key, so the key is checked
+// again before every read after the first (see keyStillLive): a key revoked, or an
+// agent paused, while it waits gets key_revoked, never the answer it waited for.
 func (s *Server) await(ctx context.Context, sid string, wait time.Duration, read func() (body any, pending bool, recheck time.Time, err error)) (any, error) {
 	var wake <-chan struct{}
 	if wait > 0 {
@@ -67,5 +74,19 @@ func (s *Server) await(ctx context.Context, sid string, wait time.Duration, read
 			return nil, errCallerLeft
 		}
 		timer.Stop()
+		if err := s.keyStillLive(ctx); err != nil {
+			return nil, err
+		}
 	}
+}
+
+// keyStillLive is key_revoked when the key ctx's request was authenticated with has
+// since been revoked or its agent paused (see auth.Service.KeyLive), as that key's
+// next call would be answered; nil for a request made without a key.
+func (s *Server) keyStillLive(ctx context.Context) error {
+	p := principalOf(ctx)
+	if p.KID == "" || s.auth.Auth.KeyLive(ctx, p) {
+		return nil
+	}
+	return problem.New(problem.KeyRevoked, "The API key was revoked, or its agent paused, while waiting.")
 }

@@ -151,6 +151,9 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in sear
 	if prob != nil {
 		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, prob))
 	}
+	if err := s.screenQuery(ctx, principalOf(ctx), q); err != nil {
+		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, err))
+	}
 	snap := s.dir.Current()
 	a, err := s.search.Search(ctx, s.mcpSearchCaller(ctx), snap, q, f)
 	if err != nil {

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
 
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/jsonstr"
 	"github.com/waystation/waystation/internal/problem"
@@ -22,7 +24,13 @@ func WithSearch(svc *search.Service) Option {
 // with its similarity, and, when the band kept fewer than three, the nearest others,
 // marked as no match.
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *directory.Snapshot, sq servicesQuery) {
-	a, err := s.search.Search(r.Context(), s.searchCaller(r), snap, sq.Q, sq.Filter)
+	p := s.keyPrincipal(r)
+	if err := s.screenQuery(r.Context(), p, sq.Q); err != nil {
+		w.Header()["Cache-Control"] = hdrNoStore // the key's user's answer alone
+		s.error(w, r, err)
+		return
+	}
+	a, err := s.search.Search(r.Context(), callerOf(r, p.UserID), snap, sq.Q, sq.Filter)
 	// The caller's quota is told only on answers no shared cache keeps: a 429, or any
 	// answer to a caller named by its key (made private). On a public answer a CDN
 	// would replay one caller's quota to everyone.
@@ -49,6 +57,25 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 		return
 	}
 	resource.Serve(w, r, resource.NewIdentity(resource.JSON, body), http.StatusOK)
+}
+
+// screenQuery refuses the query q of a caller that carries p's key when it holds
+// one of p's user's protected values, in some written form, with the check every
+// write route makes (see checkProtected): protected_value_detected, before the
+// limiter, the engine, its cache or an embedding provider sees q, and before the
+// answer could say it back. A keyless caller has no saved values to hold.
+func (s *Server) screenQuery(ctx context.Context, p auth.Principal, q string) error {
+	if p.UserID == "" {
+		return nil
+	}
+	return s.checkProtected(context.WithValue(ctx, principalKey{}, p), q)
+}
+
+// ScreenSearch is screenQuery for the search page, which the API does not serve:
+// the query q of r is refused when r carries a key whose user saved a value q
+// holds, so that the page sends on no more than the API's route would.
+func (s *Server) ScreenSearch(r *http.Request, q string) error {
+	return s.screenQuery(r.Context(), s.keyPrincipal(r), q)
 }
 
 // appendSearch encodes a search answer. Each item is the snapshot's listing item with

@@ -22,6 +22,8 @@ import (
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -31,7 +33,8 @@ type provider struct {
 	srv   *httptest.Server
 	calls atomic.Int64
 	mu    sync.Mutex
-	mode  string // "", "fail" or "stall"
+	mode  string   // "", "fail" or "stall"
+	sent  []string // every text it was asked to embed
 }
 
 func newProvider(t *testing.T) *provider {
@@ -56,6 +59,9 @@ func newProvider(t *testing.T) *provider {
 			Input []string `json:"input"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
+		p.mu.Lock()
+		p.sent = append(p.sent, req.Input...)
+		p.mu.Unlock()
 		type datum struct {
 			Index     int       `json:"index"`
 			Embedding []float32 `json:"embedding"`
@@ -85,6 +91,9 @@ type searchOptions struct {
 	perMin    float64
 	burst     int
 	trusted   []netip.Prefix
+	// authenticated, when set, serves the authenticated API from what it gives for
+	// the test's store, in place of keys alone.
+	authenticated func(*postgres.Store) api.Authenticated
 }
 
 // newSearchEnv is newEnv with search: the builtin model, and the provider when given,
@@ -134,9 +143,14 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := api.Authenticated{Auth: auth.NewService(e.store, auth.Config{Pepper: searchPepper}), Pepper: searchPepper,
+		Protected: memory.Protected{Store: e.store, Opener: testVault(t)}}
+	if o.authenticated != nil {
+		a = o.authenticated(e.store)
+	}
 	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{
 		Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log,
-	}), api.WithAuthenticated(api.Authenticated{Auth: auth.NewService(e.store, auth.Config{Pepper: searchPepper}), Pepper: searchPepper}))
+	}), api.WithAuthenticated(a))
 	return e
 }
 

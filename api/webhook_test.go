@@ -14,6 +14,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -85,7 +86,7 @@ func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sender := trust.NewProber(trust.ProberConfig{Timeout: 5 * time.Second, HostSpacing: -1, AllowHosts: []string{"127.0.0.1"}}, nil)
-	go webhook.Deliverer{Store: e.store, Opener: testVault(t), Sender: sender, Every: 100 * time.Millisecond,
+	go webhook.Deliverer{Store: e.store, Opener: testVault(t), Sender: sender, Every: 100 * time.Millisecond, Protected: memory.Protected{Store: e.store, Opener: testVault(t)},
 		Log: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 0 }}.Run(ctx)
 
 	sid := e.openSession(agentKey, "hooks")

@@ -56,7 +56,7 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(context.Background()) })
-	v, err := vault.Parse("t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+	v, err := vault.Parse(testVaultKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,17 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 // storeApprovals is the approval pages' services over store: sign-ins, sessions and
 // requests.
 func storeApprovals(store *postgres.Store) Approvals {
-	return Approvals{Auth: auth.NewService(store, auth.Config{Pepper: testPepper}), Sessions: &session.Service{Store: store}, Requests: &request.Service{Store: store}}
+	v, err := vault.Parse(testVaultKey)
+	if err != nil {
+		panic(err)
+	}
+	protected := memory.Protected{Store: store, Opener: v}
+	return Approvals{Auth: auth.NewService(store, auth.Config{Pepper: testPepper}), Sessions: &session.Service{Store: store, Protected: protected},
+		Requests: &request.Service{Store: store, Protected: protected}}
 }
+
+// testVaultKey is the key the pages' tests seal values under.
+const testVaultKey = "t1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 // withAuth builds a's auth service anew over its store, with change made to the
 // tests' config.

@@ -334,6 +334,17 @@ func (s *Server) handleSearch() http.HandlerFunc {
 			v = s.views.SearchPage(snap, q, nil, "the query is longer than "+strconv.Itoa(search.MaxQueryBytes)+" bytes; shorten it.")
 			status = http.StatusBadRequest
 		default:
+			// The query is screened first (see WithScreen), and a refused one is
+			// neither searched nor shown again.
+			if err := s.screen(r, q); err != nil {
+				var msg string
+				msg, status = searchRefusal(err)
+				if p, ok := problem.As(err); ok && p.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
+				}
+				v = s.views.SearchPage(snap, "", nil, msg)
+				break
+			}
 			ctx, cancel := context.WithTimeout(r.Context(), searchTimeout)
 			// The page is charged by address, never by a key: a browser sends none.
 			a, err := s.search.Search(ctx, search.Caller{RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Values("X-Forwarded-For")}, snap, q, directory.Filter{})
@@ -384,6 +395,10 @@ func searchRefusal(err error) (string, int) {
 		return "today's allowance of new searches is spent; exact method and provider names still work, and it renews at midnight UTC.", http.StatusServiceUnavailable
 	case problem.SearchUnavailable:
 		return "no search model can answer right now; try again in a minute.", http.StatusServiceUnavailable
+	case problem.ProtectedValueDetected:
+		return "the query holds one of your saved values, in some written form; it was not searched.", http.StatusUnprocessableEntity
+	case problem.RedactionUnavailable:
+		return "your saved values could not be loaded to check the query, so it was not searched; try again in a minute.", http.StatusServiceUnavailable
 	}
 	return "search cannot answer right now; try again in a minute.", http.StatusServiceUnavailable
 }
@@ -441,6 +456,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.WarnContext(r.Context(), "page: database unavailable", "err", err, "path", telemetry.LoggedPath(r))
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The service cannot reach its database just now; try again in a minute.", http.StatusServiceUnavailable)
+		return
+	}
+	if problem.CodeOf(err) == problem.RedactionUnavailable {
+		// What the page would show is cleaned with the person's saved values, which
+		// could not be loaded: it shows nothing rather than text unchecked.
+		s.log.WarnContext(r.Context(), "page: saved values unavailable", "err", err, "path", telemetry.LoggedPath(r))
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "The service cannot load your saved values to check this page just now; try again in a minute.", http.StatusServiceUnavailable)
 		return
 	}
 	s.log.ErrorContext(r.Context(), "page failed", "err", err, "path", telemetry.LoggedPath(r))

@@ -52,12 +52,24 @@ type Server struct {
 	// reference is the API's document, for the reference page and /llms.txt.
 	reference *Reference
 	llms      *resource.Resource
+	// screen refuses a query before the search page sends it on (see WithScreen).
+	screen func(r *http.Request, q string) error
+}
+
+// WithScreen has the search page ask screen about each query before it searches:
+// a query screen refuses is neither searched nor shown again, and the page says why
+// (a query that holds one of the saved values of the key the request carries is the
+// API's protected_value_detected, whose check screen is). Without it every query
+// is searched.
+func WithScreen(screen func(r *http.Request, q string) error) Option {
+	return func(s *Server) { s.screen = screen }
 }
 
 // NewServer wires the pages; search may be nil, and options add the approval pages.
 func NewServer(log *slog.Logger, snapshots directory.Snapshots, views Views, search Searcher, opts ...Option) *Server {
 	pages, _ := lru.New[string, *resource.Resource](1024)
-	s := &Server{log: log, snapshots: snapshots, views: views, search: search, pages: pages}
+	s := &Server{log: log, snapshots: snapshots, views: views, search: search, pages: pages,
+		screen: func(*http.Request, string) error { return nil }}
 	if search == nil {
 		s.search = noSearch{}
 	}

@@ -229,7 +229,8 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 		go svc.origins.Run(ctx, cfg.Probe.Interval) // the manifests, fetched with each probe round
 	}
 	if cfg.Secrets != nil {
-		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log}.Run(ctx)
+		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log,
+			Protected: memory.Protected{Store: store, Opener: cfg.Secrets}}.Run(ctx)
 	}
 	if svc.payments.Payer != nil {
 		go svc.payments.Run(ctx, paymentEvery)

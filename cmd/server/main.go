@@ -27,6 +27,7 @@ import (
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/telemetry"
 	"github.com/waystation/waystation/internal/vault"
+	"github.com/waystation/waystation/web"
 )
 
 func main() {
@@ -325,7 +326,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: draining.closeWhile(observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
-			log, snapshots, searcher, withApprovals(cfg, svc)))),
+			log, snapshots, searcher, withApprovals(cfg, svc), web.WithScreen(apiServer.ScreenSearch)))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -57,18 +57,18 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 	var s services
 	s.auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
 		Passkeys: store, SignInAttempts: store})
-	s.sessions = &session.Service{Store: store, Limits: cfg.SessionLimits}
-	s.requests = &request.Service{Store: store}
+	var protected redact.Source // without sealing keys, spans, sessions and requests fail closed
+	if cfg.Secrets != nil {
+		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
+	}
+	s.sessions = &session.Service{Store: store, Limits: cfg.SessionLimits, Protected: protected}
+	s.requests = &request.Service{Store: store, Protected: protected}
 	s.payments, s.prober = newPayments(cfg, log, store)
 	mc := memory.Config{}
 	if cfg.Secrets != nil {
 		mc.Sealer, mc.Opener = cfg.Secrets, cfg.Secrets
 	}
 	s.memory = memory.NewService(store, mc)
-	var protected redact.Source // without sealing keys, spans fail closed
-	if cfg.Secrets != nil {
-		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
-	}
 	s.traces = trace.NewService(store, protected, trace.Config{})
 	if cfg.Secrets != nil { // without sealing keys there are no values, and the guard fails closed
 		s.guard = protect.NewService(memory.Protected{Store: store, Opener: cfg.Secrets}, store, cfg.Detections, log)

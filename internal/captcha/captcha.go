@@ -65,9 +65,16 @@ type New struct {
 	Image string `json:"image"`
 	// Reason is shown to the person.
 	Reason string `json:"reason"`
+	// text is what the image's metadata held, once Validate has read it.
+	text []string
 }
 
-// Validate checks the ask; it decodes the image into img.
+// ImageText is what the metadata of the image held (see Clean), once Validate has
+// read it, for the caller to check for protected values before the task is taken.
+func (n *New) ImageText() []string { return n.text }
+
+// Validate checks the ask; it decodes the image and answers it cleaned of all but
+// its pixels (see Clean), keeping what its metadata held for ImageText.
 func (n *New) Validate() (img []byte, err error) {
 	if n.ClientTaskID == "" || len(n.ClientTaskID) > 200 {
 		return nil, problem.Invalid("clientTaskId must be 1 to 200 bytes.")
@@ -91,10 +98,11 @@ func (n *New) Validate() (img []byte, err error) {
 				break
 			}
 		}
-		if err != nil || len(img) == 0 || len(img) > MaxImage || imageType(img) == "" {
-			return nil, problem.Invalid("image must be a PNG, JPEG, GIF or WebP image of at most 256 KiB, in base64.")
+		if err != nil || len(img) == 0 || len(img) > MaxImage {
+			return nil, errBadImage
 		}
-		return img, nil
+		img, n.text, err = Clean(img)
+		return img, err
 	}
 	if n.Image != "" {
 		return nil, problem.Invalid("image goes with image_to_text.")

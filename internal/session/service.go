@@ -12,6 +12,7 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/redact"
 )
 
 // MaxEventData is the most bytes an agent's event data may take.
@@ -29,6 +30,41 @@ type Service struct {
 	// Limits cap an agent's open sessions and a session's events (zero fields: no
 	// cap); past them a write is quota_exceeded.
 	Limits Limits
+	// Protected gives a user's protected values: every session and event read back
+	// is cleaned with them as they are now, since what was written before a value
+	// was saved holds it still. Without it (or when they cannot be loaded) reads
+	// fail closed as redaction_unavailable.
+	Protected redact.Source
+}
+
+// clean loads user's values, as they are now, to clean what is read back (see
+// redact.Load).
+func (s *Service) clean(ctx context.Context, user string) (*redact.Set, error) {
+	return redact.Load(ctx, s.Protected, user, "nothing of the session is answered")
+}
+
+// Clean blanks set's values in the session's text, in place.
+func (x *Session) Clean(set *redact.Set) {
+	set.Strings(&x.Type, &x.Description, x.MerchantName, x.TargetURL, x.Summary, x.StopReason)
+}
+
+// Clean blanks set's values in the event's type, client id and data, in place.
+func (e *Event) Clean(set *redact.Set) {
+	set.Strings(&e.Type, e.ClientEventID)
+	e.Data, _ = set.RawJSON(e.Data)
+}
+
+// cleaned is x cleaned with the values of now of its user (see clean), or err.
+func (s *Service) cleaned(ctx context.Context, x Session, err error) (Session, error) {
+	if err != nil {
+		return x, err
+	}
+	set, err := s.clean(ctx, x.UserID)
+	if err != nil {
+		return Session{}, err
+	}
+	x.Clean(set)
+	return x, nil
 }
 
 // CheckClientID checks a client's id of a write (clientSessionId and the like),
@@ -115,7 +151,9 @@ func (s *Service) Complete(ctx context.Context, p auth.Principal, id string, c C
 	if err := c.Validate(); err != nil {
 		return Session{}, false, err
 	}
-	return s.Store.CompleteSession(ctx, p, id, c)
+	x, again, err := s.Store.CompleteSession(ctx, p, id, c)
+	x, err = s.cleaned(ctx, x, err)
+	return x, again, err
 }
 
 // AppendRuntime checks e and appends it to session id as agent p's, within the
@@ -131,24 +169,51 @@ func (s *Service) AppendRuntime(ctx context.Context, p auth.Principal, id string
 	return s.Store.AppendEvent(ctx, p, id, Append{Type: e.Type, Actor: ActorAgent, ClientEventID: &e.ClientEventID, Data: data}, s.Limits.Events)
 }
 
-// Session is session id, if p may see it.
+// Session is session id, if p may see it, cleaned (see Protected).
 func (s *Service) Session(ctx context.Context, p auth.Principal, id string) (Session, error) {
-	return s.Store.Session(ctx, p, id)
+	x, err := s.Store.Session(ctx, p, id)
+	return s.cleaned(ctx, x, err)
 }
 
-// Sessions lists the sessions p may see, newest first, limit after the cursor.
+// Sessions lists the sessions p may see, newest first, limit after the cursor,
+// cleaned (see Protected).
 func (s *Service) Sessions(ctx context.Context, p auth.Principal, after *Cursor, limit int) ([]Session, *Cursor, error) {
-	return s.Store.Sessions(ctx, p, after, limit)
+	items, next, err := s.Store.Sessions(ctx, p, after, limit)
+	if err != nil || len(items) == 0 {
+		return items, next, err
+	}
+	set, err := s.clean(ctx, p.UserID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range items {
+		items[i].Clean(set)
+	}
+	return items, next, nil
 }
 
 // Stop closes session id on user p's word, for reason.
 func (s *Service) Stop(ctx context.Context, p auth.Principal, id, reason string) (Session, error) {
-	return s.Store.StopSession(ctx, p, id, reason)
+	x, err := s.Store.StopSession(ctx, p, id, reason)
+	return s.cleaned(ctx, x, err)
 }
 
-// Events are session id's events after seq after, at most limit, with the session.
+// Events are session id's events after seq after, at most limit, with the session,
+// all cleaned (see Protected).
 func (s *Service) Events(ctx context.Context, p auth.Principal, id string, after int64, limit int) ([]Event, Session, error) {
-	return s.Store.Events(ctx, p, id, after, limit)
+	items, x, err := s.Store.Events(ctx, p, id, after, limit)
+	if err != nil {
+		return items, x, err
+	}
+	set, err := s.clean(ctx, x.UserID)
+	if err != nil {
+		return nil, Session{}, err
+	}
+	x.Clean(set)
+	for i := range items {
+		items[i].Clean(set)
+	}
+	return items, x, nil
 }
 
 // AppendSystem appends an event of the service's own of type typ to session id,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"strconv"
 
 	"github.com/waystation/waystation/internal/auth"
@@ -102,22 +101,10 @@ func (s *Service) Spans(ctx context.Context, p auth.Principal, sessionID string,
 	return spans, next, nil
 }
 
-// protectedSet loads the user's protected values; an error is redaction_unavailable,
-// whose detail ends saying what therefore did not happen.
+// protectedSet loads the user's protected values (see redact.Load); an error is
+// redaction_unavailable, whose detail ends saying what therefore did not happen.
 func (s *Service) protectedSet(ctx context.Context, userID, consequence string) (*redact.Set, error) {
-	unavailable := func(err error) error {
-		p := problem.Wrap(problem.RedactionUnavailable, "The user's protected values could not be loaded, so "+consequence+".", err)
-		p.RetryAfter = 5
-		return p
-	}
-	if s.protected == nil {
-		return nil, unavailable(errors.New("no source of protected values"))
-	}
-	values, err := s.protected.Protected(ctx, userID)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return redact.New(values), nil
+	return redact.Load(ctx, s.protected, userID, consequence)
 }
 
 // Token is the cursor as a client holds it: opaque, URL-safe.

@@ -2,7 +2,8 @@
 // registers a URL and the events it wants; each event is queued in the transaction
 // that records it (so none is lost or sent for a change that did not happen), signed
 // with the webhook's secret, delivered with retries and backoff, and recorded with its
-// outcome. Payloads are built from session events, which never hold a protected value.
+// outcome. Payloads are built from session events, checked for protected values when
+// they are written, and cleaned again with the values of now when they are sent.
 package webhook
 
 import (
@@ -27,6 +28,7 @@ import (
 
 	"github.com/waystation/waystation/internal/periodic"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/redact"
 )
 
 // Events a webhook can ask for.
@@ -229,6 +231,9 @@ type Deliverer struct {
 	// Backoff is the wait after a failed attempt (default Backoff); Now the clock.
 	Backoff func(attempt int) time.Duration
 	Now     func() time.Time
+	// Protected gives a user's protected values, which each body is cleaned with as
+	// they are now before it is sent; without it nothing is sent.
+	Protected redact.Source
 }
 
 // Run delivers until ctx ends.
@@ -286,6 +291,15 @@ func (d Deliverer) now() time.Time {
 // deliver makes one attempt: the body is the same on every attempt, so a receiver
 // can drop a repeat by its id.
 func (d Deliverer) deliver(ctx context.Context, dl Delivery) {
+	// The payload was built when its event was written, against the values of then:
+	// it is cleaned with the user's values of now, and not sent while they cannot be
+	// loaded.
+	set, err := redact.Load(ctx, d.Protected, dl.UserID, "the delivery was not sent")
+	if err != nil {
+		d.record(ctx, dl, 0, "the user's protected values could not be loaded to check the body")
+		return
+	}
+	dl.Payload, _ = set.RawJSON(dl.Payload)
 	body, _ := json.Marshal(struct {
 		ID        string          `json:"id"`
 		Type      string          `json:"type"`
@@ -299,6 +313,13 @@ func (d Deliverer) deliver(ctx context.Context, dl Delivery) {
 	} else {
 		errText = "the webhook's secret could not be opened"
 	}
+	d.record(ctx, dl, status, errText)
+}
+
+// record keeps the outcome of an attempt at dl: delivered, failed for good past
+// MaxAttempts, else due again after the backoff.
+func (d Deliverer) record(ctx context.Context, dl Delivery, status int, errText string) {
+	var err error
 	attempt := dl.Attempts + 1
 	switch {
 	case errText == "" && status >= 200 && status < 300:
