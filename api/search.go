@@ -68,7 +68,7 @@ func (s *Server) screenQuery(ctx context.Context, p auth.Principal, q string) er
 	if p.UserID == "" {
 		return nil
 	}
-	return s.checkProtected(context.WithValue(ctx, principalKey{}, p), q)
+	return s.checkParts(context.WithValue(ctx, principalKey{}, p), []string{q})
 }
 
 // ScreenSearch is screenQuery for the search page, which the API does not serve:
