@@ -35,6 +35,9 @@ const (
 type work struct {
 	left    int // bytes of decoded text it may still scan
 	scanned int // bytes of projection scanned, for the tests
+	// bufs are the decoders' buffers, one for each depth, since a decoding at one
+	// depth is scanned while the one it came from is still in use.
+	bufs [maxDepth][]byte
 }
 
 func newWork(n int) *work { return &work{left: workFactor*n + workSlack} }
@@ -81,7 +84,30 @@ func (s *Set) holds(decoded []byte, depth int, w *work) bool {
 	if w.left -= len(decoded); w.left < 0 {
 		return true
 	}
+	if !enoughLetters(decoded) {
+		return false
+	}
 	return s.spans(string(decoded), depth, w, nil) != nil
+}
+
+// enoughLetters tells whether decoded may project to minValue bytes, the fewest a
+// value has: most stretches of text decoded from ordinary words (a word read as
+// base64 or base32 by chance) are a few bytes with a letter or two, and are let go
+// without a scan. A byte of a rune beyond ASCII counts six, as it may project to
+// that many letters (U+FDFA, three bytes, is eighteen).
+func enoughLetters(decoded []byte) bool {
+	n := 0
+	for _, c := range decoded {
+		if c >= utf8.RuneSelf {
+			n += 6
+		} else {
+			n += len(asciiFold[c])
+		}
+		if n >= minValue {
+			return true
+		}
+	}
+	return false
 }
 
 // anyText tells whether held holds for one of the stretches of decoded that read as
@@ -192,10 +218,9 @@ func wrapped(text string, i, j int) (string, int) {
 // glued in front of an encoding (a name, a path, a sign) puts it out of step by one
 // to three characters, or by a multiple of four more, which anyText leaves out.
 func (s *Set) base64Holds(run string, depth int, w *work) bool {
-	buf := make([]byte, 0, len(run)*3/4+1)
 	for k := 0; k < 4 && len(run)-k >= (4*s.minText+2)/3; k++ {
-		held := anyText(decodeBits(run[k:], &b64, 6, buf[:0]), s.minText, func(d []byte) bool { return s.holds(d, depth+1, w) })
-		if held {
+		w.bufs[depth] = decodeBits(run[k:], &b64, 6, w.bufs[depth][:0])
+		if anyText(w.bufs[depth], s.minText, func(d []byte) bool { return s.holds(d, depth+1, w) }) {
 			return true
 		}
 	}
@@ -221,7 +246,6 @@ func decodeBits(run string, t *[256]int8, bits int, buf []byte) []byte {
 // alphabet, either case, padded or not, that hold a value. A run is a whole word:
 // letters and digits with none other around them.
 func (s *Set) base32Runs(text string, depth int, w *work, found [][2]int) [][2]int {
-	var buf []byte
 	for i := 0; i < len(text); {
 		if !isASCIIAlnum(text[i]) {
 			i++
@@ -241,8 +265,8 @@ func (s *Set) base32Runs(text string, depth int, w *work, found [][2]int) [][2]i
 				if !inAlphabet(word, t) {
 					continue
 				}
-				buf = decodeBits(word, t, 5, buf[:0])
-				if anyText(buf, s.minText, func(d []byte) bool { return s.holds(d, depth+1, w) }) {
+				w.bufs[depth] = decodeBits(word, t, 5, w.bufs[depth][:0])
+				if anyText(w.bufs[depth], s.minText, func(d []byte) bool { return s.holds(d, depth+1, w) }) {
 					found = append(found, [2]int{i, end})
 					break
 				}
@@ -266,7 +290,7 @@ func inAlphabet(word string, t *[256]int8) bool {
 // written together (68756e74) or in groups, each maybe after 0x or \x, apart by at
 // most one of " :,;-" and a space (68 75 6e, 68:75:6E, \x68\x75, 0x68, 0x75).
 func (s *Set) hexRuns(text string, depth int, w *work, found [][2]int) [][2]int {
-	var digits, buf []byte
+	var digits []byte
 	for i := 0; i < len(text); {
 		from, to, next := hexGroup(text, i)
 		if to-from < 2 || i > 0 && from == i && isASCIIAlnum(text[i-1]) {
@@ -290,10 +314,11 @@ func (s *Set) hexRuns(text string, depth int, w *work, found [][2]int) [][2]int 
 		}
 		if len(digits) >= 2*s.minText {
 			for k := 0; k < 2; k++ {
-				buf = buf[:0]
+				buf := w.bufs[depth][:0]
 				for d := k; d+1 < len(digits); d += 2 {
 					buf = append(buf, byte(unhex(digits[d])<<4|unhex(digits[d+1])))
 				}
+				w.bufs[depth] = buf
 				if anyText(buf, s.minText, func(d []byte) bool { return s.holds(d, depth+1, w) }) {
 					found = append(found, [2]int{start, end})
 					break
