@@ -55,7 +55,6 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
 	a := api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Requests: &request.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
-		Traces:    trace.NewService(store, memory.Protected{Store: store, Opener: testVault(t)}, trace.Config{}),
 		Protected: memory.Protected{Store: store, Opener: testVault(t)},
 		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
 	for _, o := range opts {
@@ -63,6 +62,9 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	}
 	if values, ok := a.Protected.(memory.Protected); ok && a.Guard == nil {
 		a.Guard = protect.NewService(values, store, protect.Config{}, nil)
+	}
+	if a.Traces == nil {
+		a.Traces = trace.NewService(store, memory.Protected{Store: store, Opener: testVault(t)}, trace.Config{Guard: a.Guard})
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))

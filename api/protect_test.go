@@ -251,3 +251,32 @@ func TestAnAgentGuessingThroughMCPToolsIsPausedAlike(t *testing.T) {
 	}
 	e.call("POST", "/mcp", agentKey, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Accept", "application/json, text/event-stream").want(t, 401, "key_revoked")
 }
+
+// A trace export is an agent's traffic too: a span holding a value the agent was
+// never given, as an attribute, a number or an id, refuses the whole export with the
+// one refusal (a rejected span would tell the agent its guess was right) and counts;
+// after the budget the agent is paused.
+func TestATraceHoldingAValueNeverGivenIsRefusedAndCounted(t *testing.T) {
+	e := newAuthEnv(t)
+	uid, userKey := e.user("ada")
+	_, agentKey := e.agent(uid, "scout")
+	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)
+	sid := e.openSession(agentKey, "s1")
+	span := func(attr string) string {
+		return `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"pay",
+			"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000100000000",
+			"attributes":[{"key":"workflow.session.id","value":{"stringValue":"` + sid + `"}},` + attr + `]}]}]}]}`
+	}
+	e.call("POST", "/traces", agentKey, span(`{"key":"step","value":{"stringValue":"checkout"}}`), "Content-Type", "application/json").want(t, 200)
+	for _, attr := range []string{
+		`{"key":"card","value":{"stringValue":"4111 1111 1111 1111"}}`,
+		`{"key":"n","value":{"intValue":"4111111111111111"}}`,
+		`{"key":"hex","value":{"stringValue":"34313131313131313131313131313131"}}`,
+	} {
+		r := e.call("POST", "/traces", agentKey, span(attr), "Content-Type", "application/json").want(t, 422, "protected_value_detected")
+		if strings.Contains(string(r.body), "rejected") {
+			t.Errorf("the refusal counts spans: %s", r.body)
+		}
+	}
+	e.call("GET", "/agent/me", agentKey, "").want(t, 401, "key_revoked")
+}

@@ -60,9 +60,11 @@ func cardSpans(sid string, n byte) *tracepb.TracesData {
 // A hostile agent that sends a saved card as span numbers, ids and times, in OTLP
 // protobuf and OTLP/JSON, gets the spans with ids or times holding it rejected and
 // counted, and the numbers of the span kept blanked: GET /sessions/{id}/traces
-// answers nothing of the card, and no table holds it.
+// answers nothing of the card, and no table holds it. The card counts as given to
+// the agent (everythingGiven): one it was never given refuses the export whole and
+// counts against its budget (TestATraceHoldingAValueNeverGivenIsRefusedAndCounted).
 func TestTracesKeepNoSavedValueInNumbersIDsOrTimes(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)

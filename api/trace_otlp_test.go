@@ -28,8 +28,10 @@ import (
 // user configures it (the API's base as the endpoint, the key as a header), exports
 // spans in gzipped protobuf to /v1/traces: they land in the session they name,
 // cleaned, and the exporter reads the partial success of the one that names none.
+// The card counts as given to the agent (everythingGiven): one it was never given
+// refuses the export whole (protect_test.go).
 func TestTheOfficialGoExporterSendsSpansIntoASession(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)
@@ -88,7 +90,7 @@ func TestTheOfficialGoExporterSendsSpansIntoASession(t *testing.T) {
 
 // OpenTelemetry's JavaScript exporter for OTLP/HTTP JSON, configured the same way,
 // exports into the session too: JSON as an SDK writes it (hex ids, numbers as
-// strings), read by the same protos.
+// strings), read by the same protos. The card counts as given, as above.
 func TestTheOfficialJSONExporterSendsSpansIntoASession(t *testing.T) {
 	node, modules := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_OTEL_JS")
 	if node == "" || modules == "" {
@@ -97,7 +99,7 @@ func TestTheOfficialJSONExporterSendsSpansIntoASession(t *testing.T) {
 		}
 		t.Skip("WAYSTATION_NODE and WAYSTATION_OTEL_JS are not set: run make test")
 	}
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)

@@ -34,8 +34,10 @@ func exportOf(spans ...string) string {
 
 // Spans go to the sessions they name when the key may see them, the others are
 // counted as rejected; what is kept holds no protected value and no URL query.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given refuses the export whole (protect_test.go).
 func TestTracesAreTiedToSessionsAndCleaned(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	bobID, _ := e.user("bob")
@@ -96,8 +98,10 @@ func TestTracesAreTiedToSessionsAndCleaned(t *testing.T) {
 // its resource, of a nested list), in any written form, is blanked like a value
 // before the span is kept, and a span answered is cleaned with the values saved
 // since it was kept.
+// The values count as given to the agent (everythingGiven): a value it was never
+// given refuses the export whole (protect_test.go).
 func TestTraceAttributeKeysAreCleanedWhenKeptAndWhenAnswered(t *testing.T) {
-	e := newAuthEnv(t)
+	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary, later = "Quartz-Canary-4417", "Lantern-Canary-8090"

@@ -69,10 +69,10 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 		mc.Sealer, mc.Opener = cfg.Secrets, cfg.Secrets
 	}
 	s.memory = memory.NewService(store, mc)
-	s.traces = trace.NewService(store, protected, trace.Config{})
 	if cfg.Secrets != nil { // without sealing keys there are no values, and the guard fails closed
 		s.guard = protect.NewService(memory.Protected{Store: store, Opener: cfg.Secrets}, store, cfg.Detections, log)
 	}
+	s.traces = trace.NewService(store, protected, trace.Config{Guard: s.guard})
 	s.captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 
 	// Deliveries go through a prober's guarded client of their own: public addresses

@@ -94,9 +94,9 @@ type Config struct {
 	Budget int
 	// Window is how far back detections count (default 24h).
 	Window time.Duration
-	// CandidateLimit is how many strings of one of a value's shapes a request of an
-	// agent may carry (default 32): a prompt quotes a few card numbers or dates, a
-	// guessing attack thousands.
+	// CandidateLimit is how many card numbers or email addresses a request of an
+	// agent may carry, and an eighth of how many dates or phone numbers (default 32):
+	// a prompt quotes a few, a guessing attack thousands.
 	CandidateLimit int
 }
 
@@ -198,7 +198,7 @@ func (s *Service) Screen(ctx context.Context, p auth.Principal, route string, pa
 	if s == nil {
 		return Sets{}, Unavailable(errNoValues)
 	}
-	if p.AgentID != "" && redact.CountCandidates(parts).Max() > s.cfg.CandidateLimit {
+	if p.AgentID != "" && s.flood(parts) {
 		return Sets{}, s.Detected(ctx, p, route, KindCandidates)
 	}
 	sets, err := s.Sets(ctx, p)
@@ -209,6 +209,15 @@ func (s *Service) Screen(ctx context.Context, p auth.Principal, route string, pa
 		return Sets{}, s.Detected(ctx, p, route, KindValue)
 	}
 	return sets, nil
+}
+
+// flood tells whether parts carry more candidates of a value's shape than a request
+// may: CandidateLimit card numbers or email addresses, or eight times as many dates or
+// phone numbers, which ordinary text (timestamps, ids, tables) holds more of and whose
+// spaces a guesser must cover in the thousands all the same.
+func (s *Service) flood(parts []string) bool {
+	c := redact.CountCandidates(parts)
+	return max(c.Cards, c.Emails) > s.cfg.CandidateLimit || max(c.Dates, c.Phones) > 8*s.cfg.CandidateLimit
 }
 
 // Detected records that a request of p to route held what kind says, pausing p's

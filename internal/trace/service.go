@@ -8,6 +8,7 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/redact"
 )
 
@@ -24,6 +25,11 @@ type Config struct {
 	// MaxPerSession caps the spans one session keeps (default DefaultMaxPerSession);
 	// past it a session's new spans are rejected.
 	MaxPerSession int
+	// Guard, when set, is told of an agent's export holding a protected value the
+	// agent was never given: the export is refused whole and counted against the
+	// agent's budget (see package protect), for a span rejected for it would tell the
+	// agent its guess was right.
+	Guard *protect.Service
 }
 
 // Service is the spans' use cases, the same for every adapter: an agent's runtime
@@ -55,6 +61,19 @@ func (s *Service) Export(ctx context.Context, p auth.Principal, body []byte, enc
 	spans, err := Parse(body, enc)
 	if err != nil {
 		return 0, err
+	}
+	if p.AgentID != "" && s.cfg.Guard != nil {
+		sets, err := s.cfg.Guard.Sets(ctx, p)
+		if err != nil {
+			return 0, err
+		}
+		for i := range spans {
+			// Clean blanks what it finds (and drops URL queries, as the cleaning below
+			// does anyway): it counts a value anywhere in the span.
+			if spans[i].Holds(sets.Foreign) || spans[i].Clean(sets.Foreign) > 0 {
+				return 0, s.cfg.Guard.Detected(ctx, p, "/traces", protect.KindValue)
+			}
+		}
 	}
 	set, err := s.protectedSet(ctx, p.UserID, "nothing was forwarded or stored")
 	if err != nil {
