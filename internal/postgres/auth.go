@@ -9,6 +9,7 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -116,19 +117,64 @@ func (s *Store) Agents(ctx context.Context, userID string) ([]auth.Agent, error)
 	return out, nil
 }
 
-// SetAgentStatus pauses or resumes an agent of userID.
+// SetAgentStatus pauses or resumes an agent of userID. Pausing it cancels, in the
+// same transaction, its payments not yet taken (waiting for the person, or approved
+// and not yet carried out), as a session's close does: the sessions are locked
+// first and the agent second, as the executor's Take does, so the two never
+// deadlock, and a payment already taken is checked again before it is signed.
 func (s *Store) SetAgentStatus(ctx context.Context, userID, id, status string) (auth.Agent, error) {
 	if status != auth.AgentActive && status != auth.AgentDisabled {
 		return auth.Agent{}, problem.Invalid(`status must be "active" or "disabled".`)
 	}
-	a, err := scanAgent(s.pool.QueryRow(ctx, `UPDATE agents SET status = $3 WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return a, auth.ErrAgentNotFound
+	var a auth.Agent
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if status == auth.AgentDisabled {
+			rows, err := tx.Query(ctx, `
+				SELECT DISTINCT p.session_id FROM payments p JOIN requests r ON r.id = p.request_id
+				WHERE p.agent_id = $1 AND p.user_id = $2 AND p.status = 'pending' AND r.status IN ('waiting_user', 'approved')
+				ORDER BY p.session_id`, id, userID)
+			if err != nil {
+				return err
+			}
+			sessions, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			for _, sid := range sessions {
+				if _, err := tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, sid); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		a, err = scanAgent(tx.QueryRow(ctx, `UPDATE agents SET status = $3 WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return auth.ErrAgentNotFound
+		}
+		if err != nil || status != auth.AgentDisabled {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT `+requestColumns+requestFrom+`
+			WHERE r.id IN (SELECT p.request_id FROM payments p WHERE p.agent_id = $1 AND p.status = 'pending')
+			AND r.status IN ('waiting_user', 'approved') ORDER BY r.created_at, r.id FOR UPDATE OF r`, id)
+		if err != nil {
+			return err
+		}
+		open, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (request.Request, error) { return scanRequest(r) })
+		if err != nil {
+			return err
+		}
+		for i := range open {
+			if err := move(ctx, tx, &open[i], request.StatusCanceled, session.ActorUser); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, auth.ErrAgentNotFound) {
+		return a, err
 	}
-	if err != nil {
-		return a, fail("set agent status", err)
-	}
-	return a, nil
+	return a, fail("set agent status", err)
 }
 
 // AgentStats counts what agentID has done.
