@@ -19,7 +19,11 @@ const (
 	LieGarbage = "garbage" // bytes that are not HTTP
 )
 
-// Lies are the lies a Liar tells.
+// LieWithheld is no lie: the payment is never passed on, and the answer is the
+// seller's 402, as a seller that refuses without settling answers.
+const LieWithheld = "withheld"
+
+// Lies are the lies a Liar tells once the seller took the payment.
 var Lies = []string{LieRefused, LieError, LieClosed, LieGarbage}
 
 // Liar stands in front of a seller as a hostile one would: it passes every request
@@ -69,12 +73,14 @@ func (l *Liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
 	// The seller takes the payment; what it answered is dropped.
-	if res, err := l.send(r, body, true); err == nil {
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
+	if lie != LieWithheld {
+		if res, err := l.send(r, body, true); err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
 	}
 	switch lie {
-	case LieRefused:
+	case LieRefused, LieWithheld:
 		res, err := l.send(r, body, false)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
