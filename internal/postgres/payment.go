@@ -52,6 +52,9 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 		return p, err
 	}
 	p.MaximumDebit = payment.Micros(maxDebit)
+	if p.Status != payment.StatusSettled {
+		p.Delivered = nil // said of a settled payment only
+	}
 	if answer != nil {
 		if err := json.Unmarshal(answer, &p.Answer); err != nil {
 			return p, err

@@ -335,8 +335,12 @@ type Landing struct {
 	Expired     bool
 }
 
-// maxLandingLookups bounds the transactions of the payer read to find one payment's.
-const maxLandingLookups = 20
+// maxLandingSignatures and maxLandingLookups bound the payer's recent transactions
+// listed, and those read, to find one payment's.
+const (
+	maxLandingSignatures = 100
+	maxLandingLookups    = 20
+)
 
 // Landing looks up the payment tx, as the service signed it, on network. Its id is
 // the fee payer's signature, which the service never sees, so it is found among the
@@ -380,15 +384,20 @@ func (r *SolanaRPC) Landing(ctx context.Context, network string, tx ExactSVMPayl
 		Memo      *string `json:"memo"`
 	}
 	if err := r.call(ctx, network, "getSignaturesForAddress", []any{payer.String(),
-		map[string]any{"limit": 100, "commitment": "confirmed"}}, &sigs); err != nil {
+		map[string]any{"limit": maxLandingSignatures, "commitment": "confirmed"}}, &sigs); err != nil {
 		return Landing{}, err
 	}
+	// Only a search that saw every candidate may conclude the transaction never
+	// landed: a payer busy enough to fill the page, or candidates past the bound,
+	// leave it undecided rather than failed.
+	exhaustive := len(sigs) < maxLandingSignatures
 	looked := 0
 	for _, s := range sigs {
 		if memo != "" && (s.Memo == nil || !strings.Contains(*s.Memo, memo)) {
 			continue
 		}
 		if looked++; looked > maxLandingLookups {
+			exhaustive = false
 			break
 		}
 		var got *struct {
@@ -419,7 +428,7 @@ func (r *SolanaRPC) Landing(ctx context.Context, network string, tx ExactSVMPayl
 			return Landing{Landed: true, Transaction: landed.Signatures[0].String()}, nil
 		}
 	}
-	return Landing{Expired: !valid.Value}, nil
+	return Landing{Expired: !valid.Value && exhaustive}, nil
 }
 
 // call makes one JSON-RPC call on network's endpoint and reads its result into out.

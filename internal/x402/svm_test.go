@@ -358,7 +358,7 @@ func TestSolanaLandingFindsThePayersOwnTransaction(t *testing.T) {
 	ours, oursLanded := sign(0xab)
 	_, other := sign(0xcd) // another payment of the same terms, with the same seller memo below
 	var landed []string
-	valid, failed := true, false
+	valid, failed, busy := true, false, 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var call struct {
 			Method string `json:"method"`
@@ -377,6 +377,9 @@ func TestSolanaLandingFindsThePayersOwnTransaction(t *testing.T) {
 				out = append(out, map[string]any{"signature": tx.Signatures[0].String(), "memo": memo, "err": nil})
 			}
 			out = append(out, map[string]any{"signature": "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", "memo": nil, "err": nil})
+			for range busy {
+				out = append(out, map[string]any{"signature": "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", "memo": "[4] else", "err": nil})
+			}
 			result = out
 		case "getTransaction":
 			for _, b64 := range landed {
@@ -411,6 +414,9 @@ func TestSolanaLandingFindsThePayersOwnTransaction(t *testing.T) {
 	look("another payment with the same memo landed", Landing{})
 	valid = false
 	look("the blockhash expired", Landing{Expired: true})
+	busy = 100
+	look("the blockhash expired, and the payer so busy that the list is full", Landing{})
+	busy = 0
 	landed = []string{other, oursLanded}
 	fee := solana.SignatureFromBytes(bytes.Repeat([]byte{0xac}, 64)).String()
 	look("landed", Landing{Landed: true, Transaction: fee})
