@@ -136,7 +136,7 @@ func (s *Server) idempotencyKey(next http.Handler) http.Handler {
 func mayPass(code string) bool {
 	switch code {
 	case problem.RateLimited, problem.QuotaExceeded, problem.SpendingLimitExceeded, problem.AgentPaused,
-		problem.HostNotAllowed, problem.OfferNotPayable, problem.PriceAboveMaximum:
+		problem.HostNotAllowed, problem.OfferNotPayable, problem.OfferNamesPayer, problem.PriceAboveMaximum:
 		return true
 	}
 	return false

@@ -611,12 +611,14 @@ func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) 
 		Type    string
 		Payment struct {
 			Status, Amount string
+			Delivered      *bool
 			Response       *struct{ Status int }
 		}
 	}
 	p.call("POST", "/sessions/"+p.sid+"/requests/"+lost.Request.ID+"/claim", p.agentKey, "").want(t, 200).into(t, &art)
-	if art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != "10000" || art.Payment.Response != nil {
-		t.Errorf("artifact %+v: want the settled receipt, without the answer that was lost", art)
+	if art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != "10000" ||
+		art.Payment.Response == nil || art.Payment.Response.Status != 402 || art.Payment.Delivered == nil || *art.Payment.Delivered {
+		t.Errorf("artifact %+v: want the settled receipt, not delivered, with the refusal of the second sending (the first answer was lost)", art)
 	}
 	if s := spent(); s != "0.01" {
 		t.Errorf("spent %s after the payment settled, want 0.01", s)

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -116,12 +117,19 @@ type PaymentView struct {
 	Status, StatusLabel, Failure, Transaction              string
 }
 
+// unknownWords say what an unknown payment is, and what its person can do while
+// it stays so.
+const unknownWords = "Sent, outcome unknown: the payment left and no answer proves whether the seller took it (the answer was lost, or the seller refused or failed after it may have settled). " +
+	"It counts toward the agent's spend until the chain shows whether it moved; the service checks every few seconds where the operator gave it the network's chain endpoint " +
+	"(X402_RPC_URLS on EVM networks, SOLANA_RPC_URL on Solana). If it stays unknown, look up the payer's address on the network's block explorer for a transfer of this amount to this payee, " +
+	"pause the agent's payments meanwhile if you wish, and ask the operator to configure the endpoint."
+
 // paymentWords say a payment's status to its person.
 var paymentWords = map[string]string{
 	"awaiting_approval": "Waiting for your approval: nothing is paid until you approve.",
 	"approved":          "Approved: the service is about to pay.",
 	"executing":         "Paying: the service checked the offer and is sending the payment.",
-	"unknown":           "Sent, outcome unknown: the answer was lost after the payment left. It counts toward the agent's spend until the chain shows whether the seller took it.",
+	"unknown":           unknownWords,
 	"settled":           "Paid: the seller took the payment.",
 	"failed":            "Not completed",
 	"denied":            "Denied: nothing was paid.",
@@ -146,6 +154,10 @@ func paymentView(pay *payment.Payment, lim *payment.LimitsAndSpend) *PaymentView
 	if v.StatusLabel == "" {
 		v.StatusLabel = pay.Status
 	}
+	if pay.Status == payment.StatusSettled && pay.Delivered != nil && !*pay.Delivered {
+		v.StatusLabel = "Paid, and the seller did not deliver: the chain shows the money moved, and the seller " + answered(pay.Answer) +
+			". It counts in the seller's record as a paid call not delivered."
+	}
 	if pay.Verdict.Score != nil {
 		v.Score = strconv.Itoa(*pay.Verdict.Score) + " of 100"
 	}
@@ -156,6 +168,21 @@ func paymentView(pay *payment.Payment, lim *payment.LimitsAndSpend) *PaymentView
 		v.Transaction = *pay.Transaction
 	}
 	return v
+}
+
+// answered says what the seller answered to a payment it did not deliver.
+func answered(a *request.SellerResponse) string {
+	if a == nil {
+		return "sent no answer the service received"
+	}
+	what := "answered " + strconv.Itoa(a.Status)
+	if t := http.StatusText(a.Status); t != "" {
+		what += " " + t
+	}
+	if a.ContentType != "" {
+		what += " (" + a.ContentType + ", " + strconv.FormatInt(a.Bytes, 10) + " bytes)"
+	}
+	return what
 }
 
 // RequestRow is a waiting request as the index lists it.

@@ -426,7 +426,7 @@ func TestDocument(t *testing.T) {
 		"precondition_failed", "precondition_required", "approval_required",
 		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type",
 		"payer_not_configured", "spending_limit_exceeded", "agent_paused", "host_not_allowed", "offer_not_payable",
-		"price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused", "submission_rate_limited"}
+		"offer_names_payer", "price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused", "submission_rate_limited"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -931,7 +931,7 @@ const (
 	paymentBody = `{"id": "` + uuid2 + `", "requestId": "` + uuid1 + `", "sessionId": "` + uuid2 + `", "agentId": "` + uuid1 + `", "status": "awaiting_approval", "failure": null,
 		"hostname": "shop.example", "httpRequest": {"method": "GET", "url": "https://shop.example/pay"}, "offer": ` + paymentOffer + `, "maximumDebit": "0.05",
 		"merchant": {"verdict": "proceed", "score": 82, "listed": true}, "overrideVerdict": false, "payer": "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23",
-		"transaction": null, "createdAt": "2026-11-21T10:00:00Z", "signedAt": null, "settledAt": null}`
+		"transaction": null, "createdAt": "2026-11-21T10:00:00Z", "signedAt": null, "settledAt": null, "delivered": null}`
 	captchaTask = `{"id": "` + uuid1 + `", "sessionId": "` + uuid2 + `", "clientTaskId": "c1", "type": "image_to_text", "pageUrl": "https://shop.example/login",
 		"siteKey": null, "via": "person", "status": "solved", "solution": "W7XK", "error": null, "requestId": "` + uuid1 + `", "approvalUrl": "/app/requests/` + uuid1 + `",
 		"createdAt": "2026-11-21T10:00:00Z", "expiresAt": "2026-11-21T10:05:00Z", "solvedAt": "2026-11-21T10:01:00Z"}`

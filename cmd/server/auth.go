@@ -246,7 +246,8 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 // per-host backoff.
 func newPayments(cfg Config, log *slog.Logger, store *postgres.Store) (*payment.Service, *trust.Prober) {
 	prober := trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout, AllowHosts: cfg.Payment.AllowHosts}, log)
-	svc := &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log, Lease: cfg.Payment.Lease}
+	svc := &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log, Lease: cfg.Payment.Lease,
+		MaxAuthorization: cfg.Payment.MaxAuthorization}
 	if cfg.Payment.Chains != nil {
 		svc.Chain = cfg.Payment.Chains
 	}

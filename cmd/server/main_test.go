@@ -172,8 +172,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 }
 
 // TestPaymentConfigReadsThePayerWithoutShowingItsKey reads X402_PAYER_KEY (or its
-// file), X402_PAYER_NETWORKS and PAYMENT_ALLOW_HOSTS, and refuses bad values without
-// quoting the key.
+// file), X402_PAYER_NETWORKS, PAYMENT_ALLOW_HOSTS and X402_MAX_AUTHORIZATION, and
+// refuses bad values without quoting the key.
 func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}
@@ -196,8 +196,11 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 	c, err = loadPaymentConfig(env("X402_PAYER_KEY_FILE", file, "X402_PAYER_NETWORKS", "eip155:84532, base",
 		"X402_RPC_URLS", "base-sepolia=http://localhost:4021/rpc"))
 	if err != nil || c.Payer.Address() == "" || !slices.Equal(c.Payer.Networks, payment.Networks{"eip155:84532", "eip155:8453"}) ||
-		!slices.Equal(c.Chains.Networks(), []string{"eip155:84532"}) {
+		!slices.Equal(c.Chains.Networks(), []string{"eip155:84532"}) || c.MaxAuthorization != 0 {
 		t.Fatalf("payer from a file: %+v %v", c, err)
+	}
+	if c, err := loadPaymentConfig(env("X402_MAX_AUTHORIZATION", "2m")); err != nil || c.MaxAuthorization != 2*time.Minute {
+		t.Fatalf("X402_MAX_AUTHORIZATION: %+v %v", c.MaxAuthorization, err)
 	}
 	for _, bad := range []func(string) string{
 		env("X402_PAYER_KEY", "nothex"+testPayerKey[6:]),
@@ -208,6 +211,9 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 		env("PAYMENT_ALLOW_HOSTS", "http://localhost"),
 		env("WEBHOOK_ALLOW_HOSTS", "a b"),
 		env("X402_RPC_URLS", "eip155:8453"),
+		env("X402_MAX_AUTHORIZATION", "31y"),
+		env("X402_MAX_AUTHORIZATION", "2h"),
+		env("X402_MAX_AUTHORIZATION", "1s"),
 	} {
 		_, err := loadPaymentConfig(bad)
 		if err == nil {

@@ -26,6 +26,10 @@ type PaymentConfig struct {
 	// Lease is PAYMENT_LEASE: how long a payment whose replica stopped renewing it
 	// waits before another replica takes it up (0: the service's default, 15s).
 	Lease time.Duration
+	// MaxAuthorization is X402_MAX_AUTHORIZATION: the longest any signed
+	// authorization is valid (0: the service's default, ten minutes), whatever
+	// maxTimeoutSeconds the seller's offer asks.
+	MaxAuthorization time.Duration
 }
 
 // chainTimeout bounds one look-up of an authorization on a chain.
@@ -48,8 +52,9 @@ var defaultSolanaNetworks = payment.Networks{"solana:5eykt4UsFv8P8NJdTREpY1vzqKq
 // PAYMENT_LEASE; and for Solana SOLANA_PAYER_KEY (a keypair in base58 or as a JSON
 // array of bytes) or SOLANA_PAYER_KEY_FILE (a file holding one, such as
 // solana-keygen writes), SOLANA_PAYER_NETWORKS (mainnet by default; devnet when
-// named) and SOLANA_RPC_URL (the RPC recent blockhashes are read from: one URL, or
-// network=URL pairs). Errors never quote a key or the RPC's URL.
+// named) and SOLANA_RPC_URL (the RPC recent blockhashes are read from, and
+// payments whose outcome is unknown looked up in: one URL, or network=URL pairs);
+// and X402_MAX_AUTHORIZATION. Errors never quote a key or the RPC's URL.
 func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 	var c PaymentConfig
 	var err error
@@ -65,6 +70,13 @@ func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 			return c, fmt.Errorf("PAYMENT_LEASE %q: want a duration from 1s to 10m", v)
 		}
 		c.Lease = d
+	}
+	if v := getenv("X402_MAX_AUTHORIZATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second || d > time.Hour {
+			return c, fmt.Errorf("X402_MAX_AUTHORIZATION %q: want a duration from 10s to 1h", v)
+		}
+		c.MaxAuthorization = d
 	}
 	if v := getenv("X402_RPC_URLS"); v != "" {
 		if c.Chains, err = x402.ParseChains(v, &http.Client{Timeout: chainTimeout}); err != nil {
@@ -111,7 +123,8 @@ func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 			// The URL may carry a provider's key: it is not quoted.
 			return c, errors.New("SOLANA_RPC_URL: want an http(s) URL, or Solana network=URL pairs separated by commas")
 		}
-		payer.Blockhashes = rpc
+		// The same RPC tells whether a payment whose outcome is unknown landed.
+		payer.Blockhashes, payer.Landings = rpc, rpc
 	} else if getenv("SOLANA_PAYER_NETWORKS") != "" || getenv("SOLANA_RPC_URL") != "" {
 		return c, errors.New("SOLANA_PAYER_NETWORKS or SOLANA_RPC_URL is set without SOLANA_PAYER_KEY or SOLANA_PAYER_KEY_FILE")
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/x402"
 )
 
@@ -261,10 +262,13 @@ const (
 	FailOfferChanged  = "offer_changed"  // the seller now asks another payee, amount, asset or network: nothing signed
 	FailNoOffer       = "no_offer"       // the seller no longer answers with a payable offer: nothing signed
 	FailLimit         = "limit_exceeded" // a spending limit would be passed at signing time: nothing signed
-	FailSellerRefused = "seller_refused" // the seller answered 402 to the payment: nothing settled
 	FailUnreachable   = "unreachable"    // the seller could not be reached with the payment
 	FailNoBlockhash   = "no_blockhash"   // Solana's RPC gave no recent blockhash to sign with: nothing signed
 	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed: nothing moved
+	FailAgentDisabled = "agent_disabled" // its agent was disabled, or its payments paused, before it was signed: nothing signed
+	// FailSellerRefused is how payments the seller answered 402 were recorded before
+	// any answer after signing left them unknown; none is recorded so any more.
+	FailSellerRefused = "seller_refused"
 	// FailUnknown is how payments whose outcome was unknown were recorded before
 	// StatusUnknown; none is recorded so any more.
 	FailUnknown = "outcome_unknown"
@@ -335,7 +339,17 @@ type Payment struct {
 	Raw         x402.Offer      `json:"-"`
 	Attempts    int             `json:"-"`
 	Limits      *LimitsAndSpend `json:"-"`
+	// Delivered is, for a settled payment, whether the seller answered with what
+	// was paid for; false when the money moved and it answered a refusal, an
+	// error or nothing.
+	Delivered *bool `json:"delivered"`
+	// Answer is what the seller answered to a payment left unknown, if it did.
+	Answer *request.SellerResponse `json:"-"`
 }
+
+// ErrAgentStopped is MarkSigned's answer for a payment whose agent was disabled, or
+// whose payments were paused, since it was taken: it must not be signed.
+var ErrAgentStopped = errors.New("payment: the agent is disabled or its payments paused")
 
 // Errors of the payment routes.
 var (

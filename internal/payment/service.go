@@ -38,6 +38,16 @@ type Payer struct {
 	Solana         *x402.SolanaSigner
 	SolanaNetworks Networks
 	Blockhashes    Blockhashes
+	// Landings tell whether a Solana payment whose outcome is unknown landed (nil:
+	// such payments stay unknown).
+	Landings Landings
+}
+
+// Landings are Solana's word on a signed payment: whether its transaction landed,
+// or its blockhash expired so that it never can. x402.SolanaRPC implements it.
+type Landings interface {
+	// Landing looks tx up on network; x402.ErrNoChain when it has no endpoint there.
+	Landing(ctx context.Context, network string, tx x402.ExactSVMPayload) (x402.Landing, error)
 }
 
 // Blockhashes are Solana's recent blockhashes, per network. x402.SolanaRPC
@@ -115,6 +125,17 @@ func (p *Payer) Address() string {
 	return p.Signer.Address()
 }
 
+// Owns reports whether address is one of the payer's own: its EVM address (in
+// either case) or its Solana public key. A payment naming one as payee or fee payer
+// would pay the service itself, or leave a transaction only the service could send.
+func (p *Payer) Owns(address string) bool {
+	if p == nil || address == "" {
+		return false
+	}
+	return p.Signer != nil && strings.EqualFold(address, p.Signer.Address()) ||
+		p.Solana != nil && address == p.Solana.Address()
+}
+
 // AddressOn is the payer's address on network: its Solana public key on Solana,
 // its EVM address elsewhere.
 func (p *Payer) AddressOn(network string) string {
@@ -171,6 +192,10 @@ type Service struct {
 	CheckEvery time.Duration
 	// MaxResponse is how much of the seller's answer the receipt keeps (default 256 KiB).
 	MaxResponse int64
+	// MaxAuthorization bounds the life of every authorization the service signs
+	// (default DefaultMaxAuthorization): an offer asking a longer maxTimeoutSeconds
+	// gets this long.
+	MaxAuthorization time.Duration
 
 	// afterSend, in tests, stops the executor between sending and recording, as a
 	// crash would.
@@ -333,6 +358,7 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 	if err != nil {
 		return readOffer{}, problem.New(problem.OfferNotPayable, "The seller's 402 answer holds no valid x402 offer: "+x402.Clean(err.Error(), 300))
 	}
+	namesPayer := false
 	for _, o := range offers {
 		if !s.Payer.Pays(o.Network, o.Asset) || o.Scheme != x402.SchemeExact {
 			continue
@@ -340,18 +366,34 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 		// What the signer needs must be there before the person is asked: the
 		// token's EIP-712 domain on EVM; on Solana a fee payer that is a public key,
 		// the network's USDC and an amount a token transfer holds.
-		if _, err := signable(o); err != nil {
+		terms, err := signable(o)
+		if err != nil {
 			continue
 		}
 		v, ok := Value(o.Network, o.Asset, o.Amount)
 		if !ok {
 			continue
 		}
+		if s.Payer.Owns(o.PayTo) || s.Payer.Owns(feePayer(terms)) {
+			namesPayer = true
+			continue
+		}
 		a, _ := x402.LookupAsset(o.Network, o.Asset)
 		return readOffer{Offer: Offer{Version: o.Version, Scheme: o.Scheme, Network: x402.NormalizeNetwork(o.Network), Asset: o.Asset,
 			Symbol: a.Symbol, PayTo: o.PayTo, Amount: o.Amount, Value: v, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource}, raw: o}, nil
 	}
+	if namesPayer {
+		return readOffer{}, problem.New(problem.OfferNamesPayer, "The seller's offer names this server's own payer as its payee or fee payer: it is not paid.")
+	}
 	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact, in USDC, on "+networks(s.Payer)+".")
+}
+
+// feePayer is the fee payer of Solana terms, in base58; "" for other terms.
+func feePayer(terms any) string {
+	if t, ok := terms.(x402.SVMTerms); ok {
+		return t.FeePayer.String()
+	}
+	return ""
 }
 
 func networks(p *Payer) string {
@@ -375,6 +417,24 @@ func signable(o x402.Offer) (any, error) {
 		return x402.SVMTermsOf(o)
 	}
 	return x402.DomainOf(o)
+}
+
+// DefaultMaxAuthorization is how long a signed authorization is valid at most,
+// unless the service is told otherwise: anyone holding it may settle it until then.
+const DefaultMaxAuthorization = 10 * time.Minute
+
+// Lifetime is how long an authorization for an offer asking maxTimeoutSeconds is
+// valid: what the offer asks, never longer than MaxAuthorization; the whole
+// ceiling for an offer that asks none.
+func (s *Service) Lifetime(maxTimeoutSeconds int) time.Duration {
+	ceiling := s.MaxAuthorization
+	if ceiling <= 0 {
+		ceiling = DefaultMaxAuthorization
+	}
+	if asked := time.Duration(maxTimeoutSeconds) * time.Second; maxTimeoutSeconds > 0 && asked < ceiling {
+		return asked
+	}
+	return ceiling
 }
 
 // svmLifetime is how long a Solana payment may land after its blockhash was read: a
@@ -498,9 +558,9 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 			log.Info("payment not signed: the offer changed", "payTo", o.PayTo, "amount", o.Amount, "network", o.Network)
 			return s.fail(ctx, p, FailOfferChanged)
 		}
-		now := s.now().Unix()
-		timeout := int64(max(p.Offer.MaxTimeoutSeconds, 60))
-		p.ValidAfter, p.ValidBefore = now-600, now+timeout
+		now := s.now()
+		life := s.Lifetime(p.Offer.MaxTimeoutSeconds)
+		p.ValidAfter, p.ValidBefore = now.Unix()-600, now.Add(life).Unix()
 		if x402.Namespace(p.Offer.Network) == "solana" {
 			// Solana's validity window is its blockhash's lifetime.
 			bh, err := s.Payer.Blockhashes.LatestBlockhash(ctx, p.Offer.Network)
@@ -511,9 +571,13 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 				log.Warn("payment not signed: no recent blockhash", "err", err)
 				return s.fail(ctx, p, FailNoBlockhash)
 			}
-			p.Blockhash, p.ValidAfter, p.ValidBefore = bh, now, now+int64(svmLifetime/time.Second)
+			p.Blockhash, p.ValidAfter, p.ValidBefore = bh, now.Unix(), now.Add(min(life, svmLifetime)).Unix()
 		}
-		if err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore, p.Blockhash); err != nil {
+		switch err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore, p.Blockhash); {
+		case errors.Is(err, ErrAgentStopped):
+			log.Info("payment not signed: its agent is disabled or its payments paused")
+			return s.fail(ctx, p, FailAgentDisabled)
+		case err != nil:
 			return err
 		}
 	}
@@ -534,9 +598,10 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping, or taken over: taken again after the lease
 		}
+		// A garbled answer is no answer: the payment may have settled.
 		log.Info("payment sent, no answer", "err", x402.Clean(err.Error(), 200))
 		if p.Attempts > 1 || s.now().Unix() >= p.ValidBefore {
-			return s.unknown(ctx, p, "no answer to the payment")
+			return s.unknown(ctx, p, Outcome{}, "no answer to the payment")
 		}
 		return nil // taken again after the lease, and sent again as it is
 	}
@@ -553,22 +618,16 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	switch st := o.Settlement; {
 	case st != nil && st.Success:
 		o.Status, o.Transaction, o.Delivered = StatusSettled, st.Transaction, resp.StatusCode < 300
-	case resp.StatusCode == http.StatusPaymentRequired && repeat:
-		// The seller refuses an authorization it may have settled already: a
-		// used nonce is refused too.
-		return s.unknown(ctx, p, "the seller refused a payment sent before")
-	case resp.StatusCode == http.StatusPaymentRequired:
-		o.Status, o.Failure = StatusFailed, FailSellerRefused
 	case resp.StatusCode < 300:
 		// Delivered without a settlement answer: the seller took the payment.
 		o.Status, o.Delivered = StatusSettled, true
 	default:
-		return s.unknown(ctx, p, "the seller answered "+strconv.Itoa(resp.StatusCode)+" without a settlement")
+		// A refusal, an error or garbage says nothing of the authorization that
+		// left: a seller may settle it and answer 402 all the same. Only the chain
+		// can tell; the answer is kept for the receipt.
+		return s.unknown(ctx, p, Outcome{Receipt: o.Receipt}, "the seller answered "+strconv.Itoa(resp.StatusCode)+" without a settlement")
 	}
-	o.Receipt.Status = o.Status
-	if o.Failure != "" {
-		o.Receipt.Failure = &o.Failure
-	}
+	o.Receipt.Status, o.Receipt.Delivered = o.Status, &o.Delivered
 	if o.Transaction != "" {
 		o.Receipt.Transaction = &o.Transaction
 	}
@@ -615,11 +674,13 @@ func (s *Service) receipt(p Payment, status, failure string) request.Receipt {
 	return r
 }
 
-// unknown records that p left and nothing says whether it settled: it counts in the
-// agent's spend, its request stays executing, and Resolve settles it from the chain.
-func (s *Service) unknown(ctx context.Context, p Payment, why string) error {
+// unknown records that p left and nothing says whether it settled, with the seller's
+// answer o.Receipt.Response if one came: it counts in the agent's spend, its request
+// stays executing, and Resolve settles it from the chain.
+func (s *Service) unknown(ctx context.Context, p Payment, o Outcome, why string) error {
 	s.Log.Warn("payment outcome unknown", "payment", p.ID, "host", p.Host, "why", why)
-	if err := s.Store.Finish(ctx, p, Outcome{Status: StatusUnknown}); err != nil {
+	o.Status = StatusUnknown
+	if err := s.Store.Finish(ctx, p, o); err != nil {
 		return err
 	}
 	s.Kick()
@@ -632,11 +693,14 @@ func (s *Service) unknown(ctx context.Context, p Payment, why string) error {
 const settleGrace = 60 * time.Second
 
 // Resolve settles one payment whose outcome is unknown, if one is due a check, from
-// the chain: its authorization used means it settled (once, whoever sent it);
-// unused once its window closed means nothing moved and nothing can. It reports
+// the chain, whatever the seller answered: its authorization used (on Solana, its
+// transaction landed) means it settled, once, whoever sent it, and the seller
+// delivered nothing if it answered anything but success; unused once it can no
+// longer be used (its window closed, or its blockhash expired) means nothing moved
+// and nothing can. Without a chain for its network it stays unknown. It reports
 // whether it looked at one.
 func (s *Service) Resolve(ctx context.Context) (bool, error) {
-	if s.Chain == nil {
+	if s.Chain == nil && (s.Payer == nil || s.Payer.Landings == nil) {
 		return false, nil
 	}
 	every := s.CheckEvery
@@ -648,12 +712,7 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	log := s.Log.With("payment", p.ID, "host", p.Host)
-	if x402.Namespace(p.Offer.Network) != "eip155" {
-		// No chain here tells whether a Solana transfer landed: it stays unknown,
-		// counted in spend, for the person to see.
-		return true, nil
-	}
-	used, err := s.Chain.AuthorizationUsed(ctx, p.Offer.Network, p.Offer.Asset, p.Payer, p.Nonce)
+	used, closed, tx, err := s.used(ctx, *p)
 	switch {
 	case errors.Is(err, x402.ErrNoChain):
 		return true, nil // stays unknown: nothing here can tell
@@ -661,13 +720,44 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		log.Warn("payment outcome unknown: the chain did not answer", "err", err)
 		return true, nil
 	case used:
-		log.Info("payment settled, as the chain shows")
-		return true, s.Store.Finish(ctx, *p, Outcome{Status: StatusSettled, Receipt: s.receipt(*p, StatusSettled, "")})
-	case s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace)):
-		log.Info("payment not settled, as the chain shows after its window closed")
+		log.Info("payment settled, as the chain shows", "answered", p.Answer != nil)
+		o := Outcome{Status: StatusSettled, Transaction: tx, Receipt: s.receipt(*p, StatusSettled, "")}
+		// Paid, and the seller answered something else than what was paid for, or
+		// nothing the service received: nothing was delivered.
+		o.Receipt.Response, o.Receipt.Delivered = p.Answer, &o.Delivered
+		if tx != "" {
+			o.Receipt.Transaction = &tx
+		}
+		return true, s.Store.Finish(ctx, *p, o)
+	case closed || s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace)):
+		log.Info("payment not settled, as the chain shows after it could no longer be used")
 		return true, s.fail(ctx, *p, FailNotSettled)
 	}
 	return true, nil
+}
+
+// used asks the chain whether p's authorization was used: on EVM networks the
+// token's authorizationState of its nonce; on Solana whether its transaction landed
+// (tx, its signature), or its blockhash expired so that it never can (closed).
+// x402.ErrNoChain when nothing here reads p's network.
+func (s *Service) used(ctx context.Context, p Payment) (used, closed bool, tx string, err error) {
+	if x402.Namespace(p.Offer.Network) == "solana" {
+		if s.Payer == nil || s.Payer.Landings == nil || s.Payer.Solana == nil {
+			return false, false, "", x402.ErrNoChain
+		}
+		// The very transaction that left: signing is deterministic.
+		sig, err := s.sign(p)
+		if err != nil {
+			return false, false, "", err
+		}
+		l, err := s.Payer.Landings.Landing(ctx, p.Offer.Network, sig.(x402.ExactSVMPayload))
+		return l.Landed, l.Expired, l.Transaction, err
+	}
+	if s.Chain == nil {
+		return false, false, "", x402.ErrNoChain
+	}
+	used, err = s.Chain.AuthorizationUsed(ctx, p.Offer.Network, p.Offer.Asset, p.Payer, p.Nonce)
+	return used, false, "", err
 }
 
 // hashLimit bounds how much of an answer is read to hash it.

@@ -36,11 +36,14 @@ type Store interface {
 	Renew(ctx context.Context, p Payment) (bool, error)
 	// MarkSigned records, before the payment leaves, that it is signed with this
 	// validity window (and on Solana this recent blockhash): a crash after it sends
-	// the same payment again, never another.
+	// the same payment again, never another. ErrAgentStopped, and nothing recorded,
+	// when the payment's agent is disabled or its payments paused.
 	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error
 	// Finish records how payment p, executing (in p's attempt) or unknown, ended or
 	// stands: settled or failed, fulfilling or failing its request with the receipt
-	// and feeding the seller's stats; or unknown, its request left executing.
+	// and feeding the seller's stats (delivered or not); or unknown, its request
+	// left executing and the seller's answer in o.Receipt.Response, if one came,
+	// kept as the payment's Answer.
 	// ErrTakenOver when p is no longer in the state it was read in.
 	Finish(ctx context.Context, p Payment, o Outcome) error
 	// TakeUnknown is one payment whose outcome is unknown and that was not checked

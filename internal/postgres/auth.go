@@ -9,6 +9,7 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
 )
 
@@ -118,19 +119,82 @@ func (s *Store) Agents(ctx context.Context, userID string) ([]auth.Agent, error)
 
 // SetAgentStatus pauses or resumes an agent of userID: the person's word, which
 // clears a pause the service made, and from which the agent's detections count anew.
+// Pausing it cancels its payments not yet taken (see setAgentStatus).
 func (s *Store) SetAgentStatus(ctx context.Context, userID, id, status string) (auth.Agent, error) {
 	if status != auth.AgentActive && status != auth.AgentDisabled {
 		return auth.Agent{}, problem.Invalid(`status must be "active" or "disabled".`)
 	}
-	a, err := scanAgent(s.pool.QueryRow(ctx, `
-		UPDATE agents SET status = $3, paused_reason = NULL,
-			status_changed_at = CASE WHEN status = $3 AND paused_reason IS NULL THEN status_changed_at ELSE now() END
-		WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status))
+	var a auth.Agent
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if status == auth.AgentDisabled {
+			if err := lockPayingSessions(ctx, tx, userID, id); err != nil {
+				return err
+			}
+		}
+		var err error
+		a, err = setAgentStatus(ctx, tx, userID, id, status, nil)
+		return err
+	})
+	if errors.Is(err, auth.ErrAgentNotFound) {
+		return a, err
+	}
+	return a, fail("set agent status", err)
+}
+
+// lockPayingSessions locks, in tx, the sessions of agent id's payments not yet taken
+// (waiting for the person, or approved and not yet carried out), in order: a caller
+// that pauses the agent locks them before the agent's row, as the executor's Take
+// does, so that the two never deadlock.
+func lockPayingSessions(ctx context.Context, tx pgx.Tx, userID, id string) error {
+	rows, err := tx.Query(ctx, `
+		SELECT DISTINCT p.session_id FROM payments p JOIN requests r ON r.id = p.request_id
+		WHERE p.agent_id = $1 AND p.user_id = $2 AND p.status = 'pending' AND r.status IN ('waiting_user', 'approved')
+		ORDER BY p.session_id`, id, userID)
+	if err != nil {
+		return err
+	}
+	sessions, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, sid := range sessions {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, sid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setAgentStatus sets, in tx, agent id's status, and why the service paused it
+// (reason; nil for the person's word). Disabling it cancels, in the same
+// transaction, its payments not yet taken, as a session's close does; a payment
+// already taken is checked again before it is signed. The caller has locked the
+// paying sessions first (lockPayingSessions).
+func setAgentStatus(ctx context.Context, tx pgx.Tx, userID, id, status string, reason *string) (auth.Agent, error) {
+	a, err := scanAgent(tx.QueryRow(ctx, `
+		UPDATE agents SET status = $3, paused_reason = $4,
+			status_changed_at = CASE WHEN status = $3 AND paused_reason IS NOT DISTINCT FROM $4 THEN status_changed_at ELSE now() END
+		WHERE id = $1 AND user_id = $2 RETURNING `+agentColumns, id, userID, status, reason))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, auth.ErrAgentNotFound
 	}
+	if err != nil || status != auth.AgentDisabled {
+		return a, err
+	}
+	rows, err := tx.Query(ctx, `SELECT `+requestColumns+requestFrom+`
+		WHERE r.id IN (SELECT p.request_id FROM payments p WHERE p.agent_id = $1 AND p.status = 'pending')
+		AND r.status IN ('waiting_user', 'approved') ORDER BY r.created_at, r.id FOR UPDATE OF r`, id)
 	if err != nil {
-		return a, fail("set agent status", err)
+		return a, err
+	}
+	open, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (request.Request, error) { return scanRequest(r) })
+	if err != nil {
+		return a, err
+	}
+	for i := range open {
+		if err := move(ctx, tx, &open[i], request.StatusCanceled, session.ActorUser); err != nil {
+			return a, err
+		}
 	}
 	return a, nil
 }

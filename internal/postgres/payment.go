@@ -34,17 +34,17 @@ const paymentStatus = `CASE WHEN p.status <> 'pending' THEN p.status
 const paymentColumns = `p.id, coalesce(p.request_id::text, ''), coalesce(p.session_id::text, ''), p.agent_id, p.user_id,
 	` + paymentStatus + `, p.failure, p.hostname, p.http_request, p.offer, p.raw_offer, p.maximum_debit, p.merchant, p.override,
 	p.payer, p.transaction, p.created_at, p.signed_at, p.settled_at, p.nonce, coalesce(p.valid_after, 0),
-	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), p.attempts`
+	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), p.attempts, p.delivered, p.answer`
 
 const paymentFrom = ` FROM payments p LEFT JOIN requests r ON r.id = p.request_id`
 
 func scanPayment(row pgx.Row) (payment.Payment, error) {
 	var p payment.Payment
-	var env, offer, raw, merchant []byte
+	var env, offer, raw, merchant, answer []byte
 	var maxDebit int64
 	err := row.Scan(&p.ID, &p.RequestID, &p.SessionID, &p.AgentID, &p.UserID, &p.Status, &p.Failure, &p.Host, &env, &offer, &raw,
 		&maxDebit, &merchant, &p.Override, &p.Payer, &p.Transaction, &p.CreatedAt, &p.SignedAt, &p.SettledAt, &p.Nonce,
-		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &p.Attempts)
+		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &p.Attempts, &p.Delivered, &answer)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, payment.ErrNotFound
 	}
@@ -52,6 +52,14 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 		return p, err
 	}
 	p.MaximumDebit = payment.Micros(maxDebit)
+	if p.Status != payment.StatusSettled {
+		p.Delivered = nil // said of a settled payment only
+	}
+	if answer != nil {
+		if err := json.Unmarshal(answer, &p.Answer); err != nil {
+			return p, err
+		}
+	}
 	if err := errors.Join(json.Unmarshal(env, &p.HTTPRequest), json.Unmarshal(offer, &p.Offer),
 		json.Unmarshal(raw, &p.Raw), json.Unmarshal(merchant, &p.Verdict)); err != nil {
 		return p, err
@@ -248,6 +256,14 @@ func (s *Store) Take(ctx context.Context, lease time.Duration) (*payment.Payment
 		if err != nil {
 			return err
 		}
+		var active bool
+		if err := tx.QueryRow(ctx, `SELECT status = 'active' FROM agents WHERE id = $1`, pay.AgentID).Scan(&active); err != nil {
+			return err
+		}
+		if !active {
+			// Approved before its agent was disabled: never carried out.
+			return finishPayment(ctx, tx, pay, &r, payment.Outcome{Status: payment.StatusFailed, Failure: payment.FailAgentDisabled})
+		}
 		if lim.Allows(pay.Host, pay.Offer.Value, lim.Spent) != nil {
 			// Checked again before signing: limits changed, or other payments spent
 			// the budget since the person approved.
@@ -301,12 +317,31 @@ func (s *Store) TakeUnknown(ctx context.Context, every time.Duration) (*payment.
 	return out, fail("take unknown payment", err)
 }
 
-// MarkSigned implements payment.Store.
+// MarkSigned implements payment.Store. The agent's row is read under a share lock,
+// so that a payment is signed only while its agent is active and its payments not
+// paused, and a disabling waits for a signing under way to be recorded.
 func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE payments SET signed_at = now(), valid_after = $2, valid_before = $3,
-		blockhash = nullif($4, '') WHERE id = $1 AND status = 'executing' AND signed_at IS NULL`, id, validAfter, validBefore, blockhash)
-	if err == nil && tag.RowsAffected() != 1 {
-		err = errors.New("payment is not executing unsigned")
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var stopped bool
+		err := tx.QueryRow(ctx, `
+			SELECT a.status <> 'active' OR coalesce(l.paused, false)
+			FROM payments p JOIN agents a ON a.id = p.agent_id LEFT JOIN spending_limits l ON l.agent_id = p.agent_id
+			WHERE p.id = $1 FOR SHARE OF a`, id).Scan(&stopped)
+		if err != nil {
+			return err
+		}
+		if stopped {
+			return payment.ErrAgentStopped
+		}
+		tag, err := tx.Exec(ctx, `UPDATE payments SET signed_at = now(), valid_after = $2, valid_before = $3,
+			blockhash = nullif($4, '') WHERE id = $1 AND status = 'executing' AND signed_at IS NULL`, id, validAfter, validBefore, blockhash)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = errors.New("payment is not executing unsigned")
+		}
+		return err
+	})
+	if errors.Is(err, payment.ErrAgentStopped) {
+		return err
 	}
 	return fail("mark payment signed", err)
 }
@@ -356,10 +391,18 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 	if o.Settlement != nil {
 		settlement, _ = json.Marshal(o.Settlement)
 	}
+	var answer []byte
+	if o.Status == payment.StatusUnknown && o.Receipt.Response != nil {
+		answer, _ = json.Marshal(o.Receipt.Response)
+	}
+	var delivered *bool
+	if o.Status == payment.StatusSettled {
+		delivered = &o.Delivered
+	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE payments SET status = $2, failure = $3, settlement = $4, transaction = $5, delivered = $6,
-			settled_at = CASE WHEN $2 = 'settled' THEN now() END
-		WHERE id = $1`, pay.ID, o.Status, failure, settlement, txHash, o.Status == payment.StatusSettled && o.Delivered); err != nil {
+			settled_at = CASE WHEN $2 = 'settled' THEN now() END, answer = coalesce($7, answer)
+		WHERE id = $1`, pay.ID, o.Status, failure, settlement, txHash, delivered, answer); err != nil {
 		return err
 	}
 	if o.Status == payment.StatusSettled {

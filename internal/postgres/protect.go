@@ -15,13 +15,18 @@ import (
 
 var _ protect.Store = (*Store)(nil)
 
-// RecordDetection implements protect.Store. The agent's row is locked first, so that
-// the detections of one agent are counted one at a time and none is answered as
-// anything but a paused agent's once the one that reached the budget paused it.
+// RecordDetection implements protect.Store. The agent's row is locked (after the
+// sessions of its payments, which a pause cancels), so that the detections of one
+// agent are counted one at a time and none is answered as anything but a paused
+// agent's once the one that reached the budget paused it, its payments not yet taken
+// cancelled with it.
 func (s *Store) RecordDetection(ctx context.Context, d protect.Detection, window time.Duration, budget int) (int, bool, error) {
 	var n int
 	var paused bool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockPayingSessions(ctx, tx, d.UserID, d.AgentID); err != nil {
+			return err
+		}
 		var status string
 		var since time.Time
 		err := tx.QueryRow(ctx, `SELECT status, status_changed_at FROM agents WHERE id = $1 AND user_id = $2 FOR UPDATE`,
@@ -44,13 +49,12 @@ func (s *Store) RecordDetection(ctx context.Context, d protect.Detection, window
 			return err
 		}
 		paused = true
-		var name string
-		if err := tx.QueryRow(ctx, `
-			UPDATE agents SET status = 'disabled', paused_reason = $2, status_changed_at = now()
-			WHERE id = $1 RETURNING name`, d.AgentID, protect.ReasonProtectedValues).Scan(&name); err != nil {
+		reason := protect.ReasonProtectedValues
+		a, err := setAgentStatus(ctx, tx, d.UserID, d.AgentID, "disabled", &reason)
+		if err != nil {
 			return err
 		}
-		payload, _ := json.Marshal(map[string]any{"agentId": d.AgentID, "agentName": name, "reason": protect.ReasonProtectedValues,
+		payload, _ := json.Marshal(map[string]any{"agentId": d.AgentID, "agentName": a.Name, "reason": reason,
 			"detections": n, "route": d.Route, "kind": d.Kind})
 		_, err = tx.Exec(ctx, `
 			INSERT INTO webhook_deliveries (webhook_id, event, payload)

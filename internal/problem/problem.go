@@ -132,6 +132,7 @@ const (
 	AgentPaused            = "agent_paused"
 	HostNotAllowed         = "host_not_allowed"
 	OfferNotPayable        = "offer_not_payable"
+	OfferNamesPayer        = "offer_names_payer"
 	PriceAboveMaximum      = "price_above_maximum"
 	OverrideRequired       = "override_required"
 	OriginNotAllowed       = "origin_not_allowed"
@@ -270,6 +271,9 @@ var kinds = map[string]Kind{
 	OfferNotPayable: {http.StatusUnprocessableEntity, "Offer not payable",
 		"The seller did not answer with an x402 offer this server's payer can pay: no 402, an invalid offer, another scheme, network or asset, or an address it may not reach.",
 		"Quote the seller (POST /tools/x402/quote) to see what it answers; pay another way, or choose another seller."},
+	OfferNamesPayer: {http.StatusUnprocessableEntity, "Offer names the payer",
+		"The seller's offer names one of this server's own payer addresses as its payee (payTo) or as the fee payer that signs and sends the transaction (Solana's extra.feePayer): paying it would send the money back to the payer, or hand the seller a transaction it could only sit on. Nothing was signed or counted.",
+		"Do not pay this seller: its offer is malformed or hostile. Choose another seller, or tell the seller to name its own addresses."},
 	PriceAboveMaximum: {http.StatusUnprocessableEntity, "Price above maximum",
 		"The seller asks more than the maximumDebit the agent allowed.",
 		"Quote again and ask with a maximumDebit that covers the price, if the person would pay it."},

@@ -187,6 +187,10 @@ type Receipt struct {
 	PayTo       string          `json:"payTo"`
 	Transaction *string         `json:"transaction"`
 	Response    *SellerResponse `json:"response"`
+	// Delivered, on a settled payment's receipt, says whether the seller answered
+	// with what was paid for: false when the money moved and the seller answered
+	// a refusal or an error (Response holds it).
+	Delivered *bool `json:"delivered,omitempty"`
 }
 
 // SellerResponse is the seller's answer to the paid request: its status, content

@@ -325,3 +325,151 @@ func (r *SolanaRPC) LatestBlockhash(ctx context.Context, network string) (string
 	}
 	return answer.Result.Value.Blockhash, nil
 }
+
+// Landing is Solana's word on a payment's transaction: landed (Transaction is its
+// id, the fee payer's signature), or unable to land any more (Expired: its
+// blockhash expired, or it failed), or neither yet.
+type Landing struct {
+	Landed      bool
+	Transaction string
+	Expired     bool
+}
+
+// maxLandingSignatures and maxLandingLookups bound the payer's recent transactions
+// listed, and those read, to find one payment's.
+const (
+	maxLandingSignatures = 100
+	maxLandingLookups    = 20
+)
+
+// Landing looks up the payment tx, as the service signed it, on network. Its id is
+// the fee payer's signature, which the service never sees, so it is found among the
+// payer's recent transactions (getSignaturesForAddress, those whose memo is its
+// memo) by the payer's own signature (getTransaction); its blockhash's expiry
+// (isBlockhashValid) is read first, so that a transaction landed before it expired
+// is always found. ErrNoChain when the RPC has no endpoint for network.
+func (r *SolanaRPC) Landing(ctx context.Context, network string, tx ExactSVMPayload) (Landing, error) {
+	if !r.Has(network) {
+		return Landing{}, ErrNoChain
+	}
+	t, err := solana.TransactionFromBase64(tx.Transaction)
+	if err != nil {
+		return Landing{}, fmt.Errorf("x402: landing on %s: not a transaction", network)
+	}
+	var ours solana.Signature
+	var payer solana.PublicKey
+	for i, sig := range t.Signatures {
+		if !sig.IsZero() && i < len(t.Message.AccountKeys) {
+			ours, payer = sig, t.Message.AccountKeys[i]
+		}
+	}
+	if payer.IsZero() {
+		return Landing{}, fmt.Errorf("x402: landing on %s: the transaction carries no signature", network)
+	}
+	var memo string
+	for _, ix := range t.Message.Instructions {
+		if p, err := t.Message.Program(ix.ProgramIDIndex); err == nil && p.Equals(solana.MemoProgramID) {
+			memo = string(ix.Data)
+		}
+	}
+	var valid struct {
+		Value bool `json:"value"`
+	}
+	if err := r.call(ctx, network, "isBlockhashValid", []any{t.Message.RecentBlockhash.String(),
+		map[string]string{"commitment": "confirmed"}}, &valid); err != nil {
+		return Landing{}, err
+	}
+	var sigs []struct {
+		Signature string  `json:"signature"`
+		Memo      *string `json:"memo"`
+	}
+	if err := r.call(ctx, network, "getSignaturesForAddress", []any{payer.String(),
+		map[string]any{"limit": maxLandingSignatures, "commitment": "confirmed"}}, &sigs); err != nil {
+		return Landing{}, err
+	}
+	// Only a search that saw every candidate may conclude the transaction never
+	// landed: a payer busy enough to fill the page, or candidates past the bound,
+	// leave it undecided rather than failed.
+	exhaustive := len(sigs) < maxLandingSignatures
+	looked := 0
+	for _, s := range sigs {
+		if memo != "" && (s.Memo == nil || !strings.Contains(*s.Memo, memo)) {
+			continue
+		}
+		if looked++; looked > maxLandingLookups {
+			exhaustive = false
+			break
+		}
+		var got *struct {
+			Transaction []string `json:"transaction"`
+			Meta        *struct {
+				Err json.RawMessage `json:"err"`
+			} `json:"meta"`
+		}
+		if err := r.call(ctx, network, "getTransaction", []any{s.Signature, map[string]any{"encoding": "base64",
+			"commitment": "confirmed", "maxSupportedTransactionVersion": 0}}, &got); err != nil {
+			return Landing{}, err
+		}
+		if got == nil || len(got.Transaction) == 0 {
+			continue
+		}
+		landed, err := solana.TransactionFromBase64(got.Transaction[0])
+		if err != nil || len(landed.Signatures) == 0 {
+			continue
+		}
+		for _, sig := range landed.Signatures {
+			if sig != ours {
+				continue
+			}
+			if got.Meta != nil && len(got.Meta.Err) > 0 && string(got.Meta.Err) != "null" {
+				// It landed and failed: nothing moved, and it never can again.
+				return Landing{Expired: true}, nil
+			}
+			return Landing{Landed: true, Transaction: landed.Signatures[0].String()}, nil
+		}
+	}
+	return Landing{Expired: !valid.Value && exhaustive}, nil
+}
+
+// call makes one JSON-RPC call on network's endpoint and reads its result into out.
+// Errors never quote the endpoint.
+func (r *SolanaRPC) call(ctx context.Context, network, method string, params []any, out any) error {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.urls[NormalizeNetwork(network)], bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := r.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("x402: %s on %s: %w", method, network, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("x402: %s on %s: the endpoint answered %s", method, network, res.Status)
+	}
+	var answer struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 4<<20)).Decode(&answer); err != nil {
+		return fmt.Errorf("x402: %s on %s: the answer is not JSON-RPC", method, network)
+	}
+	switch {
+	case answer.Error != nil:
+		return fmt.Errorf("x402: %s on %s: error %d: %s", method, network, answer.Error.Code, Clean(answer.Error.Message, 200))
+	case len(answer.Result) == 0:
+		return fmt.Errorf("x402: %s on %s: no result", method, network)
+	}
+	if err := json.Unmarshal(answer.Result, out); err != nil {
+		return fmt.Errorf("x402: %s on %s: an unexpected result", method, network)
+	}
+	return nil
+}

@@ -331,3 +331,98 @@ func TestSolanaRPC(t *testing.T) {
 		t.Fatalf("unreachable: %v", err)
 	}
 }
+
+// TestSolanaLandingFindsThePayersOwnTransaction: a payment is found landed only by a
+// transaction carrying the payer's own signature, among those with its memo; one that
+// landed and failed, or none with its blockhash expired, can never land.
+func TestSolanaLandingFindsThePayersOwnTransaction(t *testing.T) {
+	s := testSolanaSigner(t)
+	terms, err := SVMTermsOf(svmOffer(2, `{"feePayer":"`+svmFeePayer+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(nonce byte) (ExactSVMPayload, string) {
+		p, err := s.Sign(terms, svmHash, bytes.Repeat([]byte{nonce}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fee payer signs first, as the seller's facilitator does.
+		tx := decodeSVM(t, p)
+		tx.Signatures[0] = solana.SignatureFromBytes(bytes.Repeat([]byte{nonce + 1}, 64))
+		b64, err := tx.ToBase64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, b64
+	}
+	ours, oursLanded := sign(0xab)
+	_, other := sign(0xcd) // another payment of the same terms, with the same seller memo below
+	var landed []string
+	valid, failed, busy := true, false, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var call struct {
+			Method string `json:"method"`
+			Params []any  `json:"params"`
+		}
+		json.NewDecoder(r.Body).Decode(&call)
+		var result any
+		switch call.Method {
+		case "isBlockhashValid":
+			result = map[string]any{"context": map[string]int{"slot": 1}, "value": valid}
+		case "getSignaturesForAddress":
+			var out []map[string]any
+			for _, b64 := range landed {
+				tx, _ := solana.TransactionFromBase64(b64)
+				memo := "[32] " + strings.Repeat("ab", 16) // both carry our memo: only the signature tells them apart
+				out = append(out, map[string]any{"signature": tx.Signatures[0].String(), "memo": memo, "err": nil})
+			}
+			out = append(out, map[string]any{"signature": "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", "memo": nil, "err": nil})
+			for range busy {
+				out = append(out, map[string]any{"signature": "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW", "memo": "[4] else", "err": nil})
+			}
+			result = out
+		case "getTransaction":
+			for _, b64 := range landed {
+				tx, _ := solana.TransactionFromBase64(b64)
+				if tx.Signatures[0].String() == call.Params[0] {
+					var errField any
+					if failed {
+						errField = map[string]any{"InstructionError": []any{2, "InsufficientFunds"}}
+					}
+					result = map[string]any{"slot": 2, "meta": map[string]any{"err": errField}, "transaction": []string{b64, "base64"}}
+				}
+			}
+		default:
+			t.Errorf("unexpected call %s", call.Method)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "result": result})
+	}))
+	defer srv.Close()
+	r, err := ParseSolanaRPC(srv.URL, []string{"solana"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	look := func(what string, want Landing) {
+		t.Helper()
+		got, err := r.Landing(context.Background(), "solana", ours)
+		if err != nil || got != want {
+			t.Errorf("%s: %+v %v, want %+v", what, got, err, want)
+		}
+	}
+	look("nothing landed", Landing{})
+	landed = []string{other}
+	look("another payment with the same memo landed", Landing{})
+	valid = false
+	look("the blockhash expired", Landing{Expired: true})
+	busy = 100
+	look("the blockhash expired, and the payer so busy that the list is full", Landing{})
+	busy = 0
+	landed = []string{other, oursLanded}
+	fee := solana.SignatureFromBytes(bytes.Repeat([]byte{0xac}, 64)).String()
+	look("landed", Landing{Landed: true, Transaction: fee})
+	failed = true
+	look("landed and failed", Landing{Expired: true})
+	if _, err := r.Landing(context.Background(), "solana-devnet", ours); err != ErrNoChain {
+		t.Errorf("an unlisted network: %v", err)
+	}
+}

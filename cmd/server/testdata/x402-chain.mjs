@@ -2,7 +2,7 @@
 // contract (EIP-3009) kept in memory, reached through the client methods the reference
 // facilitators call (readContract, verifyTypedData, writeContract,
 // waitForTransactionReceipt, getCode). Nothing else is faked: the facilitators'
-// own logic verifies and settles. The contract checks a transferWithAuthorization as
+// own logic verifies and settles; rpc answers eth_call of the token, as a node would. The contract checks a transferWithAuthorization as
 // FiatTokenV2 does (the time window, an unused nonce, the signer, the balance), both
 // when it is simulated with readContract and when it is sent with writeContract;
 // a sent one moves the balance, marks the nonce used and is written to the ledger,
@@ -198,5 +198,22 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
       return r;
     },
   };
-  return { client, ledger };
+  // rpc answers a node's JSON-RPC for the token: eth_call of its view functions
+  // (authorizationState above all), so that the service can settle from the chain
+  // a payment whose seller's answer said otherwise.
+  async function rpc({ id, method, params }) {
+    try {
+      if (method === "eth_chainId") return { jsonrpc: "2.0", id, result: viem.toHex(chainId) };
+      if (method !== "eth_call") throw Object.assign(new Error(`the fake chain does not answer ${method}`), { code: -32601 });
+      const { to, input, data } = params[0];
+      if (!isToken(to)) throw new Revert("no contract at " + to);
+      const { functionName, args } = viem.decodeFunctionData({ abi: tokenABI, data: input ?? data });
+      if (functionName === "transferWithAuthorization") throw new Revert("eth_call sends nothing");
+      const result = await call(functionName, args ?? []);
+      return { jsonrpc: "2.0", id, result: viem.encodeFunctionResult({ abi: tokenABI, functionName, result }) };
+    } catch (e) {
+      return { jsonrpc: "2.0", id, error: { code: e.code ?? 3, message: e.message } };
+    }
+  }
+  return { client, ledger, rpc };
 }

@@ -4,11 +4,13 @@
 // @x402/core's x402Facilitator with @x402/svm's exact facilitator scheme and the
 // facilitator signer @x402/svm builds (toFacilitatorSvmSigner), run in-process. Only
 // the chain is faked: the Solana RPC the signer calls (simulateTransaction,
-// sendTransaction, getSignatureStatuses) answers from a USDC token kept in memory,
+// sendTransaction, getSignatureStatuses; and for the service isBlockhashValid,
+// getSignaturesForAddress and getTransaction) answers from a USDC token kept in memory,
 // through @solana/kit's own RPC client over a transport that never leaves the
 // process. The fake chain checks every signature (sigVerify), the blockhash, the
 // TransferChecked and the payer's balance, lands a transaction once by its first
-// signature as Solana does, and GET /ledger lists the transfers it landed.
+// signature as Solana does, and GET /ledger lists the transfers it landed; POST
+// /expire makes its blockhash expire.
 //
 //   node x402-seller-svm.mjs PACKAGES_DIR PORT PAYTO
 //
@@ -42,6 +44,8 @@ const START_BALANCE = 1_000_000_000_000n; // a million USDC, in atomic units
 const spent = new Map();
 const received = new Map();
 const landed = new Map(); // signature -> status
+const transactions = new Map(); // signature -> { base64, accounts, memo }
+let blockhashValid = true;
 const ledger = [];
 const balanceOf = (ata) => START_BALANCE - (spent.get(ata) ?? 0n) + (received.get(ata) ?? 0n);
 const txDecoder = kit.getTransactionDecoder();
@@ -81,6 +85,9 @@ async function execute(base64, send, allSigned = true) {
     received.set(transfer.destination, (received.get(transfer.destination) ?? 0n) + transfer.amount);
     const memo = message.instructions.find((ix) => ix.programAddress === "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
     landed.set(first, "confirmed");
+    const accounts = messageDecoder.decode(tx.messageBytes).staticAccounts;
+    const memoText = memo ? new TextDecoder().decode(memo.data) : "";
+    transactions.set(first, { base64, accounts, memo: memoText });
     ledger.push({
       transaction: first, from: transfer.from, to: payTo, destination: transfer.destination,
       value: transfer.amount.toString(), asset: usdc, nonce: memo ? new TextDecoder().decode(memo.data) : "",
@@ -102,6 +109,21 @@ async function answer(method, params) {
       const r = await execute(params[0], true);
       if (r.err !== null) throw Object.assign(new Error("Transaction simulation failed: " + JSON.stringify(r)), { code: -32002 });
       return r.first;
+    }
+    case "isBlockhashValid":
+      return { context: { slot: 2 }, value: blockhashValid && params[0] === blockhash };
+    case "getSignaturesForAddress": {
+      // Newest first, with each transaction's memo as a node writes it.
+      const out = [];
+      for (const [signature, t] of transactions) {
+        if (!t.accounts.includes(params[0])) continue;
+        out.unshift({ signature, slot: 2, err: null, memo: t.memo ? `[${t.memo.length}] ${t.memo}` : null, blockTime: null, confirmationStatus: "confirmed" });
+      }
+      return out.slice(0, params[1]?.limit ?? 1000);
+    }
+    case "getTransaction": {
+      const t = transactions.get(params[0]);
+      return t ? { slot: 2, blockTime: null, meta: { err: null }, transaction: [t.base64, "base64"] } : null;
     }
     case "getSignatureStatuses":
       return {
@@ -131,5 +153,9 @@ const server = new x402ResourceServer(inProcess(facilitator)).register(network, 
 serveReport({
   require, server, network, payTo, ledger, port, name: "x402 SVM reference seller",
   // The RPC, for the service's recent blockhash.
-  routes: (app, express) => app.post("/rpc", express.json(), async (req, res) => res.json(await transport({ payload: req.body }))),
+  routes: (app, express) => {
+    app.post("/rpc", express.json(), async (req, res) => res.json(await transport({ payload: req.body })));
+    // The blockhash expires: nothing signed over it can land any more.
+    app.post("/expire", (req, res) => { blockhashValid = false; res.json({ expired: blockhash }); });
+  },
 });

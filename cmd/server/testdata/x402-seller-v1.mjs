@@ -3,7 +3,8 @@
 // is x402's own verify and settle (x402/facilitator) behind the facilitator HTTP API
 // the middleware calls (/verify, /settle, /supported), on a loopback port of its own
 // in the same process, as the reference facilitator example serves them. Only the
-// chain is faked (x402-chain.mjs); GET /ledger lists the transfers it settled.
+// chain is faked (x402-chain.mjs); GET /ledger lists the transfers it settled, and
+// POST /rpc answers the chain's JSON-RPC eth_call.
 //
 //   node x402-seller-v1.mjs PACKAGES_DIR PORT PAYTO
 //
@@ -27,7 +28,7 @@ const { PaymentPayloadSchema, PaymentRequirementsSchema } = require("x402/types"
 
 const network = "base-sepolia";
 const usdc = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"; // its USDC, EIP-712 name USDC version 2
-const { client: chain, ledger } = fakeChain(viem, {
+const { client: chain, ledger, rpc } = fakeChain(viem, {
   chainId: 84532,
   asset: usdc,
   facilitator: "0x1111111111111111111111111111111111111111",
@@ -65,6 +66,7 @@ const facListener = fac.listen(0, "127.0.0.1", () => {
   const facilitatorURL = `http://127.0.0.1:${facListener.address().port}`;
   const app = express();
   app.get("/ledger", (req, res) => res.json(ledger));
+  app.post("/rpc", express.json(), async (req, res) => res.json(await rpc(req.body)));
   app.use(
     paymentMiddleware(
       payTo,

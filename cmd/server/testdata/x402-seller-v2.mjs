@@ -2,7 +2,8 @@
 // route, GET /report, is guarded by @x402/express's payment middleware, with
 // @x402/evm's exact EVM scheme on the resource server; its facilitator is @x402/core's
 // x402Facilitator with @x402/evm's exact EVM facilitator scheme, run in-process. Only
-// the chain is faked (x402-chain.mjs); GET /ledger lists the transfers it settled.
+// the chain is faked (x402-chain.mjs); GET /ledger lists the transfers it settled, and
+// POST /rpc answers the chain's JSON-RPC eth_call.
 //
 //   node x402-seller-v2.mjs PACKAGES_DIR PORT PAYTO
 //
@@ -27,7 +28,7 @@ const { x402Facilitator } = require("@x402/core/facilitator");
 
 const network = "eip155:84532"; // Base Sepolia
 const usdc = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"; // its USDC, EIP-712 name USDC version 2
-const { client: chain, ledger } = fakeChain(viem, {
+const { client: chain, ledger, rpc } = fakeChain(viem, {
   chainId: 84532,
   asset: usdc,
   facilitator: "0x1111111111111111111111111111111111111111",
@@ -37,4 +38,8 @@ const { client: chain, ledger } = fakeChain(viem, {
 const facilitator = new x402Facilitator().register(network, new ExactEvmFacilitator(chain));
 const server = new x402ResourceServer(inProcess(facilitator)).register(network, new ExactEvmServer());
 
-serveReport({ require, server, network, payTo, ledger, port, name: "x402 v2 reference seller" });
+serveReport({
+  require, server, network, payTo, ledger, port, name: "x402 v2 reference seller",
+  // The chain's JSON-RPC, for the state of an authorization.
+  routes: (app, express) => app.post("/rpc", express.json(), async (req, res) => res.json(await rpc(req.body))),
+});
