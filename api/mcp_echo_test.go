@@ -126,6 +126,7 @@ func TestMCPErrorsToTheOfficialClientRepeatNothing(t *testing.T) {
 	errs = append(errs, err)
 	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "file:///" + mcpCard})
 	errs = append(errs, err)
+	//lint:ignore SA1019 the logging feature is deprecated but served, and its request must echo nothing
 	errs = append(errs, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcpCard}))
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpCard, Arguments: map[string]any{}})
 	errs = append(errs, err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
-	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/vault"
 )
 

@@ -305,12 +305,12 @@ func (s *Set) hexRuns(text string, depth int, w *work, found [][2]int) [][2]int 
 			for k < len(text) && k-end < 2 && strings.IndexByte(" :,;-", text[k]) >= 0 {
 				k++
 			}
-			f, t, n := hexGroup(text, k)
+			f, t, _ := hexGroup(text, k)
 			if t-f < 2 || k == end && f == k {
 				break // not a group, or one glued on without a prefix
 			}
 			digits = append(digits, text[f:t]...)
-			end, next = t, n
+			end = t
 		}
 		if len(digits) >= 2*s.minText {
 			for k := 0; k < 2; k++ {
