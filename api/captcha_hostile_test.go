@@ -55,10 +55,12 @@ func deflated(s string) string {
 // PNG's text chunks (plain, compressed, international) or its Exif, is refused as
 // protected_value_detected and goes to no solver; one whose metadata holds none is
 // taken with every chunk the image does not need to be drawn stripped, before it is
-// stored or sent, and still decodes.
+// stored or sent, and still decodes. The value counts as given to the agent
+// (everythingGiven), so that each form is refused where an image would keep it
+// rather than the agent paused after the third (protect_test.go).
 func TestACaptchaImageCarriesNoSavedValueInItsMetadata(t *testing.T) {
 	solver := &fakeSolver{}
-	e, agentKey, userKey, sid := newCaptchaEnv(t, solver, 0)
+	e, agentKey, userKey, sid := newCaptchaEnv(t, solver, 0, everythingGiven)
 	const canary = "Quartz_Canary_4417"
 	e.call("POST", "/memory/items", userKey, `{"label":"Door","fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+canary+`"}]}`).want(t, 201)
 	hostile := map[string][]byte{

@@ -66,10 +66,10 @@ func (f *fakeSolver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func newCaptchaEnv(t *testing.T, solver *fakeSolver, timeout time.Duration) (e *authEnv, agentKey, userKey, sid string) {
+func newCaptchaEnv(t *testing.T, solver *fakeSolver, timeout time.Duration, opts ...func(*api.Authenticated)) (e *authEnv, agentKey, userKey, sid string) {
 	t.Helper()
 	var svc *captcha.Service
-	e = newAuthEnv(t, func(a *api.Authenticated) {
+	e = newAuthEnv(t, append(opts, func(a *api.Authenticated) {
 		svc = &captcha.Service{Store: nil, Log: slog.New(slog.DiscardHandler), Timeout: timeout}
 		if solver != nil {
 			srv := httptest.NewServer(solver)
@@ -77,7 +77,7 @@ func newCaptchaEnv(t *testing.T, solver *fakeSolver, timeout time.Duration) (e *
 			svc.Solver = &captcha.Solver{URL: srv.URL, Key: "solver-client-key-canary", Poll: 10 * time.Millisecond}
 		}
 		a.Captchas = svc
-	})
+	})...)
 	svc.Store = e.store
 	uid, userKey := e.user("ada")
 	_, agentKey = e.agent(uid, "scout")
