@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
@@ -17,18 +18,7 @@ import (
 func luhnCandidates(bin, last4 string) []string {
 	var out []string
 	for mid := range 1000000 {
-		c := bin + fmt.Sprintf("%06d", mid) + last4
-		sum := 0
-		for i := range len(c) {
-			n := int(c[len(c)-1-i] - '0')
-			if i%2 == 1 {
-				if n *= 2; n > 9 {
-					n -= 9
-				}
-			}
-			sum += n
-		}
-		if sum%10 == 0 {
+		if c := bin + fmt.Sprintf("%06d", mid) + last4; redact.Luhn(c) {
 			out = append(out, c)
 		}
 	}

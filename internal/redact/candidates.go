@@ -135,6 +135,10 @@ func (c *Candidates) cards(text string, groups []group) {
 	}
 }
 
+// Luhn tells whether digits, ASCII digits only, pass the Luhn check every card
+// number passes.
+func Luhn(digits string) bool { return luhn(digits) }
+
 // luhn tells whether digits pass Luhn's check, as every card number does.
 func luhn[T string | []byte](digits T) bool {
 	sum := 0

@@ -67,9 +67,9 @@ func (s *Set) JSONWith(v any, text func(string) string) (any, int) {
 		n += c
 		return r
 	}
-	number := func(v string, x any) any {
-		if _, c := s.Redact(v); c > 0 {
-			n += c
+	number := func(x any) any {
+		if s.NumberHolds(x) {
+			n++
 			return Placeholder
 		}
 		return x
@@ -79,10 +79,8 @@ func (s *Set) JSONWith(v any, text func(string) string) (any, int) {
 		switch x := v.(type) {
 		case string:
 			return str(x)
-		case json.Number:
-			return number(x.String(), x)
-		case float64:
-			return number(strconv.FormatFloat(x, 'f', -1, 64), x)
+		case json.Number, float64, int64:
+			return number(x)
 		case []any:
 			for i := range x {
 				x[i] = walk(x[i])
@@ -117,6 +115,30 @@ func (s *Set) JSONWith(v any, text func(string) string) (any, int) {
 		return v
 	}
 	return walk(v), n
+}
+
+// NumberHolds tells whether v, a number (int64, float64 or json.Number), holds a
+// value in any way it is written: its digits as sent, and a float's plain and
+// exponent forms (an exporter may write either).
+func (s *Set) NumberHolds(v any) bool {
+	var forms []string
+	switch x := v.(type) {
+	case int64:
+		forms = []string{strconv.FormatInt(x, 10)}
+	case float64:
+		forms = []string{strconv.FormatFloat(x, 'f', -1, 64), strconv.FormatFloat(x, 'e', -1, 64)}
+	case json.Number:
+		forms = []string{x.String()}
+		if f, err := x.Float64(); err == nil {
+			forms = append(forms, strconv.FormatFloat(f, 'f', -1, 64))
+		}
+	}
+	for _, f := range forms {
+		if s.Contains(f) {
+			return true
+		}
+	}
+	return false
 }
 
 // RawJSON is raw, a JSON value, with the set's values blanked as JSON does; raw

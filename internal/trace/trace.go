@@ -4,9 +4,7 @@ package trace
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -78,51 +76,9 @@ func (s *Span) Clean(set *redact.Set) int {
 		}
 	}
 	delete(s.Attributes, "url.query")
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch x := v.(type) {
-		case string:
-			return text(x)
-		case int64, float64, json.Number:
-			if numberHolds(set, x) {
-				n++
-				return redact.Placeholder
-			}
-		case []any:
-			for i := range x {
-				x[i] = walk(x[i])
-			}
-		case map[string]any:
-			// Keys without a value stay as they are; blanked ones take the next
-			// free number, in the order of the keys they were.
-			out := make(map[string]any, len(x))
-			var blanked []string
-			for k, e := range x {
-				if set.Contains(k) {
-					blanked = append(blanked, k)
-					continue
-				}
-				out[k] = walk(e)
-			}
-			slices.Sort(blanked)
-			for _, k := range blanked {
-				base, c := set.Redact(k)
-				n += c
-				key := base
-				for i := 2; ; i++ {
-					if _, taken := out[key]; !taken {
-						break
-					}
-					key = base + " (" + strconv.Itoa(i) + ")"
-				}
-				out[key] = walk(x[k])
-			}
-			return out
-		}
-		return v
-	}
 	if s.Attributes != nil {
-		s.Attributes = walk(s.Attributes).(map[string]any)
+		attrs, c := set.JSONWith(s.Attributes, stripQuery)
+		s.Attributes, n = attrs.(map[string]any), n+c
 	}
 	return n
 }
@@ -160,28 +116,4 @@ func idHolds(set *redact.Set, id string) bool {
 	}
 	b, err := hex.DecodeString(id)
 	return err == nil && set.Contains(string(b))
-}
-
-// numberHolds tells whether a number holds a value in any way it is written: its
-// digits as JSON writes them, and a float's shortest and exponent forms, which
-// carry the same digits placed apart by a point or an exponent.
-func numberHolds(set *redact.Set, v any) bool {
-	var forms []string
-	switch x := v.(type) {
-	case int64:
-		forms = []string{strconv.FormatInt(x, 10)}
-	case float64:
-		forms = []string{strconv.FormatFloat(x, 'f', -1, 64), strconv.FormatFloat(x, 'e', -1, 64)}
-	case json.Number:
-		forms = []string{x.String()}
-		if f, err := x.Float64(); err == nil {
-			forms = append(forms, strconv.FormatFloat(f, 'f', -1, 64))
-		}
-	}
-	for _, f := range forms {
-		if set.Contains(f) {
-			return true
-		}
-	}
-	return false
 }
