@@ -63,7 +63,8 @@ func (s *Server) checkParts(ctx context.Context, parts []string) error {
 
 // screenRequest scans what an agent's request carries outside its body (the path
 // and query as sent) for protected values it was never given, before any handler
-// sees it: such a request is refused and counted like a body that holds one.
+// sees it: such a request is refused and counted like a body that holds one. The
+// values it loaded go on in the request's context, for the body's check.
 func (s *Server) screenRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principal(r)
@@ -72,11 +73,12 @@ func (s *Server) screenRequest(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if _, err := s.auth.Guard.Screen(r.Context(), p, routeOf(r.Context()), parts); err != nil {
+		sets, err := s.auth.Guard.Screen(r.Context(), p, routeOf(r.Context()), parts)
+		if err != nil {
 			s.refuse(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(protect.WithSets(r.Context(), p, sets)))
 	})
 }
 

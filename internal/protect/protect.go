@@ -146,8 +146,26 @@ type Sets struct {
 	All *redact.Set
 }
 
-// Sets loads the values p's text is scanned with; an error is redaction_unavailable.
+// setsKey carries, in a request's context, the sets already loaded for its key.
+type setsKey struct{}
+
+type loaded struct {
+	kid  string
+	sets Sets
+}
+
+// WithSets is ctx carrying sets, loaded for p, so that the checks of the rest of the
+// request (its path screened first, then its body) load the values once.
+func WithSets(ctx context.Context, p auth.Principal, sets Sets) context.Context {
+	return context.WithValue(ctx, setsKey{}, loaded{kid: p.KID, sets: sets})
+}
+
+// Sets loads the values p's text is scanned with, or takes those ctx carries for p's
+// key (WithSets); an error is redaction_unavailable.
 func (s *Service) Sets(ctx context.Context, p auth.Principal) (Sets, error) {
+	if l, ok := ctx.Value(setsKey{}).(loaded); ok && l.kid == p.KID && p.KID != "" {
+		return l.sets, nil
+	}
 	if s == nil || s.values == nil {
 		return Sets{}, Unavailable(errNoValues)
 	}

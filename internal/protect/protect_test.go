@@ -86,3 +86,36 @@ func TestCheckOfTheUserFloodsAndUnavailableValues(t *testing.T) {
 		t.Errorf("without values: %v", err)
 	}
 }
+
+// valuesCounted counts the loads of its values.
+type valuesCounted struct {
+	values
+	loads int
+}
+
+func (v *valuesCounted) Protected(ctx context.Context, u string) ([]string, error) {
+	v.loads++
+	return v.values.Protected(ctx, u)
+}
+
+// A request's checks load the values once: the sets its context carries for its
+// key serve the rest of it, and another key's context does not.
+func TestSetsLoadOncePerRequest(t *testing.T) {
+	v := &valuesCounted{values: values{all: []string{"4111111111111111"}}}
+	s := NewService(v, &counter{}, Config{}, nil)
+	ctx := context.Background()
+	sets, err := s.Sets(ctx, agent)
+	if err != nil || v.loads != 1 {
+		t.Fatal(err, v.loads)
+	}
+	ctx = WithSets(ctx, agent, sets)
+	if err := s.Check(ctx, agent, "r", []string{"4111 1111 1111 1111"}); problem.CodeOf(err) != problem.ProtectedValueDetected || v.loads != 1 {
+		t.Errorf("with the sets carried: %v, %d loads", err, v.loads)
+	}
+	other := agent
+	other.KID = "other"
+	s.Check(ctx, other, "r", []string{"hello"})
+	if v.loads != 2 {
+		t.Errorf("another key's check took the carried sets: %d loads", v.loads)
+	}
+}
