@@ -17,6 +17,7 @@ import (
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/request"
+	"github.com/waystation/waystation/internal/search"
 )
 
 // newMCPServer builds the MCP server: the directory's tools, and with workflow the
@@ -27,7 +28,7 @@ func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 	srv.AddReceivingMiddleware(quietCalls)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptrTo(false)}
 	addTool(srv, &mcp.Tool{Name: "search_sellers", Title: "Search sellers", Annotations: readOnly,
-		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Answers at most three methods, nearest first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. When fewer than three match, nearest lists the methods that come closest, none of them a match (not_a_match says why). Same ranking and limits as the public search route."},
+		Description: "Search the directory of pay-per-call sellers by what you need, in plain words. Send rewrites too: up to four short phrasings of the same need (the capability in standard terms, a keyword version, the API or product category's name); the search reads each and answers only when they agree, which finds more and matches wrongly less. Answers at most three methods, best first, each with its slug (ask get_method for how to call and pay it), price, the directory's advisory verdict and whether Waystation can pay it for you. When fewer than three match, nearest lists the methods that come closest, none of them a match (not_a_match says why). Same ranking and limits as the public search route."},
 		s.toolSearch)
 	addTool(srv, &mcp.Tool{Name: "get_method", Title: "Get a method", Annotations: readOnly,
 		Description: "One method of the directory by its slug: how to call it (request, example), what it answers, and how to pay it, with its trust verdict."},
@@ -69,8 +70,9 @@ func keyedToolsNeedAKey(next mcp.MethodHandler) mcp.MethodHandler {
 func ptrTo[T any](v T) *T { return &v }
 
 type searchIn struct {
-	Query    string `json:"query" jsonschema:"what you need, in plain words (at most 1024 bytes)"`
-	Category string `json:"category,omitempty" jsonschema:"only methods of this category (see list_categories)"`
+	Query    string   `json:"query" jsonschema:"what you need, in plain words (at most 1024 bytes)"`
+	Rewrites []string `json:"rewrites,omitempty" jsonschema:"up to four other short phrasings of the same need, each at most 256 bytes: the capability in standard terms (e.g. ERC-20 token balance of a wallet), a keyword version (USDT balance Ethereum address), and the API or product category's name (token balance API). Write them from the need alone; each new one counts against your search rate"`
+	Category string   `json:"category,omitempty" jsonschema:"only methods of this category (see list_categories)"`
 }
 
 // methodBrief is a method as a model needs it to choose: small, with the slug to ask
@@ -88,6 +90,7 @@ type methodBrief struct {
 	Score      *int     `json:"score,omitempty"`
 	Payable    bool     `json:"payable" jsonschema:"Waystation can pay this method for you (pay_seller)"`
 	Similarity *float64 `json:"similarity,omitempty"`
+	RankScore  *float64 `json:"rank_score,omitempty" jsonschema:"what results are ordered by: the similarity with the weight of your words the method holds, or, with rewrites, the fused score of your phrasings"`
 	// NotAMatch is set on a search's nearest methods alone.
 	NotAMatch *notAMatch `json:"not_a_match,omitempty" jsonschema:"set on nearest methods only: why the method is not a match"`
 }
@@ -151,11 +154,21 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in sear
 	if prob != nil {
 		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, prob))
 	}
-	if err := s.screenQuery(ctx, principalOf(ctx), q); err != nil {
+	if len(in.Rewrites) > search.MaxRewrites {
+		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, problem.Param(problem.InvalidParameter, "rewrite",
+			"At most "+strconv.Itoa(search.MaxRewrites)+" rewrites go with one query; "+strconv.Itoa(len(in.Rewrites))+" were sent.")))
+	}
+	rewrites := make([]string, len(in.Rewrites))
+	for i, r := range in.Rewrites {
+		if rewrites[i], prob = parseRewrite(r); prob != nil {
+			return nil, searchOut{}, toolError(s.toolProblem(ctx, path, prob))
+		}
+	}
+	if err := s.screenQuery(ctx, principalOf(ctx), q, rewrites...); err != nil {
 		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, err))
 	}
 	snap := s.dir.Current()
-	a, err := s.search.Search(ctx, s.mcpSearchCaller(ctx), snap, q, f)
+	a, err := s.search.SearchPhrased(ctx, s.mcpSearchCaller(ctx), snap, q, rewrites, f)
 	if err != nil {
 		return nil, searchOut{}, toolError(s.toolProblem(ctx, path, err))
 	}
@@ -163,6 +176,7 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in sear
 	for _, h := range a.Hits {
 		b := brief(snap.Item(h.Pos))
 		b.Similarity = ptrTo(rounded(h.Similarity))
+		b.RankScore = ptrTo(rounded(h.Score))
 		out.Results = append(out.Results, b)
 	}
 	if band := a.Band; band != nil {

@@ -20,10 +20,12 @@ const maxPage = 1_000_000
 type servicesQuery struct {
 	Q      string // empty: the list
 	Search bool
-	Filter directory.Filter
+	// Rewrites are the caller's own phrasings of Q, in the order given.
+	Rewrites []string
+	Filter   directory.Filter
 }
 
-var servicesParams = []string{"q", "category", "verdict", "kind", "payable", "hostname", "limit", "offset"}
+var servicesParams = []string{"q", "rewrite", "category", "verdict", "kind", "payable", "hostname", "limit", "offset"}
 
 // parseServicesQuery reads the raw query string strictly: nothing silently means less
 // than it says, so `verified` in any form, an unknown or repeated parameter and a
@@ -55,9 +57,9 @@ func parseServicesQuery(raw string) (servicesQuery, *problem.Error) {
 	for _, p := range pairs {
 		if !slices.Contains(servicesParams, p.key) {
 			return sq, problem.Param(problem.UnknownParameter, p.key,
-				"This route takes only q, category, verdict, kind, payable, hostname, limit and offset.")
+				"This route takes only q, rewrite, category, verdict, kind, payable, hostname, limit and offset.")
 		}
-		if seen[p.key] {
+		if seen[p.key] && p.key != "rewrite" {
 			return sq, problem.Param(problem.UnknownParameter, p.key,
 				"The parameter is repeated; give several values as one comma-separated list.")
 		}
@@ -70,6 +72,11 @@ func parseServicesQuery(raw string) (servicesQuery, *problem.Error) {
 		case "q":
 			sq.Search = true
 			sq.Q, prob = parseQ(p.value)
+		case "rewrite":
+			var r string
+			if r, prob = parseRewrite(p.value); prob == nil {
+				sq.Rewrites = append(sq.Rewrites, r)
+			}
 		case "category":
 			f.Categories, prob = parseList(p.key, p.value, catalog.Categories)
 		case "verdict":
@@ -95,6 +102,12 @@ func parseServicesQuery(raw string) (servicesQuery, *problem.Error) {
 			return sq, prob
 		}
 	}
+	switch {
+	case len(sq.Rewrites) > 0 && !sq.Search:
+		return sq, problem.Param(problem.InvalidParameter, "rewrite", "A rewrite is a phrasing of q: send it with q.")
+	case len(sq.Rewrites) > search.MaxRewrites:
+		return sq, problem.Param(problem.InvalidParameter, "rewrite", "At most "+strconv.Itoa(search.MaxRewrites)+" rewrites go with one q; "+strconv.Itoa(len(sq.Rewrites))+" were sent.")
+	}
 	if sq.Search && f.Offset != 0 {
 		return sq, problem.Param(problem.InvalidParameter, "offset", "Search returns at most three methods: offset applies only to the list.")
 	}
@@ -111,6 +124,21 @@ func parseQ(v string) (string, *problem.Error) {
 		return "", problem.Param(problem.InvalidParameter, "q", "The query is empty; leave q out for the list.")
 	case len(v) > search.MaxQueryBytes:
 		return "", problem.Param(problem.QueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is "+strconv.Itoa(search.MaxQueryBytes)+".")
+	}
+	return v, nil
+}
+
+// parseRewrite reads one phrasing of q: as q is read, at most search.MaxRewriteBytes.
+func parseRewrite(v string) (string, *problem.Error) {
+	if !utf8.ValidString(v) {
+		return "", problem.Param(problem.InvalidParameter, "rewrite", "The rewrite is not valid UTF-8.")
+	}
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return "", problem.Param(problem.InvalidParameter, "rewrite", "The rewrite is empty; leave it out.")
+	case len(v) > search.MaxRewriteBytes:
+		return "", problem.Param(problem.QueryTooLong, "rewrite", "The rewrite is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is "+strconv.Itoa(search.MaxRewriteBytes)+".")
 	}
 	return v, nil
 }

@@ -25,12 +25,12 @@ func WithSearch(svc *search.Service) Option {
 // marked as no match.
 func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *directory.Snapshot, sq servicesQuery) {
 	p := s.keyPrincipal(r)
-	if err := s.screenQuery(r.Context(), p, sq.Q); err != nil {
+	if err := s.screenQuery(r.Context(), p, sq.Q, sq.Rewrites...); err != nil {
 		w.Header()["Cache-Control"] = hdrNoStore // the key's user's answer alone
 		s.error(w, r, err)
 		return
 	}
-	a, err := s.search.Search(r.Context(), callerOf(r, p.UserID), snap, sq.Q, sq.Filter)
+	a, err := s.search.SearchPhrased(r.Context(), callerOf(r, p.UserID), snap, sq.Q, sq.Rewrites, sq.Filter)
 	// The caller's quota is told only on answers no shared cache keeps: a 429, or any
 	// answer to a caller named by its key (made private). On a public answer a CDN
 	// would replay one caller's quota to everyone.
@@ -64,11 +64,11 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request, snap *dire
 // write route makes (see checkProtected): protected_value_detected, before the
 // limiter, the engine, its cache or an embedding provider sees q, and before the
 // answer could say it back. A keyless caller has no saved values to hold.
-func (s *Server) screenQuery(ctx context.Context, p auth.Principal, q string) error {
+func (s *Server) screenQuery(ctx context.Context, p auth.Principal, q string, rewrites ...string) error {
 	if p.UserID == "" {
 		return nil
 	}
-	return s.checkParts(context.WithValue(ctx, principalKey{}, p), []string{q})
+	return s.checkParts(context.WithValue(ctx, principalKey{}, p), append([]string{q}, rewrites...))
 }
 
 // ScreenSearch is screenQuery for the search page, which the API does not serve:
@@ -104,6 +104,14 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 			dst = append(dst, `,"gap":`...)
 			dst = appendRounded(dst, b.Gap)
 		}
+		if b.Phrasings > 0 {
+			dst = append(dst, `,"phrasings":`...)
+			dst = strconv.AppendInt(dst, int64(b.Phrasings), 10)
+			dst = append(dst, `,"agreed":`...)
+			dst = strconv.AppendInt(dst, int64(b.Agreed), 10)
+			dst = append(dst, `,"needed":`...)
+			dst = strconv.AppendInt(dst, int64(b.Needed), 10)
+		}
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `,"items":[`...)
@@ -114,6 +122,8 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 		dst = snap.AppendOpenItem(dst, h.Pos)
 		dst = append(dst, `,"similarity":`...)
 		dst = appendRounded(dst, h.Similarity)
+		dst = append(dst, `,"rank_score":`...)
+		dst = appendRounded(dst, h.Score)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"count":`...)

@@ -91,6 +91,9 @@ type searchOptions struct {
 	perMin    float64
 	burst     int
 	trusted   []netip.Prefix
+	// calibrated gives the builtin model the hybrid's calibrated band, which reads
+	// the caller's rewrites.
+	calibrated bool
 	// authenticated, when set, serves the authenticated API from what it gives for
 	// the test's store, in place of keys alone.
 	authenticated func(*postgres.Store) api.Authenticated
@@ -103,7 +106,12 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 	e := newEnv(t)
 	ctx := context.Background()
 	builtin := embedding.WithCache(embedding.Lexhash{}, 100)
-	rec, err := e.store.RegisterModel(ctx, search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin})
+	record := search.ModelRecord{ID: builtin.Model(), Dimensions: builtin.Dimensions(), Floor: search.BuiltinFloor, Margin: search.BuiltinMargin}
+	if o.calibrated {
+		c := search.HybridCalibration
+		record.Calibration = &c
+	}
+	rec, err := e.store.RegisterModel(ctx, record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +235,7 @@ func TestSearchItemsAreSnapshotItemsWithSimilarity(t *testing.T) {
 		var it struct {
 			Slug       string  `json:"slug"`
 			Similarity float64 `json:"similarity"`
+			RankScore  float64 `json:"rank_score"`
 		}
 		json.Unmarshal(raw, &it)
 		pos, ok := snap.Position(it.Slug)
@@ -234,14 +243,15 @@ func TestSearchItemsAreSnapshotItemsWithSimilarity(t *testing.T) {
 			t.Fatalf("%s is not in the snapshot", it.Slug)
 		}
 		item := snap.Item(pos)
-		want := append(append([]byte{}, item[:len(item)-1]...), []byte(`,"similarity":`+strconv.FormatFloat(it.Similarity, 'f', -1, 64)+"}")...)
+		want := append(append([]byte{}, item[:len(item)-1]...), []byte(`,"similarity":`+strconv.FormatFloat(it.Similarity, 'f', -1, 64)+
+			`,"rank_score":`+strconv.FormatFloat(it.RankScore, 'f', -1, 64)+"}")...)
 		if !bytes.Equal(raw, want) {
 			t.Errorf("%s: item differs from the snapshot's\n%s\n%s", it.Slug, raw, want)
 		}
-		if it.Similarity > prev || it.Similarity < search.BuiltinFloor {
-			t.Errorf("%s: similarity %v out of order or under the floor", it.Slug, it.Similarity)
+		if it.RankScore > prev || it.Similarity < search.BuiltinFloor {
+			t.Errorf("%s: rank score %v out of order, or similarity %v under the floor", it.Slug, it.RankScore, it.Similarity)
 		}
-		prev = it.Similarity
+		prev = it.RankScore
 	}
 	if b := e.search(t, "weather forecast for a city", "&limit=1"); b.Count != 1 {
 		t.Errorf("limit=1 gave %d items", b.Count)

@@ -395,12 +395,11 @@ func (x *textIndex) Rerank(query string, near []Neighbour, w float64) []Neighbou
 	if q.total == 0 {
 		return near[:min(len(near), Neighbours)]
 	}
-	score := make(map[string]float64, len(near))
-	for _, n := range near {
-		score[n.Slug] = n.Similarity + w*x.cover(q, x.position(n.Slug))
-	}
 	out := slices.Clone(near)
-	slices.SortStableFunc(out, func(a, b Neighbour) int { return cmp.Compare(score[b.Slug], score[a.Slug]) })
+	for i := range out {
+		out[i].Score = out[i].Similarity + w*x.cover(q, x.position(out[i].Slug))
+	}
+	slices.SortStableFunc(out, func(a, b Neighbour) int { return cmp.Compare(b.Score, a.Score) })
 	return out[:min(len(out), Neighbours)]
 }
 
@@ -427,6 +426,17 @@ type Calibration struct {
 	Rerank  float64
 	// Evidence is the EvidenceVersion it was fitted on.
 	Evidence string
+	// Fusion, when set, is how the band answers a query said several ways; nil
+	// means HybridFusion.
+	Fusion *Fusion
+}
+
+// fusion is how c answers a query said several ways.
+func (c *Calibration) fusion() Fusion {
+	if c.Fusion != nil {
+		return *c.Fusion
+	}
+	return HybridFusion
 }
 
 // Probability is the model's probability that the catalog answers a query with
@@ -448,13 +458,14 @@ type calibrationJSON struct {
 	Least    float64            `json:"least"`
 	Margin   float64            `json:"margin"`
 	Rerank   float64            `json:"rerank,omitempty"`
+	Fusion   *Fusion            `json:"fusion,omitempty"`
 }
 
 // MarshalJSON writes the weights by feature name; a feature it does not weigh is
 // left out, so that a version of the service that does not know it (one before the
 // thesaurus' features) reads the calibration all the same.
 func (c Calibration) MarshalJSON() ([]byte, error) {
-	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin, Rerank: c.Rerank}
+	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin, Rerank: c.Rerank, Fusion: c.Fusion}
 	for i, w := range c.Weights {
 		if w != 0 {
 			out.Weights[FeatureNames[i]] = w
@@ -470,7 +481,7 @@ func (c *Calibration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Rerank: in.Rerank, Evidence: in.Evidence}
+	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Rerank: in.Rerank, Evidence: in.Evidence, Fusion: in.Fusion}
 	for name, w := range in.Weights {
 		i := featureIndex(name)
 		if i < 0 {

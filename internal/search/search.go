@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,10 +151,13 @@ func NewEngine(cfg Config, store Store, primary, fallback *Model) (*Engine, erro
 		neighbours: expirable.NewLRU[neighbourKey, []Neighbour](neighbourCacheSize, nil, neighbourCacheTTL)}, nil
 }
 
-// Hit is one result: a list position in the snapshot searched, and its similarity.
+// Hit is one result: a list position in the snapshot searched, its similarity, and
+// the score the answer is ordered by (the similarity reranked by the concepts the
+// method holds, or the fused score of a query said several ways).
 type Hit struct {
 	Pos        int
 	Similarity float64
+	Score      float64
 }
 
 // Result is a search's answer.
@@ -171,6 +175,14 @@ type Result struct {
 	Nearest []Near
 }
 
+// NearEnough tells whether r's nearest methods are plausibly near what was asked,
+// to be shown at all beside an answer or in place of one: the band's confidence is
+// at least half the least it answers at. An off-topic query ("a recipe for banana
+// bread") still has nearest methods, and a person would read them as answers.
+func (r Result) NearEnough() bool {
+	return r.Band != nil && len(r.Nearest) > 0 && r.Band.Confidence >= r.Band.Least/2
+}
+
 // BandReport explains the band's decision: the confidence that the nearest method
 // answers the query, against the least the model accepts, and the margin that kept
 // the others.
@@ -186,6 +198,11 @@ type BandReport struct {
 	Parts             bool
 	Semantic, Lexical float64
 	Gap               float64
+	// Phrasings, when more than 0, is how many phrasings of the query were read
+	// (the query's own and the caller's rewrites): Confidence is then their mean
+	// probability, Least the least mean the fusion answers at, and Agreed how many
+	// of them hold the first method among their first three, of Needed.
+	Phrasings, Agreed, Needed int
 }
 
 // Models are the engine's models, the primary first.
@@ -215,12 +232,20 @@ func (e *Engine) Status() string {
 // may narrow the results. A novel query is charged to caller's share of the daily
 // allowance; an empty caller is charged to the allowance alone.
 func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snapshot, q string, f directory.Filter) (Result, error) {
+	return e.SearchPhrased(ctx, caller, snap, q, nil, f)
+}
+
+// SearchPhrased is Search with the caller's own phrasings of q beside it (at most
+// MaxRewrites): under a calibrated model each is read alone and the answers fused
+// (Fusion); each novel one is charged to the allowance as q is. Phrasings are not
+// read for an exact match of q, nor under a model without a calibration.
+func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directory.Snapshot, q string, rewrites []string, f directory.Filter) (Result, error) {
 	norm := embedding.NormalizeQuery(q)
 	if match, pos := e.exactIndex(snap).lookup(norm); match != "" {
 		var hits []Hit
 		for _, p := range pos {
 			if snap.Allows(f, int(p)) && (f.Limit == 0 || len(hits) < f.Limit) {
-				hits = append(hits, Hit{Pos: int(p), Similarity: 1})
+				hits = append(hits, Hit{Pos: int(p), Similarity: 1, Score: 1})
 			}
 		}
 		if len(hits) > 0 {
@@ -232,9 +257,69 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 	if open(m.Embedder) && e.fallback != nil {
 		m, degraded = e.fallback, true
 	}
+	near, m, degraded, err := e.nearest(ctx, caller, snap, m, degraded, norm, f)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}
+	phrasings := e.phrasings(norm, rewrites, m)
+	if len(phrasings) == 0 {
+		return e.answer(res, snap, f, m, norm, near), nil
+	}
+	all := [][]Neighbour{near}
+	for _, p := range phrasings {
+		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, p, f)
+		if err != nil {
+			return Result{}, err
+		}
+		all = append(all, n)
+	}
+	return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), all), nil
+}
+
+// phrasings are the distinct normalised rewrites that differ from the query norm,
+// when m's band reads phrasings (it has a calibration); else none.
+func (e *Engine) phrasings(norm string, rewrites []string, m *Model) []string {
+	if m.Record.Calibration == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range rewrites[:min(len(rewrites), MaxRewrites)] {
+		if p := embedding.NormalizeQuery(r); p != "" && p != norm && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Novel tells how many of the phrasings of q (q first, then rewrites) would cost a
+// new embedding under the model that answers now: what a caller's rate is charged
+// for a search said several ways.
+func (e *Engine) Novel(snap *directory.Snapshot, q string, rewrites []string) int {
+	norm := embedding.NormalizeQuery(q)
+	if match, _ := e.exactIndex(snap).lookup(norm); match != "" {
+		return 0
+	}
+	m := e.primary
+	if open(m.Embedder) && e.fallback != nil {
+		m = e.fallback
+	}
+	n := 0
+	for _, p := range append([]string{norm}, e.phrasings(norm, rewrites, m)...) {
+		if _, ok := lookup(m.Embedder, p); !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// nearest are the nearest methods of the normalised query norm under m among
+// those of snap f selects, from the cache or embedded and looked up; when the
+// provider fails this once, under the fallback (degraded), which it returns.
+func (e *Engine) nearest(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, norm string, f directory.Filter) ([]Neighbour, *Model, bool, error) {
 	key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: norm, filter: filterKey(f)}
 	if near, ok := e.neighbours.Get(key); ok {
-		return e.answer(Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}, snap, f, m, norm, near), nil
+		return near, m, degraded, nil
 	}
 	vec, err := e.embed(ctx, caller, m, norm)
 	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
@@ -243,17 +328,16 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 		vec, err = e.embedNoAllowance(ctx, m, norm)
 	}
 	if err != nil {
-		return Result{}, err
+		return nil, m, degraded, err
 	}
-	res := Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}
 	if isZero(vec) {
-		return res, nil
+		return nil, m, degraded, nil
 	}
 	var only []string
 	if !filtersNothing(f) {
 		pos := snap.Matching(f)
 		if len(pos) == 0 {
-			return res, nil
+			return nil, m, degraded, nil
 		}
 		only = make([]string, len(pos))
 		for i, p := range pos {
@@ -262,18 +346,21 @@ func (e *Engine) Search(ctx context.Context, caller string, snap *directory.Snap
 	}
 	near, err := e.store.Nearest(ctx, m.Record, vec, fetched, only)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, m, degraded, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	SplitParts(m.Embedder, vec, near)
 	key.model = m.Record.ID // the fallback's, if the provider failed just now
 	e.neighbours.Add(key, near)
-	return e.answer(res, snap, f, m, norm, near), nil
+	return near, m, degraded, nil
 }
 
 // answer fills res with the neighbours of query norm in m's band that the filter
 // allows, at most the filter's limit: the calibrated band when m has a calibration,
 // else its floor and margin.
 func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, norm string, near []Neighbour) Result {
+	if near == nil {
+		return res
+	}
 	want := MaxResults
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
@@ -292,13 +379,49 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	res.Band = &band
 	for _, n := range kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
-			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity})
+			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity, Score: n.score()})
 		}
 	}
 	if len(res.Hits) > 0 {
 		res.Match = MatchSemantic
 	}
 	res.Nearest = outside(near, kept, band, snap, f, want-len(res.Hits))
+	return res
+}
+
+// fuse fills res with the fused answer of the phrasings norms (the query's own
+// first) whose nearest methods are near, under m's calibrated band and its fusion.
+func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, norms []string, near [][]Neighbour) Result {
+	want := MaxResults
+	if f.Limit > 0 {
+		want = min(want, f.Limit)
+	}
+	c := m.Record.Calibration
+	x := e.textIndex(snap)
+	rs := make([]Reading, len(norms))
+	for i, q := range norms {
+		ranked := x.Rerank(q, near[i], c.Rerank)
+		rs[i] = Reading{Near: ranked}
+		if len(ranked) > 0 {
+			rs[i].P = c.Probability(x.Gather(q, ranked, generalEnglish(m)))
+		}
+	}
+	fu := c.fusion()
+	got := fu.Fuse(rs, want)
+	band := BandReport{Confidence: got.Mean, Least: fu.Mean, Margin: c.Margin, Calibrated: true,
+		Phrasings: len(norms), Agreed: got.Agreed, Needed: min(fu.Top, len(norms))}
+	res.Band = &band
+	for i, n := range got.Kept {
+		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
+			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity, Score: got.Scores[i]})
+		}
+	}
+	if len(res.Hits) > 0 {
+		res.Match = MatchSemantic
+		return res
+	}
+	// Refused: the query's own nearest methods, as a query without phrasings shows them.
+	res.Nearest = outside(rs[0].Near, nil, band, snap, f, want)
 	return res
 }
 

@@ -58,6 +58,13 @@ type Answer struct {
 // (today's novel embeddings, or the caller's share of them, are spent) and
 // search_unavailable (no model can answer), each with its Retry-After. The Answer's Rate is set even on a refusal.
 func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot, q string, f directory.Filter) (Answer, error) {
+	return s.SearchPhrased(ctx, c, snap, q, nil, f)
+}
+
+// SearchPhrased is Search with the caller's own phrasings of q beside it
+// (Engine.SearchPhrased): every phrasing that costs a new embedding takes one more
+// query from the caller's rate, and one more from the allowance, as q does.
+func (s *Service) SearchPhrased(ctx context.Context, c Caller, snap *directory.Snapshot, q string, rewrites []string, f directory.Filter) (Answer, error) {
 	if s == nil || s.Engine == nil {
 		p := problem.New(problem.SearchUnavailable, "Search is not configured on this server; the list works without q.")
 		p.RetryAfter = s.retryAfter()
@@ -67,13 +74,20 @@ func (s *Service) Search(ctx context.Context, c Caller, snap *directory.Snapshot
 	caller := s.caller(c)
 	a.Keyed = strings.HasPrefix(caller, "user:")
 	a.Rate = s.Limiter.Allow(ctx, caller)
+	if len(rewrites) > 0 && a.Rate.OK {
+		for range s.Engine.Novel(snap, q, rewrites) - 1 {
+			if a.Rate = s.Limiter.Allow(ctx, caller); !a.Rate.OK {
+				break
+			}
+		}
+	}
 	if !a.Rate.OK {
 		s.observe(OutcomeRateLimited, "")
 		p := problem.New(problem.RateLimited, "Too many searches from this caller; the list works without q.")
 		p.RetryAfter = max(1, problem.Seconds(a.Rate.RetryAfter))
 		return a, p
 	}
-	res, err := s.Engine.Search(ctx, caller, snap, q, f)
+	res, err := s.Engine.SearchPhrased(ctx, caller, snap, q, rewrites, f)
 	switch {
 	case errors.Is(err, ErrAllowanceExhausted):
 		s.observe(OutcomeAllowanceExhausted, "")

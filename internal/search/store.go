@@ -31,6 +31,18 @@ type Neighbour struct {
 	// model made of two (the builtin hybrid).
 	Parts             bool
 	Semantic, Lexical float64
+	// Score is what a ranking orders it by, when one reranked it (Rerank): its
+	// similarity and the weight of the query's concepts it holds; 0 when none did.
+	Score float64
+}
+
+// score is what n is ranked by: its Score when a ranking set one, else its
+// similarity.
+func (n Neighbour) score() float64 {
+	if n.Score != 0 {
+		return n.Score
+	}
+	return n.Similarity
 }
 
 // Store is the vector store and the shared allowance counter.

@@ -1,0 +1,253 @@
+package eval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/search"
+)
+
+// DevRewritesPath holds, for each query of the development set, three phrasings an
+// agent that saw only the query wrote for a search tool.
+const DevRewritesPath = "../shared/eval/dev-rewrites.jsonl"
+
+// readRewrites reads the phrasings by query id, or skips the test when the file is
+// not beside the repository.
+func readRewrites(t *testing.T) map[string][]string {
+	path := filepath.Join(pgtest.RepoRoot(t), DevRewritesPath)
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		t.Skipf("the development rewrites %s are not beside the repository", DevRewritesPath)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		var l struct {
+			ID       string   `json:"id"`
+			Rewrites []string `json:"rewrites"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("%s:%d: %v", DevRewritesPath, n, err)
+		}
+		if len(l.Rewrites) == 0 || len(l.Rewrites) > search.MaxRewrites {
+			t.Fatalf("%s:%d: %d rewrites, want 1 to %d", DevRewritesPath, n, len(l.Rewrites), search.MaxRewrites)
+		}
+		out[l.ID] = l.Rewrites
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// phrased is one labelled query with the readings of each of its phrasings, its own
+// first.
+type phrased struct {
+	search.Labelled
+	phrasings []search.Labelled
+}
+
+// labelPhrased reads each dev query and each of its phrasings as calibration does.
+func (fx fixture) labelPhrased(t *testing.T, set querySet, dev []search.Labelled, rewrites map[string][]string) []phrased {
+	out := make([]phrased, len(dev))
+	m := fx.hybrid.Models()[0]
+	for i, q := range set.queries {
+		out[i] = phrased{Labelled: dev[i], phrasings: []search.Labelled{dev[i]}}
+		for _, r := range rewrites[q.id] {
+			l, err := fx.hybrid.Label(context.Background(), fx.snap, m, "dev-rewrite", search.Query{ID: q.id, Text: r, Relevant: q.relevant, Kind: dev[i].Kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i].phrasings = append(out[i].phrasings, l)
+		}
+	}
+	return out
+}
+
+// readings are q's phrasings as the band c reads them.
+func (fx fixture) readings(q phrased, c search.Calibration) []search.Reading {
+	w := max(0, slices.Index(search.RerankWeights, c.Rerank))
+	out := make([]search.Reading, len(q.phrasings))
+	for i, s := range q.phrasings {
+		s.Ranking = s.Rankings[w]
+		out[i] = search.Reading{Near: fx.hybrid.Rerank(fx.snap, s.Query, s.Near, c.Rerank), P: c.Probability(s.Evidence)}
+	}
+	return out
+}
+
+// fusionScore is how a fusion does over queries read under one band: recall@3 per
+// kind and false matches, as CalibrationScore counts them.
+func (fx fixture) fusionScore(qs []phrased, reads [][]search.Reading, f search.Fusion) search.CalibrationScore {
+	sc := search.CalibrationScore{Kinds: map[string][2]int{}}
+	for i, q := range qs {
+		got := f.Fuse(reads[i], search.MaxResults)
+		if q.Off {
+			sc.Off++
+			if len(got.Kept) > 0 {
+				sc.False++
+			}
+			continue
+		}
+		sc.On++
+		k := sc.Kinds[q.Kind]
+		k[1]++
+		if fx.anyRelevant(q.Labels, got.Kept) {
+			sc.Hits++
+			k[0]++
+		}
+		sc.Kinds[q.Kind] = k
+	}
+	return sc
+}
+
+// anyRelevant tells whether a method of kept is one of labels (endpoint keys).
+func (fx fixture) anyRelevant(labels []string, kept []search.Neighbour) bool {
+	for _, n := range kept {
+		if slices.Contains(labels, normURL(fx.urlOf[n.Slug])) {
+			return true
+		}
+	}
+	return false
+}
+
+// fusionGrid is what chooseFusion chooses from: the least mean probability, with
+// HybridFusion's agreement and constant.
+func fusionGrid() []search.Fusion {
+	var out []search.Fusion
+	for t := 0.05; t < 0.96; t += 0.0125 {
+		out = append(out, search.Fusion{Mean: math.Round(t*1e4) / 1e4, Top: search.HybridFusion.Top, K: search.HybridFusion.K})
+	}
+	return out
+}
+
+// chooseFusion is the fusion of the grid with the best recall@3 on qs whose false
+// matches stay within budget; of equal recalls, the higher threshold.
+func (fx fixture) chooseFusion(qs []phrased, reads [][]search.Reading, budget float64) search.Fusion {
+	best, bestRecall := search.Fusion{Mean: 1, Top: search.HybridFusion.Top, K: search.HybridFusion.K}, -1.0
+	for _, f := range fusionGrid() {
+		sc := fx.fusionScore(qs, reads, f)
+		if sc.FalseMatchRate() > budget {
+			continue
+		}
+		if r := sc.Recall(); r > bestRecall+1e-9 || (r > bestRecall-1e-9 && f.Mean > best.Mean) {
+			best, bestRecall = f, r
+		}
+	}
+	return best
+}
+
+// fusionBudget is the false-match rate the fusion's threshold is chosen under.
+const fusionBudget = 0.05
+
+// rewriteTable cross-validates search with the agent's phrasings on the dev set:
+// in each fold, the band is fitted on the own set's fitted queries and the dev
+// queries outside the fold, the fusion chosen on those dev queries, and both scored
+// on the fold; the row without phrasings scores the same bands on the query alone.
+func (fx fixture) rewriteTable(own, dev []search.Labelled, qs []phrased) string {
+	note := fmt.Sprintf("%d folds × %d shuffles, the band and the fusion's threshold chosen on other folds than the one scored", cvFolds, cvRepeats)
+	t := newCVTable("dev set with the agent's phrasings", dev, note)
+	budgets := []float64{fusionBudget, 0.10}
+	var alone, ceiling []search.CalibrationScore
+	fused := make([][]search.CalibrationScore, len(budgets))
+	for r := range cvRepeats {
+		for _, fold := range search.Folds(dev, cvFolds, uint64(r)*7919+1) {
+			train, test := split(qs, fold)
+			c := search.Calibrate(append(slices.Clone(own), labelledOf(train)...), bandOptions)
+			alone = append(alone, c.Score(labelledOf(test)))
+			trainReads, testReads := fx.readAll(train, c), fx.readAll(test, c)
+			ceiling = append(ceiling, fx.fusionScore(test, testReads, search.Fusion{K: search.HybridFusion.K}))
+			for i, b := range budgets {
+				fused[i] = append(fused[i], fx.fusionScore(test, testReads, fx.chooseFusion(train, trainReads, b)))
+			}
+		}
+	}
+	t.row("the query alone (the band as it is)", alone)
+	t.row("the query and its phrasings, fused, never refused (the ranking's ceiling)", ceiling)
+	for i, b := range budgets {
+		t.row(fmt.Sprintf("the query and its phrasings, fused; the threshold chosen under %.2f false matches", b), fused[i])
+	}
+	return t.b.String()
+}
+
+// outOfFoldFusion is the fusion chosen as the service's is: on every dev query read
+// by a band fitted without it (five folds), under fusionBudget.
+func (fx fixture) outOfFoldFusion(own []search.Labelled, dev []search.Labelled, qs []phrased) search.Fusion {
+	reads := make([][]search.Reading, len(qs))
+	for _, fold := range search.Folds(dev, cvFolds, 1) {
+		train, _ := split(qs, fold)
+		c := search.Calibrate(append(slices.Clone(own), labelledOf(train)...), bandOptions)
+		for _, i := range fold {
+			reads[i] = fx.readings(qs[i], c)
+		}
+	}
+	return fx.chooseFusion(qs, reads, fusionBudget)
+}
+
+func (fx fixture) readAll(qs []phrased, c search.Calibration) [][]search.Reading {
+	out := make([][]search.Reading, len(qs))
+	for i, q := range qs {
+		out[i] = fx.readings(q, c)
+	}
+	return out
+}
+
+func split(qs []phrased, fold []int) (train, test []phrased) {
+	in := map[int]bool{}
+	for _, i := range fold {
+		in[i] = true
+	}
+	for i, q := range qs {
+		if in[i] {
+			test = append(test, q)
+		} else {
+			train = append(train, q)
+		}
+	}
+	return train, test
+}
+
+func labelledOf(qs []phrased) []search.Labelled {
+	out := make([]search.Labelled, len(qs))
+	for i, q := range qs {
+		out[i] = q.Labelled
+	}
+	return out
+}
+
+func TestRewrites(t *testing.T) {
+	if os.Getenv("WAYSTATION_EVAL") == "" {
+		t.Skip("make eval")
+	}
+	fx := setup(t)
+	if fx.hybrid == nil {
+		t.Skip("no sentence model (WAYSTATION_SENTENCE_MODEL)")
+	}
+	rewrites := readRewrites(t)
+	set := readDevSet(t)
+	dev := fx.labelled(t, set, "dev")
+	ownSet := readJSONLSet(t, NewSetPath, "own")
+	mine := fx.labelled(t, ownSet, "own")
+	var own []search.Labelled
+	for i, q := range ownSet.queries {
+		if upTo(q.id, lastFittedQuery) {
+			own = append(own, mine[i])
+		}
+	}
+	qs := fx.labelPhrased(t, set, dev, rewrites)
+	fmt.Print(fx.rewriteTable(own, dev, qs))
+	if got := fx.outOfFoldFusion(own, dev, qs); got != search.HybridFusion {
+		t.Errorf("search.HybridFusion is not the fusion chosen on the dev set's out-of-fold readings; paste: %#v", got)
+	}
+}

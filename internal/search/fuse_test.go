@@ -1,0 +1,47 @@
+package search_test
+
+import (
+	"testing"
+
+	"github.com/waystation/waystation/internal/search"
+)
+
+func reading(p float64, slugs ...string) search.Reading {
+	r := search.Reading{P: p}
+	for i, s := range slugs {
+		r.Near = append(r.Near, search.Neighbour{Slug: s, Similarity: 0.9 - 0.1*float64(i)})
+	}
+	return r
+}
+
+// TestFusionAnswersOnlyWhenPhrasingsAgree: a query whose phrasings are each
+// probably answerable and come near the same method is answered, best fused first;
+// one whose phrasings are unsure, or each near another method, is not, however sure
+// one of them is.
+func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
+	f := search.Fusion{Mean: 0.5, Top: 2, K: 1}
+	got := f.Fuse([]search.Reading{reading(0.9, "a", "b", "c"), reading(0.7, "b", "a", "d"), reading(0.6, "a", "e", "f"), reading(0.2, "x", "y", "z")}, 3)
+	if len(got.Kept) != 3 || got.Kept[0].Slug != "a" || got.Kept[1].Slug != "b" || got.Agreed != 3 {
+		t.Fatalf("agreeing phrasings: %+v", got)
+	}
+	for i := 1; i < len(got.Scores); i++ {
+		if got.Scores[i] > got.Scores[i-1] {
+			t.Errorf("scores not descending: %v", got.Scores)
+		}
+	}
+	// Sure, but each near something else: only one holds the fused first.
+	if got := f.Fuse([]search.Reading{reading(0.95, "a", "b", "c"), reading(0.9, "d", "e", "f"), reading(0.9, "g", "h", "i"), reading(0.9, "j", "k", "l")}, 3); len(got.Kept) != 0 || got.Agreed != 1 {
+		t.Errorf("disagreeing phrasings answered: %+v", got)
+	}
+	// Agreeing, but unsure on the whole.
+	if got := f.Fuse([]search.Reading{reading(0.9, "a"), reading(0.3, "a"), reading(0.2, "a"), reading(0.1, "a")}, 3); len(got.Kept) != 0 || got.Mean >= 0.5 {
+		t.Errorf("unsure phrasings answered: %+v", got)
+	}
+	// One phrasing alone needs only itself.
+	if got := f.Fuse([]search.Reading{reading(0.6, "a", "b")}, 1); len(got.Kept) != 1 || got.Kept[0].Slug != "a" {
+		t.Errorf("one phrasing: %+v", got)
+	}
+	if got := f.Fuse(nil, 3); len(got.Kept) != 0 {
+		t.Errorf("no phrasing: %+v", got)
+	}
+}
