@@ -362,8 +362,10 @@ func (s *Server) handleSearch() http.HandlerFunc {
 				for _, h := range a.Hits {
 					res.Slugs = append(res.Slugs, snap.Methods()[h.Pos].Slug)
 				}
-				for _, n := range a.Nearest {
-					res.Nearest = append(res.Nearest, snap.Methods()[n.Pos].Slug)
+				if a.NearEnough() {
+					for _, n := range a.Nearest {
+						res.Nearest = append(res.Nearest, snap.Methods()[n.Pos].Slug)
+					}
 				}
 				v = s.views.SearchPage(snap, q, &res, "")
 			}

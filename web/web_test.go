@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -241,10 +242,14 @@ func (exact) Search(_ context.Context, _ search.Caller, snap *directory.Snapshot
 
 // near is a search whose band keeps the method named keep, if any, and offers the
 // others of the snapshot as nearest, not matches.
-type near struct{ keep string }
+// Its band's confidence is confidence, or 0.3 when that is 0.
+type near struct {
+	keep       string
+	confidence float64
+}
 
 func (n near) Search(_ context.Context, _ search.Caller, snap *directory.Snapshot, _ string, _ directory.Filter) (search.Answer, error) {
-	res := search.Result{Match: search.MatchNone, Band: &search.BandReport{Confidence: 0.2, Least: 0.41, Margin: 0.1}}
+	res := search.Result{Match: search.MatchNone, Band: &search.BandReport{Confidence: cmp.Or(n.confidence, 0.3), Least: 0.41, Margin: 0.1}}
 	reason := search.ReasonBelowConfidence
 	if n.keep != "" {
 		pos, _ := snap.Position(n.keep)
@@ -268,8 +273,8 @@ func TestSearchPageShowsTheNearestApartFromTheResults(t *testing.T) {
 		heading, other string
 		results        int
 	}{
-		{near{}, "No close match. Nearest:", "Also near", 0},
-		{near{"quiet-thing"}, "Also near, not a match:", "No close match", 1},
+		{near{}, "Nothing in the directory does this. Nearest, not a match:", "Also near", 0},
+		{near{keep: "quiet-thing"}, "Also near, not a match:", "Nothing in the directory does this", 1},
 	} {
 		srv := NewServer(slog.New(slog.DiscardHandler), fixed{snap}, testViews, tc.search)
 		b := body(t, get(t, srv, "/search?q=weather+on+mars"))
@@ -286,9 +291,20 @@ func TestSearchPageShowsTheNearestApartFromTheResults(t *testing.T) {
 		if tc.search.keep != "" && (!strings.Contains(results, "/methods/quiet-thing") || strings.Contains(nearest, "/methods/quiet-thing")) {
 			t.Errorf("the result is not apart from the nearest:\n%s", b)
 		}
-		if strings.Contains(b, "Nothing close enough") {
-			t.Errorf("%+v: says nothing is close while showing the nearest", tc.search)
+		if strings.Contains(nearest, `class="verdict`) {
+			t.Errorf("%+v: a nearest method wears a trust badge, as an answer does:\n%s", tc.search, nearest)
 		}
+	}
+}
+
+// TestOffTopicSearchPageShowsNoNearest: a query the band is far from answering ("a
+// recipe for banana bread") gets a page that says nothing here does it, and no
+// methods at all: nearest methods that are not plausibly near read as answers.
+func TestOffTopicSearchPageShowsNoNearest(t *testing.T) {
+	srv := NewServer(slog.New(slog.DiscardHandler), fixed{testSnapshot(t)}, testViews, near{confidence: 0.02})
+	b := body(t, get(t, srv, "/search?q=recipe+for+banana+bread"))
+	if !strings.Contains(b, "Nothing in the directory does this.") || strings.Contains(b, "<li>") || strings.Contains(b, `class="verdict`) {
+		t.Errorf("an off-topic query's page shows methods:\n%s", b)
 	}
 }
 
