@@ -457,7 +457,7 @@ bench: go db model
 # rerank weight (recall@3 with the nearest methods counted).
 .PHONY: eval
 eval: go db model
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^TestRelevance$$' $(RELEVANCE)
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^(TestRelevance|TestRewrites)$$' $(RELEVANCE)
 
 # The ablation of the evidence WordNet would give the band, cross-validated as make
 # eval's tables are: each new feature alone and together, with hypernyms and without,
