@@ -197,7 +197,7 @@ var kinds = map[string]Kind{
 		"The key is valid but of the other scope: agents run sessions and raise requests, while only their user decides requests, stops sessions and manages agents and keys.",
 		"Call the route with a key of the scope named in the WWW-Authenticate header."},
 	ValidationFailed: {http.StatusUnprocessableEntity, "Validation failed",
-		"The body or a header broke a rule of the route: a member is missing, of the wrong type or out of range, or the JSON does not parse. The detail says which rule, without repeating the values sent.",
+		"The body or a header broke a rule of the route: a member is missing, of the wrong type or out of range, one the route does not take, or the JSON does not parse. The detail says which rule and names the member, without repeating the values sent (a member the route does not take is named unless its name holds one of the user's protected values, which is refused as protected_value_detected).",
 		"Fix what the detail names; the OpenAPI document describes every body."},
 	IdempotencyConflict: {http.StatusConflict, "Idempotency conflict",
 		"The idempotency key, or the client id that makes a write idempotent, was used before with a different body. The first write stands; this one was not applied.",
