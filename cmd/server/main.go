@@ -330,7 +330,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	}
 
 	svc := newServices(ctx, cfg, log, store)
-	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
+	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher),
+		api.WithAllowance(allowanceLeft(cfg.Search, store)))
 	draining := newDrainer()
 	srv := &http.Server{
 		Addr: cfg.Addr,

@@ -66,16 +66,13 @@ func registerMetrics(m *telemetry.Metrics, snapshots *generator.Holder, searcher
 			return float64(snapshots.Current().Len())
 		}},
 		{"search_allowance_remaining", "Novel query embeddings left today of SEARCH_DAILY_ALLOWANCE, for every replica together (NaN without a limit, or while PostgreSQL cannot say).", func() float64 {
-			if cfg.DailyAllowance <= 0 {
-				return math.NaN()
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
 			defer cancel()
-			used, err := store.AllowanceUsed(ctx, time.Now())
-			if err != nil {
+			left, limited, err := allowanceLeft(cfg, store)(ctx)
+			if err != nil || !limited {
 				return math.NaN()
 			}
-			return float64(max(0, cfg.DailyAllowance-used))
+			return float64(max(0, left))
 		}},
 	}
 	for _, g := range gauges {

@@ -172,7 +172,7 @@ var kinds = map[string]Kind{
 		"This caller asked for more than its share of something limited: more searches than its bucket holds, or, for an API key, more event streams and long polls open at once than a key may hold. The plain list, every method and every merchant still answer.",
 		"Wait the number of seconds in Retry-After. For search, use the list with filters, which is not limited; for events, close a stream or long poll this key holds open first."},
 	AllowanceExhausted: {http.StatusServiceUnavailable, "Search allowance exhausted",
-		"Today's allowance of new search queries is spent, or this caller's share of it (each caller, an API key's user or an address, may spend only a part of what all share); queries already seen and exact names still answer. It renews at midnight UTC.",
+		"Today's allowance of new search queries is spent, or this caller's share of it (each caller, an API key's user or an address, may spend only a part of what all share); exact names still answer, and so do queries this server embedded since it started while its cache still holds them (not after a restart, nor on another replica). /health says allowance_exhausted meanwhile. It renews at midnight UTC.",
 		"Wait the number of seconds in Retry-After, search for an exact method or provider name, or use the list with filters."},
 	SearchUnavailable: {http.StatusServiceUnavailable, "Search unavailable",
 		"No search model can answer right now. The plain list, every method and every merchant still answer.",
