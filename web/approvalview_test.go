@@ -26,3 +26,12 @@ func TestEveryRequestStatusHasALabelOfItsOwn(t *testing.T) {
 		t.Errorf("fulfilled reads %q", statusWords[request.StatusFulfilled][0])
 	}
 }
+
+// A wait of one second is said in the singular.
+func TestSecondsTextSaysOneSecond(t *testing.T) {
+	for n, want := range map[int]string{1: "1 second", 2: "2 seconds", 60: "60 seconds"} {
+		if got := secondsText(n); got != want {
+			t.Errorf("%d: %q, want %q", n, got, want)
+		}
+	}
+}

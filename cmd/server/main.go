@@ -294,7 +294,20 @@ func loadDemo(ctx context.Context, store *postgres.Store, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "demo catalog loaded: %d providers, %d methods\n", res.Providers, res.Inserted)
+	disabled := 0
+	for _, p := range cat.Providers {
+		for _, m := range p.Methods {
+			if m.Disabled {
+				disabled++
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "demo catalog loaded: %d providers, %d methods", res.Providers, res.Inserted)
+	if disabled > 0 {
+		// The demo shows what a disabled method looks like: it is kept, never listed.
+		fmt.Fprintf(stdout, " (%d of them disabled, which the directory and search leave out)", disabled)
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 

@@ -184,7 +184,7 @@ func embedCatalog(ctx context.Context, cfg SearchConfig, store *postgres.Store, 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d methods embedded\n", m.Record.ID, n)
+		fmt.Fprintf(stdout, "%s: %d methods embedded (the enabled ones whose text is new or changed)\n", m.Record.ID, n)
 	}
 	return nil
 }
