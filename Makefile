@@ -58,10 +58,12 @@ go:
 db:
 	@.ci/db.sh >/dev/null
 
+# The server, built by .ci/build.sh, which says how far a long build is: the first
+# compiles every dependency, minutes on a small machine.
 .PHONY: build
 build: go
 	@mkdir -p $(BIN)
-	$(GO) build -o $(SERVER) ./cmd/server
+	@GO='$(GO)' .ci/build.sh $(SERVER) ./cmd/server
 
 .PHONY: migrate
 migrate: db build
@@ -205,7 +207,7 @@ run: demo
 # at /ledger instead of a chain), listed in the local directory first. make run pays it.
 .PHONY: seller
 seller: demo
-	$(GO) build -o $(BIN)/seller ./cmd/seller
+	@GO='$(GO)' .ci/build.sh $(BIN)/seller ./cmd/seller
 	$(BIN)/seller -addr $(SELLER_ADDR) -listing > var/seller.jsonl
 	DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' $(SERVER) import var/seller.jsonl
 	@echo '$(SELLER_ADDR)' > var/seller-addr

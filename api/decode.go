@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -62,7 +63,11 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, req validator)
 // takeJSON decodes body into req, which validates itself, and refuses it when it
 // holds one of the user's protected values, as readJSON says.
 func (s *Server) takeJSON(ctx context.Context, body []byte, req validator) error {
-	if err := decode(body, req); err != nil {
+	err := readObject(body, req)
+	if name, ok := unknownMember(err); ok {
+		return s.refuseMember(ctx, name)
+	}
+	if err := validated(err, req); err != nil {
 		return err
 	}
 	parts := jsonParts(body, "")
@@ -95,10 +100,28 @@ func (s *Server) readValues(w http.ResponseWriter, r *http.Request, req validato
 // decode reads exactly one JSON object into v, refusing unknown members, and
 // validates it.
 func decode(body []byte, v validator) error {
+	return validated(readObject(body, v), v)
+}
+
+// validated is the answer to v read into by readObject with err: err as a problem,
+// else v's own check.
+func validated(err error, v validator) error {
+	if err != nil {
+		if _, ok := err.(*problem.Error); ok {
+			return err
+		}
+		return problem.New(problem.ValidationFailed, "The body is not the JSON object this route takes: "+jsonErrorText(err))
+	}
+	return v.validate()
+}
+
+// readObject reads exactly one JSON object into v, refusing unknown members: the
+// decoder's own error, or a problem when more follows the object.
+func readObject(body []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return problem.New(problem.ValidationFailed, "The body is not the JSON object this route takes: "+jsonErrorText(err))
+		return err
 	}
 	if d.More() {
 		return problem.New(problem.ValidationFailed, "The body holds more than one JSON value.")
@@ -106,7 +129,40 @@ func decode(body []byte, v validator) error {
 	if _, err := d.Token(); err != io.EOF {
 		return problem.New(problem.ValidationFailed, "The body holds more than one JSON value.")
 	}
-	return v.validate()
+	return nil
+}
+
+// unknownMember is the name of the member err, readObject's, refuses as one the body
+// does not take.
+func unknownMember(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field ")
+	if !ok {
+		return "", false
+	}
+	name, err := strconv.Unquote(quoted)
+	return name, err == nil
+}
+
+// refuseMember refuses a body for a member its route does not take, named so that a
+// typo is found at once, unless the name holds one of the user's protected values:
+// then the body is refused as one holding a protected value, which quotes nothing.
+func (s *Server) refuseMember(ctx context.Context, name string) error {
+	if err := s.checkParts(ctx, []string{name}); err != nil {
+		return err
+	}
+	const most = 64
+	if len(name) > most {
+		cut := most
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
+	}
+	return problem.New(problem.ValidationFailed, "The body is not the JSON object this route takes: it takes no member "+
+		strconv.Quote(name)+"; the OpenAPI document lists the members of each body.")
 }
 
 // decodeSealed is decode for bodies that carry values people provide: its errors
@@ -122,7 +178,8 @@ func decodeSealed(body []byte, v validator) error {
 
 // jsonErrorText describes a decoding error without echoing anything of the body: a
 // member it names is one of the route's own, never one the caller made up, since a
-// caller's member name may be a protected value as well as any string.
+// caller's member name may be a protected value as well as any string (takeJSON names
+// an unknown member once it has checked it is none: see refuseMember).
 func jsonErrorText(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {

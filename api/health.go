@@ -26,22 +26,39 @@ type healthSnapshot struct {
 	Methods    int   `json:"methods"`
 }
 
+// AllowanceLeft tells how many novel query embeddings are left today of the daily
+// allowance every replica shares; limited is false when there is no allowance.
+type AllowanceLeft func(ctx context.Context) (left int, limited bool, err error)
+
+// WithAllowance lets /health say when search answers only exact and cached queries
+// because today's allowance is spent.
+func WithAllowance(left AllowanceLeft) Option {
+	return func(s *Server) { s.allowance = left }
+}
+
 // handleHealth answers 200 while the process serves, and says what is degraded: the
-// database, search, or a directory served from an old or empty snapshot.
+// database, search (down, degraded to the builtin model, or its allowance spent), or
+// a directory served from an old or empty snapshot.
 func (s *Server) handleHealth() http.Handler {
 	var mu sync.Mutex
 	var checked time.Time
 	var dbErr error
+	var spent bool
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// One ping a second at most, however hard /health is polled.
+		// One look at the database a second at most, however hard /health is polled.
 		mu.Lock()
 		if time.Since(checked) > time.Second {
 			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 			dbErr = s.db.Ping(ctx)
+			spent = false
+			if dbErr == nil && s.allowance != nil {
+				left, limited, err := s.allowance(ctx)
+				spent = err == nil && limited && left <= 0
+			}
 			cancel()
 			checked = time.Now()
 		}
-		err := dbErr
+		err, allowanceSpent := dbErr, spent
 		mu.Unlock()
 
 		snap := s.dir.Current()
@@ -55,6 +72,9 @@ func (s *Server) handleHealth() http.Handler {
 			b.Status = "degraded"
 			// Non-exact search reads its vectors from the database.
 			b.Search = "unavailable"
+		}
+		if allowanceSpent && b.Search != "unavailable" {
+			b.Search = "allowance_exhausted"
 		}
 		if b.Search != "ok" || snap.Len() == 0 {
 			b.Status = "degraded"

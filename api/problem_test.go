@@ -12,8 +12,9 @@ import (
 
 // Invariant 1 for error bodies: an answer to a key repeats nothing of the request
 // that holds one of its user's protected values, in any written form: not a body's
-// unknown member, not an unknown query parameter, not a path segment (as instance),
-// not a method. The code still says what went wrong.
+// unknown member (refused as a protected value, which names nothing), not an unknown
+// query parameter, not a path segment (as instance), not a method. The code still
+// says what went wrong.
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
@@ -28,9 +29,9 @@ func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
 	var answers []response
 	for _, form := range forms {
 		answers = append(answers,
-			e.call("POST", "/sessions", agentKey, `{"type":"checkout","description":"x","clientSessionId":"c",`+quote(form)+`:1}`).want(t, 422, "validation_failed"),
-			e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"e",`+quote(form)+`:{}}`).want(t, 422, "validation_failed"),
-			e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r","kind":"confirm","params":{"summary":"s",`+quote(form)+`:"1"}}`).want(t, 422, "validation_failed"),
+			e.call("POST", "/sessions", agentKey, `{"type":"checkout","description":"x","clientSessionId":"c",`+quote(form)+`:1}`).want(t, 422, "protected_value_detected"),
+			e.call("POST", "/sessions/"+sid+"/events", agentKey, `{"type":"runtime.step","clientEventId":"e",`+quote(form)+`:{}}`).want(t, 422, "protected_value_detected"),
+			e.call("POST", "/sessions/"+sid+"/requests", agentKey, `{"clientRequestId":"r","kind":"confirm","params":{"summary":"s",`+quote(form)+`:"1"}}`).want(t, 422, "protected_value_detected"),
 			e.call("GET", "/sessions?"+url.QueryEscape(form)+"=1", agentKey, "").want(t, 400, "unknown_parameter"),
 			e.call("GET", "/sessions/"+sid+"/events?limit=1&"+url.QueryEscape(form)+"=1", userKey, "").want(t, 400, "unknown_parameter"),
 			e.call("GET", "/sessions/"+url.PathEscape(form), agentKey, "").want(t, 404, "not_found"),
@@ -45,7 +46,14 @@ func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
 			}
 		}
 	}
-	// Without a value in it, the same mistake is named as ever.
+	// Without a value in it, the same mistake is named, in a body as in a query.
+	if r := e.call("POST", "/sessions", agentKey, `{"type":"checkout","descripton":"x","clientSessionId":"c"}`).want(t, 422, "validation_failed"); !strings.Contains(string(r.body), `it takes no member \"descripton\"`) {
+		t.Errorf("the member is not named: %s", r.body)
+	}
+	long := strings.Repeat("é", 100)
+	if r := e.call("POST", "/sessions", agentKey, `{"type":"checkout",`+quote(long)+`:"x","clientSessionId":"c"}`).want(t, 422, "validation_failed"); !strings.Contains(string(r.body), strings.Repeat("é", 32)+`…\"`) {
+		t.Errorf("a long member's name is not cut short: %s", r.body)
+	}
 	if r := e.call("GET", "/sessions?colour=1", agentKey, "").want(t, 400, "unknown_parameter"); !strings.Contains(string(r.body), `"parameter":"colour"`) {
 		t.Errorf("the parameter is not named: %s", r.body)
 	}

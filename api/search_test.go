@@ -156,9 +156,13 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 	if o.authenticated != nil {
 		a = o.authenticated(e.store)
 	}
+	left := func(ctx context.Context) (int, bool, error) {
+		used, err := e.store.AllowanceUsed(ctx, time.Now())
+		return o.allowance - used, o.allowance > 0, err
+	}
 	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{
 		Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log,
-	}), api.WithAuthenticated(a))
+	}), api.WithAuthenticated(a), api.WithAllowance(left))
 	return e
 }
 
@@ -378,6 +382,12 @@ func TestSearchDailyAllowance(t *testing.T) {
 	e.search(t, "token price")
 	r := e.get(services + "?q=" + url.QueryEscape("airline tickets between cities"))
 	r.problem(t, 503, "search_allowance_exhausted")
+	// What /health says agrees with what search answers.
+	var h struct{ Status, Search string }
+	e.get(base+"/health").json(t, &h)
+	if h.Status != "degraded" || h.Search != "allowance_exhausted" {
+		t.Errorf("health says %+v with the allowance spent", h)
+	}
 	ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
 	if ra < 1 || ra > 86400 || r.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("503 Retry-After %q Cache-Control %q", r.Header.Get("Retry-After"), r.Header.Get("Cache-Control"))

@@ -48,6 +48,8 @@ type Server struct {
 	auth   Authenticated
 	waits  *waits // event streams and long polls open per key
 	search *search.Service
+	// allowance says how much of search's daily allowance is left, for /health.
+	allowance AllowanceLeft
 
 	// draining is closed by Drain: long polls and event streams end early.
 	draining  chan struct{}

@@ -1487,7 +1487,7 @@ func LoadSite(dir string) (*directory.Snapshot, error) {
 func (s *Site) Load(cache *resource.Cache) (*directory.Snapshot, error) {
 	cur := s.Current()
 	if cur == "" {
-		return nil, fmt.Errorf("generator: no site published in %s", s.Dir)
+		return nil, fmt.Errorf("generator: no site published in %s: %w", s.Dir, fs.ErrNotExist)
 	}
 	raw, err := os.ReadFile(filepath.Join(cur, SnapshotName))
 	if err != nil {

@@ -374,7 +374,7 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 		}
 		if !ok {
 			w.Header().Set("Retry-After", retryText(wait))
-			s.signInForm(w, r, back, "Too many sign-in attempts from your address: try again in "+retryText(wait)+" seconds.", http.StatusTooManyRequests)
+			s.signInForm(w, r, back, "Too many sign-in attempts from your address: try again in "+secondsText(wait)+".", http.StatusTooManyRequests)
 			return
 		}
 		c, err := s.cookie(r, signInCookie)

@@ -222,16 +222,18 @@ func kindLabel(k string) string {
 	return k
 }
 
-// statusWords says how a request stands, in a label and a sentence.
+// statusWords says how a request stands, in a label and a sentence: the label is the
+// API's status (request.Statuses) in words, so that the page and the agent's answer
+// never seem to disagree.
 var statusWords = map[string][2]string{
 	request.StatusWaitingUser: {"Waiting for you", "The agent waits for your decision."},
 	request.StatusApproved:    {"Approved", "You approved it; the agent is being given what you allowed."},
-	request.StatusExecuting:   {"Approved", "You approved it; the agent is being given what you allowed."},
-	request.StatusFulfilled:   {"Approved", "You approved it. The agent holds only references to what you allowed, never the values themselves."},
+	request.StatusExecuting:   {"Being carried out", "You approved it; the service is carrying it out."},
+	request.StatusFulfilled:   {"Fulfilled", "You approved it and it was carried out. The agent holds only references to what you allowed, never the values themselves."},
 	request.StatusDenied:      {"Denied", "You denied it; the agent was told no."},
 	request.StatusExpired:     {"Expired", "No decision was made in time; nothing was approved."},
 	request.StatusCanceled:    {"Canceled", "The agent withdrew it, or its session ended; nothing was approved."},
-	request.StatusFailed:      {"Failed", "It was approved but could not be carried out."},
+	request.StatusFailed:      {"Failed", "You approved it, but it could not be carried out."},
 }
 
 // inputTypes are the HTML input types of field types that are not secret.

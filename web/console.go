@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
@@ -28,6 +29,31 @@ type SpendView struct {
 // SpendRow is one payment of the ledger.
 type SpendRow struct {
 	When, Agent, Seller, Amount, Network, PayTo, Status, Transaction, AnswerHash, RequestURL string
+	// The payee, transaction and hash as the table shows them, shortened (the full
+	// value is the cell's title), and the status in the words of the request pages.
+	PayToShort, TransactionShort, AnswerHashShort, StatusLabel string
+}
+
+// shortened is a long identifier (an address, a transaction, a hash) as a table cell
+// shows it: its head and tail, which are what people compare, around an ellipsis.
+func shortened(id string) string {
+	const head, tail = 6, 4
+	if utf8.RuneCountInString(id) <= head+tail+3 {
+		return id
+	}
+	r := []rune(id)
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// paymentLabel is a payment's status as the request pages name it: the words before
+// their explanation.
+func paymentLabel(status string) string {
+	words, ok := paymentWords[status]
+	if !ok {
+		return status
+	}
+	label, _, _ := strings.Cut(words, ":")
+	return label
 }
 
 // AgentsView is the person's agents, each with its spending limits and spend.
@@ -66,6 +92,11 @@ func ledgerRows(entries []payment.LedgerEntry) ([]SpendRow, payment.Micros) {
 		if e.ResponseSHA256 != nil {
 			r.AnswerHash = *e.ResponseSHA256
 		}
+		r.StatusLabel = paymentLabel(e.Status)
+		if e.Failure != nil {
+			r.StatusLabel += ": " + *e.Failure
+		}
+		r.PayToShort, r.TransactionShort, r.AnswerHashShort = shortened(r.PayTo), shortened(r.Transaction), shortened(r.AnswerHash)
 		if e.RequestID != "" {
 			r.RequestURL = requestURL(e.RequestID)
 		}

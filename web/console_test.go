@@ -65,6 +65,12 @@ func TestConsoleShowsTheSpendLedgerAndSetsAgentLimits(t *testing.T) {
 			t.Errorf("the spend page lacks %q", want)
 		}
 	}
+	// Long identifiers are shortened, whole in their title; statuses are in words.
+	for _, want := range []string{`title="0x209693Bc6afc0C5328bA36FaF03C514EF312287C">0x2096…287C</code>`, `data-status="settled">Paid</td>`} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the spend page lacks %q", want)
+		}
+	}
 	if cc := page.header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control %q", cc)
 	}

@@ -386,13 +386,13 @@ func searchRefusal(err error) (string, int) {
 		return "the search engine is not running on this server.", http.StatusOK
 	}
 	p, _ := problem.As(err)
-	retry := ""
-	if p != nil {
-		retry = strconv.Itoa(p.RetryAfter)
+	retry := "a moment"
+	if p != nil && p.RetryAfter > 0 {
+		retry = secondsText(p.RetryAfter)
 	}
 	switch problem.CodeOf(err) {
 	case problem.RateLimited:
-		return "you have searched a lot in a short time; try again in " + retry + " seconds.", http.StatusTooManyRequests
+		return "you have searched a lot in a short time; try again in " + retry + ".", http.StatusTooManyRequests
 	case problem.AllowanceExhausted:
 		return "today's allowance of new searches is spent; exact method and provider names still work, and it renews at midnight UTC.", http.StatusServiceUnavailable
 	case problem.SearchUnavailable:

@@ -135,7 +135,7 @@ func (s *Server) signInCall(w http.ResponseWriter, r *http.Request) (auth.Relyin
 	}
 	if !ok {
 		w.Header().Set("Retry-After", retryText(wait))
-		passkeyRefusal(w, http.StatusTooManyRequests, "Too many sign-in attempts from your address: try again in "+retryText(wait)+" seconds.")
+		passkeyRefusal(w, http.StatusTooManyRequests, "Too many sign-in attempts from your address: try again in "+secondsText(wait)+".")
 		return auth.RelyingParty{}, false
 	}
 	if c, err := s.cookie(r, signInCookie); err != nil || !sameToken(c.Value, r.Header.Get("X-CSRF-Token")) {

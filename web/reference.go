@@ -200,6 +200,9 @@ func keyOf(sec []map[string][]string) string {
 const (
 	referencePath = "/docs/api"
 	llmsPath      = "/llms.txt"
+	// documentPath is where people look for the OpenAPI document beside the reference
+	// page; it answers with where the document is.
+	documentPath = "/docs/openapi.json"
 )
 
 // ReferenceView is the API reference page.
@@ -222,6 +225,15 @@ func (s *Server) handleReference() http.HandlerFunc {
 			p := newPage(snap, "API reference", "Every route of the Waystation API, from its OpenAPI document.", s.reference.DocURL)
 			return ReferencePage(ReferenceView{Page: p, Ref: s.reference}), true
 		})
+	}
+}
+
+// handleDocument sends a request for the OpenAPI document at the site's root to the
+// document itself, under the API's base path.
+func (s *Server) handleDocument() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Cache-Control"] = cachePublic
+		http.Redirect(w, r, s.reference.DocURL, http.StatusMovedPermanently)
 	}
 }
 

@@ -33,6 +33,9 @@ func TestReferenceAndLLMsTxtCoverEveryOperationOfTheDocument(t *testing.T) {
 		srv.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		return rec
 	}
+	if doc := get("/docs/openapi.json"); doc.Code != http.StatusMovedPermanently || doc.Header().Get("Location") != "/functions/v1/api/openapi.json" {
+		t.Errorf("/docs/openapi.json: %d to %q", doc.Code, doc.Header().Get("Location"))
+	}
 	page := get("/docs/api")
 	llms := get("/llms.txt")
 	if page.Code != 200 || llms.Code != 200 || !strings.HasPrefix(llms.Header().Get("Content-Type"), "text/markdown") {

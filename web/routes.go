@@ -30,6 +30,7 @@ func (s *Server) routes() http.Handler {
 	if s.reference != nil {
 		get(referencePath, s.handleReference())
 		get(llmsPath, s.handleLLMs())
+		get(documentPath, s.handleDocument())
 	}
 
 	// The approval pages: private, unframeable, and only for a signed-in user.

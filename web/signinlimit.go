@@ -66,3 +66,11 @@ func (l *signInLimiter) allow(host string) (bool, int) {
 }
 
 func retryText(seconds int) string { return strconv.Itoa(seconds) }
+
+// secondsText says a wait in words: "1 second", "5 seconds".
+func secondsText(seconds int) string {
+	if seconds == 1 {
+		return "1 second"
+	}
+	return strconv.Itoa(seconds) + " seconds"
+}

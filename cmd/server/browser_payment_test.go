@@ -138,7 +138,7 @@ func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
 	screenshot(t, ctx, "11-payment-settled")
 	// The console: the spend ledger with the receipt, and the agents' limits.
 	do(chromedp.Navigate(srv.base+"/app/spend"), chromedp.WaitVisible(chromedp.CSS("#ledger")))
-	if ledger := textOf(t, ctx, "#ledger"); !strings.Contains(ledger, "0.01 USDC") || !strings.Contains(ledger, "settled") {
+	if ledger := textOf(t, ctx, "#ledger"); !strings.Contains(ledger, "0.01 USDC") || !strings.Contains(ledger, "Paid") {
 		t.Errorf("the ledger: %s", ledger)
 	}
 	screenshot(t, ctx, "12-console-spend")

@@ -118,6 +118,11 @@ type Config struct {
 	Telemetry TelemetryConfig
 }
 
+// defaultHost is where the server listens unless HOST says otherwise: loopback, so
+// that a server started to try the service is not open to the network it is on.
+// HOST=0.0.0.0 (or ::) listens on every interface.
+const defaultHost = "127.0.0.1"
+
 func loadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:      getenv("DATABASE_URL"),
@@ -131,7 +136,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return c, fmt.Errorf("PORT %q is not a port number", port)
 	}
-	c.Addr = net.JoinHostPort(getenv("HOST"), port)
+	host := getenv("HOST")
+	if host == "" {
+		host = defaultHost
+	}
+	c.Addr = net.JoinHostPort(host, port)
 	if c.DatabaseURL == "" {
 		return c, errors.New("DATABASE_URL is not set (make run sets it for the local database)")
 	}
@@ -285,7 +294,20 @@ func loadDemo(ctx context.Context, store *postgres.Store, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "demo catalog loaded: %d providers, %d methods\n", res.Providers, res.Inserted)
+	disabled := 0
+	for _, p := range cat.Providers {
+		for _, m := range p.Methods {
+			if m.Disabled {
+				disabled++
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "demo catalog loaded: %d providers, %d methods", res.Providers, res.Inserted)
+	if disabled > 0 {
+		// The demo shows what a disabled method looks like: it is kept, never listed.
+		fmt.Fprintf(stdout, " (%d of them disabled, which the directory and search leave out)", disabled)
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 
@@ -321,11 +343,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	}
 
 	svc := newServices(ctx, cfg, log, store)
-	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher))
+	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher),
+		api.WithAllowance(allowanceLeft(cfg.Search, store)))
 	draining := newDrainer()
 	srv := &http.Server{
 		Addr: cfg.Addr,
-		Handler: draining.closeWhile(observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.MetricsToken),
+		Handler: draining.closeWhile(observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.Metrics),
 			log, snapshots, searcher, withApprovals(cfg, svc), web.WithScreen(apiServer.ScreenSearch)))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,

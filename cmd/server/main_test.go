@@ -24,6 +24,7 @@ import (
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/telemetry"
 )
 
 // TestRunServesTheDemoEndToEnd runs the real program: migrate, load the demo, serve
@@ -130,6 +131,7 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DATABASE_URL": "x", "SERVE_GOGC": "off"},
 		{"DATABASE_URL": "x", "SERVE_GOGC": "25%"},
 		{"DATABASE_URL": "x", "SERVE_GOGC": "10001"},
+		{"DATABASE_URL": "x", "METRICS_PUBLIC": "yes"},
 	} {
 		if _, err := loadConfig(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%v: accepted", env)
@@ -167,6 +169,28 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		cfg, err := loadConfig(func(k string) string { return tc.env[k] })
 		if err != nil || cfg.ServeGCPercent != tc.want {
 			t.Errorf("%v: ServeGCPercent %d (%v), want %d", tc.env, cfg.ServeGCPercent, err, tc.want)
+		}
+	}
+}
+
+// The server listens on loopback unless HOST says otherwise, and its metrics answer
+// loopback alone unless METRICS_TOKEN or METRICS_PUBLIC says otherwise.
+func TestConfigListensOnLoopbackUnlessTold(t *testing.T) {
+	for _, tc := range []struct {
+		env    map[string]string
+		addr   string
+		access telemetry.Access
+	}{
+		{map[string]string{}, "127.0.0.1:8080", telemetry.Access{}},
+		{map[string]string{"PORT": "9090"}, "127.0.0.1:9090", telemetry.Access{}},
+		{map[string]string{"HOST": "0.0.0.0"}, "0.0.0.0:8080", telemetry.Access{}},
+		{map[string]string{"HOST": "::", "METRICS_TOKEN": "t"}, "[::]:8080", telemetry.Access{Token: "t"}},
+		{map[string]string{"METRICS_PUBLIC": "true"}, "127.0.0.1:8080", telemetry.Access{Public: true}},
+	} {
+		tc.env["DATABASE_URL"] = "x"
+		cfg, err := loadConfig(func(k string) string { return tc.env[k] })
+		if err != nil || cfg.Addr != tc.addr || cfg.Telemetry.Metrics != tc.access {
+			t.Errorf("%v: %s %+v (%v), want %s %+v", tc.env, cfg.Addr, cfg.Telemetry.Metrics, err, tc.addr, tc.access)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/embedding/sentence"
@@ -183,7 +184,19 @@ func embedCatalog(ctx context.Context, cfg SearchConfig, store *postgres.Store, 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d methods embedded\n", m.Record.ID, n)
+		fmt.Fprintf(stdout, "%s: %d methods embedded (the enabled ones whose text is new or changed)\n", m.Record.ID, n)
 	}
 	return nil
+}
+
+// allowanceLeft reads how much of cfg's daily allowance every replica together has
+// left today, for /health and the metrics.
+func allowanceLeft(cfg SearchConfig, store *postgres.Store) api.AllowanceLeft {
+	return func(ctx context.Context) (int, bool, error) {
+		if cfg.DailyAllowance <= 0 {
+			return 0, false, nil
+		}
+		used, err := store.AllowanceUsed(ctx, time.Now())
+		return cfg.DailyAllowance - used, true, err
+	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -73,8 +75,11 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 		g.Payer = cfg.Payment.Payer
 	}
 	fromDisk := false
-	if snap, err := g.Load(); err != nil {
-		log.Info("no snapshot on disk to start from", "site", cfg.SiteDir, "err", err)
+	if snap, err := g.Load(); errors.Is(err, fs.ErrNotExist) {
+		// A first start: nothing went wrong.
+		log.Info("no snapshot on disk yet: building the first", "site", cfg.SiteDir)
+	} else if err != nil {
+		log.Warn("the snapshot on disk cannot be read: building a fresh one", "site", cfg.SiteDir, "err", err)
 	} else {
 		fromDisk = true
 		log.Info("serving the snapshot on disk until a fresh one is built", "id", snap.Info().ID,

@@ -19,12 +19,13 @@ type TelemetryConfig struct {
 	// LogFormat is "text" or "json"; AccessLog logs a line per request.
 	LogFormat string
 	AccessLog bool
-	// MetricsToken, when set, is the bearer token /metrics asks for.
-	MetricsToken string
+	// Metrics is who may scrape /metrics: loopback clients alone unless
+	// METRICS_TOKEN or METRICS_PUBLIC says otherwise.
+	Metrics telemetry.Access
 }
 
 func loadTelemetryConfig(getenv func(string) string) (TelemetryConfig, error) {
-	c := TelemetryConfig{LogFormat: getenv("LOG_FORMAT"), AccessLog: true, MetricsToken: getenv("METRICS_TOKEN")}
+	c := TelemetryConfig{LogFormat: getenv("LOG_FORMAT"), AccessLog: true, Metrics: telemetry.Access{Token: getenv("METRICS_TOKEN")}}
 	switch c.LogFormat {
 	case "", "text", "json":
 	default:
@@ -36,6 +37,13 @@ func loadTelemetryConfig(getenv func(string) string) (TelemetryConfig, error) {
 		c.AccessLog = false
 	default:
 		return c, fmt.Errorf("ACCESS_LOG %q: want true or false", v)
+	}
+	switch v := getenv("METRICS_PUBLIC"); v {
+	case "", "false":
+	case "true":
+		c.Metrics.Public = true
+	default:
+		return c, fmt.Errorf("METRICS_PUBLIC %q: want true or false", v)
 	}
 	return c, nil
 }
@@ -58,16 +66,13 @@ func registerMetrics(m *telemetry.Metrics, snapshots *generator.Holder, searcher
 			return float64(snapshots.Current().Len())
 		}},
 		{"search_allowance_remaining", "Novel query embeddings left today of SEARCH_DAILY_ALLOWANCE, for every replica together (NaN without a limit, or while PostgreSQL cannot say).", func() float64 {
-			if cfg.DailyAllowance <= 0 {
-				return math.NaN()
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
 			defer cancel()
-			used, err := store.AllowanceUsed(ctx, time.Now())
-			if err != nil {
+			left, limited, err := allowanceLeft(cfg, store)(ctx)
+			if err != nil || !limited {
 				return math.NaN()
 			}
-			return float64(max(0, cfg.DailyAllowance-used))
+			return float64(max(0, left))
 		}},
 	}
 	for _, g := range gauges {

@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,11 +220,20 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(poolCanceled, prometheus.CounterValue, float64(s.CanceledAcquireCount()))
 }
 
+// Access is who may scrape the metrics, which say much about the service and its
+// callers: with a Token, whoever sends it as a Bearer token; else, with Public,
+// anyone; else only a client on a loopback address that no proxy forwarded.
+type Access struct {
+	Token  string
+	Public bool
+}
+
 // Handler serves the metrics in Prometheus's text format (or OpenMetrics, when
-// asked). With a token, a scrape must send it as a Bearer token, else it gets 401.
-func (m *Metrics) Handler(token string) http.Handler {
+// asked), to the scrapes access lets in: a missing or wrong token gets 401, a client
+// that is not on loopback 403.
+func (m *Metrics) Handler(access Access) http.Handler {
 	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
-	want := []byte("Bearer " + token)
+	want := []byte("Bearer " + access.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		SetRoute(r.Context(), "/metrics")
 		w.Header().Set("Cache-Control", "no-store")
@@ -231,11 +242,33 @@ func (m *Metrics) Handler(token string) http.Handler {
 			http.Error(w, r.Method+" is not allowed here.", http.StatusMethodNotAllowed)
 			return
 		}
-		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			http.Error(w, "The metrics need the bearer token METRICS_TOKEN names.", http.StatusUnauthorized)
+		switch {
+		case access.Token != "":
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				http.Error(w, "The metrics need the bearer token METRICS_TOKEN names.", http.StatusUnauthorized)
+				return
+			}
+		case !access.Public && !fromLoopback(r):
+			http.Error(w, "The metrics answer clients on loopback only, unless METRICS_TOKEN or METRICS_PUBLIC says otherwise.", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// fromLoopback tells whether r came from a loopback address and through no proxy: a
+// proxy on the same machine would otherwise pass on anyone's scrape as its own.
+func fromLoopback(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if _, ok := r.Header[h]; ok {
+			return false
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -87,7 +87,7 @@ func newServed(t *testing.T) served {
 		w.Write([]byte("thing " + chi.URLParam(r, "id")))
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler("s3cret"))
+	mux.Handle("/metrics", m.Handler(telemetry.Access{Token: "s3cret"}))
 	mux.Handle("/", r)
 	return served{h: telemetry.HTTP{AccessLog: log, Metrics: m}.Wrap(mux), log: out, metrics: m}
 }
@@ -309,4 +309,41 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Without a token, /metrics answers a client on loopback that no proxy forwarded,
+// and refuses everyone else unless the metrics are made public.
+func TestMetricsWithoutATokenAnswerLoopbackAlone(t *testing.T) {
+	scrape := func(access telemetry.Access, remote string, header ...string) int {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.RemoteAddr = remote
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		telemetry.NewMetrics().Handler(access).ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, c := range []struct {
+		name   string
+		access telemetry.Access
+		remote string
+		header []string
+		want   int
+	}{
+		{"IPv4 loopback", telemetry.Access{}, "127.0.0.1:5000", nil, http.StatusOK},
+		{"IPv6 loopback", telemetry.Access{}, "[::1]:5000", nil, http.StatusOK},
+		{"IPv4 in IPv6 loopback", telemetry.Access{}, "[::ffff:127.0.0.1]:5000", nil, http.StatusOK},
+		{"another host", telemetry.Access{}, "192.0.2.7:5000", nil, http.StatusForbidden},
+		{"a proxy on loopback", telemetry.Access{}, "127.0.0.1:5000", []string{"X-Forwarded-For", "203.0.113.9"}, http.StatusForbidden},
+		{"a proxy saying Forwarded", telemetry.Access{}, "127.0.0.1:5000", []string{"Forwarded", "for=203.0.113.9"}, http.StatusForbidden},
+		{"a Unix socket", telemetry.Access{}, "@", nil, http.StatusForbidden},
+		{"public", telemetry.Access{Public: true}, "192.0.2.7:5000", nil, http.StatusOK},
+		{"a token asked of loopback too", telemetry.Access{Token: "t"}, "127.0.0.1:5000", nil, http.StatusUnauthorized},
+		{"a token from anywhere", telemetry.Access{Token: "t"}, "192.0.2.7:5000", []string{"Authorization", "Bearer t"}, http.StatusOK},
+	} {
+		if got := scrape(c.access, c.remote, c.header...); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
 }

@@ -455,7 +455,9 @@ func classifyError(err error) (string, string) {
 	case errors.Is(err, errBlocked):
 		return OutcomeBlockedAddress, detail
 	case errors.As(err, &dnsErr):
-		return OutcomeDNSError, detail
+		// The name and what went wrong, never the resolver's address: that is this
+		// service's network, not the seller's.
+		return OutcomeDNSError, x402.Clean("lookup "+dnsErr.Name+": "+dnsErr.Err, 300)
 	case errors.As(err, &certVerify), errors.As(err, &certInvalid), errors.As(err, &unknownAuthority),
 		errors.As(err, &hostnameErr), errors.As(err, &tlsRecord), errors.As(err, &tlsAlert):
 		return OutcomeTLSError, detail

@@ -628,3 +628,14 @@ func TestProberSendsNoDestructiveMethodAndStaysOnItsOrigin(t *testing.T) {
 		t.Fatalf("redirect to another port: outcome %s, requests %v", r.Outcome, seen)
 	}
 }
+
+// A failed lookup is told by the name and the failure, never by the address of the
+// resolver the service asked, which is the service's network and no seller's.
+func TestADNSFailureNamesNoResolver(t *testing.T) {
+	err := &url.Error{Op: "Get", URL: "https://gone.example/.well-known/x402.json", Err: &net.OpError{Op: "dial", Net: "tcp",
+		Err: &net.DNSError{Err: "no such host", Name: "gone.example", Server: "127.0.0.53:53", IsNotFound: true}}}
+	outcome, detail := trust.Classify(err)
+	if outcome != trust.OutcomeDNSError || strings.Contains(detail, "127.0.0.53") || !strings.Contains(detail, "gone.example: no such host") {
+		t.Errorf("%s: %q", outcome, detail)
+	}
+}
