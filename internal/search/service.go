@@ -91,7 +91,7 @@ func (s *Service) SearchPhrased(ctx context.Context, c Caller, snap *directory.S
 	switch {
 	case errors.Is(err, ErrAllowanceExhausted):
 		s.observe(OutcomeAllowanceExhausted, "")
-		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings, or this caller's share of it, is spent; repeated and exact queries still answer, and the list works without q.")
+		p := problem.New(problem.AllowanceExhausted, "Today's allowance of new search embeddings, or this caller's share of it, is spent; exact names (a slug, a method or a provider) still answer, as do queries this server has embedded since it started, and the list works without q.")
 		p.RetryAfter = max(1, problem.Seconds(s.Engine.RetryAfter()))
 		return a, p
 	case err != nil && ctx.Err() == nil:
