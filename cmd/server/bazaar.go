@@ -94,6 +94,9 @@ func importFile(ctx context.Context, store *postgres.Store, path string, stdout 
 	}
 	fmt.Fprintf(stdout, "%s: %d providers; %d methods inserted, %d updated, %d unchanged; %d items skipped\n",
 		path, res.Providers, res.Inserted, res.Updated, res.Unchanged, len(skipped))
+	if len(cat.Delisted) > 0 {
+		fmt.Fprintf(stdout, "%s: %d resources delisted, %d methods disabled\n", path, len(cat.Delisted), res.Disabled)
+	}
 	return nil
 }
 
