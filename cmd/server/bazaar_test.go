@@ -139,7 +139,7 @@ func TestImportSyncsFromADiscoveryEndpoint(t *testing.T) {
 	// A file still imports as before, and a file import disables nothing.
 	file := filepath.Join(t.TempDir(), "page.json")
 	os.WriteFile(file, []byte(`{"x402Version":2,"items":[`+bazaarItem(0)+`],"pagination":{"limit":1,"offset":0,"total":9}}`), 0o600)
-	if out, err := run1("import", file); err != nil || !strings.Contains(out, "1 unchanged; 0 items skipped") {
+	if out, err := run1("import", file); err != nil || !strings.Contains(out, "1 unchanged; 0 items skipped; read and loaded in") {
 		t.Fatalf("file import: %v\n%s", err, out)
 	}
 	if count(`source = 'x402-bazaar' AND enabled`) != 6 {
@@ -155,7 +155,7 @@ func TestImportSyncsFromADiscoveryEndpoint(t *testing.T) {
 		`{"resource":"https://tides.example/v1/low-water","last_event":"MOVED"}`,
 	}, "\n")), 0o600)
 	out, err = run1("import", events)
-	if err != nil || !strings.Contains(out, "1 methods inserted, 0 updated, 0 unchanged; 1 items skipped") ||
+	if err != nil || !strings.Contains(out, "1 methods inserted, 0 updated, 0 unchanged; 1 items skipped; read and loaded in") ||
 		!strings.Contains(out, "1 resources delisted, 1 methods disabled") || !strings.Contains(out, `last_event "MOVED"`) {
 		t.Fatalf("event log import: %v\n%s", err, out)
 	}

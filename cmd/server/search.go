@@ -179,11 +179,12 @@ func embedCatalog(ctx context.Context, cfg SearchConfig, store *postgres.Store, 
 		if m == nil {
 			continue
 		}
+		start := time.Now()
 		n, err := search.Sync(ctx, store, m.Embedder)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d methods embedded\n", m.Record.ID, n)
+		fmt.Fprintf(stdout, "%s: %d methods embedded in %s\n", m.Record.ID, n, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
