@@ -76,13 +76,19 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 	for host, idx := range byHost {
 		mr := directory.Merchant{Hostname: host, Methods: []directory.MerchantEntry{}, Probes: []directory.ProbeRecord{}}
 		trusts := make([]directory.Trust, 0, len(idx))
+		var demand directory.Demand
 		for _, i := range idx {
 			m := &methods[i]
 			if !slices.Contains(mr.Providers, m.Provider) {
 				mr.Providers = append(mr.Providers, m.Provider)
 			}
-			mr.Methods = append(mr.Methods, directory.MerchantEntry{Slug: m.Slug, Name: m.Name, Category: m.Category, Payable: m.Payable})
+			mr.Methods = append(mr.Methods, directory.MerchantEntry{Slug: m.Slug, Name: m.Name, Category: m.Category,
+				Payable: m.Payable, NotYetProbed: m.Trust.NotYetProbed})
 			trusts = append(trusts, m.Trust)
+			demand.Add(m)
+		}
+		if demand.Methods > 0 {
+			mr.ListingDemand = &demand
 		}
 		slices.Sort(mr.Providers)
 		slices.SortFunc(mr.Methods, func(a, b directory.MerchantEntry) int { return strings.Compare(a.Slug, b.Slug) })

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -60,5 +61,71 @@ func TestAssembleMakesMethodsPayableOnlyThroughThePayer(t *testing.T) {
 	baseOnly := trust.PayerFunc(func(network, asset string) bool { return network == "eip155:8453" })
 	if got := payable(baseOnly); !got["on-base"] || got["on-sepolia"] {
 		t.Errorf("payable with a payer on Base: %v", got)
+	}
+}
+
+// TestAssembleSumsTheListingsDemandAndSaysWhatWasNeverProbed checks the merchant
+// record: the listing's 30-day calls and payers summed over the hostname's methods
+// that report them, absent when none does; and a method never probed marked so in
+// its trust block and its merchant entry, the merchant too while none of its
+// methods was.
+func TestAssembleSumsTheListingsDemandAndSaysWhatWasNeverProbed(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	n := func(v int64) *int64 { return &v }
+	method := func(id int64, host string, l *directory.Listing) trust.MethodRecord {
+		slug := host + "-" + string(rune('a'+id))
+		return trust.MethodRecord{ID: id, Method: directory.Method{Slug: slug, Name: slug, Provider: "P",
+			Hostname: host, Category: "data", Kind: "x402", SourceListing: l,
+			Endpoint: directory.Endpoint{Method: "GET", URL: "https://" + host + "/" + slug}}}
+	}
+	rec := trust.Records{
+		Methods: []trust.MethodRecord{
+			method(1, "a.example", &directory.Listing{Source: "x402-bazaar", Calls30d: n(1000), Payers30d: n(40)}),
+			method(2, "a.example", &directory.Listing{Source: "x402-bazaar", Calls30d: n(20), Payers30d: n(3)}),
+			method(3, "a.example", &directory.Listing{Source: "x402-bazaar"}),
+			method(4, "b.example", &directory.Listing{Source: "x402-bazaar"}),
+			method(5, "c.example", nil),
+		},
+		Probes: map[int64][]trust.Observation{
+			1: {{ProbedAt: now.Add(-time.Hour), Outcome: trust.OutcomeTimeout}},
+		},
+	}
+	snap, err := Assemble(rec, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merchant := func(host string) (directory.Merchant, []byte) {
+		res, _ := snap.Merchant(host)
+		var mr directory.Merchant
+		if err := json.Unmarshal(res.Body, &mr); err != nil {
+			t.Fatal(err)
+		}
+		return mr, res.Body
+	}
+	a, body := merchant("a.example")
+	if d := a.ListingDemand; d == nil || *d != (directory.Demand{Calls30d: 1020, Payers30d: 43, Methods: 2}) {
+		t.Errorf("a.example demand %+v", d)
+	}
+	if !bytes.Contains(body, []byte(`"listing_demand":{"calls_30d":1020,"unique_payers_30d":43,"methods":2}`)) {
+		t.Errorf("a.example record %s", body)
+	}
+	if a.Trust.NotYetProbed {
+		t.Error("a.example has a probed method but reads as never probed")
+	}
+	for _, e := range a.Methods {
+		if e.NotYetProbed != (e.Slug != "a.example-b") {
+			t.Errorf("%s: not yet probed %v", e.Slug, e.NotYetProbed)
+		}
+	}
+	for _, host := range []string{"b.example", "c.example"} {
+		mr, body := merchant(host)
+		if mr.ListingDemand != nil || bytes.Contains(body, []byte("listing_demand")) || !mr.Trust.NotYetProbed {
+			t.Errorf("%s record %s", host, body)
+		}
+	}
+	for _, m := range snap.Methods() {
+		if m.Trust.NotYetProbed != (m.Slug != "a.example-b") {
+			t.Errorf("%s: trust %+v", m.Slug, m.Trust)
+		}
 	}
 }

@@ -29,7 +29,7 @@ func TestVerdictExplanationsNameWhatDecided(t *testing.T) {
 		{"caution band", directory.Trust{Verdict: directory.VerdictCaution, Score: score(67), Probe: probe(2)}},
 		{"avoid band", directory.Trust{Verdict: directory.VerdictAvoid, Score: score(12), Probe: probe(2)}},
 		{"stale", directory.Trust{Verdict: directory.VerdictUnknown, Score: score(90), Probe: probe(100)}},
-		{"never probed", directory.Trust{Verdict: directory.VerdictUnknown}},
+		{"never probed", directory.Trust{Verdict: directory.VerdictUnknown, NotYetProbed: true}},
 	}
 	var b strings.Builder
 	for _, c := range cases {

@@ -173,6 +173,14 @@ type MerchantView struct {
 	Delivery *DeliveryBar
 	// Origin is present when the hostname lists itself.
 	Origin *OriginView
+	// Demand is present when a listing reports the use of the hostname's methods.
+	Demand *DemandView
+}
+
+// DemandView is a hostname's organic demand as its listings report it, summed over
+// its methods.
+type DemandView struct {
+	Calls, Payers, Methods string
 }
 
 // ProbeChart draws a merchant's last probes, oldest to newest: a bar per probe as tall
@@ -504,6 +512,14 @@ func merchantRecordView(mr directory.Merchant) MerchantView {
 		Chart:     probeChart(mr.Probes, ""),
 		Delivery:  deliveryBar(mr.Stats),
 	}
+	if d := mr.ListingDemand; d != nil {
+		v.Demand = &DemandView{Calls: strconv.FormatInt(d.Calls30d, 10), Payers: strconv.FormatInt(d.Payers30d, 10), Methods: strconv.Itoa(d.Methods)}
+		if d.Methods == 1 {
+			v.Demand.Methods = "one of its methods"
+		} else {
+			v.Demand.Methods += " of its methods"
+		}
+	}
 	if o := mr.Origin; o != nil {
 		v.Origin = &OriginView{Origin: o.Origin, Status: o.Status, ListedAt: formatTime(o.ListedAt), CheckedAt: formatTime(o.CheckedAt)}
 		if o.Reason != nil {
@@ -706,7 +722,7 @@ func verdictReason(t directory.Trust) string {
 		return "An operator decided this verdict, " + t.Override.Verdict + ": " + t.Override.Reason + " While the override lasts, the score (" +
 			score + ") does not decide it."
 	case t.Probe == nil:
-		return "This seller has never been probed: there is nothing to judge it by yet."
+		return "Not yet probed: Waystation has not called this seller yet, so there is nothing to judge it by, and nothing but the listing says what it asks to be paid. The prober reaches it on its schedule."
 	case t.Verdict == directory.VerdictUnknown:
 		return "The newest probe is older than three days (" + formatAge(t.Probe.AgeSeconds) + " before this snapshot), so the verdict is unknown: the old score, " +
 			score + ", no longer counts."
@@ -722,8 +738,13 @@ func verdictReason(t directory.Trust) string {
 // scoreText is the score as it should be read: a stale or overridden one says so.
 func scoreText(t directory.Trust, long bool) string {
 	if t.Score == nil {
-		if long {
-			return "none: never probed"
+		switch {
+		case t.NotYetProbed && long:
+			return "none: not yet probed"
+		case t.NotYetProbed:
+			return "not yet probed"
+		case long:
+			return "none"
 		}
 		return "no score"
 	}

@@ -81,6 +81,7 @@ func importFile(ctx context.Context, store *postgres.Store, path string, stdout 
 		return err
 	}
 	defer f.Close()
+	start := time.Now()
 	cat, skipped, err := catalog.ParseBazaar(f)
 	if err != nil {
 		return err
@@ -92,8 +93,11 @@ func importFile(ctx context.Context, store *postgres.Store, path string, stdout 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d providers; %d methods inserted, %d updated, %d unchanged; %d items skipped\n",
-		path, res.Providers, res.Inserted, res.Updated, res.Unchanged, len(skipped))
+	fmt.Fprintf(stdout, "%s: %d providers; %d methods inserted, %d updated, %d unchanged; %d items skipped; read and loaded in %s\n",
+		path, res.Providers, res.Inserted, res.Updated, res.Unchanged, len(skipped), time.Since(start).Round(time.Millisecond))
+	if len(cat.Delisted) > 0 {
+		fmt.Fprintf(stdout, "%s: %d resources delisted, %d methods disabled\n", path, len(cat.Delisted), res.Disabled)
+	}
 	return nil
 }
 

@@ -139,11 +139,29 @@ func TestImportSyncsFromADiscoveryEndpoint(t *testing.T) {
 	// A file still imports as before, and a file import disables nothing.
 	file := filepath.Join(t.TempDir(), "page.json")
 	os.WriteFile(file, []byte(`{"x402Version":2,"items":[`+bazaarItem(0)+`],"pagination":{"limit":1,"offset":0,"total":9}}`), 0o600)
-	if out, err := run1("import", file); err != nil || !strings.Contains(out, "1 unchanged; 0 items skipped") {
+	if out, err := run1("import", file); err != nil || !strings.Contains(out, "1 unchanged; 0 items skipped; read and loaded in") {
 		t.Fatalf("file import: %v\n%s", err, out)
 	}
 	if count(`source = 'x402-bazaar' AND enabled`) != 6 {
 		t.Error("a file import changed what is enabled")
+	}
+
+	// The Bazaar's event log imports as it is: a listed resource is a method with no
+	// offer, a delisted one disables the method kept for it, a bad line is reported.
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(events, []byte(strings.Join([]string{
+		`{"resource":"https://tides.example/v1/high-water","description":"High water times for a harbour…","truncated":true,"first_date":"2026-08-27","last_event":"LISTED","last_date":"2026-08-29"}`,
+		`{"resource":"https://seller0.example/v1/report","description":"Report","truncated":false,"first_date":"2026-08-27","last_event":"DELISTED","last_date":"2026-08-30"}`,
+		`{"resource":"https://tides.example/v1/low-water","last_event":"MOVED"}`,
+	}, "\n")), 0o600)
+	out, err = run1("import", events)
+	if err != nil || !strings.Contains(out, "1 methods inserted, 0 updated, 0 unchanged; 1 items skipped; read and loaded in") ||
+		!strings.Contains(out, "1 resources delisted, 1 methods disabled") || !strings.Contains(out, `last_event "MOVED"`) {
+		t.Fatalf("event log import: %v\n%s", err, out)
+	}
+	if count(`source_key = 'https://tides.example/v1/high-water' AND enabled AND offers = '[]'`) != 1 ||
+		count(`source_key = 'https://seller0.example/v1/report' AND NOT enabled`) != 1 {
+		t.Error("the event log's listing and delisting are not as it says")
 	}
 
 	env["BAZAAR_URL"] = ""

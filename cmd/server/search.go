@@ -180,11 +180,12 @@ func embedCatalog(ctx context.Context, cfg SearchConfig, store *postgres.Store, 
 		if m == nil {
 			continue
 		}
+		start := time.Now()
 		n, err := search.Sync(ctx, store, m.Embedder)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d methods embedded (the enabled ones whose text is new or changed)\n", m.Record.ID, n)
+		fmt.Fprintf(stdout, "%s: %d methods embedded (the enabled ones whose text is new or changed) in %s\n", m.Record.ID, n, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }

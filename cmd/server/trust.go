@@ -26,6 +26,9 @@ type ProbeConfig struct {
 	Interval    time.Duration
 	Concurrency int
 	Timeout     time.Duration
+	// PerHost and PerRound bound the endpoints one round probes, of one host and
+	// in all (PROBE_PER_HOST, PROBE_PER_ROUND; 0 for no bound).
+	PerHost, PerRound int
 	// AllowHosts may be probed on private addresses (PAYMENT_ALLOW_HOSTS).
 	AllowHosts []string
 	// OriginStaleAfter is how long a listed origin's manifest may fail to be
@@ -39,7 +42,7 @@ type ProbeConfig struct {
 }
 
 func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
-	c := ProbeConfig{Interval: 30 * time.Minute, OriginSubmitPerHour: 20}
+	c := ProbeConfig{Interval: 30 * time.Minute, OriginSubmitPerHour: 20, PerHost: 10, PerRound: 1000}
 	if v := getenv("PROBE_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || (d != 0 && d < time.Minute) {
@@ -60,6 +63,18 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 			return c, fmt.Errorf("PROBE_TIMEOUT %q: want a duration from 100ms to 5m", v)
 		}
 		c.Timeout = d
+	}
+	for _, v := range []struct {
+		name string
+		to   *int
+	}{{"PROBE_PER_HOST", &c.PerHost}, {"PROBE_PER_ROUND", &c.PerRound}} {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 || n > 1000000 {
+				return c, fmt.Errorf("%s %q: want 0 (no bound) or a whole number up to 1000000", v.name, s)
+			}
+			*v.to = n
+		}
 	}
 	for _, v := range []struct {
 		name string
@@ -89,10 +104,12 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 // probeRounds runs the prober over the store's catalog.
 func probeRounds(cfg ProbeConfig, log *slog.Logger, store trust.ProbeStore) *trust.Rounds {
 	prober := trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, AllowHosts: cfg.AllowHosts}, log)
-	return &trust.Rounds{Store: store, Prober: prober, Interval: cfg.Interval, Log: log}
+	return &trust.Rounds{Store: store, Prober: prober, Interval: cfg.Interval, Log: log,
+		Budget: trust.Budget{PerHost: cfg.PerHost, PerRound: cfg.PerRound}}
 }
 
-// probeOnce is the probe command: one round over every enabled method, now.
+// probeOnce is the probe command: one round over the enabled methods, now, within
+// the budget.
 func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
 	start := time.Now()
 	stats, ran, err := probeRounds(cfg, log, store).Once(ctx, start)
@@ -102,7 +119,8 @@ func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *po
 	if !ran {
 		return errors.New("probe: another process is running a probe round; try again later")
 	}
-	fmt.Fprintf(stdout, "probed %d methods in %s (%d skipped)\n", stats.Probed, time.Since(start).Round(time.Millisecond), stats.Skipped)
+	fmt.Fprintf(stdout, "probed %d methods in %s (%d skipped, %d left for the next round)\n",
+		stats.Probed, time.Since(start).Round(time.Millisecond), stats.Skipped, stats.Deferred)
 	outcomes := make([]string, 0, len(stats.Outcomes))
 	for o := range stats.Outcomes {
 		outcomes = append(outcomes, o)

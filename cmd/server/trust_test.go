@@ -57,17 +57,19 @@ func TestOverrideAndProbeCommands(t *testing.T) {
 
 func TestProbeConfig(t *testing.T) {
 	c, err := loadProbeConfig(func(string) string { return "" })
-	if err != nil || c.Interval != 30*time.Minute || c.Concurrency != 0 || c.Timeout != 0 { // the prober's defaults
+	if err != nil || c.Interval != 30*time.Minute || c.Concurrency != 0 || c.Timeout != 0 || // the prober's defaults
+		c.PerHost != 10 || c.PerRound != 1000 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
-	env := map[string]string{"PROBE_INTERVAL": "0", "PROBE_CONCURRENCY": "3", "PROBE_TIMEOUT": "2s"}
+	env := map[string]string{"PROBE_INTERVAL": "0", "PROBE_CONCURRENCY": "3", "PROBE_TIMEOUT": "2s", "PROBE_PER_HOST": "0", "PROBE_PER_ROUND": "50"}
 	c, err = loadProbeConfig(func(k string) string { return env[k] })
-	if err != nil || c.Interval != 0 || c.Concurrency != 3 || c.Timeout != 2*time.Second {
+	if err != nil || c.Interval != 0 || c.Concurrency != 3 || c.Timeout != 2*time.Second || c.PerHost != 0 || c.PerRound != 50 {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	for _, bad := range []map[string]string{
 		{"PROBE_INTERVAL": "10s"}, {"PROBE_INTERVAL": "often"}, {"PROBE_CONCURRENCY": "0"},
 		{"PROBE_CONCURRENCY": "many"}, {"PROBE_TIMEOUT": "1ms"}, {"PROBE_TIMEOUT": "1h"},
+		{"PROBE_PER_HOST": "-1"}, {"PROBE_PER_HOST": "ten"}, {"PROBE_PER_ROUND": "2000000"},
 	} {
 		if _, err := loadProbeConfig(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("%v: accepted", bad)

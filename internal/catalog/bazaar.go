@@ -61,7 +61,10 @@ func (e LineError) Unwrap() error { return e.Err }
 // The file holds what the discovery API serves, in any of its forms: one item per
 // line (as listing snapshots are kept), one list response per line
 // ({x402Version, items, pagination}: pages as fetched), or one list response spread
-// over many lines. A line that is not JSON is skipped alone.
+// over many lines. A line that is not JSON is skipped alone. A line of the Bazaar's
+// event log ({resource, description, last_event, ...}, told by its last_event) may
+// stand among them: a listed resource is a sparse method, a delisted one a
+// Delisting of the catalog (see addEvent).
 //
 // Each item becomes one x402 Method; an MCP server lists each tool as an item of its
 // own, and (resource, tool) tells them apart. Methods are grouped into providers by
@@ -159,9 +162,15 @@ type bazaarBuilder struct {
 	items   []parsedItem
 	byKey   map[string]int
 	skipped []LineError
+	// delisted holds the resources an event log says left the listing, by key, in
+	// the order first read; a later item of the same key takes it back.
+	delisted    map[string]bool
+	delistOrder []string
 }
 
-func newBazaarBuilder() *bazaarBuilder { return &bazaarBuilder{byKey: map[string]int{}} }
+func newBazaarBuilder() *bazaarBuilder {
+	return &bazaarBuilder{byKey: map[string]int{}, delisted: map[string]bool{}}
+}
 
 func (b *bazaarBuilder) skip(at LineError, err error) {
 	at.Err = err
@@ -173,6 +182,10 @@ func (b *bazaarBuilder) addValue(raw []byte, at LineError) {
 	it, err := decodeItem(raw)
 	if err != nil {
 		b.skip(at, err)
+		return
+	}
+	if present(it.LastEvent) {
+		b.addEvent(it, at)
 		return
 	}
 	if it.isList() {
@@ -210,6 +223,7 @@ func (b *bazaarBuilder) addItem(raw []byte, at LineError) (key string, ok bool) 
 // put keeps an item; a later item with the same key replaces the earlier one in its
 // place.
 func (b *bazaarBuilder) put(p parsedItem) {
+	delete(b.delisted, p.key())
 	if i, ok := b.byKey[p.key()]; ok {
 		b.items[i] = p
 		return
@@ -224,6 +238,9 @@ func (b *bazaarBuilder) catalog() Catalog {
 	taken := make(map[string]bool, len(b.items))
 	provIndex := map[string]int{}
 	for _, it := range b.items {
+		if it.gone {
+			continue
+		}
 		m := it.method
 		m.Slug = uniqueSlug(it.slug, it.key(), taken)
 		taken[m.Slug] = true
@@ -235,6 +252,11 @@ func (b *bazaarBuilder) catalog() Catalog {
 		}
 		cat.Providers[pi].Methods = append(cat.Providers[pi].Methods, m)
 	}
+	for _, key := range b.delistOrder {
+		if b.delisted[key] {
+			cat.Delisted = append(cat.Delisted, Delisting{Source: SourceBazaar, SourceKey: key})
+		}
+	}
 	return cat
 }
 
@@ -243,6 +265,8 @@ type parsedItem struct {
 	method   Method
 	provider string
 	slug     string
+	// gone is set when a later line of an event log delisted the item.
+	gone bool
 }
 
 // key identifies the method within its source: the resource URL, and the tool for
@@ -273,6 +297,11 @@ type bazaarItem struct {
 	OutputSchema  json.RawMessage `json:"outputSchema"`
 	Extensions    json.RawMessage `json:"extensions"`
 	DiscoveryInfo json.RawMessage `json:"discoveryInfo"`
+
+	// A line of the Bazaar's event log: {resource, description, truncated,
+	// first_date, last_event, last_date} (see events.go).
+	LastEvent json.RawMessage `json:"last_event"`
+	LastDate  json.RawMessage `json:"last_date"`
 
 	// A list response: {x402Version, items, pagination}; some facilitators answer
 	// {resources, total, limit, offset} instead.

@@ -31,6 +31,17 @@ var Categories = []string{
 type Catalog struct {
 	Providers []Provider `json:"providers"`
 	Merchants []Merchant `json:"merchants,omitempty"`
+	// Delisted are the methods a listing says it no longer holds (the Bazaar's event
+	// log says so of each resource that left it): a load disables them, as a
+	// complete sync disables what vanished, and deletes nothing.
+	Delisted []Delisting `json:"delisted,omitempty"`
+}
+
+// Delisting names the methods of a source that left its listing: every method of
+// that source at the resource URL SourceKey, whatever its MCP tool.
+type Delisting struct {
+	Source    string `json:"source"`
+	SourceKey string `json:"source_key"`
 }
 
 // Provider is a seller: one name, one or more methods.
@@ -63,6 +74,11 @@ type Method struct {
 	Source string `json:"source,omitempty"`
 	// Listing is what that listing says about the method beyond how to call it.
 	Listing *Listing `json:"listing,omitempty"`
+	// Sparse marks a method read from a record that gives its URL and description
+	// alone, no offer and no call details (a line of the Bazaar's event log): loaded
+	// over an earlier import of the same method, it keeps what that one knew (see
+	// Over).
+	Sparse bool `json:"sparse,omitempty"`
 }
 
 // SourceBazaar is the Source of methods imported from an x402 Bazaar discovery

@@ -44,6 +44,22 @@ type Method struct {
 	Guidance json.RawMessage `json:"-"`
 }
 
+// Demand is the organic demand the listing reports for the method: its paid calls
+// and unique payers over the last 30 days, 0 when it gives none. It is the listing's
+// word, which the service cannot check, so it only breaks ties between methods the
+// service's own evidence cannot tell apart.
+func (m *Method) Demand() (calls, payers int64) {
+	if l := m.SourceListing; l != nil {
+		if l.Calls30d != nil {
+			calls = *l.Calls30d
+		}
+		if l.Payers30d != nil {
+			payers = *l.Payers30d
+		}
+	}
+	return calls, payers
+}
+
 // Listing is what a discovery listing (the x402 Bazaar) reports about a method: its
 // own counts of paid calls and of payers over the last 30 days, when it saw the
 // last call and when it last updated the entry. It is the listing's word, not
@@ -77,6 +93,10 @@ type Trust struct {
 	// method: the origin's manifest carries its signature by the payee the newest
 	// valid offer names.
 	Owner *Owner `json:"owner,omitempty"`
+	// NotYetProbed is set while the service has never probed the seller: the
+	// verdict is unknown and nothing but the listing's word says what it asks to be
+	// paid (a listing without an offer says nothing). Absent once a probe is kept.
+	NotYetProbed bool `json:"not_yet_probed,omitempty"`
 }
 
 // Owner is a proof of ownership: the payee that signed the origin (EIP-191, over
@@ -148,6 +168,32 @@ type Merchant struct {
 	// Origin is present when the hostname lists itself, through its origin's own
 	// manifest: its methods are the owner's word, in place of any listing's copies.
 	Origin *OriginListing `json:"origin,omitempty"`
+	// ListingDemand is present when a listing reports the use of any of the
+	// hostname's methods.
+	ListingDemand *Demand `json:"listing_demand,omitempty"`
+}
+
+// Demand is a hostname's organic demand as the listings its methods were imported
+// from report it: paid calls and unique payers over the last 30 days, summed over
+// the methods whose listing gives them (Methods counts those), so a payer of two
+// methods counts twice. It is the listing's word, never the service's Stats, and
+// never counted in the trust score.
+type Demand struct {
+	Calls30d  int64 `json:"calls_30d"`
+	Payers30d int64 `json:"unique_payers_30d"`
+	Methods   int   `json:"methods"`
+}
+
+// Add counts m's listing figures into d, when the listing gives any.
+func (d *Demand) Add(m *Method) {
+	l := m.SourceListing
+	if l == nil || l.Calls30d == nil && l.Payers30d == nil {
+		return
+	}
+	calls, payers := m.Demand()
+	d.Calls30d += calls
+	d.Payers30d += payers
+	d.Methods++
 }
 
 // OriginListing is a hostname's listing by its own origin: listed, or stale (its
@@ -168,6 +214,8 @@ type MerchantEntry struct {
 	Name     string `json:"name"`
 	Category string `json:"category"`
 	Payable  bool   `json:"payable"`
+	// NotYetProbed is the method's trust block's: set while it was never probed.
+	NotYetProbed bool `json:"not_yet_probed,omitempty"`
 }
 
 // ProbeRecord is one probe in a merchant's history.

@@ -40,3 +40,27 @@ func TestListingItemCarriesTheSourceListingApartFromStats(t *testing.T) {
 		t.Errorf("a method of no listing: %s", b)
 	}
 }
+
+func TestDemandIsTheListingsCallsAndPayers(t *testing.T) {
+	calls, payers := int64(1200), int64(40)
+	for _, c := range []struct {
+		name          string
+		l             *Listing
+		calls, payers int64
+	}{
+		{"no listing", nil, 0, 0},
+		{"no figures", &Listing{Source: "x402-bazaar"}, 0, 0},
+		{"calls alone", &Listing{Calls30d: &calls}, 1200, 0},
+		{"both", &Listing{Calls30d: &calls, Payers30d: &payers}, 1200, 40},
+	} {
+		m := Method{SourceListing: c.l}
+		if gc, gp := m.Demand(); gc != c.calls || gp != c.payers {
+			t.Errorf("%s: %d calls, %d payers", c.name, gc, gp)
+		}
+		var d Demand
+		d.Add(&m)
+		if want := c.l != nil && (c.l.Calls30d != nil || c.l.Payers30d != nil); (d.Methods == 1) != want || d.Calls30d != c.calls {
+			t.Errorf("%s: demand %+v", c.name, d)
+		}
+	}
+}

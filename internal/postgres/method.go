@@ -51,8 +51,12 @@ type methodRow struct {
 
 // LoadCatalog upserts a catalog in one transaction. A method with a source key is
 // matched by it (and its MCP tool) and keeps the slug it was first given; one without
-// is matched by slug. A method whose fields did not change is left untouched.
-// Merchant facts (probes, payments, an override) are history and are appended.
+// is matched by slug. A method whose fields did not change is left untouched. A
+// sparse method (a URL and a description, no offer) loaded over a kept one keeps
+// what that one knew beyond them (catalog.Method.Over) and its provider. The
+// catalog's delistings disable the enabled methods of their source at their URLs;
+// nothing is deleted. Merchant facts (probes, payments, an override) are history
+// and are appended.
 func (s *Store) LoadCatalog(ctx context.Context, cat catalog.Catalog, now time.Time) (LoadResult, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -105,7 +109,7 @@ func (s *Store) SyncCatalog(ctx context.Context, cat catalog.Catalog, source str
 	if err != nil {
 		return res, fail("sync catalog: disable", err)
 	}
-	res.Disabled = int(tag.RowsAffected())
+	res.Disabled += int(tag.RowsAffected())
 	if err := tx.Commit(ctx); err != nil {
 		return res, fail("sync catalog: commit", err)
 	}
@@ -132,20 +136,39 @@ func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.T
 		return res, fail("load catalog: slugs", err)
 	}
 
+	prevs, err := sparsePrevs(ctx, tx, cat)
+	if err != nil {
+		return res, err
+	}
 	var methods []methodRow
 	hosts := map[string]bool{}
 	for _, p := range cat.Providers {
+		// The provider is made when a method needs it: a sparse method over a
+		// kept one stays with the kept one's provider.
 		var id int64
-		err := tx.QueryRow(ctx, `
-			INSERT INTO providers (name) VALUES ($1)
-			ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-			RETURNING id`, p.Name).Scan(&id)
-		if err != nil {
-			return res, fmt.Errorf("postgres: load provider %q: %w", p.Name, err)
+		provider := func() (int64, error) {
+			if id != 0 {
+				return id, nil
+			}
+			err := tx.QueryRow(ctx, `
+				INSERT INTO providers (name) VALUES ($1)
+				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+				RETURNING id`, p.Name).Scan(&id)
+			if err != nil {
+				return 0, fmt.Errorf("postgres: load provider %q: %w", p.Name, err)
+			}
+			res.Providers++
+			return id, nil
 		}
-		res.Providers++
 		for i := range p.Methods {
 			m := &p.Methods[i]
+			var providerID int64
+			if prev, ok := prevs[methodKey(m.SourceKey, m.Tool)]; ok && m.Sparse {
+				merged := m.Over(prev.method)
+				m, providerID = &merged, prev.providerID
+			} else if providerID, err = provider(); err != nil {
+				return res, err
+			}
 			host, err := endpointHost(m.Endpoint.URL)
 			if err != nil {
 				return res, fmt.Errorf("postgres: load method %q: %w", m.Slug, err)
@@ -165,7 +188,7 @@ func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.T
 				guidance = []byte("{}")
 			}
 			hosts[host] = true
-			methods = append(methods, methodRow{id, slug, host, m, offers, guidance})
+			methods = append(methods, methodRow{providerID, slug, host, m, offers, guidance})
 		}
 	}
 
@@ -251,7 +274,85 @@ func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.T
 			return res, err
 		}
 	}
+	if res.Disabled, err = delist(ctx, tx, cat.Delisted); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// keptMethod is a method as an earlier load kept it: what a sparse record loaded
+// over it keeps.
+type keptMethod struct {
+	providerID int64
+	method     catalog.Method
+}
+
+// sparsePrevs reads the kept methods the catalog's sparse methods fall on, by
+// methodKey.
+func sparsePrevs(ctx context.Context, tx pgx.Tx, cat catalog.Catalog) (map[string]keptMethod, error) {
+	var keys, tools []string
+	for _, p := range cat.Providers {
+		for _, m := range p.Methods {
+			if m.Sparse && m.SourceKey != "" {
+				keys, tools = append(keys, m.SourceKey), append(tools, m.Tool)
+			}
+		}
+	}
+	out := map[string]keptMethod{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, _ := tx.Query(ctx, `
+		SELECT pm.provider_id, pm.source_key, pm.tool_name, pm.name, pm.description, pm.category,
+			pm.kind, pm.endpoint_method, pm.endpoint_url, pm.guidance, pm.offers,
+			pm.listed_calls_30d, pm.listed_payers_30d, pm.listed_last_called_at, pm.listed_updated_at
+		FROM provider_methods pm JOIN unnest($1::text[], $2::text[]) AS l (key, tool)
+			ON l.key = pm.source_key AND l.tool = pm.tool_name`, keys, tools)
+	var k keptMethod
+	var guidance, offers []byte
+	var l catalog.Listing
+	m := &k.method
+	_, err := pgx.ForEachRow(rows, []any{&k.providerID, &m.SourceKey, &m.Tool, &m.Name, &m.Description,
+		&m.Category, &m.Kind, &m.Endpoint.Method, &m.Endpoint.URL, &guidance, &offers,
+		&l.Calls30d, &l.Payers30d, &l.LastCalledAt, &l.UpdatedAt}, func() error {
+		c := k
+		c.method.Guidance = append(json.RawMessage(nil), guidance...)
+		if err := json.Unmarshal(offers, &c.method.Offers); err != nil {
+			return fmt.Errorf("offers of %s: %w", m.SourceKey, err)
+		}
+		listing := l
+		listing.LastCalledAt, listing.UpdatedAt = utc(l.LastCalledAt), utc(l.UpdatedAt)
+		c.method.Listing = &listing
+		out[methodKey(m.SourceKey, m.Tool)] = c
+		return nil
+	})
+	if err != nil {
+		return nil, fail("load catalog: kept methods", err)
+	}
+	return out, nil
+}
+
+// delist disables the enabled methods a listing says it no longer holds, as a
+// complete sync disables what vanished: their rows, probes and payments stay, and
+// a later listing of them enables them again.
+func delist(ctx context.Context, tx pgx.Tx, ds []catalog.Delisting) (int, error) {
+	bySource := map[string][]string{}
+	for _, d := range ds {
+		if d.Source != "" && d.SourceKey != "" {
+			bySource[d.Source] = append(bySource[d.Source], d.SourceKey)
+		}
+	}
+	disabled := 0
+	for source, keys := range bySource {
+		tag, err := tx.Exec(ctx, `
+			UPDATE provider_methods SET enabled = false, updated_at = now()
+			WHERE source = $1 AND enabled AND source_key = ANY($2)`, source, keys)
+		if err != nil {
+			return disabled, fail("load catalog: delist", err)
+		}
+		disabled += int(tag.RowsAffected())
+	}
+	return disabled, nil
 }
 
 // nonNil is s, or an empty slice for nil, so that it encodes as [] and not null.

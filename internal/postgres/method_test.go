@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -347,4 +348,154 @@ func TestDirectoryRecordsAfterReadOnlyWhatChanged(t *testing.T) {
 			t.Errorf("dropped %v: the facts beside the methods differ from a whole read's", drop)
 		}
 	}
+}
+
+func TestImportLoadsTheEventLogAndReimportsInPlace(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	events := pgtest.EventLog(t)
+	listings := 0
+	for _, p := range events.Providers {
+		listings += len(p.Methods)
+	}
+	now := time.Now()
+	res, err := store.LoadCatalog(ctx, events, now)
+	if err != nil || res.Inserted != listings || res.Disabled != 0 {
+		t.Fatalf("first import: %+v, %v (%d listings)", res, err, listings)
+	}
+	var enabled, withOffer int
+	store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE enabled), count(*) FILTER (WHERE offers <> '[]')
+		FROM provider_methods`).Scan(&enabled, &withOffer)
+	if enabled != listings || withOffer != 0 {
+		t.Errorf("%d enabled, %d with an offer", enabled, withOffer)
+	}
+	if res, err := store.LoadCatalog(ctx, events, now); err != nil || res.Unchanged != listings || res.Providers != 0 {
+		t.Errorf("second import: %+v, %v", res, err)
+	}
+	rec, err := store.DirectoryRecords(ctx, now)
+	if err != nil || len(rec.Methods) != listings {
+		t.Fatalf("%d records, %v", len(rec.Methods), err)
+	}
+	for _, r := range rec.Methods {
+		if l := r.Method.SourceListing; l == nil || l.Source != catalog.SourceBazaar || l.UpdatedAt == nil {
+			t.Fatalf("%s: listing %+v", r.Method.Slug, l)
+		}
+	}
+}
+
+// TestTheEventLogOverTheSnapshotDisablesTheDelistedAndKeepsOffers loads the real
+// snapshot, then the event log: the snapshot's methods the log delists are disabled
+// (kept, with their probes), those it lists keep their offers and call details.
+func TestTheEventLogOverTheSnapshotDisablesTheDelistedAndKeepsOffers(t *testing.T) {
+	ctx := context.Background()
+	store, snapshot := pgtest.LoadRealCatalog(t)
+	events := pgtest.EventLog(t)
+	kept := map[string]catalog.Method{}
+	for _, p := range snapshot.Providers {
+		for _, m := range p.Methods {
+			kept[m.SourceKey] = m
+		}
+	}
+	delisted, probed := 0, ""
+	for _, d := range events.Delisted {
+		if _, ok := kept[d.SourceKey]; ok {
+			delisted++
+			probed = d.SourceKey
+		}
+	}
+	var relisted []catalog.Method
+	for _, p := range events.Providers {
+		for _, m := range p.Methods {
+			if _, ok := kept[m.SourceKey]; ok {
+				relisted = append(relisted, m)
+			}
+		}
+	}
+	if delisted == 0 || len(relisted) == 0 {
+		t.Fatalf("the files share %d delisted and %d listed resources", delisted, len(relisted))
+	}
+	var probes int
+	store.Pool().QueryRow(ctx, `
+		INSERT INTO probes (method_id, hostname, probed_at, outcome)
+		SELECT id, hostname, now(), 'timeout' FROM provider_methods WHERE source_key = ANY($1)
+		RETURNING 1`, []string{probed}).Scan(&probes)
+
+	res, err := store.LoadCatalog(ctx, events, time.Now())
+	if err != nil || res.Disabled != delisted {
+		t.Fatalf("import: %+v, %v; want %d disabled", res, err, delisted)
+	}
+	var disabled, total, left int
+	store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT enabled), count(*) FROM provider_methods`).Scan(&disabled, &total)
+	store.Pool().QueryRow(ctx, `SELECT count(*) FROM probes`).Scan(&left)
+	if disabled != delisted || total != 639+res.Inserted || probes != 1 || left != probes {
+		t.Errorf("%d disabled, %d methods, %d probes (had %d)", disabled, total, left, probes)
+	}
+	for _, m := range relisted {
+		before := kept[m.SourceKey]
+		var desc, method string
+		var offers []byte
+		var calls *int64
+		err := store.Pool().QueryRow(ctx, `SELECT description, endpoint_method, offers, listed_calls_30d
+			FROM provider_methods WHERE source_key = $1 AND enabled`, m.SourceKey).Scan(&desc, &method, &offers, &calls)
+		if err != nil {
+			t.Fatalf("%s: %v", m.SourceKey, err)
+		}
+		var got []catalog.Offer
+		json.Unmarshal(offers, &got)
+		if len(got) != len(before.Offers) || method != before.Endpoint.Method ||
+			(before.Listing.Calls30d != nil) != (calls != nil) || len(desc) < len(m.Description)-len("…") {
+			t.Errorf("%s: %d offers (had %d), method %s, calls %v", m.SourceKey, len(got), len(before.Offers), method, calls)
+		}
+	}
+	// Again: nothing changes.
+	if res, err := store.LoadCatalog(ctx, events, time.Now()); err != nil || res.Inserted+res.Updated+res.Disabled != 0 {
+		t.Errorf("again: %+v, %v", res, err)
+	}
+}
+
+func TestADelistedMethodComesBackWithItsSlug(t *testing.T) {
+	ctx := context.Background()
+	store := pgtest.New(t)
+	listed := `{"resource":"https://a.example/x","description":"Tide tables","last_event":"LISTED","last_date":"2026-08-27"}`
+	delisted := `{"resource":"https://a.example/x","description":"Tide tables","last_event":"DELISTED","last_date":"2026-08-28"}`
+	other := `{"resource":"https://a.example/y","description":"Y","accepts":[]}`
+	now := time.Now()
+	if res, err := store.LoadCatalog(ctx, listedCatalog(t, listed, other), now); err != nil || res.Inserted != 2 {
+		t.Fatalf("load: %+v, %v", res, err)
+	}
+	var slug string
+	store.Pool().QueryRow(ctx, `SELECT slug FROM provider_methods WHERE source_key = 'https://a.example/x'`).Scan(&slug)
+	if res, err := store.LoadCatalog(ctx, listedCatalog(t, delisted), now); err != nil || res.Disabled != 1 {
+		t.Fatalf("delist: %+v, %v", res, err)
+	}
+	if got := enabledKeys(t, store); got["https://a.example/x"] || !got["https://a.example/y"] {
+		t.Errorf("after the delisting %v", got)
+	}
+	// A delisting of what was never kept, and one of a method of no listing, change nothing.
+	cat := listedCatalog(t, strings.Replace(delisted, "/x", "/never", 1))
+	cat.Delisted = append(cat.Delisted, catalog.Delisting{Source: catalog.SourceBazaar, SourceKey: ""})
+	if res, err := store.LoadCatalog(ctx, cat, now); err != nil || res.Disabled != 0 {
+		t.Fatalf("unknown delisting: %+v, %v", res, err)
+	}
+	reappeared := strings.Replace(listed, "LISTED", "REAPPEARED", 1)
+	if res, err := store.LoadCatalog(ctx, listedCatalog(t, reappeared), now); err != nil || res.Updated != 1 {
+		t.Fatalf("reappear: %+v, %v", res, err)
+	}
+	var again string
+	var enabled bool
+	store.Pool().QueryRow(ctx, `SELECT slug, enabled FROM provider_methods WHERE source_key = 'https://a.example/x'`).Scan(&again, &enabled)
+	if again != slug || !enabled {
+		t.Errorf("came back as %s (was %s), enabled %v", again, slug, enabled)
+	}
+}
+
+// listedCatalog parses lines, an event log's or the discovery format's, whatever they
+// list or delist.
+func listedCatalog(t *testing.T, lines ...string) catalog.Catalog {
+	t.Helper()
+	cat, skipped, err := catalog.ParseBazaar(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("parse: %v, skipped %v", err, skipped)
+	}
+	return cat
 }

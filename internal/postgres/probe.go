@@ -13,22 +13,27 @@ import (
 var _ trust.ProbeStore = (*Store)(nil)
 
 // ProbeTargets returns every enabled, listed method whose newest probe is older
-// than before (or that was never probed), in hostname order so that one host's methods
-// come together. Replicas that probe on the same schedule thus split the work
-// instead of repeating it.
+// than before (or that was never probed), with when it was last probed, in hostname
+// order so that one host's methods come together. Replicas that probe on the same
+// schedule thus split the work instead of repeating it.
 func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Target, error) {
 	rows, _ := s.pool.Query(ctx, `
-		SELECT m.id, m.hostname, m.kind, m.endpoint_method, m.endpoint_url
+		SELECT m.id, m.hostname, m.kind, m.endpoint_method, m.endpoint_url, last.probed_at
 		FROM provider_methods m
-		WHERE m.enabled AND NOT EXISTS (
-			SELECT 1 FROM probes p WHERE p.method_id = m.id AND p.probed_at >= $1)
+			LEFT JOIN LATERAL (SELECT p.probed_at FROM probes p WHERE p.method_id = m.id
+				ORDER BY p.probed_at DESC LIMIT 1) last ON true
+		WHERE m.enabled AND (last.probed_at IS NULL OR last.probed_at < $1)
 			-- a listing's copy its origin's own listing hides is not listed: not probed
 			AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins o
 				WHERE o.hostname = m.hostname AND o.status <> 'delisted'))
 		ORDER BY m.hostname, m.id`, before)
 	targets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.Target, error) {
 		var t trust.Target
-		err := row.Scan(&t.MethodID, &t.Hostname, &t.Kind, &t.Method, &t.URL)
+		var last *time.Time
+		err := row.Scan(&t.MethodID, &t.Hostname, &t.Kind, &t.Method, &t.URL, &last)
+		if last != nil {
+			t.LastProbed = last.UTC()
+		}
 		return t, err
 	})
 	if err != nil {

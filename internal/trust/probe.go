@@ -30,6 +30,9 @@ type Target struct {
 	// Method is the HTTP method the catalog lists; the probe tries GET first.
 	Method string
 	URL    string
+	// LastProbed is when the method was last probed; zero when never. A round
+	// within a budget takes the longest waiting first.
+	LastProbed time.Time
 }
 
 // Result is what one probe saw.
@@ -505,6 +508,14 @@ func (p *Prober) space(ctx context.Context, host string) {
 	}
 }
 
+// Resting reports whether the host is in backoff now: a round would skip it.
+func (p *Prober) Resting(host string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.hosts[host]
+	return ok && p.cfg.Now().Before(st.until)
+}
+
 func (p *Prober) state(host string) *hostState {
 	st := p.hosts[host]
 	if st == nil {
@@ -518,6 +529,7 @@ func (p *Prober) state(host string) *hostState {
 type RoundStats struct {
 	Probed   int
 	Skipped  int // hosts in backoff, and methods left after a host stopped answering
+	Deferred int // methods past the round's budget, first in the next round
 	Outcomes map[string]int
 }
 

@@ -1,8 +1,10 @@
 package trust
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/waystation/waystation/internal/periodic"
@@ -24,13 +26,52 @@ type Rounds struct {
 	Prober *Prober
 	// Interval is the time between rounds of Run.
 	Interval time.Duration
-	Log      *slog.Logger
+	// Budget bounds how many endpoints one round probes; the zero Budget none.
+	Budget Budget
+	Log    *slog.Logger
 }
 
-// Once probes every enabled method not probed since before, under the probe lock,
-// and stores each probe. ran is false when another process holds the lock. The
-// reserved names (example, test, invalid, localhost) never resolve on the internet:
-// the demo catalog's sellers live there and keep their shipped history.
+// Budget keeps a round polite at the size of a real listing, where a few hundred
+// hosts list thousands of endpoints: a round probes at most PerHost methods of one
+// host and PerRound methods in all (0: no bound). Those it leaves have waited
+// longest by the next round, and come first in it.
+type Budget struct {
+	PerHost, PerRound int
+}
+
+// Pick returns the targets a round within the budget probes: those never probed
+// first, then those probed longest ago (in order of method id among equals), as
+// many of each host and in all as the budget allows. targets is reordered.
+func (b Budget) Pick(targets []Target) []Target {
+	slices.SortStableFunc(targets, func(x, y Target) int {
+		if c := x.LastProbed.Compare(y.LastProbed); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.MethodID, y.MethodID)
+	})
+	if b.PerHost <= 0 && b.PerRound <= 0 {
+		return targets
+	}
+	perHost := map[string]int{}
+	picked := make([]Target, 0, min(len(targets), max(b.PerRound, 0)))
+	for _, t := range targets {
+		if b.PerRound > 0 && len(picked) == b.PerRound {
+			break
+		}
+		if b.PerHost > 0 && perHost[t.Hostname] == b.PerHost {
+			continue
+		}
+		perHost[t.Hostname]++
+		picked = append(picked, t)
+	}
+	return picked
+}
+
+// Once probes the enabled methods not probed since before, within the budget, under
+// the probe lock, and stores each probe. ran is false when another process holds
+// the lock. The reserved names (example, test, invalid, localhost) never resolve on
+// the internet: the demo catalog's sellers live there and keep their shipped
+// history. Neither they nor the hosts in backoff take a place in the budget.
 func (r *Rounds) Once(ctx context.Context, before time.Time) (stats RoundStats, ran bool, err error) {
 	release, ok, err := r.Store.TryProbeLock(ctx)
 	if err != nil || !ok {
@@ -43,12 +84,15 @@ func (r *Rounds) Once(ctx context.Context, before time.Time) (stats RoundStats, 
 	}
 	kept := targets[:0]
 	for _, t := range targets {
-		if Probeable(t.Hostname) {
+		if Probeable(t.Hostname) && !r.Prober.Resting(t.Hostname) {
 			kept = append(kept, t)
 		}
 	}
-	stats, err = r.Prober.Round(ctx, kept, func(res Result) error { return r.Store.RecordProbe(ctx, res) })
-	stats.Skipped += len(targets) - len(kept)
+	skipped := len(targets) - len(kept)
+	picked := r.Budget.Pick(kept)
+	stats, err = r.Prober.Round(ctx, picked, func(res Result) error { return r.Store.RecordProbe(ctx, res) })
+	stats.Skipped += skipped
+	stats.Deferred = len(kept) - len(picked)
 	return stats, true, err
 }
 
@@ -67,7 +111,7 @@ func (r *Rounds) Run(ctx context.Context) {
 		case !ran:
 			r.Log.Debug("probe round skipped: another replica is probing")
 		default:
-			r.Log.Info("probe round done", "probed", stats.Probed, "skipped", stats.Skipped, "took", time.Since(start).Round(time.Millisecond))
+			r.Log.Info("probe round done", "probed", stats.Probed, "skipped", stats.Skipped, "deferred", stats.Deferred, "took", time.Since(start).Round(time.Millisecond))
 		}
 	})
 }

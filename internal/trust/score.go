@@ -167,6 +167,7 @@ func Score(in Input) directory.Trust {
 func score(in Input) directory.Trust {
 	t := directory.Trust{Verdict: directory.VerdictUnknown, Advisory: true}
 	if len(in.Probes) == 0 {
+		t.NotYetProbed = true
 		return t
 	}
 	newest := in.Probes[0]
@@ -411,6 +412,7 @@ func Merchant(methods []directory.Trust, override *directory.Override, now time.
 			t.Probe = m.Probe
 		}
 	}
+	t.NotYetProbed = t.Probe == nil
 	if n > 0 {
 		score := int(math.Round(float64(sum) / float64(n)))
 		t.Score = &score

@@ -15,16 +15,31 @@ import (
 // relative to the repository root: beside the repository, never inside it.
 const RealCatalogPath = "../shared/data/bazaar-2026-08.jsonl"
 
+// EventLogPath is where the Bazaar's event log (listings without offers, and
+// delistings) sits, relative to the repository root, beside the repository.
+const EventLogPath = "../shared/data/bazaar-events-2026-09.jsonl"
+
 // RealCatalog parses the real catalog snapshot. Without the file the test is skipped,
 // except under CI where that is a failure.
 func RealCatalog(t testing.TB) catalog.Catalog {
 	t.Helper()
-	f, err := os.Open(filepath.Join(RepoRoot(t), RealCatalogPath))
+	return parseReal(t, RealCatalogPath)
+}
+
+// EventLog parses the Bazaar's event log, as RealCatalog parses the snapshot.
+func EventLog(t testing.TB) catalog.Catalog {
+	t.Helper()
+	return parseReal(t, EventLogPath)
+}
+
+func parseReal(t testing.TB, path string) catalog.Catalog {
+	t.Helper()
+	f, err := os.Open(filepath.Join(RepoRoot(t), path))
 	if os.IsNotExist(err) {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("the real catalog snapshot is missing: %v", err)
+			t.Fatalf("%s is missing: %v", path, err)
 		}
-		t.Skip("the real catalog snapshot is not beside the repository")
+		t.Skipf("%s is not beside the repository", path)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +47,7 @@ func RealCatalog(t testing.TB) catalog.Catalog {
 	defer f.Close()
 	cat, skipped, err := catalog.ParseBazaar(f)
 	if err != nil || len(skipped) != 0 {
-		t.Fatalf("parse the real catalog: %v, skipped %v", err, skipped)
+		t.Fatalf("parse %s: %v, skipped %v", path, err, skipped)
 	}
 	return cat
 }
