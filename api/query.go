@@ -115,30 +115,26 @@ func parseServicesQuery(raw string) (servicesQuery, *problem.Error) {
 }
 
 func parseQ(v string) (string, *problem.Error) {
-	if !utf8.ValidString(v) {
-		return "", problem.Param(problem.InvalidParameter, "q", "The query is not valid UTF-8.")
-	}
-	v = strings.TrimSpace(v)
-	switch {
-	case v == "":
-		return "", problem.Param(problem.InvalidParameter, "q", "The query is empty; leave q out for the list.")
-	case len(v) > search.MaxQueryBytes:
-		return "", problem.Param(problem.QueryTooLong, "q", "The query is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is "+strconv.Itoa(search.MaxQueryBytes)+".")
-	}
-	return v, nil
+	return parseText("q", "query", v, search.MaxQueryBytes, "leave q out for the list")
 }
 
 // parseRewrite reads one phrasing of q: as q is read, at most search.MaxRewriteBytes.
 func parseRewrite(v string) (string, *problem.Error) {
+	return parseText("rewrite", "rewrite", v, search.MaxRewriteBytes, "leave it out")
+}
+
+// parseText reads the text of parameter key (the "what" its problems name): valid
+// UTF-8, trimmed, not empty (else leave says what to do), at most maxBytes.
+func parseText(key, what, v string, maxBytes int, leave string) (string, *problem.Error) {
 	if !utf8.ValidString(v) {
-		return "", problem.Param(problem.InvalidParameter, "rewrite", "The rewrite is not valid UTF-8.")
+		return "", problem.Param(problem.InvalidParameter, key, "The "+what+" is not valid UTF-8.")
 	}
 	v = strings.TrimSpace(v)
 	switch {
 	case v == "":
-		return "", problem.Param(problem.InvalidParameter, "rewrite", "The rewrite is empty; leave it out.")
-	case len(v) > search.MaxRewriteBytes:
-		return "", problem.Param(problem.QueryTooLong, "rewrite", "The rewrite is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is "+strconv.Itoa(search.MaxRewriteBytes)+".")
+		return "", problem.Param(problem.InvalidParameter, key, "The "+what+" is empty; "+leave+".")
+	case len(v) > maxBytes:
+		return "", problem.Param(problem.QueryTooLong, key, "The "+what+" is "+strconv.Itoa(len(v))+" UTF-8 bytes long; the most is "+strconv.Itoa(maxBytes)+".")
 	}
 	return v, nil
 }

@@ -7,9 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -201,12 +199,7 @@ func (s *Server) plainHTTP(r *http.Request) bool {
 	if !s.approvals.LoopbackHTTP || r.TLS != nil {
 		return false
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	return clientip.Loopback(r.RemoteAddr)
 }
 
 // cookieName is the name a cookie has for r: with the __Host- prefix, which makes a

@@ -78,3 +78,14 @@ func key(a netip.Addr) string {
 	}
 	return a.String()
 }
+
+// Loopback tells whether remoteAddr, a connection's host:port, is a loopback address
+// (an IPv4-mapped one included).
+func Loopback(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}

@@ -2,9 +2,7 @@ package telemetry
 
 import (
 	"crypto/subtle"
-	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/waystation/waystation/internal/clientip"
 )
 
 // Metrics are the service's Prometheus metrics, in a registry of their own. The
@@ -265,10 +265,5 @@ func fromLoopback(r *http.Request) bool {
 			return false
 		}
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	return clientip.Loopback(r.RemoteAddr)
 }
