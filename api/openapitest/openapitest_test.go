@@ -87,7 +87,7 @@ var (
   "facets": {"category": []}, "snapshot": ` + snapshotRef + `}`
 	searchBody = `{"object": "search", "query": "ethereum block height", "match": "semantic",
   "model": "builtin:lexhash-v1", "degraded": false,
-  "items": [` + withMember(listingItem, "similarity", 0.8123) + `], "count": 1}`
+  "items": [` + withMember(withMember(listingItem, "similarity", 0.8123), "rank_score", 0.8123) + `], "count": 1}`
 	searchNoneBody = `{"object": "search", "query": "knitting patterns", "match": "none",
   "model": "builtin:lexhash-v1", "degraded": true, "items": [], "count": 0}`
 	nearestItem       = withMember(withMember(listingItem, "similarity", 0.41), "not_a_match", map[string]any{"reason": "below_confidence", "confidence": 0.18, "least": 0.35, "margin": 0.1})
@@ -96,7 +96,11 @@ var (
   "band": {"confidence": 0.18, "least": 0.35, "margin": 0.1, "semantic": 0.52, "lexical": 0.1, "gap": 0.02},
   "nearest": [` + nearestItem + `]}`
 	searchExactBody = `{"object": "search", "query": "OneSource", "match": "provider",
-  "model": null, "degraded": false, "items": [` + withMember(listingItem, "similarity", nil) + `], "count": 1}`
+  "model": null, "degraded": false, "items": [` + withMember(withMember(listingItem, "similarity", nil), "rank_score", 1) + `], "count": 1}`
+	searchPhrasedBody = `{"object": "search", "query": "usdt held by a wallet", "match": "semantic",
+  "model": "builtin:hybrid-v1", "degraded": false,
+  "band": {"confidence": 0.71, "least": 0.55, "margin": 0.15, "semantic": 0.5, "lexical": 0.3, "gap": 0.02, "phrasings": 4, "agreed": 3, "needed": 2},
+  "items": [` + withMember(withMember(listingItem, "similarity", 0.62), "rank_score", 1.1667) + `], "count": 1}`
 	detailBody   = withMember(listingItem, "guidance", json.RawMessage(guidance))
 	merchantBody = `{
   "hostname": "api.onesource.io",
@@ -405,7 +409,7 @@ func TestDocument(t *testing.T) {
 			params = append(params, p.Name)
 		}
 	}
-	if want := []string{"q", "category", "verdict", "kind", "payable", "hostname", "limit", "offset", "verified"}; !slices.Equal(params, want) {
+	if want := []string{"q", "rewrite", "category", "verdict", "kind", "payable", "hostname", "limit", "offset", "verified"}; !slices.Equal(params, want) {
 		t.Errorf("services parameters %v, want %v", params, want)
 	}
 	if s := m.Components.SecuritySchemes.GetOrZero("bearer"); s == nil || s.Type != "http" || s.Scheme != "bearer" {
@@ -609,6 +613,9 @@ func TestBadResponses(t *testing.T) {
 		{"search item without similarity", "GET", svc + "?q=x", 200, ok200(), mutate(searchBody, func(m map[string]any) {
 			delete(obj(m, "items"), "similarity")
 		})},
+		{"search item without its rank score", "GET", svc + "?q=x", 200, ok200(), mutate(searchBody, func(m map[string]any) {
+			delete(obj(m, "items"), "rank_score")
+		})},
 		{"unknown match", "GET", svc + "?q=x", 200, ok200(), mutate(searchBody, func(m map[string]any) { m["match"] = "fuzzy" })},
 		{"detail without guidance", "GET", slug, 200, ok200(), listingItem},
 		{"detail with null guidance", "GET", slug, 200, ok200(), withMember(listingItem, "guidance", nil)},
@@ -707,12 +714,13 @@ func TestSchemas(t *testing.T) {
 		"ListingItem":    {listingItem, neverProbed},
 		"Guidance":       {guidance, `{}`},
 		"MethodDetail":   {detailBody},
-		"SearchItem":     {withMember(listingItem, "similarity", 0.5)},
+		"SearchItem":     {withMember(withMember(listingItem, "similarity", 0.5), "rank_score", 0.61)},
+		"ListingDemand":  {`{"calls_30d": 1018, "unique_payers_30d": 641, "methods": 2}`},
 		"FacetValue":     {`{"value": "true", "count": 90}`},
 		"Facets":         {member(listBody, "facets"), `{"category": []}`},
 		"SnapshotRef":    {snapshotRef},
 		"List":           {listBody, listMinimalBody},
-		"Search":         {searchBody, searchNoneBody, searchExactBody, searchNearestBody},
+		"Search":         {searchBody, searchNoneBody, searchExactBody, searchNearestBody, searchPhrasedBody},
 		"NearestItem":    {nearestItem, withMember(withMember(neverProbed, "similarity", 0.3), "not_a_match", map[string]any{"reason": "outside_margin", "confidence": 0.7, "least": 0.35, "margin": 0.1})},
 		"MerchantMethod": {`{"slug": "a", "name": "A", "category": "data", "payable": false}`},
 		"ProbeRecord":    {elem(member(merchantBody, "probes"), 0), elem(member(merchantBody, "probes"), 1)},
