@@ -35,6 +35,7 @@ help:
 	@echo "make test     the whole suite against the real local database"
 	@echo "make bench    Go benchmarks, then the service against nginx under wrk, on the real catalog and a synthetic 100k-method one"
 	@echo "make eval     search relevance on the real catalog: builtin model against full-text search"
+	@echo "make eval-listings  search with the agent's phrasings, cross-validated, with the Bazaar's listings of a week loaded beside the catalog"
 	@echo "make eval-wordnet  the cross-validated ablation of WordNet's evidence for the search band (fetches WordNet: make wordnet)"
 	@echo "make eval-wordvec  the same for word vectors' soft concept coverage (fetches them: make wordvec)"
 	@echo "make eval-adapt [ADAPTS=top:5,top:10]  the cross-validated ablation of the sentence encoder adapted to the catalog's domain"
@@ -460,6 +461,10 @@ bench: go db model
 .PHONY: eval
 eval: go db model
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 $(GO) test -count=1 -v -timeout 60m -run '^(TestRelevance|TestRewrites)$$' $(RELEVANCE)
+
+.PHONY: eval-listings
+eval-listings: go db model
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' WAYSTATION_EVAL=1 WAYSTATION_EVAL_LISTINGS=1 $(GO) test -count=1 -v -timeout 60m -run '^TestRewrites$$' $(RELEVANCE)
 
 # The ablation of the evidence WordNet would give the band, cross-validated as make
 # eval's tables are: each new feature alone and together, with hypernyms and without,

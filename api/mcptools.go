@@ -91,8 +91,16 @@ type methodBrief struct {
 	Payable    bool     `json:"payable" jsonschema:"Waystation can pay this method for you (pay_seller)"`
 	Similarity *float64 `json:"similarity,omitempty"`
 	RankScore  *float64 `json:"rank_score,omitempty" jsonschema:"what results are ordered by: the similarity with the weight of your words the method holds, or, with rewrites, the fused score of your phrasings"`
+	// Similar names a result's near-duplicates, when it has any.
+	Similar *similarOut `json:"similar,omitempty" jsonschema:"other sellers of the same thing (one host's near-identical endpoints, or the same API resold): how many, and the slugs of the first 20, the most trusted first; ask get_method for any"`
 	// NotAMatch is set on a search's nearest methods alone.
 	NotAMatch *notAMatch `json:"not_a_match,omitempty" jsonschema:"set on nearest methods only: why the method is not a match"`
+}
+
+// similarOut counts a result's near-duplicates and names the first of them.
+type similarOut struct {
+	Count int      `json:"count"`
+	Slugs []string `json:"slugs"`
 }
 
 // notAMatch says why a method near the query is not a match, with the band's figures.
@@ -177,6 +185,12 @@ func (s *Server) toolSearch(ctx context.Context, _ *mcp.CallToolRequest, in sear
 		b := brief(snap.Item(h.Pos))
 		b.Similarity = ptrTo(rounded(h.Similarity))
 		b.RankScore = ptrTo(rounded(h.Score))
+		if len(h.Similar) > 0 {
+			b.Similar = &similarOut{Count: len(h.Similar)}
+			for _, p := range h.Similar[:min(len(h.Similar), search.MaxSimilar)] {
+				b.Similar.Slugs = append(b.Similar.Slugs, snap.Methods()[p].Slug)
+			}
+		}
 		out.Results = append(out.Results, b)
 	}
 	if band := a.Band; band != nil {

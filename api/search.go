@@ -124,6 +124,7 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 		dst = appendRounded(dst, h.Similarity)
 		dst = append(dst, `,"rank_score":`...)
 		dst = appendRounded(dst, h.Score)
+		dst = appendSimilar(dst, snap, h.Similar)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `],"count":`...)
@@ -139,6 +140,24 @@ func appendSearch(dst []byte, snap *directory.Snapshot, q string, res search.Res
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
+}
+
+// appendSimilar encodes a result's near-duplicates, when it has any: how many, and
+// the slugs of the first search.MaxSimilar, the most trusted first.
+func appendSimilar(dst []byte, snap *directory.Snapshot, similar []int) []byte {
+	if len(similar) == 0 {
+		return dst
+	}
+	dst = append(dst, `,"similar":{"count":`...)
+	dst = strconv.AppendInt(dst, int64(len(similar)), 10)
+	dst = append(dst, `,"slugs":[`...)
+	for i, p := range similar[:min(len(similar), search.MaxSimilar)] {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonstr.Append(dst, snap.Methods()[p].Slug)
+	}
+	return append(dst, `]}`...)
 }
 
 // appendNear encodes a method near the query that is not a match: its listing item

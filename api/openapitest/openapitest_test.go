@@ -100,7 +100,7 @@ var (
 	searchPhrasedBody = `{"object": "search", "query": "usdt held by a wallet", "match": "semantic",
   "model": "builtin:hybrid-v1", "degraded": false,
   "band": {"confidence": 0.71, "least": 0.55, "margin": 0.15, "semantic": 0.5, "lexical": 0.3, "gap": 0.02, "phrasings": 4, "agreed": 3, "needed": 2},
-  "items": [` + withMember(withMember(listingItem, "similarity", 0.62), "rank_score", 1.1667) + `], "count": 1}`
+  "items": [` + withMember(withMember(withMember(listingItem, "similarity", 0.62), "rank_score", 1.1667), "similar", map[string]any{"count": 2, "slugs": []string{"onesource-erc20-balance-b", "onesource-erc20-balance-c"}}) + `], "count": 1}`
 	detailBody   = withMember(listingItem, "guidance", json.RawMessage(guidance))
 	merchantBody = `{
   "hostname": "api.onesource.io",

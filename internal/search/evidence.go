@@ -94,11 +94,14 @@ type textIndex struct {
 	thes *thesaurusIndex
 	// vec holds the catalog's concepts' word vectors, when search has them.
 	vec *vectorIndex
+	// groups are the catalog's near-duplicates (Collapse).
+	groups groups
 }
 
 func newTextIndex(snap *directory.Snapshot, t *Thesaurus, v *WordVectors, exp map[string][]string) *textIndex {
 	ms := snap.Methods()
-	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), acts: make([]uint64, len(ms)), tf: map[string]int32{}}
+	x := &textIndex{snap: snap, ids: map[string]uint32{}, concepts: make([][]uint32, len(ms)), acts: make([]uint64, len(ms)), tf: map[string]int32{},
+		groups: newGroups(ms)}
 	for p, m := range ms {
 		text := embedding.MethodText(m.Name, m.Provider, m.Description, m.Category, m.Endpoint.URL)
 		cs := embedding.Concepts(text)
@@ -384,15 +387,18 @@ func (x *textIndex) cover(q queryConcepts, p int) float64 {
 
 // Rerank orders query's nearest methods (most similar first) by their similarity
 // plus w times the IDF-weighted share of the query's concepts each holds, and keeps
-// the first Neighbours: a method that names what the query asks for climbs over one
-// the encoder only finds near it. near itself is left as it is (the engine caches
-// it); the similarities are not changed, only their order.
+// the first Neighbours, one of each group of near-duplicates (Collapse): a method
+// that names what the query asks for climbs over one the encoder only finds near
+// it. near itself is left as it is (the engine caches it); the similarities are not
+// changed, only their order.
 func (x *textIndex) Rerank(query string, near []Neighbour, w float64) []Neighbour {
 	if w == 0 || len(near) < 2 {
+		near = x.Collapse(near)
 		return near[:min(len(near), Neighbours)]
 	}
 	q := x.queryConcepts(query)
 	if q.total == 0 {
+		near = x.Collapse(near)
 		return near[:min(len(near), Neighbours)]
 	}
 	out := slices.Clone(near)
@@ -400,6 +406,7 @@ func (x *textIndex) Rerank(query string, near []Neighbour, w float64) []Neighbou
 		out[i].Score = out[i].Similarity + w*x.cover(q, x.position(out[i].Slug))
 	}
 	slices.SortStableFunc(out, func(a, b Neighbour) int { return cmp.Compare(b.Score, a.Score) })
+	out = x.Collapse(out)
 	return out[:min(len(out), Neighbours)]
 }
 

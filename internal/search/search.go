@@ -158,6 +158,9 @@ type Hit struct {
 	Pos        int
 	Similarity float64
 	Score      float64
+	// Similar are the list positions of the method's near-duplicates the filter
+	// allows, the most trusted first (see Collapse); none for an exact match.
+	Similar []int
 }
 
 // Result is a search's answer.
@@ -367,19 +370,20 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	}
 	var band BandReport
 	var kept []Neighbour
+	x := e.textIndex(snap)
 	if c := m.Record.Calibration; c != nil {
-		x := e.textIndex(snap)
 		near = x.Rerank(norm, near, c.Rerank)
 		band = c.Report(x.Gather(norm, near, generalEnglish(m)), near)
 		kept = c.Band(band.Confidence, near, want)
 	} else {
+		near = x.Collapse(near)
 		band = Report(near, m.Record)
 		kept = Band(near, m.Record.Floor, m.Record.Margin, want)
 	}
 	res.Band = &band
 	for _, n := range kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
-			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity, Score: n.score()})
+			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity, Score: n.score(), Similar: x.similar(p, snap, f)})
 		}
 	}
 	if len(res.Hits) > 0 {
@@ -407,13 +411,13 @@ func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, 
 		}
 	}
 	fu := c.fusion()
-	got := fu.Fuse(rs, want)
+	got := x.distinct(fu.Fuse(rs, Neighbours), want)
 	band := BandReport{Confidence: got.Mean, Least: fu.Mean, Margin: c.Margin, Calibrated: true,
 		Phrasings: len(norms), Agreed: got.Agreed, Needed: min(fu.Top, len(norms))}
 	res.Band = &band
 	for i, n := range got.Kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
-			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity, Score: got.Scores[i]})
+			res.Hits = append(res.Hits, Hit{Pos: p, Similarity: n.Similarity, Score: got.Scores[i], Similar: x.similar(p, snap, f)})
 		}
 	}
 	if len(res.Hits) > 0 {
