@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,9 +122,10 @@ func serveEnv(b *testing.B, store *postgres.Store, builtin embedding.Embedder, m
 // embeddingCounter is the engine's observer in benchmarks: it counts the queries
 // embedded, so that a benchmark can tell that an answer cost none, and keeps how long
 // each took, to tell the embedding's share of a novel query's time. Benchmarks search
-// from one goroutine.
+// from one goroutine, which embeds a query's phrasings at once.
 type embeddingCounter struct {
 	n    atomic.Int64
+	mu   sync.Mutex
 	took []time.Duration
 }
 
@@ -133,7 +135,9 @@ func (*embeddingCounter) Searched(outcome, model string) {}
 
 func (c *embeddingCounter) Embedded(model string, took time.Duration, err error) {
 	c.n.Add(1)
+	c.mu.Lock()
 	c.took = append(c.took, took)
+	c.mu.Unlock()
 }
 
 // benchModel is the builtin model the server runs, with its default band: the hybrid
@@ -255,6 +259,18 @@ func benchSearch(b *testing.B, env benchEnv) {
 	}
 	queries := benchQueries
 	b.Run("novel", novel(benchQueries))
+	// A query never seen with four phrasings never seen either, as an agent sends
+	// them (rewrite): five embeddings and vector searches, read and fused.
+	b.Run("novel-four-rewrites", func(b *testing.B) {
+		latency(b, env, func(i int) {
+			n := " " + strconv.FormatInt(env.novel.Add(1), 10)
+			q := benchQueries[i%len(benchQueries)]
+			rewrites := []string{benchQueries[(i+1)%len(benchQueries)] + n, q + " api" + n, "find " + q + n, q + " lookup" + n}
+			if _, err := env.engine.SearchPhrased(ctx, "", env.snap, q+n, rewrites, directory.Filter{}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 	if dev != nil {
 		queries = nil
 		for _, q := range dev {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
+	"github.com/waystation/waystation/internal/parallel"
 )
 
 // MaxResults is the most methods a non-exact query returns.
@@ -269,13 +270,16 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 	if len(phrasings) == 0 {
 		return e.answer(res, snap, f, m, norm, near), nil
 	}
-	all := [][]Neighbour{near}
-	for _, p := range phrasings {
-		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, p, f)
-		if err != nil {
-			return Result{}, err
-		}
-		all = append(all, n)
+	// The phrasings are embedded and looked up at once, on every processor.
+	all := make([][]Neighbour, 1+len(phrasings))
+	all[0] = near
+	err = parallel.For(len(phrasings), func(i int) error {
+		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, phrasings[i], f)
+		all[i+1] = n
+		return err
+	})
+	if err != nil {
+		return Result{}, err
 	}
 	return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), all), nil
 }
