@@ -16,7 +16,9 @@ import (
 func twinSnapshot(t *testing.T) *directory.Snapshot {
 	t.Helper()
 	score := func(n int) *int { return &n }
-	calls := func(n int64) *directory.Listing { return &directory.Listing{Source: "x402-bazaar", Payers30d: &n, Calls30d: &n} }
+	calls := func(n int64) *directory.Listing {
+		return &directory.Listing{Source: "x402-bazaar", Payers30d: &n, Calls30d: &n}
+	}
 	m := func(slug, host, name, desc string, trust *int, l *directory.Listing) directory.Method {
 		return directory.Method{Slug: slug, Name: name, Provider: host, Hostname: host, Description: desc, Category: "data", Kind: "x402",
 			Trust: directory.Trust{Verdict: directory.VerdictUnknown, Score: trust, Advisory: true}, SourceListing: l}
