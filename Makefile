@@ -48,7 +48,7 @@ help:
 	@echo "make seller                       a local x402 seller on $(SELLER_ADDR), listed in the directory, that make run pays"
 	@echo "make llm                          a local stand-in model on $(LLM_ADDR) that make run's LLM proxy forwards to"
 	@echo "make receiver [WEBHOOK_SECRET=s]  a local webhook receiver on $(RECEIVER_ADDR) that make run delivers to"
-	@echo "make walk                         the README's walk, run block by block against servers of its own"
+	@echo "make walk                         the walk of the README and docs/, run step by step against servers of its own"
 
 .PHONY: go
 go:
@@ -231,7 +231,7 @@ receiver: go
 	$(GO) build -o $(BIN)/receiver ./cmd/receiver
 	$(BIN)/receiver -addr $(RECEIVER_ADDR)
 
-# The README's walk, pasted block by block into one shell as a newcomer would, against
+# The walk (the README's and docs/' steps), pasted step by step into one shell as a newcomer would, against
 # make run, make seller and make llm started for it on a throwaway database.
 .PHONY: walk
 walk: go db
