@@ -181,11 +181,19 @@ reseal: migrate
 # whose answer was lost settled (X402_RPC_URLS). PAYMENT_ALLOW_HOSTS lets payments reach
 # the local seller (make seller) on loopback; set it empty to refuse private addresses
 # altogether.
-# make seller listens on SELLER_ADDR and writes it into var/seller-addr; make run lets
-# payments reach the address written there (SELLER_ADDR, when given, wins), so that
-# a seller moved to another port is named once.
-SELLER_ADDR ?= localhost:4021
-PAID_SELLER = $(if $(filter file,$(origin SELLER_ADDR)),$(or $(shell cat var/seller-addr 2>/dev/null),$(SELLER_ADDR)),$(SELLER_ADDR))
+# The local stand-ins listen on the three ports after make run's: the seller on PORT+1
+# (SELLER_ADDR), the webhook receiver on PORT+2 (RECEIVER_ADDR), the model on PORT+3
+# (LLM_ADDR), and make run lets payments, deliveries and its proxy reach them there.
+# make run records the port it serves on in var/port, so that a stand-in started
+# without PORT follows the server: `make run PORT=9090` moves them all. make seller
+# writes its address into var/seller-addr, where the walk reads it.
+STAND_IN_PORT = $(if $(filter command line environment override,$(origin PORT)),$(PORT),$(or $(shell cat var/port 2>/dev/null),$(PORT)))
+port_after    = $(shell p='$(STAND_IN_PORT)'; [[ $$p =~ ^[0-9]+$$ ]] && echo $$((p + $(1))))
+SELLER_ADDR   ?= localhost:$(call port_after,1)
+RECEIVER_ADDR ?= localhost:$(call port_after,2)
+LLM_ADDR      ?= localhost:$(call port_after,3)
+run: STAND_IN_PORT = $(PORT)
+PAID_SELLER = $(SELLER_ADDR)
 PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var/payer-key || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/payer-key); \
 	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532} \
 	X402_RPC_URLS=$${X402_RPC_URLS-eip155:84532=http://$(PAID_SELLER)/rpc}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
@@ -195,11 +203,11 @@ PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var
 # empty for no proxy); webhooks may reach the local receiver (cmd/receiver) on
 # RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says otherwise (set it empty to refuse
 # private addresses altogether).
-LLM_ADDR      ?= localhost:4023
-RECEIVER_ADDR ?= localhost:4022
 
 .PHONY: run
 run: demo
+	@[[ '$(PORT)' =~ ^[0-9]+$$ ]] || { echo "PORT must be a port number, not '$(PORT)'" >&2; exit 2; }
+	@mkdir -p var && echo '$(PORT)' > var/port
 	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} \
 		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} LLM_ANTHROPIC_URL=$${LLM_ANTHROPIC_URL-http://$(LLM_ADDR)} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
 

@@ -5,9 +5,9 @@
 # throwaway database of the local cluster (and stops, by their process ids, when it
 # ends). The steps are read from the files of WALK_FILES, in that order (the README
 # names them too); a step out of order, missing, without its block, or in a Markdown
-# file not listed fails the walk before anything starts. Its ports are not the usual
-# ones, so that a server of your own may keep running, and so that the walk is seen to
-# follow them: PORT, SELLER_ADDR, LLM_ADDR and RECEIVER_ADDR move them.
+# file not listed fails the walk before anything starts. Its port is not the usual
+# one, so that a server of your own may keep running, and so that the walk is seen to
+# follow it: PORT moves it, and the stand-ins with it (PORT+1, +2, +3, as make run's).
 #
 # It fails when any curl of the walk gets an answer of 400 or more (but the one the
 # docs say it gets) or none at all, or when the walk does not print what the docs say
@@ -16,11 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export PORT=${PORT:-18080}
-export SELLER_ADDR=${SELLER_ADDR:-localhost:14021}
-export LLM_ADDR=${LLM_ADDR:-localhost:14023}
-export RECEIVER_ADDR=${RECEIVER_ADDR:-localhost:14022}
+[[ $PORT =~ ^[0-9]+$ ]] || { echo "walk: PORT must be a port number" >&2; exit 2; }
 export HOST=127.0.0.1 SITE_DIR=var/walk/site
-# What make run derives from the addresses above, not from this shell.
+# The stand-ins' addresses, as make run derives them from PORT, and what make run
+# derives from them, not from this shell.
+SELLER_ADDR=localhost:$((PORT + 1)) RECEIVER_ADDR=localhost:$((PORT + 2)) LLM_ADDR=localhost:$((PORT + 3))
 unset PAYMENT_ALLOW_HOSTS WEBHOOK_ALLOW_HOSTS LLM_UPSTREAM_URL LLM_ANTHROPIC_URL CAPTCHA_SOLVER_URL METRICS_TOKEN
 
 OUT=var/walk
@@ -67,9 +67,11 @@ ADMIN=$(.ci/db.sh url postgres)
 PGOPTIONS="-c client_min_messages=warning" psql -q "$ADMIN" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 export DATABASE_URL=$(.ci/db.sh url "$DB")
 
-# make seller writes its address where make run reads it: keep the one there was.
-saved=""
-[[ -f var/seller-addr ]] && saved=$(cat var/seller-addr)
+# make run records its port in var/port, and make seller its address in
+# var/seller-addr, where the stand-ins and the walk read them: keep the ones there were.
+saved_port="" saved_seller=""
+[[ -f var/port ]] && saved_port=$(cat var/port)
+[[ -f var/seller-addr ]] && saved_seller=$(cat var/seller-addr)
 
 pids=()
 cleanup() {
@@ -80,7 +82,8 @@ cleanup() {
 	for pid in "${pids[@]}"; do
 		wait "$pid" 2>/dev/null || true
 	done
-	if [[ -n $saved ]]; then echo "$saved" >var/seller-addr; else rm -f var/seller-addr; fi
+	if [[ -n $saved_port ]]; then echo "$saved_port" >var/port; else rm -f var/port; fi
+	if [[ -n $saved_seller ]]; then echo "$saved_seller" >var/seller-addr; else rm -f var/seller-addr; fi
 	psql -q "$ADMIN" -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
