@@ -239,6 +239,19 @@ receiver: go
 	$(GO) build -o $(BIN)/receiver ./cmd/receiver
 	$(BIN)/receiver -addr $(RECEIVER_ADDR)
 
+# A Solana keypair for the dev payer, as solana-keygen writes one: the JSON array of
+# 64 bytes, the Ed25519 private key's 32-byte seed and then its 32-byte public key (the
+# payer's address), made with openssl so that no Solana tool is needed.
+.PHONY: solana-payer
+solana-payer:
+	@test ! -s var/solana-payer.json || { echo "var/solana-payer.json exists (remove it for a new keypair)" >&2; exit 1; }
+	@command -v openssl >/dev/null || { echo "openssl is needed (apt-get install openssl)" >&2; exit 1; }
+	@mkdir -p var && umask 077 && pem=$$(openssl genpkey -algorithm ed25519) && \
+		seed=$$(printf '%s\n' "$$pem" | openssl pkey -outform DER | tail -c 32 | od -An -v -tu1) && \
+		pub=$$(printf '%s\n' "$$pem" | openssl pkey -pubout -outform DER | tail -c 32 | od -An -v -tu1) && \
+		echo "[$$(echo $$seed $$pub | tr -s ' ' ',')]" > var/solana-payer.json
+	@echo "var/solana-payer.json: a new Solana keypair (64 bytes); payer public key, hex: $$(tr -d '[]' < var/solana-payer.json | cut -d, -f33-64 | tr ',' ' ' | xargs printf '%02x')"
+
 # The walk (the README's and docs/' steps), pasted step by step into one shell as a newcomer would, against
 # make run, make seller and make llm started for it on a throwaway database.
 .PHONY: walk
