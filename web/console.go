@@ -3,8 +3,8 @@ package web
 import (
 	"encoding/csv"
 	"fmt"
-	"slices"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
