@@ -49,7 +49,7 @@ help:
 	@echo "make seller                       a local x402 seller on $(SELLER_ADDR), listed in the directory, that make run pays"
 	@echo "make llm                          a local stand-in model on $(LLM_ADDR) that make run's LLM proxy forwards to"
 	@echo "make receiver [WEBHOOK_SECRET=s]  a local webhook receiver on $(RECEIVER_ADDR) that make run delivers to"
-	@echo "make walk                         the README's walk, run block by block against servers of its own"
+	@echo "make walk                         the walk of the README and docs/, run step by step against servers of its own"
 
 .PHONY: go
 go:
@@ -182,11 +182,19 @@ reseal: migrate
 # whose answer was lost settled (X402_RPC_URLS). PAYMENT_ALLOW_HOSTS lets payments reach
 # the local seller (make seller) on loopback; set it empty to refuse private addresses
 # altogether.
-# make seller listens on SELLER_ADDR and writes it into var/seller-addr; make run lets
-# payments reach the address written there (SELLER_ADDR, when given, wins), so that
-# a seller moved to another port is named once.
-SELLER_ADDR ?= localhost:4021
-PAID_SELLER = $(if $(filter file,$(origin SELLER_ADDR)),$(or $(shell cat var/seller-addr 2>/dev/null),$(SELLER_ADDR)),$(SELLER_ADDR))
+# The local stand-ins listen on the three ports after make run's: the seller on PORT+1
+# (SELLER_ADDR), the webhook receiver on PORT+2 (RECEIVER_ADDR), the model on PORT+3
+# (LLM_ADDR), and make run lets payments, deliveries and its proxy reach them there.
+# make run records the port it serves on in var/port, so that a stand-in started
+# without PORT follows the server: `make run PORT=9090` moves them all. make seller
+# writes its address into var/seller-addr, where the walk reads it.
+STAND_IN_PORT = $(if $(filter command line environment override,$(origin PORT)),$(PORT),$(or $(shell cat var/port 2>/dev/null),$(PORT)))
+port_after    = $(shell p='$(STAND_IN_PORT)'; [[ $$p =~ ^[0-9]+$$ ]] && echo $$((p + $(1))))
+SELLER_ADDR   ?= localhost:$(call port_after,1)
+RECEIVER_ADDR ?= localhost:$(call port_after,2)
+LLM_ADDR      ?= localhost:$(call port_after,3)
+run: STAND_IN_PORT = $(PORT)
+PAID_SELLER = $(SELLER_ADDR)
 PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var/payer-key || (mkdir -p var && umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > var/payer-key); \
 	export X402_PAYER_KEY_FILE=var/payer-key X402_PAYER_NETWORKS=$${X402_PAYER_NETWORKS:-eip155:84532} \
 	X402_RPC_URLS=$${X402_RPC_URLS-eip155:84532=http://$(PAID_SELLER)/rpc}; }; export PAYMENT_ALLOW_HOSTS=$${PAYMENT_ALLOW_HOSTS-$(PAID_SELLER)}
@@ -196,11 +204,11 @@ PAYER = test -n "$${X402_PAYER_KEY:-}$${X402_PAYER_KEY_FILE:-}" || { test -s var
 # empty for no proxy); webhooks may reach the local receiver (cmd/receiver) on
 # RECEIVER_ADDR, unless WEBHOOK_ALLOW_HOSTS says otherwise (set it empty to refuse
 # private addresses altogether).
-LLM_ADDR      ?= localhost:4023
-RECEIVER_ADDR ?= localhost:4022
 
 .PHONY: run
 run: demo
+	@[[ '$(PORT)' =~ ^[0-9]+$$ ]] || { echo "PORT must be a port number, not '$(PORT)'" >&2; exit 2; }
+	@mkdir -p var && echo '$(PORT)' > var/port
 	@$(PEPPER); $(PAYER); DATABASE_URL='$(DB_URL)' SEARCH_MODEL_DIR='$(SEARCH_MODEL_DIR)' PORT=$(PORT) LOOPBACK_HTTP=$${LOOPBACK_HTTP:-true} \
 		LLM_UPSTREAM_URL=$${LLM_UPSTREAM_URL-http://$(LLM_ADDR)/v1} LLM_ANTHROPIC_URL=$${LLM_ANTHROPIC_URL-http://$(LLM_ADDR)} WEBHOOK_ALLOW_HOSTS=$${WEBHOOK_ALLOW_HOSTS-$(RECEIVER_ADDR)} $(SERVER) serve
 
@@ -232,7 +240,20 @@ receiver: go
 	$(GO) build -o $(BIN)/receiver ./cmd/receiver
 	$(BIN)/receiver -addr $(RECEIVER_ADDR)
 
-# The README's walk, pasted block by block into one shell as a newcomer would, against
+# A Solana keypair for the dev payer, as solana-keygen writes one: the JSON array of
+# 64 bytes, the Ed25519 private key's 32-byte seed and then its 32-byte public key (the
+# payer's address), made with openssl so that no Solana tool is needed.
+.PHONY: solana-payer
+solana-payer:
+	@test ! -s var/solana-payer.json || { echo "var/solana-payer.json exists (remove it for a new keypair)" >&2; exit 1; }
+	@command -v openssl >/dev/null || { echo "openssl is needed (apt-get install openssl)" >&2; exit 1; }
+	@mkdir -p var && umask 077 && pem=$$(openssl genpkey -algorithm ed25519) && \
+		seed=$$(printf '%s\n' "$$pem" | openssl pkey -outform DER | tail -c 32 | od -An -v -tu1) && \
+		pub=$$(printf '%s\n' "$$pem" | openssl pkey -pubout -outform DER | tail -c 32 | od -An -v -tu1) && \
+		echo "[$$(echo $$seed $$pub | tr -s ' ' ',')]" > var/solana-payer.json
+	@echo "var/solana-payer.json: a new Solana keypair (64 bytes); payer public key, hex: $$(tr -d '[]' < var/solana-payer.json | cut -d, -f33-64 | tr ',' ' ' | xargs printf '%02x')"
+
+# The walk (the README's and docs/' steps), pasted step by step into one shell as a newcomer would, against
 # make run, make seller and make llm started for it on a throwaway database.
 .PHONY: walk
 walk: go db

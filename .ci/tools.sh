@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the programs the browser and edge tests drive, when they are missing:
 # chromium (headless, for the human pages), nginx (serving the generated site, with
-# its brotli static module) and jq (which the README's walk pipes answers through).
+# its brotli static module) and jq (which the walk pipes answers through).
 #
 #   .ci/tools.sh            install what is missing; quick when everything is present
 #   .ci/tools.sh wrk nginx  the same for the programs named (each from its package of

@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/csv"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,13 +19,117 @@ import (
 // ledgerLimit is how many payments the spend page and its CSV hold.
 const ledgerLimit = 500
 
-// SpendView is the person's spend ledger.
+// SpendView is the person's spend ledger, with each agent's spend per day against
+// its limits.
 type SpendView struct {
 	Page
 	Bar     AppBar
+	Charts  []SpendChart
 	Rows    []SpendRow
 	Settled string
 	Limit   int
+}
+
+// spendDays is how many UTC days, today included, the spend charts draw.
+const spendDays = 14
+
+// SpendChart draws one agent's spend per UTC day, oldest to today, a bar a day as tall
+// as what it spent, against a line at its daily limit; a day over the limit (the
+// limit lowered after it spent) is marked. Summary says the same in words, with the
+// month against the monthly limit.
+type SpendChart struct {
+	Agent         string
+	Width, Height int
+	LimitY        int
+	Bars          []SpendBar
+	FirstDay      string
+	Summary       string
+}
+
+// SpendBar is one day of a spend chart.
+type SpendBar struct {
+	X, Y, H int
+	Over    bool
+	Title   string
+}
+
+// spendChart draws agent's spend per day (days: its DaySpend, in any order) over the
+// spendDays UTC days that end with today, against its limits l.
+func spendChart(agent string, l payment.LimitsAndSpend, days []payment.DaySpend, today time.Time) SpendChart {
+	const bar, gap, height, top = 16, 6, 80, 8
+	today = time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC)
+	first := today.AddDate(0, 0, 1-spendDays)
+	spent := make([]payment.Micros, spendDays)
+	for _, d := range days {
+		if i := int(d.Day.Sub(first).Hours() / 24); i >= 0 && i < spendDays {
+			spent[i] += d.Spent
+		}
+	}
+	top1 := max(l.Daily, slices.Max(spent), 1)
+	c := SpendChart{Agent: agent, Width: spendDays*(bar+gap) + gap, Height: top + height + 2, FirstDay: first.Format("2 Jan")}
+	c.LimitY = top + height - int(int64(l.Daily)*height/int64(top1))
+	var total, most payment.Micros
+	over, active, mostDay := 0, 0, ""
+	for i, v := range spent {
+		day := first.AddDate(0, 0, i)
+		h := int(int64(v) * height / int64(top1))
+		if v > 0 {
+			h = max(h, 2)
+			active++
+		}
+		b := SpendBar{X: gap + i*(bar+gap), Y: top + height - h, H: h, Over: v > l.Daily,
+			Title: day.Format("Mon 2 Jan") + ": " + v.String() + " of " + l.Daily.String() + " USD"}
+		if b.Over {
+			over++
+			b.Title += ", over the daily limit"
+		}
+		if v > most {
+			most, mostDay = v, day.Format("2 Jan")
+		}
+		total += v
+		c.Bars = append(c.Bars, b)
+	}
+	c.Summary = fmt.Sprintf("%s spent %s USD in the last %d days", agent, total.String(), spendDays)
+	switch {
+	case active == 0:
+		c.Summary += ", nothing on any day"
+	case over > 0:
+		c.Summary += fmt.Sprintf(", on %d of them; the most, %s USD on %s; %d over the daily limit of %s USD", active, most.String(), mostDay, over, l.Daily.String())
+	default:
+		c.Summary += fmt.Sprintf(", on %d of them; the most, %s USD on %s, within the daily limit of %s USD", active, most.String(), mostDay, l.Daily.String())
+	}
+	c.Summary += fmt.Sprintf(". This month: %s of %s USD.", l.Spent.ThisMonth.String(), l.Monthly.String())
+	return c
+}
+
+// spendCharts draws the spend of each of the person's agents that has limits.
+func (s *Server) spendCharts(r *http.Request, ws auth.WebSession) ([]SpendChart, error) {
+	days, err := s.approvals.Payments.DailySpend(r.Context(), ws.Principal, spendDays)
+	if err != nil || !s.approvals.Payments.Keeps() {
+		return nil, err
+	}
+	agents, err := s.approvals.Auth.Agents(r.Context(), ws.UserID)
+	if err != nil {
+		return nil, err
+	}
+	var charts []SpendChart
+	for _, a := range agents {
+		l, err := s.approvals.Payments.AgentLimits(r.Context(), a.ID)
+		if err != nil {
+			return nil, err
+		}
+		if l == nil {
+			continue
+		}
+		var own []payment.DaySpend
+		for _, d := range days {
+			if d.AgentID == a.ID {
+				own = append(own, d)
+			}
+		}
+		charts = append(charts, spendChart(agentName(a), *l, own, s.approvals.Payments.Clock().UTC()))
+	}
+	return charts, nil
 }
 
 // SpendRow is one payment of the ledger.
@@ -130,8 +236,13 @@ func (s *Server) handleSpend() http.HandlerFunc {
 		if !ok {
 			return
 		}
+		charts, err := s.spendCharts(r, ws)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		rows, settled := ledgerRows(entries)
-		v := SpendView{Page: s.appPage("Spending"), Bar: appBar(ws), Rows: rows, Settled: settled.String() + " USD", Limit: ledgerLimit}
+		v := SpendView{Page: s.appPage("Spending"), Bar: appBar(ws), Charts: charts, Rows: rows, Settled: settled.String() + " USD", Limit: ledgerLimit}
 		s.renderApp(w, r, SpendPage(v), http.StatusOK)
 	}
 }

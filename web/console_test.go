@@ -65,6 +65,13 @@ func TestConsoleShowsTheSpendLedgerAndSetsAgentLimits(t *testing.T) {
 			t.Errorf("the spend page lacks %q", want)
 		}
 	}
+	// The agent's spend per day is drawn against its limits, with the same in words.
+	for _, want := range []string{`<figure class="chart spend-chart">`, `<line class="limit"`,
+		"scout spent 0.01 USD in the last 14 days, on 1 of them; the most, 0.01 USD on", "within the daily limit of 5 USD. This month: 0.01 of 50 USD."} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the spend page lacks %q", want)
+		}
+	}
 	// Long identifiers are shortened, whole in their title; statuses are in words.
 	for _, want := range []string{`title="0x209693Bc6afc0C5328bA36FaF03C514EF312287C">0x2096…287C</code>`, `data-status="settled">Paid</td>`} {
 		if !strings.Contains(page.body, want) {
@@ -121,5 +128,43 @@ func TestConsoleShowsTheSpendLedgerAndSetsAgentLimits(t *testing.T) {
 	}
 	if rows := b2.get("/app/spend.csv"); strings.Count(rows.body, "\n") != 1 {
 		t.Errorf("another person's ledger: %q", rows.body)
+	}
+}
+
+// An agent's spend chart draws a bar a day of the last two weeks against its daily
+// limit, marks a day over it, leaves out days before the window, and says the same in
+// words with the month against the monthly limit.
+func TestTheSpendChartDrawsSpendPerDayAgainstTheLimits(t *testing.T) {
+	today := time.Date(2026, 11, 21, 15, 4, 0, 0, time.UTC)
+	day := func(back int) time.Time { return time.Date(2026, 11, 21-back, 0, 0, 0, 0, time.UTC) }
+	l := payment.LimitsAndSpend{Limits: payment.Limits{Daily: 5_000_000, Monthly: 50_000_000}, Spent: payment.Spend{Today: 10_000, ThisMonth: 6_010_000}}
+	c := spendChart("scout", l, []payment.DaySpend{
+		{Day: day(0), Spent: 10_000}, {Day: day(3), Spent: 6_000_000}, {Day: day(20), Spent: 1_000_000}}, today)
+	if len(c.Bars) != spendDays || c.FirstDay != "8 Nov" {
+		t.Fatalf("bars %d from %q", len(c.Bars), c.FirstDay)
+	}
+	over, last := c.Bars[spendDays-4], c.Bars[spendDays-1]
+	if !over.Over || over.Y != 8 || over.H != 80 || over.Title != "Wed 18 Nov: 6 of 5 USD, over the daily limit" {
+		t.Errorf("the day over the limit: %+v", over)
+	}
+	if last.Over || last.H != 2 || last.Title != "Sat 21 Nov: 0.01 of 5 USD" {
+		t.Errorf("today: %+v", last)
+	}
+	for i, b := range c.Bars {
+		if i != spendDays-4 && i != spendDays-1 && b.H != 0 {
+			t.Errorf("day %d drawn %d high with no spend", i, b.H)
+		}
+	}
+	// The limit line sits at 5/6 of the tallest bar.
+	if want := 8 + 80 - 5*80/6; c.LimitY != want {
+		t.Errorf("limit line at %d, want %d", c.LimitY, want)
+	}
+	want := "scout spent 6.01 USD in the last 14 days, on 2 of them; the most, 6 USD on 18 Nov; 1 over the daily limit of 5 USD. This month: 6.01 of 50 USD."
+	if c.Summary != want {
+		t.Errorf("summary %q\nwant    %q", c.Summary, want)
+	}
+	idle := spendChart("idle", payment.LimitsAndSpend{Limits: payment.DefaultLimits}, nil, today)
+	if idle.Summary != "idle spent 0 USD in the last 14 days, nothing on any day. This month: 0 of 50 USD." || idle.LimitY != 8 {
+		t.Errorf("an idle agent: %q, limit at %d", idle.Summary, idle.LimitY)
 	}
 }

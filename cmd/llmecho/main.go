@@ -35,9 +35,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	def := getenv("LLM_ADDR")
 	if def == "" {
-		def = "127.0.0.1:4023"
+		def = "127.0.0.1:8083"
 	}
-	addr := fs.String("addr", def, "listen address, on loopback (default $LLM_ADDR or 127.0.0.1:4023)")
+	addr := fs.String("addr", def, "listen address, on loopback (default $LLM_ADDR or 127.0.0.1:8083)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -35,9 +35,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	def := getenv("RECEIVER_ADDR")
 	if def == "" {
-		def = "127.0.0.1:4022"
+		def = "127.0.0.1:8082"
 	}
-	addr := fs.String("addr", def, "listen address, on loopback (default $RECEIVER_ADDR or 127.0.0.1:4022)")
+	addr := fs.String("addr", def, "listen address, on loopback (default $RECEIVER_ADDR or 127.0.0.1:8082)")
 	secret := fs.String("secret", getenv("WEBHOOK_SECRET"), "the webhook's secret (whsec_...), to check signatures (default $WEBHOOK_SECRET)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -36,7 +36,7 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("seller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", or(getenv("SELLER_ADDR"), "127.0.0.1:4021"), "listen address (default $SELLER_ADDR or 127.0.0.1:4021)")
+	addr := fs.String("addr", or(getenv("SELLER_ADDR"), "127.0.0.1:8081"), "listen address (default $SELLER_ADDR or 127.0.0.1:8081)")
 	public := fs.Bool("public", false, "allow a listen address that is not loopback")
 	cfg := seller.Config{}
 	fs.StringVar(&cfg.PayeeKey, "payee-key", or(getenv("SELLER_PAYEE_KEY"), seller.DemoPayeeKey), "the payee's private key (hex): the payee is its address, and it signs the origin in the manifest")

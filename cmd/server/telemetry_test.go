@@ -12,7 +12,7 @@ import (
 
 // The running server names every answer with X-Request-Id, logs one JSON line per
 // request under that id, and serves its metrics at /metrics behind METRICS_TOKEN with
-// every family the README lists, the directory's snapshot routes counted by pattern.
+// every family docs/operations.md lists, the directory's snapshot routes counted by pattern.
 func TestServerLogsEveryRequestAndServesItsMetrics(t *testing.T) {
 	srv := serveLogged(t, map[string]string{"DATABASE_URL": demoDatabase(t), "LOG_FORMAT": "json", "METRICS_TOKEN": "scrape-me"})
 	api := srv.base + "/functions/v1/api"

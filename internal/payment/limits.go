@@ -92,6 +92,13 @@ type Spend struct {
 	ThisMonth Micros `json:"thisMonth"`
 }
 
+// DaySpend is what one agent spent on one UTC day.
+type DaySpend struct {
+	AgentID string
+	Day     time.Time
+	Spent   Micros
+}
+
 // LimitsAndSpend is an agent's limits with its spend, as /agent/me and the approval
 // page show them.
 type LimitsAndSpend struct {

@@ -269,6 +269,17 @@ func (s *Service) Ledger(ctx context.Context, p auth.Principal, limit int) ([]Le
 	return s.Store.Ledger(ctx, p, limit)
 }
 
+// DailySpend is what each of user p's agents spent on each of the last days UTC
+// days, today included (days without spend left out); nil from a service that keeps
+// no payments.
+func (s *Service) DailySpend(ctx context.Context, p auth.Principal, days int) ([]DaySpend, error) {
+	if !s.Keeps() {
+		return nil, nil
+	}
+	today, _ := Periods(s.now())
+	return s.Store.DailySpend(ctx, p, today.AddDate(0, 0, 1-days))
+}
+
 // Clock is the service's time: what spend is counted at.
 func (s *Service) Clock() time.Time { return s.now() }
 

@@ -26,6 +26,9 @@ type Store interface {
 	PaymentOfRequest(ctx context.Context, p auth.Principal, requestID string) (Payment, error)
 	// Ledger is user p's newest payments, at most limit, with what each was for.
 	Ledger(ctx context.Context, p auth.Principal, limit int) ([]LedgerEntry, error)
+	// DailySpend is what each of user p's agents spent on each UTC day from since
+	// on, counted as Limits counts spend; days without spend are left out.
+	DailySpend(ctx context.Context, p auth.Principal, since time.Time) ([]DaySpend, error)
 	// Take moves one approved payment to executing (or takes back one whose
 	// executor stopped more than lease ago), checking the agent's limits first: a
 	// payment that would pass one fails with FailLimit instead. nil when none waits.

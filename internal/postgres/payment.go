@@ -67,6 +67,12 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 	return p, nil
 }
 
+// spendCounts holds for the payments an agent's spend counts: every payment the
+// service took, unknown ones too, unless the seller refused it, it was never signed,
+// or the chain showed it unused.
+const spendCounts = `(status IN ('executing', 'unknown', 'settled')
+	OR (status = 'failed' AND signed_at IS NOT NULL AND failure NOT IN ('seller_refused', 'not_settled')))`
+
 // limits reads an agent's limits (the defaults when its person set none) and its
 // spend from the UTC day and month of now, in q (a transaction that may hold the
 // agent's lock, or the pool).
@@ -87,12 +93,8 @@ func limits(ctx context.Context, q rowQuerier, agentID string, now time.Time) (p
 	}
 	day, month := payment.Periods(now)
 	var today, thisMonth int64
-	// Every payment the service took counts, unknown ones too, unless the seller
-	// refused it, it was never signed, or the chain showed it unused.
 	err = row(`SELECT coalesce(sum(value) FILTER (WHERE taken_at >= $2), 0), coalesce(sum(value), 0)
-		FROM payments WHERE agent_id = $1 AND taken_at >= $3
-		AND (status IN ('executing', 'unknown', 'settled')
-			OR (status = 'failed' AND signed_at IS NOT NULL AND failure NOT IN ('seller_refused', 'not_settled')))`,
+		FROM payments WHERE agent_id = $1 AND taken_at >= $3 AND `+spendCounts,
 		agentID, day, month).Scan(&today, &thisMonth)
 	out.Spent = payment.Spend{Today: payment.Micros(today), ThisMonth: payment.Micros(thisMonth)}
 	return out, err
@@ -446,6 +448,25 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 		}
 	}
 	return move(ctx, tx, r, request.StatusFulfilled, session.ActorSystem)
+}
+
+// DailySpend implements payment.Store.
+func (s *Store) DailySpend(ctx context.Context, p auth.Principal, since time.Time) ([]payment.DaySpend, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT agent_id::text, date_trunc('day', taken_at AT TIME ZONE 'UTC') AS day, sum(value)::bigint
+		FROM payments WHERE user_id = $1 AND taken_at >= $2 AND `+spendCounts+`
+		GROUP BY 1, 2 ORDER BY 1, 2`, p.UserID, since)
+	if err != nil {
+		return nil, fail("daily spend", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (payment.DaySpend, error) {
+		var d payment.DaySpend
+		var spent int64
+		err := r.Scan(&d.AgentID, &d.Day, &spent)
+		d.Day, d.Spent = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC), payment.Micros(spent)
+		return d, err
+	})
+	return out, fail("daily spend", err)
 }
 
 // Ledger lists the payments of user p's agents, newest first.
