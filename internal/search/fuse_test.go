@@ -1,8 +1,13 @@
 package search_test
 
 import (
+	"context"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -44,4 +49,49 @@ func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
 	if got := f.Fuse(nil, 3); len(got.Kept) != 0 {
 		t.Errorf("no phrasing: %+v", got)
 	}
+}
+
+// batches counts the calls to a model and the texts of each.
+type batches struct {
+	embedding.Embedder
+	calls []int
+}
+
+func (b *batches) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	b.calls = append(b.calls, len(texts))
+	return b.Embedder.Embed(ctx, texts)
+}
+
+// TestPhrasingsAreEmbeddedInOneBatch: a novel query's novel phrasings cost the model
+// one pass, not one each, and the allowance one each; asked again, nothing.
+func TestPhrasingsAreEmbeddedInOneBatch(t *testing.T) {
+	snap := nearSnapshot(t)
+	model := &batches{Embedder: embedding.Lexhash{}}
+	c := search.HybridCalibration
+	m := &search.Model{Embedder: embedding.WithCache(model, 100), Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &c}}
+	store := &counter{callers: map[string]int{}}
+	var asked int
+	eng, err := search.NewEngine(search.Config{DailyAllowance: 100}, countedStore{fixedStore{[]search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}, &asked}, store}, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrites := []string{"weather forecast", "city weather api", "forecast lookup", "weather"}
+	for range 2 {
+		if _, err := eng.SearchPhrased(context.Background(), "caller", snap, "weather in a city", rewrites, directory.Filter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(model.calls, []int{1, 4}) || store.used != 5 {
+		t.Errorf("model calls %v (want the query, then its four phrasings in one), allowance used %d (want 5)", model.calls, store.used)
+	}
+}
+
+// countedStore answers as its fixedStore and counts the allowance as its counter.
+type countedStore struct {
+	fixedStore
+	c *counter
+}
+
+func (s countedStore) UseAllowance(ctx context.Context, now time.Time, limit int, caller string, share int) (bool, error) {
+	return s.c.UseAllowance(ctx, now, limit, caller, share)
 }

@@ -270,7 +270,11 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 	if len(phrasings) == 0 {
 		return e.answer(res, snap, f, m, norm, near), nil
 	}
-	// The phrasings are embedded and looked up at once, on every processor.
+	// The phrasings are embedded in one pass of the model, then looked up at once,
+	// on every processor.
+	if err := e.warm(ctx, caller, snap, m, phrasings, f); err != nil {
+		return Result{}, err
+	}
 	all := make([][]Neighbour, 1+len(phrasings))
 	all[0] = near
 	err = parallel.For(len(phrasings), func(i int) error {
@@ -282,6 +286,47 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 		return Result{}, err
 	}
 	return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), all), nil
+}
+
+// warm embeds those of the normalised phrasings norms whose answer and vector under
+// m are in neither cache in one batch, each charged to caller's allowance, and
+// leaves their vectors in m's cache for nearest: a model reads a batch of short
+// texts in about the time it reads one. It does nothing under a model without a
+// cache, or with fewer than two to embed; when the model fails, nearest tries each
+// again (and charges it again).
+func (e *Engine) warm(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, norms []string, f directory.Filter) error {
+	if _, ok := embedding.Find[interface {
+		Lookup(string) ([]float32, bool)
+	}](m.Embedder); !ok {
+		return nil
+	}
+	var missing []string
+	for _, n := range norms {
+		key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: n, filter: filterKey(f)}
+		if _, ok := e.neighbours.Peek(key); ok {
+			continue
+		}
+		if _, ok := lookup(m.Embedder, n); !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) < 2 {
+		return nil
+	}
+	for range missing {
+		if err := e.charge(ctx, caller); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	_, err := m.Embedder.Embed(ctx, missing)
+	if o := e.cfg.Observer; o != nil {
+		took := time.Since(start) / time.Duration(len(missing))
+		for range missing {
+			o.Embedded(m.Record.ID, took, err)
+		}
+	}
+	return nil
 }
 
 // phrasings are the distinct normalised rewrites that differ from the query norm,
@@ -514,16 +559,26 @@ func (e *Engine) embed(ctx context.Context, caller string, m *Model, norm string
 	if v, ok := lookup(m.Embedder, norm); ok {
 		return v, nil
 	}
-	if e.cfg.DailyAllowance > 0 {
-		ok, err := e.store.UseAllowance(ctx, e.cfg.Now(), e.cfg.DailyAllowance, caller, e.callerShare())
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		if !ok {
-			return nil, ErrAllowanceExhausted
-		}
+	if err := e.charge(ctx, caller); err != nil {
+		return nil, err
 	}
 	return e.embedNoAllowance(ctx, m, norm)
+}
+
+// charge takes one novel embedding from the day's allowance and caller's share of it,
+// when there is an allowance.
+func (e *Engine) charge(ctx context.Context, caller string) error {
+	if e.cfg.DailyAllowance <= 0 {
+		return nil
+	}
+	ok, err := e.store.UseAllowance(ctx, e.cfg.Now(), e.cfg.DailyAllowance, caller, e.callerShare())
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if !ok {
+		return ErrAllowanceExhausted
+	}
+	return nil
 }
 
 // callerShare is how many novel embeddings one caller may make in a day: CallerShare
