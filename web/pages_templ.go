@@ -2029,7 +2029,7 @@ func MerchantPageView(v MerchantView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var106 string
-			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(v.Hostname)
+			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(v.HostText)
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/pages.templ`, Line: 308, Col: 18}
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/idna"
+
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
@@ -161,7 +163,9 @@ type MethodView struct {
 // MerchantView is one hostname's page: its trust record, stats and probe history.
 type MerchantView struct {
 	Page
-	Hostname  string
+	Hostname string
+	// HostText is the hostname as a person reads it (hostText).
+	HostText  string
 	Providers string
 	Trust     TrustView
 	Stats     *StatsView
@@ -469,7 +473,7 @@ func (vs Views) MerchantPage(snap *directory.Snapshot, hostname string) (Merchan
 // (see merchantRecordView) and the slugs of the methods it lists, rendered through
 // rows when it is not nil.
 func (vs Views) merchantPage(snap *directory.Snapshot, v MerchantView, slugs []string, rows *PageCache) MerchantView {
-	v.Page = newPage(snap, v.Hostname, "Trust record, payment stats and probe history of "+v.Hostname+".", vs.DirectoryAPI+"/merchants/"+v.Hostname)
+	v.Page = newPage(snap, v.HostText, "Trust record, payment stats and probe history of "+v.HostText+".", vs.DirectoryAPI+"/merchants/"+v.Hostname)
 	verified, counted := 0, 0
 	if rows != nil {
 		v.Rows = make([]PageRow, 0, len(slugs))
@@ -506,6 +510,7 @@ func (vs Views) merchantPage(snap *directory.Snapshot, v MerchantView, slugs []s
 func merchantRecordView(mr directory.Merchant) MerchantView {
 	v := MerchantView{
 		Hostname:  mr.Hostname,
+		HostText:  hostText(mr.Hostname),
 		Providers: strings.Join(mr.Providers, ", "),
 		Trust:     trustView(mr.Trust, ""),
 		Stats:     statsView(mr.Stats),
@@ -659,7 +664,7 @@ func categoryLabel(c string) string {
 
 func methodRow(m directory.Method) MethodRow {
 	r := MethodRow{
-		Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: m.Hostname, Description: m.Description,
+		Slug: m.Slug, Name: m.Name, Provider: m.Provider, Hostname: hostText(m.Hostname), Description: m.Description,
 		URL: "/methods/" + m.Slug, MerchantURL: "/merchants/" + m.Hostname,
 		Category: categoryLabel(m.Category), CategoryURL: "/categories/" + url.PathEscape(m.Category),
 		Kind: m.Kind, Payable: m.Payable, Verdict: m.Trust.Verdict, Score: scoreText(m.Trust, false),
@@ -976,4 +981,18 @@ func formatAge(sec int64) string {
 		return plural(int64(d/time.Hour), "hour")
 	}
 	return plural(int64(d/(24*time.Hour)), "day")
+}
+
+// hostText is a hostname as a person reads it: an internationalised one (punycode,
+// xn--) in its own script, with its ASCII form beside it, so that a look-alike of
+// another script is never shown alone; any other as it is.
+func hostText(h string) string {
+	if !strings.Contains(h, "xn--") {
+		return h
+	}
+	u, err := idna.Display.ToUnicode(h)
+	if err != nil || u == h {
+		return h
+	}
+	return u + " (" + h + ")"
 }

@@ -483,3 +483,19 @@ func TestMethodPageShowsTheListingsFiguresApartFromPayments(t *testing.T) {
 		t.Error("a method of no listing shows a listing section")
 	}
 }
+
+// TestInternationalHostnamesReadInTheirScript: a punycode hostname is shown in its
+// own script with its ASCII form beside it, never the look-alike alone; any other
+// hostname as it is.
+func TestInternationalHostnamesReadInTheirScript(t *testing.T) {
+	for h, want := range map[string]string{
+		"xn--bcher-kva.example": "bücher.example (xn--bcher-kva.example)",
+		"api.onesource.io":      "api.onesource.io",
+		"xn--pple-43d.com":      "аpple.com (xn--pple-43d.com)",
+		"xn--invalid--.example": "xn--invalid--.example",
+	} {
+		if got := hostText(h); got != want {
+			t.Errorf("hostText(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
