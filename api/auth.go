@@ -6,21 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/idempotency"
-	"github.com/waystation/waystation/internal/memory"
-	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
-	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/redact"
-	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/search"
-	"github.com/waystation/waystation/internal/session"
-	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
-	"github.com/waystation/waystation/internal/webhook"
 )
 
 // Subscriber wakes a waiter when an event is appended to a session.
@@ -28,35 +21,43 @@ type Subscriber interface {
 	Subscribe(sessionID string) (<-chan struct{}, func())
 }
 
-// Authenticated is what the authenticated API is served from: one service per
-// resource and the secrets values are kept under. Without it every authenticated
-// route answers 401, since no key can be verified.
+// Authenticated is what the authenticated API is served from: the domain's services
+// and the secrets and limits it answers under. Without it every authenticated route
+// answers 401, since no key can be verified.
 type Authenticated struct {
-	// Auth authenticates keys and issues them, and keeps agents (default: a service
-	// without a store, which finds every key invalid).
-	Auth *auth.Service
-	// Sessions is the agents' workflows, within their limits.
-	Sessions *session.Service
-	// Requests is what agents ask their people.
-	Requests    *request.Service
+	// Services are the use cases the routes and MCP tools serve. Without Auth (the
+	// default: a service without a store) every key is invalid; without Memory,
+	// Webhooks or Origins their routes (and resolve, which reads memory) are not
+	// served; without Captchas their routes answer 404; without Payments (the
+	// default: one without a payer or a store) the payment routes answer 501
+	// payer_not_configured; without Guard, a guard over Protected that records
+	// nothing.
+	app.Services
+	// Limits bound waits, bodies and how long answers are remembered.
+	Limits
 	Idempotency idempotency.Store
-	// Memory is the users' saved items; without it their routes (and resolve, which
-	// reads them) are not served.
-	Memory *memory.Service
-	// Traces keeps and lists the spans agents export.
-	Traces *trace.Service
 	// Pepper is the secret API keys are hashed with, which idempotency records are
 	// fingerprinted with too.
 	Pepper []byte
-	// Sealer encrypts the values people provide through requests; without it such
-	// approvals fail.
-	Sealer request.Sealer
 	// PublicURL is the service's public origin (https://host), prefixed to approval
 	// links; without it they are paths.
 	PublicURL string
 	// Events wakes long polls and event streams; without it (noEvents) they read
 	// again on each heartbeat and recheck.
 	Events Subscriber
+	// Protected gives a user's protected values, which the LLM proxy blanks out and
+	// events and request contexts may not hold; without it (noProtected) those
+	// routes fail closed.
+	Protected redact.Source
+	// LLM is the upstream model of the proxy.
+	LLM LLM
+	// Prober calls sellers for quotes, never paying (default: a prober of default
+	// settings).
+	Prober Prober
+}
+
+// Limits bound what one caller holds of the authenticated API.
+type Limits struct {
 	// MaxWait bounds a long poll (default 30s); Heartbeat is the event stream's
 	// keep-alive interval (default 15s); MaxBody bounds request bodies (default 1 MiB);
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
@@ -69,30 +70,6 @@ type Authenticated struct {
 	// polls one key holds open at once on a replica (default 4).
 	StreamLife     time.Duration
 	MaxWaitsPerKey int
-	// Protected gives a user's protected values, which the LLM proxy blanks out and
-	// events and request contexts may not hold; without it (noProtected) those
-	// routes fail closed.
-	Protected redact.Source
-	// Guard is the rule for protected values in what agents send (see package
-	// protect): it refuses, records detections and pauses agents past the budget.
-	// Without it, a guard over Protected that records nothing.
-	Guard *protect.Service
-	// LLM is the upstream model of the proxy.
-	LLM LLM
-	// Prober calls sellers for quotes, never paying (default: a prober of default
-	// settings).
-	Prober Prober
-	// Payments asks for and carries out payments to sellers; built without a payer
-	// (the default: one without a store either), it answers the payment routes 501
-	// payer_not_configured.
-	Payments *payment.Service
-	// Webhooks keeps the users' webhooks; without it their routes are not served.
-	Webhooks *webhook.Service
-	// Origins lists sellers from their own manifests; without it their routes are
-	// not served.
-	Origins *origin.Service
-	// Captchas takes CAPTCHA tasks; without it their routes answer 404.
-	Captchas *captcha.Service
 	// SessionRetention is how long a closed session is kept before it is deleted
 	// (0: for good). A client id (clientSessionId, clientEventId, clientRequestId)
 	// is remembered as long, at least IdempotencyTTL; past that a retry is still
@@ -117,11 +94,11 @@ func (noEvents) Subscribe(string) (<-chan struct{}, func()) { return nil, func()
 
 // clientIDTTL is how long a client id's answer is remembered: 0 (for good) while
 // sessions are kept for good.
-func (a Authenticated) clientIDTTL() time.Duration {
-	if a.SessionRetention <= 0 {
+func (l Limits) clientIDTTL() time.Duration {
+	if l.SessionRetention <= 0 {
 		return 0
 	}
-	return max(a.SessionRetention, a.IdempotencyTTL)
+	return max(l.SessionRetention, l.IdempotencyTTL)
 }
 
 // Option adds to what NewServer wires.

@@ -17,6 +17,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
@@ -54,9 +55,10 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	go func() { listener.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
-	a := api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Requests: &request.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Idempotency: store, Pepper: pepper, Events: listener, Sealer: testVault(t), Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
+	a := api.Authenticated{Services: app.Services{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Requests: &request.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}, Sealer: testVault(t)}, Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)})},
+		Idempotency: store, Pepper: pepper, Events: listener,
 		Protected: memory.Protected{Store: store, Opener: testVault(t)},
-		Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}
+		Limits:    api.Limits{Heartbeat: 50 * time.Millisecond, MaxWait: 30 * time.Second}}
 	for _, o := range opts {
 		o(&a)
 	}

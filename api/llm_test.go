@@ -302,7 +302,7 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 // given is refused and counted before any of this (protect_test.go).
 func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	}, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/origin"
@@ -44,9 +45,9 @@ func (l *lockedLog) String() string {
 
 // loggedServer is everyRoute's server, logging to logs.
 func loggedServer(logs *lockedLog) *Server {
-	return NewServer(Config{}, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil, nil, WithAuthenticated(Authenticated{
+	return NewServer(Config{}, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil, nil, WithAuthenticated(Authenticated{Services: app.Services{
 		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}, Memory: memory.NewService(nil, memory.Config{}),
-		Origins: origin.NewService(nil, nil, nil, origin.Config{})}))
+		Origins: origin.NewService(nil, nil, nil, origin.Config{})}}))
 }
 
 // postMCP posts body to s's MCP endpoint as a client of the current protocol would.

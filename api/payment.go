@@ -8,7 +8,6 @@ import (
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/payment"
-	"github.com/waystation/waystation/internal/request"
 )
 
 type createPaymentRequest struct{ payment.Ask }
@@ -140,11 +139,4 @@ func (s *Server) handleSetSpendingLimits() http.HandlerFunc {
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	})
-}
-
-// approved wakes the payment executor when a person approves a payment.
-func (s *Server) approved(r request.Request) {
-	if r.Kind == request.KindAuthorizePayment {
-		s.auth.Payments.Kick()
-	}
 }

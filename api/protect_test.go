@@ -43,7 +43,7 @@ func TestAnAgentBisectingForACardIsPausedBeforeItKnowsIt(t *testing.T) {
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey}
 		a.MaxBody = 2 << 20
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	})
 	uid, userKey := e.user("ada")
 	agentID, agentKey := e.agent(uid, "scout")

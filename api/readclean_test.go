@@ -43,8 +43,8 @@ func TestTextWrittenBeforeAValueWasSavedIsBlankedOnEveryRead(t *testing.T) {
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		src := switchable{a.Protected, &broken}
 		a.Sessions = &session.Service{Store: a.Sessions.Store, Protected: src}
-		a.Requests = &request.Service{Store: a.Requests.Store, Protected: src}
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+		a.Requests = &request.Service{Store: a.Requests.Store, Protected: src, Sealer: a.Requests.Sealer}
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	})
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -18,6 +18,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/generator"
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/memory"
@@ -110,7 +111,7 @@ func TestAuthenticatedAPIAnswers503WhenTheDatabaseIsUnreachable(t *testing.T) {
 	var logs lockedLog
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
 	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(&logs, nil)), generator.NewHolder(), store,
-		api.WithAuthenticated(api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Requests: &request.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Idempotency: store, Pepper: pepper}))
+		api.WithAuthenticated(api.Authenticated{Services: app.Services{Auth: auth.NewService(store, auth.Config{Pepper: pepper}), Sessions: &session.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}, Requests: &request.Service{Store: store, Protected: memory.Protected{Store: store, Opener: testVault(t)}}}, Idempotency: store, Pepper: pepper}))
 	agentKey, err := auth.Generate(auth.ScopeAgent, pepper)
 	if err != nil {
 		t.Fatal(err)

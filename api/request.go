@@ -147,17 +147,13 @@ func (s *Server) handleDecision() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		out, err := s.decider().Decide(r.Context(), principal(r), sid, id, req.Decision)
+		out, err := s.auth.Requests.Decide(r.Context(), principal(r), sid, id, req.Decision)
 		if err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, s.requestBody(out))
 		return nil
 	})
-}
-
-func (s *Server) decider() request.Decider {
-	return s.auth.Requests.Decider(s.auth.Sealer, s.approved)
 }
 
 // handleCancelRequest withdraws a request on its agent's word.

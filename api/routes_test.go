@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/origin"
@@ -18,9 +19,9 @@ import (
 
 // everyRoute is a server with every service that adds routes configured.
 func everyRoute() *Server {
-	return NewServer(Config{}, nil, nil, nil, WithAuthenticated(Authenticated{
+	return NewServer(Config{}, nil, nil, nil, WithAuthenticated(Authenticated{Services: app.Services{
 		Webhooks: webhook.NewService(nil, webhook.Config{}), Captchas: &captcha.Service{}, Memory: memory.NewService(nil, memory.Config{}),
-		Origins: origin.NewService(nil, nil, nil, origin.Config{})}))
+		Origins: origin.NewService(nil, nil, nil, origin.Config{})}}))
 }
 
 // TestEveryRouteIsInTheOpenAPIDocument walks the router and finds each route, with

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
@@ -23,8 +24,8 @@ import (
 func TestAKeyedSearchHoldingASavedValueIsRefusedBeforeAnyModelSeesIt(t *testing.T) {
 	p := newProvider(t)
 	e := newSearchEnv(t, searchOptions{provider: p, perMin: 600, burst: 100, authenticated: func(store *postgres.Store) api.Authenticated {
-		return api.Authenticated{Auth: auth.NewService(store, auth.Config{Pepper: searchPepper}), Pepper: searchPepper,
-			Memory:    memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)}),
+		return api.Authenticated{Services: app.Services{Auth: auth.NewService(store, auth.Config{Pepper: searchPepper}),
+			Memory: memory.NewService(store, memory.Config{Sealer: testVault(t), Opener: testVault(t)})}, Pepper: searchPepper,
 			Protected: memory.Protected{Store: store, Opener: testVault(t)}}
 	}})
 	ctx := context.Background()

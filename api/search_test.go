@@ -20,6 +20,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/memory"
@@ -151,7 +152,7 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := api.Authenticated{Auth: auth.NewService(e.store, auth.Config{Pepper: searchPepper}), Pepper: searchPepper,
+	a := api.Authenticated{Services: app.Services{Auth: auth.NewService(e.store, auth.Config{Pepper: searchPepper})}, Pepper: searchPepper,
 		Protected: memory.Protected{Store: e.store, Opener: testVault(t)}}
 	if o.authenticated != nil {
 		a = o.authenticated(e.store)

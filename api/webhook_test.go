@@ -51,7 +51,7 @@ func (rc *receiver) received() ([]http.Header, [][]byte) {
 // payload holds a provided value.
 func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	})
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -168,7 +168,7 @@ func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 func TestRegisteringAWebhookWarnsOfAHostDeliveriesWillBeRefusedOn(t *testing.T) {
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer),
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer),
 			Guard: trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)})
 	})
 	_, userKey := e.user("ada")

@@ -16,49 +16,27 @@ import (
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/clientip"
-	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
-	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/request"
-	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
-	"github.com/waystation/waystation/internal/webhook"
 )
 
-// Approvals is what the approval pages are served from: one service per resource,
-// the very ones the API holds, and the secret values are kept under. Without a
-// pepper (see auth.Service) no key can be verified, so every sign-in with a key is
-// refused: the pages fail closed, as the API does.
+// Approvals is what the approval pages are served from: the domain's services, the
+// very ones the API holds, and how the pages are reached. Without a pepper (see
+// auth.Service) no key can be verified, so every sign-in with a key is refused: the
+// pages fail closed, as the API does.
 type Approvals struct {
-	// Auth signs people in, and keeps their keys, agents and passkeys.
-	Auth *auth.Service
-	// Sessions are the agents' workflows, and Requests what they ask their people.
-	Sessions *session.Service
-	Requests *request.Service
-	// Sealer encrypts provided values; without it provide_missing approvals fail.
-	Sealer request.Sealer
-	// Traces gives a session's spans for its timeline, cleaned with the user's
-	// protected values as they are now; without it (or its store) the timeline shows
-	// the events alone.
-	Traces *trace.Service
-	// Payments shows an authorize_payment request's payment and the agent's limits
-	// and spend; without it (or its store) the console shows no payments, limits or
-	// spend. Approved hears of each payment approval, to carry it out at once.
-	Payments *payment.Service
-	Approved func(request.Request)
-	// Captchas gives a captcha request's task, whose image the page shows; without
-	// it (or its store) the page shows none.
-	Captchas *captcha.Service
-	// Webhooks are the person's webhooks, and Memory their saved items, for the console.
-	Webhooks *webhook.Service
-	Memory   *memory.Service
-	// Guard tells the person why the service paused an agent: the detections of
-	// protected values in its requests. Without it the console shows none.
-	Guard *protect.Service
+	// Services are the use cases the pages serve. Without Traces (or its store) a
+	// session's timeline shows the events alone; without Payments (or its store)
+	// the console shows no payments, limits or spend; without Captchas (or its
+	// store) a captcha request's page shows no image; without Guard the console
+	// shows no detections of protected values.
+	app.Services
 	// TrustedProxies are those whose X-Forwarded-For names the client sign-in
 	// attempts are counted for.
 	TrustedProxies clientip.Proxies
@@ -569,9 +547,10 @@ func (s *Server) requestPage(w http.ResponseWriter, r *http.Request, ws auth.Web
 	s.renderApp(w, r, RequestPage(v), status)
 }
 
-// handleDecision applies the signed-in user's decision through the same Decider as
-// the API, so the state machine, expiry and sealing are one. Provided values go
-// from the form to the sealer and nowhere else: not into a page, a log or a URL.
+// handleDecision applies the signed-in user's decision through the same request
+// service as the API, so the state machine, expiry, sealing and what follows an
+// approval are one. Provided values go from the form to the sealer and nowhere else:
+// not into a page, a log or a URL.
 func (s *Server) handleDecision() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := idParam(r)
@@ -590,7 +569,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 			s.forbidden(w, r)
 			return
 		}
-		_, err := s.approvals.Requests.Decider(s.approvals.Sealer, s.approvals.Approved).Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
+		_, err := s.approvals.Requests.Decide(r.Context(), ws.Principal, "", id, decisionFrom(r.PostForm))
 		if errors.Is(err, request.ErrNoSealer) {
 			s.log.Error("approval page: no key to seal provided values")
 		}

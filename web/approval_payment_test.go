@@ -22,7 +22,7 @@ func TestPaymentPageShowsThePaymentAndNeedsTheOverrideToPayAnAvoidSeller(t *test
 	var approved []string
 	e := newAppEnv(t, func(a *Approvals) {
 		a.Payments = &payment.Service{Store: a.Requests.Store.(payment.Store)}
-		a.Approved = func(r request.Request) { approved = append(approved, r.ID) }
+		a.Requests.Approved = func(r request.Request) { approved = append(approved, r.ID) }
 	})
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")

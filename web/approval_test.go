@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
@@ -61,7 +62,7 @@ func newAppEnv(t *testing.T, opts ...func(*Approvals)) *appEnv {
 		t.Fatal(err)
 	}
 	a := storeApprovals(store)
-	a.Sealer, a.LoopbackHTTP = v, true
+	a.Requests.Sealer, a.LoopbackHTTP = v, true
 	a.Traces = trace.NewService(store, memory.Protected{Store: store, Opener: v}, trace.Config{})
 	for _, o := range opts {
 		o(&a)
@@ -80,8 +81,8 @@ func storeApprovals(store *postgres.Store) Approvals {
 		panic(err)
 	}
 	protected := memory.Protected{Store: store, Opener: v}
-	return Approvals{Auth: auth.NewService(store, auth.Config{Pepper: testPepper}), Sessions: &session.Service{Store: store, Protected: protected},
-		Requests: &request.Service{Store: store, Protected: protected}}
+	return Approvals{Services: app.Services{Auth: auth.NewService(store, auth.Config{Pepper: testPepper}), Sessions: &session.Service{Store: store, Protected: protected},
+		Requests: &request.Service{Store: store, Protected: protected}}}
 }
 
 // testVaultKey is the key the pages' tests seal values under.

@@ -17,7 +17,7 @@ import (
 // lists it by what it holds, and archives it, every form behind the CSRF token.
 func TestConsoleSavesListsAndArchivesMemory(t *testing.T) {
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Memory = memory.NewService(a.Requests.Store.(memory.Store), memory.Config{Sealer: a.Sealer.(memory.Sealer)})
+		a.Memory = memory.NewService(a.Requests.Store.(memory.Store), memory.Config{Sealer: a.Requests.Sealer.(memory.Sealer)})
 	})
 	_, adaKey := e.user("ada")
 	b := e.browser()
@@ -61,8 +61,8 @@ func TestConsoleSavesListsAndArchivesMemory(t *testing.T) {
 func TestConsoleChangesMemoryItems(t *testing.T) {
 	var sealer memory.Opener
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Memory = memory.NewService(a.Requests.Store.(memory.Store), memory.Config{Sealer: a.Sealer.(memory.Sealer)})
-		sealer = a.Sealer.(memory.Opener)
+		a.Memory = memory.NewService(a.Requests.Store.(memory.Store), memory.Config{Sealer: a.Requests.Sealer.(memory.Sealer)})
+		sealer = a.Requests.Sealer.(memory.Opener)
 	})
 	ada, adaKey := e.user("ada")
 	ctx := context.Background()
@@ -137,7 +137,7 @@ func TestConsoleChangesMemoryItems(t *testing.T) {
 // shows it blanked with the values as they are now.
 func TestTheTimelineBlanksAValueSavedAfterItsSpanWasKept(t *testing.T) {
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Memory = memory.NewService(a.Requests.Store.(memory.Store), memory.Config{Sealer: a.Sealer.(memory.Sealer)})
+		a.Memory = memory.NewService(a.Requests.Store.(memory.Store), memory.Config{Sealer: a.Requests.Sealer.(memory.Sealer)})
 	})
 	ctx := context.Background()
 	ada, adaKey := e.user("ada")

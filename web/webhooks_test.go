@@ -16,7 +16,7 @@ import (
 // its deliveries, and deletes it, every form behind the CSRF token.
 func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer)})
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	})
 	ada, adaKey := e.user("ada")
 	scout, _ := e.agent(ada, "scout")
@@ -65,7 +65,7 @@ func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
 // that shows its secret says why its deliveries will fail.
 func TestConsoleWarnsOfAWebhookHostDeliveriesWillBeRefusedOn(t *testing.T) {
 	e := newAppEnv(t, func(a *Approvals) {
-		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Sealer.(webhook.Sealer),
+		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer),
 			Guard: trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)})
 	})
 	_, adaKey := e.user("ada")

@@ -210,31 +210,22 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	go request.Expirer{Store: store, Every: requestExpiryEvery, Log: log}.Run(ctx)
 	go idempotency.Sweeper{Store: store, Every: idempotencySweepEvery, Log: log}.Run(ctx)
 	go session.Retention{Store: store, Keep: cfg.SessionRetention, Every: retentionSweepEvery, Log: log}.Run(ctx)
-	a := api.Authenticated{
-		Auth: svc.auth, Sessions: svc.sessions, Requests: svc.requests, Idempotency: store, Memory: svc.memory, Traces: svc.traces,
-		Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
-		SessionRetention: cfg.SessionRetention,
-	}
+	a := api.Authenticated{Services: svc.Services, Idempotency: store, Pepper: cfg.AuthPepper, Events: listener, PublicURL: cfg.PublicURL,
+		Limits: api.Limits{SessionRetention: cfg.SessionRetention}, Prober: svc.prober}
 	if cfg.Secrets != nil {
-		a.Sealer = cfg.Secrets
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
-		a.Guard = svc.guard
 	}
 	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, AnthropicURL: cfg.LLM.AnthropicURL, AnthropicKey: cfg.LLM.AnthropicKey, Timeout: cfg.LLM.Timeout}
-	a.Prober, a.Payments = svc.prober, svc.payments
-	a.Captchas = svc.captchas
-	a.Webhooks = svc.webhooks
-	a.Origins = svc.origins
 	if cfg.Probe.Interval > 0 {
-		go svc.origins.Run(ctx, cfg.Probe.Interval) // the manifests, fetched with each probe round
+		go svc.Origins.Run(ctx, cfg.Probe.Interval) // the manifests, fetched with each probe round
 	}
 	if cfg.Secrets != nil {
 		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log,
 			Protected: memory.Protected{Store: store, Opener: cfg.Secrets}}.Run(ctx)
 	}
-	if svc.payments.Payer != nil {
-		go svc.payments.Run(ctx, paymentEvery)
-		p := svc.payments.Payer
+	if svc.Payments.Payer != nil {
+		go svc.Payments.Run(ctx, paymentEvery)
+		p := svc.Payments.Payer
 		log.Info("paying sellers", "payer", p.Address(), "networks", p.Networks, "chains", cfg.Payment.Chains.Networks(),
 			"solana_payer", p.AddressOn("solana"), "solana_networks", p.SolanaNetworks)
 	}

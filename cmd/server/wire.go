@@ -6,11 +6,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/origin"
-	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/redact"
@@ -23,57 +23,47 @@ import (
 )
 
 // services are the domain's use cases, each built once and handed to every adapter
-// that serves it: the API (MCP included) and the console.
+// that serves it (the API, MCP included, and the console), and the guarded clients
+// that work beyond a request.
 type services struct {
-	// auth authenticates keys, issues them, keeps agents and signs people in.
-	auth *auth.Service
-	// sessions are the agents' workflows, within their limits.
-	sessions *session.Service
-	// requests are what agents ask their people.
-	requests *request.Service
-	payments *payment.Service
-	// prober calls sellers for quotes and payments, never paying on its own.
+	app.Services
+	// prober calls sellers for quotes and payments, never paying on its own;
+	// origins fetch and probe the sellers' manifests through it.
 	prober *trust.Prober
-	memory *memory.Service
-	// captchas takes CAPTCHA tasks, its solver working under the server's life.
-	captchas *captcha.Service
-	// webhooks registers webhooks; webhookSender is the guarded client their
-	// deliveries go through, and the rule registration warns by.
-	webhooks      *webhook.Service
+	// webhookSender is the guarded client webhook deliveries go through, and the
+	// rule registration warns by.
 	webhookSender *trust.Prober
-	// guard is the rule for protected values in what agents send: it refuses,
-	// records detections and pauses agents past their budget.
-	guard *protect.Service
-	// traces keeps and lists the spans agents export.
-	traces *trace.Service
-	// origins lists sellers from their own manifests, fetched and probed through
-	// the prober's guarded client.
-	origins *origin.Service
 }
 
 // newServices builds the services over store with cfg's settings; work they do
 // beyond a request runs under ctx.
 func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) services {
 	var s services
-	s.auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
+	s.Auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
 		Passkeys: store, SignInAttempts: store})
 	var protected redact.Source // without sealing keys, spans, sessions and requests fail closed
 	if cfg.Secrets != nil {
 		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
-	s.sessions = &session.Service{Store: store, Limits: cfg.SessionLimits, Protected: protected}
-	s.requests = &request.Service{Store: store, Protected: protected}
-	s.payments, s.prober = newPayments(cfg, log, store)
+	s.Sessions = &session.Service{Store: store, Limits: cfg.SessionLimits, Protected: protected}
+	payments, prober := newPayments(cfg, log, store)
+	s.Payments, s.prober = payments, prober
+	// A person's approval of a payment, through the API or the console alike, wakes
+	// the executor at once.
+	s.Requests = &request.Service{Store: store, Protected: protected, Approved: func(request.Request) { payments.Kick() }}
+	if cfg.Secrets != nil { // without sealing keys, approvals that provide values fail
+		s.Requests.Sealer = cfg.Secrets
+	}
 	mc := memory.Config{}
 	if cfg.Secrets != nil {
 		mc.Sealer, mc.Opener = cfg.Secrets, cfg.Secrets
 	}
-	s.memory = memory.NewService(store, mc)
+	s.Memory = memory.NewService(store, mc)
 	if cfg.Secrets != nil { // without sealing keys there are no values, and the guard fails closed
-		s.guard = protect.NewService(memory.Protected{Store: store, Opener: cfg.Secrets}, store, cfg.Detections, log)
+		s.Guard = protect.NewService(memory.Protected{Store: store, Opener: cfg.Secrets}, store, cfg.Detections, log)
 	}
-	s.traces = trace.NewService(store, protected, trace.Config{Guard: s.guard})
-	s.captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
+	s.Traces = trace.NewService(store, protected, trace.Config{Guard: s.Guard})
+	s.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 
 	// Deliveries go through a prober's guarded client of their own: public addresses
 	// only, and the hosts WEBHOOK_ALLOW_HOSTS names. Registration asks the same rule,
@@ -83,8 +73,8 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 	if cfg.Secrets != nil {
 		wc.Sealer = cfg.Secrets
 	}
-	s.webhooks = webhook.NewService(store, wc)
-	s.origins = origin.NewService(store, s.prober, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter,
+	s.Webhooks = webhook.NewService(store, wc)
+	s.Origins = origin.NewService(store, s.prober, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter,
 		Limiter: submitLimiter(cfg.Probe.OriginSubmitPerHour, store), Log: log})
 	return s
 }

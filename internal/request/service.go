@@ -22,6 +22,13 @@ type Service struct {
 	// holds it still. Without it (or when they cannot be loaded) reads fail closed
 	// as redaction_unavailable.
 	Protected redact.Source
+	// Sealer encrypts the values people provide through requests; without it such
+	// approvals fail with ErrNoSealer.
+	Sealer Sealer
+	// Approved, when set, hears of every approval left for the system to carry out
+	// (a payment), once it is stored: whichever adapter the person decided through,
+	// the same thing happens next.
+	Approved func(Request)
 }
 
 // Clean blanks set's values in every text of the request an agent wrote (its
@@ -133,8 +140,8 @@ func (s *Service) Waiting(ctx context.Context, userID string, limit int) ([]Requ
 	return s.cleanedAll(ctx, userID, rs, err)
 }
 
-// Decider decides the requests of the service's store (see Decider): provided
-// values sealed with sealer, approved told of each approval.
-func (s *Service) Decider(sealer Sealer, approved func(Request)) Decider {
-	return Decider{Store: s.Store, Sealer: sealer, Approved: approved}
+// Decide answers request id (in session sessionID, or any when "") for user p (see
+// Decider.Decide), with the service's sealer and approval hook.
+func (s *Service) Decide(ctx context.Context, p auth.Principal, sessionID, id string, dec Decision) (Request, error) {
+	return Decider{Store: s.Store, Sealer: s.Sealer, Approved: s.Approved}.Decide(ctx, p, sessionID, id, dec)
 }
