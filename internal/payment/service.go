@@ -8,14 +8,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -26,140 +24,10 @@ import (
 	"github.com/waystation/waystation/internal/x402"
 )
 
-// Payer is what the service pays with: the keys' signers and the networks the
-// operator funds each on (CAIP-2). It pays USDC there, by the exact scheme: on EVM
-// networks with Signer, on Solana with Solana, whose transactions take a recent
-// blockhash from Blockhashes.
-type Payer struct {
-	Signer   *x402.Signer
-	Networks Networks
-	// Solana is the Solana payer (nil without), SolanaNetworks where it is funded,
-	// and Blockhashes the RPC it reads recent blockhashes from.
-	Solana         *x402.SolanaSigner
-	SolanaNetworks Networks
-	Blockhashes    Blockhashes
-	// Landings tell whether a Solana payment whose outcome is unknown landed (nil:
-	// such payments stay unknown).
-	Landings Landings
-}
-
-// Landings are Solana's word on a signed payment: whether its transaction landed,
-// or its blockhash expired so that it never can. x402.SolanaRPC implements it.
-type Landings interface {
-	// Landing looks tx up on network; x402.ErrNoChain when it has no endpoint there.
-	Landing(ctx context.Context, network string, tx x402.ExactSVMPayload) (x402.Landing, error)
-}
-
-// Blockhashes are Solana's recent blockhashes, per network. x402.SolanaRPC
-// implements it.
-type Blockhashes interface {
-	// Has reports whether network's blockhashes can be read.
-	Has(network string) bool
-	// LatestBlockhash is network's latest blockhash, in base58.
-	LatestBlockhash(ctx context.Context, network string) (string, error)
-}
-
-// Pays reports whether the payer can pay asset on network: a network it is funded
-// on, that network's USDC, and for Solana a blockhash to sign with.
-func (p *Payer) Pays(network, asset string) bool {
-	if p == nil {
-		return false
-	}
-	network = x402.NormalizeNetwork(network)
-	switch x402.Namespace(network) {
-	case "eip155":
-		return p.Signer != nil && p.Networks.Pays(network, asset)
-	case "solana":
-		return p.Solana != nil && p.Blockhashes != nil && p.Blockhashes.Has(network) && p.SolanaNetworks.Pays(network, asset)
-	}
-	return false
-}
-
-// Networks are the networks a payer is funded on, in CAIP-2 form. They decide
-// what is payable, also where the key itself is not at hand (the generator).
-type Networks []string
-
-// ParseNetworks reads a comma-separated list of EVM networks in CAIP-2 form (or
-// x402 v1 names).
-func ParseNetworks(v string) (Networks, error) { return parseNetworks(v, "eip155", "eip155:8453") }
-
-// ParseSolanaNetworks reads a comma-separated list of Solana networks in CAIP-2 form
-// (or x402 v1 names: solana, solana-devnet).
-func ParseSolanaNetworks(v string) (Networks, error) {
-	return parseNetworks(v, "solana", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp")
-}
-
-func parseNetworks(v, namespace, example string) (Networks, error) {
-	var out Networks
-	for _, n := range strings.Split(v, ",") {
-		if strings.TrimSpace(n) == "" {
-			continue
-		}
-		n = x402.NormalizeNetwork(strings.TrimSpace(n))
-		if !x402.IsCAIP2(n) || x402.Namespace(n) != namespace {
-			return nil, fmt.Errorf("%q is not a network of %s in CAIP-2 form, such as %s", n, namespace, example)
-		}
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out, nil
-}
-
-// Pays reports whether a payer funded on n can pay asset on network: a network of
-// n (test networks only when named) and that network's USDC.
-func (n Networks) Pays(network, asset string) bool {
-	network = x402.NormalizeNetwork(network)
-	if !slices.Contains(n, network) {
-		return false
-	}
-	a, ok := x402.LookupAsset(network, asset)
-	return ok && a.Symbol == "USDC"
-}
-
-// Address is the payer's EVM address; "" without an EVM key.
-func (p *Payer) Address() string {
-	if p == nil || p.Signer == nil {
-		return ""
-	}
-	return p.Signer.Address()
-}
-
-// Owns reports whether address is one of the payer's own: its EVM address (in
-// either case) or its Solana public key. A payment naming one as payee or fee payer
-// would pay the service itself, or leave a transaction only the service could send.
-func (p *Payer) Owns(address string) bool {
-	if p == nil || address == "" {
-		return false
-	}
-	return p.Signer != nil && strings.EqualFold(address, p.Signer.Address()) ||
-		p.Solana != nil && address == p.Solana.Address()
-}
-
-// AddressOn is the payer's address on network: its Solana public key on Solana,
-// its EVM address elsewhere.
-func (p *Payer) AddressOn(network string) string {
-	if x402.Namespace(network) == "solana" {
-		if p == nil || p.Solana == nil {
-			return ""
-		}
-		return p.Solana.Address()
-	}
-	return p.Address()
-}
-
 // Sender sends one exact request to a seller through the service's guarded client
 // (public addresses only, unless named; no redirect followed).
 type Sender interface {
 	Send(ctx context.Context, req *http.Request) (*http.Response, error)
-}
-
-// Chain tells whether a payer's EIP-3009 authorization was used: the evidence that
-// settles a payment whose outcome is unknown. x402.Chains implements it.
-type Chain interface {
-	// AuthorizationUsed reports whether the token asset on network used from's
-	// nonce; x402.ErrNoChain when it has no endpoint for network.
-	AuthorizationUsed(ctx context.Context, network, asset, from string, nonce []byte) (bool, error)
 }
 
 // Outcome is how an executing payment ended.
@@ -200,6 +68,8 @@ type Service struct {
 	// afterSend, in tests, stops the executor between sending and recording, as a
 	// crash would.
 	afterSend func(Payment) error
+	// chains, in tests, are the families paid on instead of the Payer's.
+	chains []Family
 
 	kick chan struct{}
 }
@@ -280,6 +150,18 @@ func (s *Service) DailySpend(ctx context.Context, p auth.Principal, days int) ([
 	return s.Store.DailySpend(ctx, p, today.AddDate(0, 0, 1-days))
 }
 
+// families are the chain families the service pays on: the Payer's, settled from
+// Chain for EVM.
+func (s *Service) families() []Family {
+	if s.chains != nil {
+		return s.chains
+	}
+	return s.Payer.families(s.Chain)
+}
+
+// family is the family that pays offer o, as approved; nil when none does.
+func (s *Service) family(o Offer) Family { return familyOf(s.families(), o.Network, o.Scheme) }
+
 // Clock is the service's time: what spend is counted at.
 func (s *Service) Clock() time.Time { return s.now() }
 
@@ -326,7 +208,7 @@ func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a
 	}
 	max, _ := ParseMicros(a.MaximumDebit)
 	pay := Payment{Host: host, HTTPRequest: a.HTTPRequest, Offer: offer.Offer, MaximumDebit: max, Verdict: v,
-		Payer: s.Payer.AddressOn(offer.Network), Nonce: nonce, Raw: offer.raw}
+		Payer: offer.family.Address(), Nonce: nonce, Raw: offer.raw}
 	ttl := a.TTLSeconds
 	n := request.New{ClientRequestID: a.ClientRequestID, Kind: request.KindAuthorizePayment, TTLSeconds: ttl,
 		Context: request.Context{URL: a.HTTPRequest.URL, MerchantName: host, Reason: a.Reason},
@@ -347,7 +229,8 @@ func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a
 
 type readOffer struct {
 	Offer
-	raw x402.Offer
+	raw    x402.Offer
+	family Family
 }
 
 // offer sends the envelope without payment and reads the offer the payer can pay.
@@ -369,65 +252,31 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 	if err != nil {
 		return readOffer{}, problem.New(problem.OfferNotPayable, "The seller's 402 answer holds no valid x402 offer: "+x402.Clean(err.Error(), 300))
 	}
+	fs := s.families()
 	namesPayer := false
 	for _, o := range offers {
-		if !s.Payer.Pays(o.Network, o.Asset) || o.Scheme != x402.SchemeExact {
+		network := x402.NormalizeNetwork(o.Network)
+		f := familyOf(fs, network, o.Scheme)
+		if f == nil || !f.Pays(network, o.Asset) {
 			continue
 		}
-		// What the signer needs must be there before the person is asked: the
-		// token's EIP-712 domain on EVM; on Solana a fee payer that is a public key,
-		// the network's USDC and an amount a token transfer holds.
-		terms, err := signable(o)
+		// What the signer needs must be there before the person is asked.
+		q, err := f.Quote(o)
 		if err != nil {
 			continue
 		}
-		v, ok := Value(o.Network, o.Asset, o.Amount)
-		if !ok {
-			continue
-		}
-		if s.Payer.Owns(o.PayTo) || s.Payer.Owns(feePayer(terms)) {
+		if owns(fs, o.PayTo) || slices.ContainsFunc(q.Named, func(a string) bool { return owns(fs, a) }) {
 			namesPayer = true
 			continue
 		}
-		a, _ := x402.LookupAsset(o.Network, o.Asset)
-		return readOffer{Offer: Offer{Version: o.Version, Scheme: o.Scheme, Network: x402.NormalizeNetwork(o.Network), Asset: o.Asset,
-			Symbol: a.Symbol, PayTo: o.PayTo, Amount: o.Amount, Value: v, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource}, raw: o}, nil
+		return readOffer{Offer: Offer{Version: o.Version, Scheme: o.Scheme, Network: network, Asset: o.Asset,
+			Symbol: q.Symbol, PayTo: o.PayTo, Amount: o.Amount, Value: q.Value, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource},
+			raw: o, family: f}, nil
 	}
 	if namesPayer {
 		return readOffer{}, problem.New(problem.OfferNamesPayer, "The seller's offer names this server's own payer as its payee or fee payer: it is not paid.")
 	}
-	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact, in USDC, on "+networks(s.Payer)+".")
-}
-
-// feePayer is the fee payer of Solana terms, in base58; "" for other terms.
-func feePayer(terms any) string {
-	if t, ok := terms.(x402.SVMTerms); ok {
-		return t.FeePayer.String()
-	}
-	return ""
-}
-
-func networks(p *Payer) string {
-	var all []string
-	if p.Signer != nil {
-		all = append(all, p.Networks...)
-	}
-	if p.Solana != nil {
-		all = append(all, p.SolanaNetworks...)
-	}
-	if len(all) == 0 {
-		return "no network"
-	}
-	return strings.Join(all, ", ")
-}
-
-// signable reads what signing o needs: its EIP-712 domain on EVM, its transfer's
-// terms on Solana.
-func signable(o x402.Offer) (any, error) {
-	if x402.Namespace(o.Network) == "solana" {
-		return x402.SVMTermsOf(o)
-	}
-	return x402.DomainOf(o)
+	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact, in USDC, on "+networks(fs)+".")
 }
 
 // DefaultMaxAuthorization is how long a signed authorization is valid at most,
@@ -447,11 +296,6 @@ func (s *Service) Lifetime(maxTimeoutSeconds int) time.Duration {
 	}
 	return ceiling
 }
-
-// svmLifetime is how long a Solana payment may land after its blockhash was read: a
-// blockhash is good for 150 blocks, a minute or so, and the reference facilitators
-// forget a transaction after two.
-const svmLifetime = 120 * time.Second
 
 // Kick wakes the executor: a payment was approved.
 func (s *Service) Kick() {
@@ -569,21 +413,19 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 			log.Info("payment not signed: the offer changed", "payTo", o.PayTo, "amount", o.Amount, "network", o.Network)
 			return s.fail(ctx, p, FailOfferChanged)
 		}
-		now := s.now()
-		life := s.Lifetime(p.Offer.MaxTimeoutSeconds)
-		p.ValidAfter, p.ValidBefore = now.Unix()-600, now.Add(life).Unix()
-		if x402.Namespace(p.Offer.Network) == "solana" {
-			// Solana's validity window is its blockhash's lifetime.
-			bh, err := s.Payer.Blockhashes.LatestBlockhash(ctx, p.Offer.Network)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				log.Warn("payment not signed: no recent blockhash", "err", err)
-				return s.fail(ctx, p, FailNoBlockhash)
+		w, err := o.family.Window(ctx, p.Offer.Network, s.now(), s.Lifetime(p.Offer.MaxTimeoutSeconds))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			p.Blockhash, p.ValidAfter, p.ValidBefore = bh, now.Unix(), now.Add(min(life, svmLifetime)).Unix()
+			why, ok := refused(err)
+			if !ok {
+				return err
+			}
+			log.Warn("payment not signed", "failure", why, "err", err)
+			return s.fail(ctx, p, why)
 		}
+		p.ValidAfter, p.ValidBefore, p.Blockhash = w.ValidAfter, w.ValidBefore, w.Blockhash
 		switch err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore, p.Blockhash); {
 		case errors.Is(err, ErrAgentStopped):
 			log.Info("payment not signed: its agent is disabled or its payments paused")
@@ -592,15 +434,18 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 			return err
 		}
 	}
-	sig, err := s.sign(p)
-	if errors.Is(err, x402.ErrNotExactEVM) || errors.Is(err, x402.ErrNotExactSVM) {
+	f := s.family(p.Offer)
+	if f == nil {
 		return s.fail(ctx, p, FailNoOffer)
+	}
+	header, err := f.Sign(p)
+	if why, ok := refused(err); ok {
+		return s.fail(ctx, p, why)
 	}
 	if err != nil {
 		return err
 	}
-	name, value := p.Raw.PaymentHeader(sig)
-	req, err := p.HTTPRequest.Request(http.Header{http.CanonicalHeaderKey(name): {value}})
+	req, err := p.HTTPRequest.Request(header)
 	if err != nil {
 		return s.fail(ctx, p, FailUnreachable)
 	}
@@ -646,31 +491,6 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	return s.Store.Finish(ctx, p, o)
 }
 
-// sign signs p as it was recorded: the same payment always gives the same payload
-// (ECDSA by RFC 6979 on EVM, Ed25519 on Solana, both deterministic).
-func (s *Service) sign(p Payment) (any, error) {
-	if x402.Namespace(p.Offer.Network) == "solana" {
-		if s.Payer.Solana == nil {
-			return nil, x402.ErrNotExactSVM
-		}
-		t, err := x402.SVMTermsOf(p.Raw)
-		if err != nil {
-			return nil, err
-		}
-		return s.Payer.Solana.Sign(t, p.Blockhash, p.Nonce)
-	}
-	if s.Payer.Signer == nil {
-		return nil, x402.ErrNotExactEVM
-	}
-	d, err := x402.DomainOf(p.Raw)
-	if err != nil {
-		return nil, err
-	}
-	return s.Payer.Signer.Sign(d, x402.Authorization{From: s.Payer.Address(), To: p.Offer.PayTo, Value: p.Offer.Amount,
-		ValidAfter: strconv.FormatInt(p.ValidAfter, 10), ValidBefore: strconv.FormatInt(p.ValidBefore, 10),
-		Nonce: "0x" + hex.EncodeToString(p.Nonce)})
-}
-
 func (s *Service) fail(ctx context.Context, p Payment, why string) error {
 	return s.Store.Finish(ctx, p, Outcome{Status: StatusFailed, Failure: why, Receipt: s.receipt(p, StatusFailed, why)})
 }
@@ -711,7 +531,7 @@ const settleGrace = 60 * time.Second
 // and nothing can. Without a chain for its network it stays unknown. It reports
 // whether it looked at one.
 func (s *Service) Resolve(ctx context.Context) (bool, error) {
-	if s.Chain == nil && (s.Payer == nil || s.Payer.Landings == nil) {
+	if !slices.ContainsFunc(s.families(), Family.Reads) {
 		return false, nil
 	}
 	every := s.CheckEvery
@@ -723,14 +543,20 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	log := s.Log.With("payment", p.ID, "host", p.Host)
-	used, closed, tx, err := s.used(ctx, *p)
+	var ev Evidence
+	if f := s.family(p.Offer); f != nil {
+		ev, err = f.Settled(ctx, *p)
+	} else {
+		err = x402.ErrNoChain
+	}
+	tx := ev.Transaction
 	switch {
 	case errors.Is(err, x402.ErrNoChain):
 		return true, nil // stays unknown: nothing here can tell
 	case err != nil:
 		log.Warn("payment outcome unknown: the chain did not answer", "err", err)
 		return true, nil
-	case used:
+	case ev.Used:
 		log.Info("payment settled, as the chain shows", "answered", p.Answer != nil)
 		o := Outcome{Status: StatusSettled, Transaction: tx, Receipt: s.receipt(*p, StatusSettled, "")}
 		// Paid, and the seller answered something else than what was paid for, or
@@ -740,35 +566,11 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 			o.Receipt.Transaction = &tx
 		}
 		return true, s.Store.Finish(ctx, *p, o)
-	case closed || s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace)):
+	case ev.Closed || s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace)):
 		log.Info("payment not settled, as the chain shows after it could no longer be used")
 		return true, s.fail(ctx, *p, FailNotSettled)
 	}
 	return true, nil
-}
-
-// used asks the chain whether p's authorization was used: on EVM networks the
-// token's authorizationState of its nonce; on Solana whether its transaction landed
-// (tx, its signature), or its blockhash expired so that it never can (closed).
-// x402.ErrNoChain when nothing here reads p's network.
-func (s *Service) used(ctx context.Context, p Payment) (used, closed bool, tx string, err error) {
-	if x402.Namespace(p.Offer.Network) == "solana" {
-		if s.Payer == nil || s.Payer.Landings == nil || s.Payer.Solana == nil {
-			return false, false, "", x402.ErrNoChain
-		}
-		// The very transaction that left: signing is deterministic.
-		sig, err := s.sign(p)
-		if err != nil {
-			return false, false, "", err
-		}
-		l, err := s.Payer.Landings.Landing(ctx, p.Offer.Network, sig.(x402.ExactSVMPayload))
-		return l.Landed, l.Expired, l.Transaction, err
-	}
-	if s.Chain == nil {
-		return false, false, "", x402.ErrNoChain
-	}
-	used, err = s.Chain.AuthorizationUsed(ctx, p.Offer.Network, p.Offer.Asset, p.Payer, p.Nonce)
-	return used, false, "", err
 }
 
 // hashLimit bounds how much of an answer is read to hash it.
