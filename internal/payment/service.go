@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -71,7 +72,8 @@ type Service struct {
 	// chains, in tests, are the families paid on instead of the Payer's.
 	chains []Family
 
-	kick chan struct{}
+	kick     chan struct{}
+	kickOnce sync.Once // makes kick, for Kick and Run alike
 }
 
 // CheckPayer is nil when the service pays sellers, and ErrNoPayer
@@ -306,9 +308,11 @@ func (s *Service) Kick() {
 }
 
 func (s *Service) kicks() chan struct{} {
-	if s.kick == nil {
-		s.kick = make(chan struct{}, 1)
-	}
+	s.kickOnce.Do(func() {
+		if s.kick == nil {
+			s.kick = make(chan struct{}, 1)
+		}
+	})
 	return s.kick
 }
 
