@@ -86,10 +86,16 @@ func TestPhrasingsAreEmbeddedInOneBatch(t *testing.T) {
 	}
 }
 
-// countedStore answers as its fixedStore and counts the allowance as its counter.
+// countedStore answers as its fixedStore, from any number of goroutines at once (a
+// query's phrasings are looked up together), and counts the allowance as its counter.
 type countedStore struct {
 	fixedStore
 	c *counter
+}
+
+func (s countedStore) Nearest(ctx context.Context, m search.ModelRecord, v []float32, k int, only []string) ([]search.Neighbour, error) {
+	var asked int
+	return fixedStore{s.near, &asked}.Nearest(ctx, m, v, k, only)
 }
 
 func (s countedStore) UseAllowance(ctx context.Context, now time.Time, limit int, caller string, share int) (bool, error) {
