@@ -2,7 +2,9 @@ package search_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,11 +56,19 @@ func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
 // batches counts the calls to a model and the texts of each.
 type batches struct {
 	embedding.Embedder
+	mu    sync.Mutex
 	calls []int
+	// failBatches makes every call of more than one text fail.
+	failBatches bool
 }
 
 func (b *batches) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	b.mu.Lock()
 	b.calls = append(b.calls, len(texts))
+	b.mu.Unlock()
+	if b.failBatches && len(texts) > 1 {
+		return nil, errors.New("the batch failed")
+	}
 	return b.Embedder.Embed(ctx, texts)
 }
 
@@ -83,6 +93,28 @@ func TestPhrasingsAreEmbeddedInOneBatch(t *testing.T) {
 	}
 	if !slices.Equal(model.calls, []int{1, 4}) || store.used != 5 {
 		t.Errorf("model calls %v (want the query, then its four phrasings in one), allowance used %d (want 5)", model.calls, store.used)
+	}
+}
+
+// TestAFailedBatchIsNotChargedTwice: when the one pass over a query's phrasings
+// fails and each is embedded again alone, each is charged to the allowance once.
+func TestAFailedBatchIsNotChargedTwice(t *testing.T) {
+	snap := nearSnapshot(t)
+	model := &batches{Embedder: embedding.Lexhash{}, failBatches: true}
+	c := search.HybridCalibration
+	m := &search.Model{Embedder: embedding.WithCache(model, 100), Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &c}}
+	store := &counter{callers: map[string]int{}}
+	var asked int
+	eng, err := search.NewEngine(search.Config{DailyAllowance: 100}, countedStore{fixedStore{[]search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}, &asked}, store}, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrites := []string{"weather forecast", "city weather api", "forecast lookup"}
+	if _, err := eng.SearchPhrased(context.Background(), "caller", snap, "weather in a city", rewrites, directory.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(model.calls) != 5 || store.used != 4 {
+		t.Errorf("model calls %v (want the query, the failed batch of three, then each alone), allowance used %d (want 4)", model.calls, store.used)
 	}
 }
 

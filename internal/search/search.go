@@ -261,7 +261,7 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 	if open(m.Embedder) && e.fallback != nil {
 		m, degraded = e.fallback, true
 	}
-	near, m, degraded, err := e.nearest(ctx, caller, snap, m, degraded, norm, f)
+	near, m, degraded, err := e.nearest(ctx, caller, snap, m, degraded, norm, f, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -272,13 +272,14 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 	}
 	// The phrasings are embedded in one pass of the model, then looked up at once,
 	// on every processor.
-	if err := e.warm(ctx, caller, snap, m, phrasings, f); err != nil {
+	paid, err := e.warm(ctx, caller, snap, m, phrasings, f)
+	if err != nil {
 		return Result{}, err
 	}
 	all := make([][]Neighbour, 1+len(phrasings))
 	all[0] = near
 	err = parallel.For(len(phrasings), func(i int) error {
-		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, phrasings[i], f)
+		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, phrasings[i], f, paid[phrasings[i]])
 		all[i+1] = n
 		return err
 	})
@@ -293,12 +294,12 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 // leaves their vectors in m's cache for nearest: a model reads a batch of short
 // texts in about the time it reads one. It does nothing under a model without a
 // cache, or with fewer than two to embed; when the model fails, nearest tries each
-// again (and charges it again).
-func (e *Engine) warm(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, norms []string, f directory.Filter) error {
+// again, without charging it twice. It returns the phrasings it charged.
+func (e *Engine) warm(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, norms []string, f directory.Filter) (map[string]bool, error) {
 	if _, ok := embedding.Find[interface {
 		Lookup(string) ([]float32, bool)
 	}](m.Embedder); !ok {
-		return nil
+		return nil, nil
 	}
 	var missing []string
 	for _, n := range norms {
@@ -311,12 +312,14 @@ func (e *Engine) warm(ctx context.Context, caller string, snap *directory.Snapsh
 		}
 	}
 	if len(missing) < 2 {
-		return nil
+		return nil, nil
 	}
-	for range missing {
+	paid := make(map[string]bool, len(missing))
+	for _, n := range missing {
 		if err := e.charge(ctx, caller); err != nil {
-			return err
+			return nil, err
 		}
+		paid[n] = true
 	}
 	start := time.Now()
 	_, err := m.Embedder.Embed(ctx, missing)
@@ -326,7 +329,7 @@ func (e *Engine) warm(ctx context.Context, caller string, snap *directory.Snapsh
 			o.Embedded(m.Record.ID, took, err)
 		}
 	}
-	return nil
+	return paid, nil
 }
 
 // phrasings are the distinct normalised rewrites that differ from the query norm,
@@ -367,13 +370,14 @@ func (e *Engine) Novel(snap *directory.Snapshot, q string, rewrites []string) in
 
 // nearest are the nearest methods of the normalised query norm under m among
 // those of snap f selects, from the cache or embedded and looked up; when the
-// provider fails this once, under the fallback (degraded), which it returns.
-func (e *Engine) nearest(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, norm string, f directory.Filter) ([]Neighbour, *Model, bool, error) {
+// provider fails this once, under the fallback (degraded), which it returns. A
+// phrasing already paid for is not charged to the allowance again.
+func (e *Engine) nearest(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, norm string, f directory.Filter, paid bool) ([]Neighbour, *Model, bool, error) {
 	key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: norm, filter: filterKey(f)}
 	if near, ok := e.neighbours.Get(key); ok {
 		return near, m, degraded, nil
 	}
-	vec, err := e.embed(ctx, caller, m, norm)
+	vec, err := e.embed(ctx, caller, m, norm, paid)
 	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
 		// The provider failed this once (its breaker counts it): answer degraded.
 		m, degraded = e.fallback, true
@@ -554,13 +558,16 @@ func SplitParts(e embedding.Embedder, q []float32, near []Neighbour) {
 }
 
 // embed returns the query's vector under m: from the cache, or, if the day's
-// allowance and caller's share of it have one left, freshly embedded.
-func (e *Engine) embed(ctx context.Context, caller string, m *Model, norm string) ([]float32, error) {
+// allowance and caller's share of it have one left (or it is paid for already),
+// freshly embedded.
+func (e *Engine) embed(ctx context.Context, caller string, m *Model, norm string, paid bool) ([]float32, error) {
 	if v, ok := lookup(m.Embedder, norm); ok {
 		return v, nil
 	}
-	if err := e.charge(ctx, caller); err != nil {
-		return nil, err
+	if !paid {
+		if err := e.charge(ctx, caller); err != nil {
+			return nil, err
+		}
 	}
 	return e.embedNoAllowance(ctx, m, norm)
 }
