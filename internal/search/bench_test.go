@@ -223,7 +223,10 @@ func benchSearch(b *testing.B, env benchEnv) {
 	run(benchQueries[0])
 	dev := devSet(b)
 	if dev != nil {
-		b.Run("dev-set", func(b *testing.B) { devSetRecall(b, env, dev) })
+		b.Run("dev-set", func(b *testing.B) { devSetRecall(b, env, dev, nil) })
+		if rewrites := devRewrites(b); rewrites != nil {
+			b.Run("dev-set-rewrites", func(b *testing.B) { devSetRecall(b, env, dev, rewrites) })
+		}
 	}
 	// A method's slug or name resolves in memory, with no embedding, at any size.
 	b.Run("exact", func(b *testing.B) {

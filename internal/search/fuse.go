@@ -22,14 +22,17 @@ type Reading struct {
 // Fusion answers a query said several ways (the caller's own query and the
 // phrasings it sends beside it). Each phrasing is read alone, as a query without
 // phrasings is; their rankings are fused by reciprocal rank, each weighted by its
-// probability; and agreement is the evidence: the query is answered only when the
-// mean of the phrasings' probabilities reaches Mean and at least Top of them (all
-// of them, when fewer were read) hold the fused ranking's first method among their
-// first three. A language model that was not shown the catalog rarely words a
-// request the catalog cannot answer so that its phrasings all come near one method.
+// probability; and agreement is the evidence. The fused ranking's first method is
+// vouched for by each phrasing that holds it among its own first three, with that
+// phrasing's probability: the query is answered only when at least Top phrasings
+// (all of them, when fewer were read) vouch for it and their probabilities, summed
+// over all the phrasings read, come to Least. A language model that was not shown
+// the catalog rarely words a request the catalog cannot answer so that its
+// phrasings all come near one method; and a phrasing sure of another method adds
+// nothing to the first's share.
 type Fusion struct {
-	Mean float64 `json:"mean"`
-	Top  int     `json:"top"`
+	Least float64 `json:"least"`
+	Top   int     `json:"top"`
 	// K is the reciprocal rank's constant: a method's fused score is the sum, over the
 	// phrasings, of the phrasing's probability over K plus its rank there.
 	K float64 `json:"k"`
@@ -39,15 +42,15 @@ type Fusion struct {
 // the development set's queries and the phrasings an agent wrote for each (make
 // eval: the threshold chosen on the band's predictions for queries it was not fitted
 // on, under 0.05 false matches).
-var HybridFusion = Fusion{Mean: 0.55, Top: 2, K: 1}
+var HybridFusion = Fusion{Least: 0.4, Top: 2, K: 1}
 
 // Fused is a fusion's answer: the methods kept, best first, each with its fused
-// score; the mean probability; and how many phrasings hold the first method among
-// their first three.
+// score; the share of the phrasings' probability that vouches for the first method;
+// and how many phrasings hold it among their first three.
 type Fused struct {
 	Kept   []Neighbour
 	Scores []float64
-	Mean   float64
+	Share  float64
 	Agreed int
 }
 
@@ -66,7 +69,6 @@ func (f Fusion) Fuse(rs []Reading, max int) Fused {
 	var all []fused
 	at := map[string]int{}
 	for _, r := range rs {
-		out.Mean += r.P / float64(len(rs))
 		for rank, n := range r.Near[:min(len(r.Near), Neighbours)] {
 			i, ok := at[n.Slug]
 			if !ok {
@@ -87,9 +89,10 @@ func (f Fusion) Fuse(rs []Reading, max int) Fused {
 	for _, r := range rs {
 		if holds(r.Near[:min(len(r.Near), MaxResults)], all[0].n.Slug) {
 			out.Agreed++
+			out.Share += r.P / float64(len(rs))
 		}
 	}
-	if out.Mean < f.Mean || out.Agreed < min(f.Top, len(rs)) {
+	if out.Share < f.Least || out.Agreed < min(f.Top, len(rs)) {
 		return out
 	}
 	for _, x := range all[:min(len(all), max)] {

@@ -26,7 +26,7 @@ func reading(p float64, slugs ...string) search.Reading {
 // one whose phrasings are unsure, or each near another method, is not, however sure
 // one of them is.
 func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
-	f := search.Fusion{Mean: 0.5, Top: 2, K: 1}
+	f := search.Fusion{Least: 0.5, Top: 2, K: 1}
 	got := f.Fuse([]search.Reading{reading(0.9, "a", "b", "c"), reading(0.7, "b", "a", "d"), reading(0.6, "a", "e", "f"), reading(0.2, "x", "y", "z")}, 3)
 	if len(got.Kept) != 3 || got.Kept[0].Slug != "a" || got.Kept[1].Slug != "b" || got.Agreed != 3 {
 		t.Fatalf("agreeing phrasings: %+v", got)
@@ -41,7 +41,7 @@ func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
 		t.Errorf("disagreeing phrasings answered: %+v", got)
 	}
 	// Agreeing, but unsure on the whole.
-	if got := f.Fuse([]search.Reading{reading(0.9, "a"), reading(0.3, "a"), reading(0.2, "a"), reading(0.1, "a")}, 3); len(got.Kept) != 0 || got.Mean >= 0.5 {
+	if got := f.Fuse([]search.Reading{reading(0.9, "a"), reading(0.3, "a"), reading(0.2, "a"), reading(0.1, "a")}, 3); len(got.Kept) != 0 || got.Share >= 0.5 {
 		t.Errorf("unsure phrasings answered: %+v", got)
 	}
 	// One phrasing alone needs only itself.

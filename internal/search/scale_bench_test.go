@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,6 +46,37 @@ import (
 // devSetPath is where the development query set sits, relative to the repository
 // root: beside the repository, like the real catalog (pgtest.RealCatalogPath).
 const devSetPath = "../shared/eval/dev-queries.jsonl"
+
+// devRewritesPath holds three phrasings of each development query, written by an
+// agent that saw only the query.
+const devRewritesPath = "../shared/eval/dev-rewrites.jsonl"
+
+// devRewrites reads the phrasings by query id, or returns nil when they are not
+// beside the repository.
+func devRewrites(b *testing.B) map[string][]string {
+	f, err := os.Open(filepath.Join(pgtest.RepoRoot(b), devRewritesPath))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]string{}
+	dec := json.NewDecoder(f)
+	for {
+		var l struct {
+			ID       string   `json:"id"`
+			Rewrites []string `json:"rewrites"`
+		}
+		if err := dec.Decode(&l); err == io.EOF {
+			return out
+		} else if err != nil {
+			b.Fatalf("%s: %v", devRewritesPath, err)
+		}
+		out[l.ID] = l.Rewrites
+	}
+}
 
 // bazaarScale skips the benchmarks that grow the catalog, which take minutes, unless
 // WAYSTATION_BENCH_100K is set (make bench sets it).
@@ -103,8 +136,9 @@ func devSet(b *testing.B) []search.Query {
 // the recall@3 of the nearest three whatever the band says, which tells a ranking that
 // lost the labelled method from a band that refused it; and, in a grown catalog, the
 // recall@3 that counts a near-twin of a labelled method as that method, since it is a
-// copy of its listing (its name, provider and host).
-func devSetRecall(b *testing.B, env benchEnv, dev []search.Query) {
+// copy of its listing (its name, provider and host). With rewrites, each query is
+// asked with its phrasings beside it, as an agent sends them.
+func devSetRecall(b *testing.B, env benchEnv, dev []search.Query, rewrites map[string][]string) {
 	ctx := context.Background()
 	// origin is the method a grown one was made from, by slug.
 	origin := map[string]string{}
@@ -120,7 +154,7 @@ func devSetRecall(b *testing.B, env benchEnv, dev []search.Query) {
 	var on tally
 	var off, falseMatches int
 	for _, q := range dev {
-		res, err := env.engine.Search(ctx, "", env.snap, q.Text, directory.Filter{})
+		res, err := env.engine.SearchPhrased(ctx, "", env.snap, q.Text, rewrites[q.ID], directory.Filter{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -185,6 +219,9 @@ func devSetRecall(b *testing.B, env benchEnv, dev []search.Query) {
 		b.ReportMetric(ratio(on.twins, on.n), "twin-recall@3")
 	}
 	summary := fmt.Sprintf("%d methods: recall@3 %d/%d", env.snap.Len(), on.hits, on.n)
+	if rewrites != nil {
+		summary = fmt.Sprintf("%d methods, each query with its phrasings: recall@3 %d/%d", env.snap.Len(), on.hits, on.n)
+	}
 	for _, kind := range []string{"paraphrase", "task", "keyword"} {
 		if k := kinds[kind]; k != nil {
 			summary += fmt.Sprintf(", %s %d/%d", kind, k.hits, k.n)

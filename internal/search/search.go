@@ -203,9 +203,11 @@ type BandReport struct {
 	Semantic, Lexical float64
 	Gap               float64
 	// Phrasings, when more than 0, is how many phrasings of the query were read
-	// (the query's own and the caller's rewrites): Confidence is then their mean
-	// probability, Least the least mean the fusion answers at, and Agreed how many
-	// of them hold the first method among their first three, of Needed.
+	// (the query's own and the caller's rewrites): Agreed is how many of them hold
+	// the first method among their first three, of Needed; Confidence is then the
+	// share of their probability that vouches for it (the probabilities of those that
+	// agree, summed, over the number read), and Least the least share the fusion
+	// answers at.
 	Phrasings, Agreed, Needed int
 }
 
@@ -465,7 +467,7 @@ func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, 
 	}
 	fu := c.fusion()
 	got := x.distinct(fu.Fuse(rs, Neighbours), want)
-	band := BandReport{Confidence: got.Mean, Least: fu.Mean, Margin: c.Margin, Calibrated: true,
+	band := BandReport{Confidence: got.Share, Least: fu.Least, Margin: c.Margin, Calibrated: true,
 		Phrasings: len(norms), Agreed: got.Agreed, Needed: min(fu.Top, len(norms))}
 	res.Band = &band
 	for i, n := range got.Kept {

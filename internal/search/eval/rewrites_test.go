@@ -122,12 +122,12 @@ func (fx fixture) anyRelevant(labels []string, kept []search.Neighbour) bool {
 	return false
 }
 
-// fusionGrid is what chooseFusion chooses from: the least mean probability, with
+// fusionGrid is what chooseFusion chooses from: the least share of probability, with
 // HybridFusion's agreement and constant.
 func fusionGrid() []search.Fusion {
 	var out []search.Fusion
 	for t := 0.05; t < 0.96; t += 0.0125 {
-		out = append(out, search.Fusion{Mean: math.Round(t*1e4) / 1e4, Top: search.HybridFusion.Top, K: search.HybridFusion.K})
+		out = append(out, search.Fusion{Least: math.Round(t*1e4) / 1e4, Top: search.HybridFusion.Top, K: search.HybridFusion.K})
 	}
 	return out
 }
@@ -135,13 +135,13 @@ func fusionGrid() []search.Fusion {
 // chooseFusion is the fusion of the grid with the best recall@3 on qs whose false
 // matches stay within budget; of equal recalls, the higher threshold.
 func (fx fixture) chooseFusion(qs []phrased, reads [][]search.Reading, budget float64) search.Fusion {
-	best, bestRecall := search.Fusion{Mean: 1, Top: search.HybridFusion.Top, K: search.HybridFusion.K}, -1.0
+	best, bestRecall := search.Fusion{Least: 1, Top: search.HybridFusion.Top, K: search.HybridFusion.K}, -1.0
 	for _, f := range fusionGrid() {
 		sc := fx.fusionScore(qs, reads, f)
 		if sc.FalseMatchRate() > budget {
 			continue
 		}
-		if r := sc.Recall(); r > bestRecall+1e-9 || (r > bestRecall-1e-9 && f.Mean > best.Mean) {
+		if r := sc.Recall(); r > bestRecall+1e-9 || (r > bestRecall-1e-9 && f.Least > best.Least) {
 			best, bestRecall = f, r
 		}
 	}
