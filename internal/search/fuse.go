@@ -57,10 +57,17 @@ type Fused struct {
 // Fuse answers the readings of one query's phrasings: the methods their rankings
 // hold (each read as far as Neighbours), by fused score, at most max; none when the
 // evidence falls short. A method's similarity is the best any phrasing gives it.
-func (f Fusion) Fuse(rs []Reading, max int) Fused {
+// The methods group names alike (near-duplicates: see Collapse) are one answer: the
+// phrasings may each have ranked another of them, so they are fused as one, under
+// the one read first, and a phrasing holding any of them agrees. A nil group names
+// each method by its slug.
+func (f Fusion) Fuse(rs []Reading, max int, group func(slug string) string) Fused {
 	var out Fused
 	if len(rs) == 0 {
 		return out
+	}
+	if group == nil {
+		group = func(slug string) string { return slug }
 	}
 	type fused struct {
 		n     Neighbour
@@ -69,15 +76,21 @@ func (f Fusion) Fuse(rs []Reading, max int) Fused {
 	var all []fused
 	at := map[string]int{}
 	for _, r := range rs {
+		seen := map[string]bool{}
 		for rank, n := range r.Near[:min(len(r.Near), Neighbours)] {
-			i, ok := at[n.Slug]
+			key := group(n.Slug)
+			if seen[key] {
+				continue // a ranking holds one of a group (Collapse); it counts once
+			}
+			seen[key] = true
+			i, ok := at[key]
 			if !ok {
 				i = len(all)
-				at[n.Slug] = i
+				at[key] = i
 				all = append(all, fused{n: n})
 			}
 			all[i].score += r.P / (f.K + float64(rank+1))
-			if n.Similarity > all[i].n.Similarity {
+			if n.Slug == all[i].n.Slug && n.Similarity > all[i].n.Similarity {
 				all[i].n = n
 			}
 		}
@@ -86,8 +99,9 @@ func (f Fusion) Fuse(rs []Reading, max int) Fused {
 		return out
 	}
 	slices.SortStableFunc(all, func(a, b fused) int { return cmp.Compare(b.score, a.score) })
+	first := group(all[0].n.Slug)
 	for _, r := range rs {
-		if holds(r.Near[:min(len(r.Near), MaxResults)], all[0].n.Slug) {
+		if slices.ContainsFunc(r.Near[:min(len(r.Near), MaxResults)], func(n Neighbour) bool { return group(n.Slug) == first }) {
 			out.Agreed++
 			out.Share += r.P / float64(len(rs))
 		}

@@ -27,7 +27,7 @@ func reading(p float64, slugs ...string) search.Reading {
 // one of them is.
 func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
 	f := search.Fusion{Least: 0.5, Top: 2, K: 1}
-	got := f.Fuse([]search.Reading{reading(0.9, "a", "b", "c"), reading(0.7, "b", "a", "d"), reading(0.6, "a", "e", "f"), reading(0.2, "x", "y", "z")}, 3)
+	got := f.Fuse([]search.Reading{reading(0.9, "a", "b", "c"), reading(0.7, "b", "a", "d"), reading(0.6, "a", "e", "f"), reading(0.2, "x", "y", "z")}, 3, nil)
 	if len(got.Kept) != 3 || got.Kept[0].Slug != "a" || got.Kept[1].Slug != "b" || got.Agreed != 3 {
 		t.Fatalf("agreeing phrasings: %+v", got)
 	}
@@ -37,19 +37,48 @@ func TestFusionAnswersOnlyWhenPhrasingsAgree(t *testing.T) {
 		}
 	}
 	// Sure, but each near something else: only one holds the fused first.
-	if got := f.Fuse([]search.Reading{reading(0.95, "a", "b", "c"), reading(0.9, "d", "e", "f"), reading(0.9, "g", "h", "i"), reading(0.9, "j", "k", "l")}, 3); len(got.Kept) != 0 || got.Agreed != 1 {
+	if got := f.Fuse([]search.Reading{reading(0.95, "a", "b", "c"), reading(0.9, "d", "e", "f"), reading(0.9, "g", "h", "i"), reading(0.9, "j", "k", "l")}, 3, nil); len(got.Kept) != 0 || got.Agreed != 1 {
 		t.Errorf("disagreeing phrasings answered: %+v", got)
 	}
 	// Agreeing, but unsure on the whole.
-	if got := f.Fuse([]search.Reading{reading(0.9, "a"), reading(0.3, "a"), reading(0.2, "a"), reading(0.1, "a")}, 3); len(got.Kept) != 0 || got.Share >= 0.5 {
+	if got := f.Fuse([]search.Reading{reading(0.9, "a"), reading(0.3, "a"), reading(0.2, "a"), reading(0.1, "a")}, 3, nil); len(got.Kept) != 0 || got.Share >= 0.5 {
 		t.Errorf("unsure phrasings answered: %+v", got)
 	}
 	// One phrasing alone needs only itself.
-	if got := f.Fuse([]search.Reading{reading(0.6, "a", "b")}, 1); len(got.Kept) != 1 || got.Kept[0].Slug != "a" {
+	if got := f.Fuse([]search.Reading{reading(0.6, "a", "b")}, 1, nil); len(got.Kept) != 1 || got.Kept[0].Slug != "a" {
 		t.Errorf("one phrasing: %+v", got)
 	}
-	if got := f.Fuse(nil, 3); len(got.Kept) != 0 {
+	if got := f.Fuse(nil, 3, nil); len(got.Kept) != 0 {
 		t.Errorf("no phrasing: %+v", got)
+	}
+}
+
+// TestFusionReadsAGroupAsOne: phrasings that each rank another of one group's
+// near-duplicates first agree on the group, which is answered once, under the
+// member read first; a phrasing's own twins count once.
+func TestFusionReadsAGroupAsOne(t *testing.T) {
+	f := search.Fusion{Least: 0.5, Top: 2, K: 1}
+	group := func(slug string) string {
+		if slug == "a1" || slug == "a2" || slug == "a3" {
+			return "#a"
+		}
+		return slug
+	}
+	rs := []search.Reading{reading(0.8, "a1", "b", "c"), reading(0.8, "a2", "d", "e"), reading(0.7, "a3", "f", "g")}
+	if got := f.Fuse(rs, 3, nil); len(got.Kept) != 0 {
+		t.Errorf("without groups, three twins ranked first by one phrasing each read as agreement: %+v", got)
+	}
+	got := f.Fuse(rs, 3, group)
+	if len(got.Kept) != 3 || got.Kept[0].Slug != "a1" || got.Agreed != 3 {
+		t.Fatalf("a group ranked first by each phrasing: %+v", got)
+	}
+	for _, n := range got.Kept[1:] {
+		if group(n.Slug) == "#a" {
+			t.Errorf("the group answered twice: %+v", got.Kept)
+		}
+	}
+	if got := f.Fuse([]search.Reading{reading(0.9, "a1", "a2", "a3", "b")}, 2, group); len(got.Kept) != 2 || got.Kept[1].Slug != "b" {
+		t.Errorf("one phrasing's twins: %+v", got.Kept)
 	}
 }
 

@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -251,23 +252,17 @@ func (x *textIndex) similar(pos int, snap *directory.Snapshot, f directory.Filte
 	return out
 }
 
-// distinct keeps of a fused answer's methods the first of each group, at most max:
-// the phrasings may each have ranked another of a group's methods first.
-func (x *textIndex) distinct(f Fused, max int) Fused {
-	seen := map[int32]bool{}
-	kept, scores := f.Kept[:0:0], f.Scores[:0:0]
-	for i, n := range f.Kept {
-		if len(kept) == max {
-			break
-		}
-		if p := x.position(n.Slug); p >= 0 && x.groups.of[p] >= 0 {
-			if seen[x.groups.of[p]] {
-				continue
-			}
-			seen[x.groups.of[p]] = true
-		}
-		kept, scores = append(kept, n), append(scores, f.Scores[i])
+// group names the near-duplicate group of the method slug: the group's number, or
+// the slug itself for a method in none (Fusion.Fuse).
+func (x *textIndex) group(slug string) string {
+	if p := x.position(slug); p >= 0 && x.groups.of[p] >= 0 {
+		return "#" + strconv.Itoa(int(x.groups.of[p]))
 	}
-	f.Kept, f.Scores = kept, scores
-	return f
+	return slug
+}
+
+// Fuse is f's answer over the readings rs of one query's phrasings in snap, at most
+// max, each group of near-duplicates one answer.
+func (e *Engine) Fuse(snap *directory.Snapshot, f Fusion, rs []Reading, max int) Fused {
+	return f.Fuse(rs, max, e.textIndex(snap).group)
 }

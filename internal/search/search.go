@@ -466,7 +466,7 @@ func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, 
 		}
 	}
 	fu := c.fusion()
-	got := x.distinct(fu.Fuse(rs, Neighbours), want)
+	got := fu.Fuse(rs, want, x.group)
 	band := BandReport{Confidence: got.Share, Least: fu.Least, Margin: c.Margin, Calibrated: true,
 		Phrasings: len(norms), Agreed: got.Agreed, Needed: min(fu.Top, len(norms))}
 	res.Band = &band

@@ -92,7 +92,7 @@ func (fx fixture) readings(q phrased, c search.Calibration) []search.Reading {
 func (fx fixture) fusionScore(qs []phrased, reads [][]search.Reading, f search.Fusion) search.CalibrationScore {
 	sc := search.CalibrationScore{Kinds: map[string][2]int{}}
 	for i, q := range qs {
-		got := f.Fuse(reads[i], search.MaxResults)
+		got := fx.hybrid.Fuse(fx.snap, f, reads[i], search.MaxResults)
 		if q.Off {
 			sc.Off++
 			if len(got.Kept) > 0 {
