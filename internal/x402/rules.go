@@ -100,6 +100,7 @@ func (c *entryCheck) amountField() (string, json.RawMessage) {
 	return "amount", c.e.Amount
 }
 
+// checkVersionNames refuses an entry that mixes versions by its amount's name.
 func checkVersionNames(c *entryCheck) *OfferError {
 	if c.v1 && present(c.e.Amount) {
 		return refuse(ReasonMixedVersions, "a v1 entry with v2's amount")
@@ -110,6 +111,7 @@ func checkVersionNames(c *entryCheck) *OfferError {
 	return nil
 }
 
+// checkTerms takes scheme, network, asset and payTo, each a short printable string.
 func checkTerms(c *entryCheck) *OfferError {
 	for _, f := range []struct {
 		name string
@@ -130,6 +132,7 @@ func checkTerms(c *entryCheck) *OfferError {
 	return nil
 }
 
+// checkAmount takes the amount, a string holding an atomic integer.
 func checkAmount(c *entryCheck) *OfferError {
 	field, raw := c.amountField()
 	if !present(raw) {
@@ -147,6 +150,7 @@ func checkAmount(c *entryCheck) *OfferError {
 	return nil
 }
 
+// checkTimeout takes maxTimeoutSeconds, a positive number.
 func checkTimeout(c *entryCheck) *OfferError {
 	seconds, ok := positiveSeconds(c.e.MaxTimeoutSeconds)
 	if !ok {
@@ -156,6 +160,8 @@ func checkTimeout(c *entryCheck) *OfferError {
 	return nil
 }
 
+// checkV1Resource takes v1's resource and requires its description, which v2
+// moved out of the entry.
 func checkV1Resource(c *entryCheck) *OfferError {
 	if !c.v1 {
 		return nil
@@ -204,6 +210,7 @@ func checkScheme(c *entryCheck) *OfferError {
 	return nil
 }
 
+// checkAddresses holds the asset and payee to their network's form of address.
 func checkAddresses(c *entryCheck) *OfferError {
 	switch c.ns {
 	case "eip155":
@@ -218,6 +225,7 @@ func checkAddresses(c *entryCheck) *OfferError {
 	return nil
 }
 
+// checkEntryExtra takes extra, an object when sent, and holds it to extraRules.
 func checkEntryExtra(c *entryCheck) *OfferError {
 	var extra map[string]json.RawMessage
 	if present(c.e.Extra) {
