@@ -401,40 +401,101 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
 	name := snapPrefix + info.GeneratedAt.UTC().Format("20060102T150405Z") + "-" + info.ID
-	final := filepath.Join(s.Dir, name)
-	last := s.last
-	if cur := s.Current(); last == nil || filepath.Base(cur) != last.name {
-		// Another publisher made another directory current, or this site published
-		// none yet (a process that starts finds the one its last run published): what
-		// that directory holds is read from its manifest.
-		last = nil
-		if cur != "" {
-			if files, err := readManifest(cur); err == nil {
-				last = &published{name: filepath.Base(cur), files: files}
-			}
-		}
-	}
-	if _, err := os.Stat(final); err == nil {
-		// The same snapshot was published already (the ID hashes every body): what it
-		// holds is read from its manifest, unless it is the one in force, known
-		// already; when the manifest does not read, the next publication starts afresh.
-		s.last = last
-		if last == nil || last.name != name {
-			s.last = nil
-			if files, err := readManifest(final); err == nil {
-				s.last = &published{name: name, files: files}
-			}
-		}
-		if err := s.link(name); err != nil {
-			return "", err
-		}
-		if ready != nil {
-			ready(final, final, s.files())
-		}
-		return final, nil
+	last := s.inForce()
+	if _, err := os.Stat(filepath.Join(s.Dir, name)); err == nil {
+		return s.republish(name, last, ready)
 	}
 	// Until this publication succeeds, the next starts afresh: the spare is moved here.
 	s.last = nil
+	w, err := s.newWriter(name, last)
+	if err != nil {
+		return "", err
+	}
+	if w.trash != "" {
+		defer s.clean()
+	}
+	defer os.RemoveAll(w.dir)
+	if err := w.writeAll(snap); err != nil {
+		return "", err
+	}
+	var lastFiles fileTable
+	if last != nil {
+		lastFiles = last.files
+	}
+	table, from, changed, gone := tableAfter(lastFiles, w.kept, w.files)
+	w.files, w.kept = nil, nil
+	if err := w.removeGone(gone, table); err != nil {
+		return "", err
+	}
+	spans, err := w.writeIndexes(snap, name, table, from, last)
+	if err != nil {
+		return "", err
+	}
+	// The table of the directory in force, which the manifest was the last to read, is
+	// not held from here on (nor last, lastFiles or from, which are not read again),
+	// while what serves this directory is made beside the snapshot in force.
+	next := &published{name: name, files: table, manifest: spans}
+	if last != nil {
+		next.before, next.changed = last.name, changed
+	}
+	w.last = nil
+	final, err := s.install(w, name, table, ready)
+	if err != nil {
+		return "", err
+	}
+	next.written = int(w.written.Load())
+	s.last = next
+	s.prune(name, next.before)
+	return final, nil
+}
+
+// inForce is what the current directory holds: the last publication's, unless
+// another publisher made another directory current or this site published none yet
+// (a process that starts finds the one its last run published), when it is read
+// from that directory's manifest; nil when it does not read.
+func (s *Site) inForce() *published {
+	cur := s.Current()
+	if s.last != nil && filepath.Base(cur) == s.last.name {
+		return s.last
+	}
+	if cur == "" {
+		return nil
+	}
+	files, err := readManifest(cur)
+	if err != nil {
+		return nil
+	}
+	return &published{name: filepath.Base(cur), files: files}
+}
+
+// republish makes current the snapshot name, published already (the ID hashes every
+// body): what it holds is read from its manifest, unless it is the one in force
+// (last), known already; when the manifest does not read, the next publication
+// starts afresh.
+func (s *Site) republish(name string, last *published, ready func(written, dir string, files fileTable)) (string, error) {
+	final := filepath.Join(s.Dir, name)
+	s.last = last
+	if last == nil || last.name != name {
+		s.last = nil
+		if files, err := readManifest(final); err == nil {
+			s.last = &published{name: name, files: files}
+		}
+	}
+	if err := s.link(name); err != nil {
+		return "", err
+	}
+	if ready != nil {
+		ready(final, final, s.files())
+	}
+	return final, nil
+}
+
+// newWriter is a writer of the snapshot name after last, the publication in force
+// (nil when none is known). It writes into the spare, the directory published
+// before last, which holds last's files but those it changed, when Keep leaves room
+// for it; else into a new directory. With last known, pages are rendered through
+// the site's page cache.
+func (s *Site) newWriter(name string, last *published) (*siteWriter, error) {
 	w := &siteWriter{views: s.Views, made: map[string]bool{}, files: map[string]fileEntry{}, last: last}
 	if last != nil {
 		w.cur = filepath.Join(s.Dir, last.name)
@@ -452,39 +513,31 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 			w.spare = true
 			if trash, err := os.MkdirTemp(s.Dir, trashPrefix); err == nil {
 				w.trash = trash
-				defer s.clean()
 			}
 		}
 	}
 	if !w.spare {
 		tmp, err := os.MkdirTemp(s.Dir, ".tmp-")
 		if err != nil {
-			return "", fmt.Errorf("generator: site: %w", err)
+			return nil, fmt.Errorf("generator: site: %w", err)
 		}
 		w.dir = tmp
 	}
-	defer os.RemoveAll(w.dir)
-	if err := w.writeAll(snap); err != nil {
-		return "", err
-	}
-	var lastFiles fileTable
-	if last != nil {
-		lastFiles = last.files
-	}
-	table, from, changed, gone := tableAfter(lastFiles, w.kept, w.files)
-	w.files, w.kept = nil, nil
-	if err := w.removeGone(gone, table); err != nil {
-		return "", err
-	}
+	return w, nil
+}
+
+// writeIndexes writes the files that describe the snapshot name's directory: its
+// manifest, snapshot, ETag map and headers, each as it is encoded (at a hundred
+// thousand methods the entries, the snapshot and the manifest are hundreds of
+// megabytes, written side by side). The manifest's entries that did not change
+// (from) are copied from the manifest in force, last's. It answers where each
+// file's entry lies in the manifest.
+func (w *siteWriter) writeIndexes(snap *directory.Snapshot, name string, table fileTable, from []int32, last *published) (manifestSpans, error) {
 	for _, name := range [...]string{ManifestName, SnapshotName, ETagMapName, HeadersName} {
 		if err := w.remove(filepath.Join(w.dir, name)); err != nil {
-			return "", fmt.Errorf("generator: site: %w", err)
+			return manifestSpans{}, fmt.Errorf("generator: site: %w", err)
 		}
 	}
-	// Each file written as it is encoded: at a hundred thousand methods the entries,
-	// the snapshot and the manifest are hundreds of megabytes, written side by side.
-	// The manifest's entries that did not change are copied from the manifest in
-	// force.
 	var spans manifestSpans
 	extra := []struct {
 		name  string
@@ -504,25 +557,24 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 		return writeFile(filepath.Join(w.dir, e.name), e.write)
 	})
 	if err != nil {
-		return "", fmt.Errorf("generator: site: %w", err)
+		return manifestSpans{}, fmt.Errorf("generator: site: %w", err)
 	}
+	return spans, nil
+}
+
+// install syncs w's directory to disk, with ready, when not nil, making what serves
+// it meanwhile, then renames it to name and makes it current. It answers the
+// directory's path.
+func (s *Site) install(w *siteWriter, name string, table fileTable, ready func(written, dir string, files fileTable)) (string, error) {
 	if err := os.Chmod(w.dir, 0o755); err != nil {
 		return "", fmt.Errorf("generator: site: %w", err)
 	}
-	// The table of the directory in force, which the manifest was the last to read, is
-	// not held from here on (nor last, lastFiles or from, which are not read again),
-	// while what serves this directory is made beside the snapshot in force.
-	next := &published{name: name, files: table, manifest: spans}
-	if last != nil {
-		next.before, next.changed = last.name, changed
-	}
-	w.last = nil
-	// What serves the directory is made while it goes to disk.
+	final := filepath.Join(s.Dir, name)
 	var during sync.WaitGroup
 	if ready != nil {
 		during.Go(func() { ready(w.dir, final, table) })
 	}
-	err = syncTree(w.dir)
+	err := syncTree(w.dir)
 	during.Wait()
 	if err != nil {
 		return "", err
@@ -533,9 +585,6 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 	if err := s.link(name); err != nil {
 		return "", err
 	}
-	next.written = int(w.written.Load())
-	s.last = next
-	s.prune(name, next.before)
 	return final, nil
 }
 

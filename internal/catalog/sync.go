@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,109 +70,149 @@ type SyncResult struct {
 // Run reads every page. On an error it returns what the pages before the failure
 // held, not complete, with the error.
 func (s *BazaarSync) Run(ctx context.Context) (SyncResult, error) {
-	res := SyncResult{Total: -1}
+	cfg, err := s.settings()
+	if err != nil {
+		return SyncResult{Total: -1}, err
+	}
+	r := &syncRun{syncSettings: cfg, res: SyncResult{Total: -1}, b: newBazaarBuilder(), seen: map[string]bool{}}
+	done := false
+	for page := 1; page <= cfg.pages && !done; page++ {
+		if done, err = r.readPage(ctx, page); err != nil {
+			r.res.Catalog, r.res.Skipped = r.b.catalog(), r.b.skipped
+			return r.res, fmt.Errorf("catalog: sync %s: %w", redact(cfg.base), err)
+		}
+	}
+	return r.finish(done), nil
+}
+
+// syncSettings are a sync's fields checked, each zero one at its default.
+type syncSettings struct {
+	base        *url.URL
+	size, pages int
+	timeout     time.Duration
+	maxBody     int64
+	client      *http.Client
+}
+
+// settings checks the discovery URL (http or https, without credentials) and the
+// page size, and fills in the defaults.
+func (s *BazaarSync) settings() (syncSettings, error) {
 	base, err := url.Parse(s.URL)
 	if err != nil {
-		return res, fmt.Errorf("catalog: discovery URL: %w", err)
+		return syncSettings{}, fmt.Errorf("catalog: discovery URL: %w", err)
 	}
 	if base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
-		return res, fmt.Errorf("catalog: discovery URL %q: want an http or https URL", s.URL)
+		return syncSettings{}, fmt.Errorf("catalog: discovery URL %q: want an http or https URL", s.URL)
 	}
 	if base.User != nil {
-		return res, errors.New("catalog: discovery URL: carries user information; the sync sends no credentials")
+		return syncSettings{}, errors.New("catalog: discovery URL: carries user information; the sync sends no credentials")
 	}
-	size, pages, maxBody := s.PageSize, s.MaxPages, s.MaxBody
-	if size == 0 {
-		size = DefaultPageSize
+	c := syncSettings{base: base, size: cmp.Or(s.PageSize, DefaultPageSize), pages: s.MaxPages, timeout: s.Timeout, maxBody: s.MaxBody, client: s.Client}
+	if c.size < 1 || c.size > MaxPageSize {
+		return syncSettings{}, fmt.Errorf("catalog: page size %d: want 1 to %d", c.size, MaxPageSize)
 	}
-	if size < 1 || size > MaxPageSize {
-		return res, fmt.Errorf("catalog: page size %d: want 1 to %d", size, MaxPageSize)
+	if c.pages <= 0 {
+		c.pages = DefaultMaxPages
 	}
-	if pages <= 0 {
-		pages = DefaultMaxPages
+	if c.maxBody <= 0 {
+		c.maxBody = DefaultMaxPageBody
 	}
-	if maxBody <= 0 {
-		maxBody = DefaultMaxPageBody
+	if c.timeout <= 0 {
+		c.timeout = DefaultPageTimeout
 	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultPageTimeout
+	if c.client == nil {
+		c.client = &http.Client{Timeout: c.timeout, CheckRedirect: checkRedirect}
 	}
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: timeout, CheckRedirect: checkRedirect}
-	}
+	return c, nil
+}
 
-	b := newBazaarBuilder()
-	seen := map[string]bool{}
-	unsteady, done := false, false
-	offset := 0
-	for page := 1; page <= pages && !done; page++ {
-		lp, err := s.fetch(ctx, client, base, size, offset, timeout, maxBody)
-		if err != nil {
-			res.Catalog, res.Skipped = b.catalog(), b.skipped
-			return res, fmt.Errorf("catalog: sync %s: page %d (offset %d): %w", redact(base), page, offset, err)
-		}
-		res.Pages = page
-		if lp.Offset >= 0 && lp.Offset != offset {
-			res.Catalog, res.Skipped = b.catalog(), b.skipped
-			return res, fmt.Errorf("catalog: sync %s: page %d answered offset %d for offset %d: the endpoint does not page by offset", redact(base), page, lp.Offset, offset)
-		}
-		if lp.Total >= 0 {
-			if res.Total >= 0 && lp.Total != res.Total {
-				unsteady = true
-			}
-			res.Total = lp.Total
-		}
-		read, fresh := 0, 0
-		for i, raw := range lp.Items {
-			if key, ok := b.addItem(raw, LineError{Page: page, Item: i + 1}); ok {
-				read++
-				if !seen[key] {
-					seen[key] = true
-					fresh++
-				}
-			}
-		}
-		res.Items += len(lp.Items)
-		offset += len(lp.Items)
-		if read > 0 && fresh == 0 {
-			res.Catalog, res.Skipped = b.catalog(), b.skipped
-			return res, fmt.Errorf("catalog: sync %s: page %d repeats what earlier pages held: the endpoint does not page by offset", redact(base), page)
-		}
-		// The end: an empty page, the total reached, or a page shorter than the
-		// limit the endpoint says it applied. Without either figure only an empty
-		// page ends the listing, since the endpoint may cap pages below the size
-		// asked.
-		done = len(lp.Items) == 0 ||
-			lp.Total >= 0 && offset >= lp.Total ||
-			lp.Total < 0 && lp.Limit > 0 && len(lp.Items) < lp.Limit
+// syncRun is a sync under way: what its pages held so far, by key to tell a page
+// that repeats earlier ones, and where the next page starts.
+type syncRun struct {
+	syncSettings
+	res      SyncResult
+	b        *bazaarBuilder
+	seen     map[string]bool
+	unsteady bool // the total changed between pages
+	offset   int
+}
+
+// readPage reads the page at the run's offset and reports whether it ended the
+// listing: an empty page, the total reached, or a page shorter than the limit the
+// endpoint says it applied. Without either figure only an empty page ends the
+// listing, since the endpoint may cap pages below the size asked. A page at
+// another offset than asked, or holding only items read before, shows an endpoint
+// that does not page by offset.
+func (r *syncRun) readPage(ctx context.Context, page int) (done bool, err error) {
+	lp, err := r.fetch(ctx, r.offset)
+	if err != nil {
+		return false, fmt.Errorf("page %d (offset %d): %w", page, r.offset, err)
 	}
-	res.Catalog, res.Skipped = b.catalog(), b.skipped
+	r.res.Pages = page
+	if lp.Offset >= 0 && lp.Offset != r.offset {
+		return false, fmt.Errorf("page %d answered offset %d for offset %d: the endpoint does not page by offset", page, lp.Offset, r.offset)
+	}
+	if lp.Total >= 0 {
+		r.unsteady = r.unsteady || r.res.Total >= 0 && lp.Total != r.res.Total
+		r.res.Total = lp.Total
+	}
+	read, fresh := r.add(lp.Items, page)
+	r.res.Items += len(lp.Items)
+	r.offset += len(lp.Items)
+	if read > 0 && fresh == 0 {
+		return false, fmt.Errorf("page %d repeats what earlier pages held: the endpoint does not page by offset", page)
+	}
+	return len(lp.Items) == 0 ||
+		lp.Total >= 0 && r.offset >= lp.Total ||
+		lp.Total < 0 && lp.Limit > 0 && len(lp.Items) < lp.Limit, nil
+}
+
+// add adds a page's items to the catalog and counts those read and, of them, those
+// no earlier page held.
+func (r *syncRun) add(items []json.RawMessage, page int) (read, fresh int) {
+	for i, raw := range items {
+		key, ok := r.b.addItem(raw, LineError{Page: page, Item: i + 1})
+		if !ok {
+			continue
+		}
+		read++
+		if !r.seen[key] {
+			r.seen[key] = true
+			fresh++
+		}
+	}
+	return read, fresh
+}
+
+// finish is the run's result, complete only when the end was reached (done), the
+// total held steady and some method was read.
+func (r *syncRun) finish(done bool) SyncResult {
+	res := r.res
+	res.Catalog, res.Skipped = r.b.catalog(), r.b.skipped
 	switch {
 	case !done:
-		res.Incomplete = fmt.Sprintf("stopped after %d pages, before the end of the listing", pages)
-	case unsteady:
+		res.Incomplete = fmt.Sprintf("stopped after %d pages, before the end of the listing", r.pages)
+	case r.unsteady:
 		res.Incomplete = "the listing's total changed while it was read"
-	case len(b.items) == 0:
+	case len(r.b.items) == 0:
 		res.Incomplete = "the listing held no method that could be read"
 	default:
 		res.Complete = true
 	}
-	return res, nil
+	return res
 }
 
-// fetch reads one page.
-func (s *BazaarSync) fetch(ctx context.Context, client *http.Client, base *url.URL, size, offset int, timeout time.Duration, maxBody int64) (listPage, error) {
-	u := *base
+// fetch reads the page at offset.
+func (c syncSettings) fetch(ctx context.Context, offset int) (listPage, error) {
+	u := *c.base
 	q := u.Query()
-	q.Set("limit", strconv.Itoa(size))
+	q.Set("limit", strconv.Itoa(c.size))
 	q.Del("offset")
 	if offset > 0 {
 		q.Set("offset", strconv.Itoa(offset))
 	}
 	u.RawQuery = q.Encode()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -178,7 +220,7 @@ func (s *BazaarSync) fetch(ctx context.Context, client *http.Client, base *url.U
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "waystation-importer")
-	resp, err := client.Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		// Without the URL, whose query may hold a token.
 		var ue *url.Error
@@ -188,15 +230,15 @@ func (s *BazaarSync) fetch(ctx context.Context, client *http.Client, base *url.U
 		return listPage{}, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	if err != nil {
 		return listPage{}, fmt.Errorf("read the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return listPage{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, x402.Clean(string(body), 200))
 	}
-	if int64(len(body)) > maxBody {
-		return listPage{}, fmt.Errorf("the answer is larger than %d bytes", maxBody)
+	if int64(len(body)) > c.maxBody {
+		return listPage{}, fmt.Errorf("the answer is larger than %d bytes", c.maxBody)
 	}
 	it, err := decodeItem(body)
 	if err != nil {

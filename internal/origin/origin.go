@@ -303,54 +303,110 @@ func ReadManifest(data []byte, origin string) (Manifest, error) {
 // readItem reads one item; a refused one comes back as its report.
 func readItem(i int, raw json.RawMessage, origin string, updated *time.Time) (Item, *Report) {
 	rep := &Report{Index: i, Status: ItemRefused, Method: "GET"}
-	var mi manifestItem
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &mi) != nil {
-		rep.Reason, rep.Detail = ItemNotObject, "the item is not a JSON object"
-		return Item{}, rep
-	}
-	var res struct {
-		URL         *string         `json:"url"`
-		Description x402.String     `json:"description"`
-		MimeType    x402.String     `json:"mimeType"`
-		ServiceName x402.String     `json:"serviceName"`
-		Tags        json.RawMessage `json:"tags"`
-	}
-	if len(bytes.TrimSpace(mi.Resource)) == 0 || mi.Resource[0] != '{' || json.Unmarshal(mi.Resource, &res) != nil || res.URL == nil {
-		rep.Reason, rep.Detail = ItemBadURL, "resource.url is missing"
-		return Item{}, rep
+	mi, res, f := decodeItem(raw)
+	if f != nil {
+		return Item{}, f.report(rep)
 	}
 	rep.URL = x402.Clean(*res.URL, 2048)
-	u, err := url.Parse(*res.URL)
-	if err != nil || strings.ContainsFunc(*res.URL, unicode.IsControl) || len(*res.URL) > 2048 ||
+	if f := checkItemURL(*res.URL, origin); f != nil {
+		return Item{}, f.report(rep)
+	}
+	typ, f := itemType(mi.Type)
+	if f != nil {
+		return Item{}, f.report(rep)
+	}
+	method, tool, f := itemInput(mi.Input, typ)
+	if f != nil {
+		return Item{}, f.report(rep)
+	}
+	rep.Method = method
+	offers, err := x402.CheckRequirements(mi.Resource, mi.Accepts)
+	if err != nil {
+		f := &itemFault{reason: ItemInvalidOffer, detail: x402.Clean(err.Error(), 300)}
+		var oe *x402.OfferError
+		if errors.As(err, &oe) {
+			f.offerReason = oe.Reason
+		}
+		return Item{}, f.report(rep)
+	}
+	b, err := json.Marshal(itemListing(mi, res, typ, method, updated))
+	if err != nil {
+		return Item{}, (&itemFault{reason: ItemNotObject, detail: "the item cannot be read"}).report(rep)
+	}
+	return Item{Index: i, URL: *res.URL, Method: method, Tool: tool, Offers: offers, Bazaar: b}, nil
+}
+
+// itemFault is why one item is refused: a Report's reason, detail and x402 rule.
+type itemFault struct{ reason, detail, offerReason string }
+
+// report writes f into rep, the refused item's report, and answers it.
+func (f *itemFault) report(rep *Report) *Report {
+	rep.Reason, rep.Detail, rep.OfferReason = f.reason, f.detail, f.offerReason
+	return rep
+}
+
+// itemResource is an item's resource object, in the names of a discovery listing.
+type itemResource struct {
+	URL         *string         `json:"url"`
+	Description x402.String     `json:"description"`
+	MimeType    x402.String     `json:"mimeType"`
+	ServiceName x402.String     `json:"serviceName"`
+	Tags        json.RawMessage `json:"tags"`
+}
+
+// decodeItem decodes an item that is a JSON object whose resource names a url.
+func decodeItem(raw json.RawMessage) (manifestItem, itemResource, *itemFault) {
+	var mi manifestItem
+	var res itemResource
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &mi) != nil {
+		return mi, res, &itemFault{reason: ItemNotObject, detail: "the item is not a JSON object"}
+	}
+	if len(bytes.TrimSpace(mi.Resource)) == 0 || mi.Resource[0] != '{' || json.Unmarshal(mi.Resource, &res) != nil || res.URL == nil {
+		return mi, res, &itemFault{reason: ItemBadURL, detail: "resource.url is missing"}
+	}
+	return mi, res, nil
+}
+
+// checkItemURL requires an item's URL to be a plain http or https URL on origin: an
+// origin lists only its own resources.
+func checkItemURL(raw, origin string) *itemFault {
+	u, err := url.Parse(raw)
+	if err != nil || strings.ContainsFunc(raw, unicode.IsControl) || len(raw) > 2048 ||
 		(u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		rep.Reason, rep.Detail = ItemBadURL, "resource.url is not an http or https URL of at most 2048 bytes without user or fragment"
-		return Item{}, rep
+		return &itemFault{reason: ItemBadURL, detail: "resource.url is not an http or https URL of at most 2048 bytes without user or fragment"}
 	}
 	if o, _, err := ParseOrigin(u.Scheme + "://" + u.Host); err != nil || o != origin {
-		rep.Reason, rep.Detail = ItemOtherOrigin, "resource.url is not on "+origin+"; an origin lists only its own resources"
-		return Item{}, rep
+		return &itemFault{reason: ItemOtherOrigin, detail: "resource.url is not on " + origin + "; an origin lists only its own resources"}
 	}
-	typ := "http"
-	if len(mi.Type) > 0 {
-		var s *string
-		if json.Unmarshal(mi.Type, &s) != nil || s == nil || (*s != "http" && *s != "mcp") {
-			rep.Reason, rep.Detail = ItemBadType, "type must be http or mcp"
-			return Item{}, rep
-		}
-		typ = *s
+	return nil
+}
+
+// itemType is an item's type, http when it names none.
+func itemType(raw json.RawMessage) (string, *itemFault) {
+	if len(raw) == 0 {
+		return "http", nil
 	}
+	var s *string
+	if json.Unmarshal(raw, &s) != nil || s == nil || (*s != "http" && *s != "mcp") {
+		return "", &itemFault{reason: ItemBadType, detail: "type must be http or mcp"}
+	}
+	return *s, nil
+}
+
+// itemInput is the HTTP method an item of type typ is called with (GET, or POST for
+// an MCP server, unless its input names one) and, for an MCP server, its tool.
+func itemInput(raw json.RawMessage, typ string) (method, tool string, f *itemFault) {
 	var in struct {
 		Method   *string `json:"method"`
 		ToolName *string `json:"toolName"`
 	}
-	if len(bytes.TrimSpace(mi.Input)) > 0 && !bytes.Equal(bytes.TrimSpace(mi.Input), []byte("null")) {
-		if mi.Input[0] != '{' || json.Unmarshal(mi.Input, &in) != nil {
-			rep.Reason, rep.Detail = ItemBadMethod, "input is not an object"
-			return Item{}, rep
+	if len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if raw[0] != '{' || json.Unmarshal(raw, &in) != nil {
+			return "", "", &itemFault{reason: ItemBadMethod, detail: "input is not an object"}
 		}
 	}
-	method := "GET"
+	method = "GET"
 	if typ == "mcp" {
 		method = "POST"
 	}
@@ -359,26 +415,18 @@ func readItem(i int, raw json.RawMessage, origin string, updated *time.Time) (It
 		switch method {
 		case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE":
 		default:
-			rep.Reason, rep.Detail = ItemBadMethod, "input.method is not an HTTP method"
-			return Item{}, rep
+			return "", "", &itemFault{reason: ItemBadMethod, detail: "input.method is not an HTTP method"}
 		}
 	}
-	rep.Method = method
-	tool := ""
 	if typ == "mcp" && in.ToolName != nil {
 		tool = strings.TrimSpace(*in.ToolName)
 	}
-	offers, err := x402.CheckRequirements(mi.Resource, mi.Accepts)
-	if err != nil {
-		rep.Reason, rep.Detail = ItemInvalidOffer, x402.Clean(err.Error(), 300)
-		var oe *x402.OfferError
-		if errors.As(err, &oe) {
-			rep.OfferReason = oe.Reason
-		}
-		return Item{}, rep
-	}
-	// The catalog reads the item as a discovery listing's: the same names, the
-	// invocation contract as its discovery info.
+	return method, tool, nil
+}
+
+// itemListing is the item as a discovery listing: the catalog reads it in the same
+// names, the invocation contract as its discovery info.
+func itemListing(mi manifestItem, res itemResource, typ, method string, updated *time.Time) map[string]any {
 	input := map[string]json.RawMessage{}
 	if len(mi.Input) > 0 && mi.Input[0] == '{' {
 		json.Unmarshal(mi.Input, &input)
@@ -400,12 +448,7 @@ func readItem(i int, raw json.RawMessage, origin string, updated *time.Time) (It
 	if updated != nil {
 		listing["lastUpdated"] = updated.Format(time.RFC3339)
 	}
-	b, err := json.Marshal(listing)
-	if err != nil {
-		rep.Reason, rep.Detail = ItemNotObject, "the item cannot be read"
-		return Item{}, rep
-	}
-	return Item{Index: i, URL: *res.URL, Method: method, Tool: tool, Offers: offers, Bazaar: b}, nil
+	return listing
 }
 
 // readProofs checks the ownership proofs: each an EIP-191 signature (personal_sign)

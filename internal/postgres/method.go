@@ -125,150 +125,32 @@ func methodKey(sourceKey, tool string) string {
 	return sourceKey + "\n" + tool
 }
 
+// loadCatalog upserts the catalog's providers, merchants and methods in tx, then
+// its merchants' facts and its delistings.
 func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.Time) (LoadResult, error) {
 	var res LoadResult
-	// Slugs already taken, and by which method key, so that a new method whose
-	// derived slug collides with another's gets a distinct one.
-	taken := map[string]string{}
-	rows, _ := tx.Query(ctx, `SELECT slug, coalesce(source_key, ''), tool_name FROM provider_methods`)
-	var slug, key, tool string
-	if _, err := pgx.ForEachRow(rows, []any{&slug, &key, &tool}, func() error { taken[slug] = methodKey(key, tool); return nil }); err != nil {
-		return res, fail("load catalog: slugs", err)
+	taken, err := takenSlugs(ctx, tx)
+	if err != nil {
+		return res, err
 	}
-
 	prevs, err := sparsePrevs(ctx, tx, cat)
 	if err != nil {
 		return res, err
 	}
 	var methods []methodRow
-	hosts := map[string]bool{}
 	for _, p := range cat.Providers {
-		// The provider is made when a method needs it: a sparse method over a
-		// kept one stays with the kept one's provider.
-		var id int64
-		provider := func() (int64, error) {
-			if id != 0 {
-				return id, nil
-			}
-			err := tx.QueryRow(ctx, `
-				INSERT INTO providers (name) VALUES ($1)
-				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-				RETURNING id`, p.Name).Scan(&id)
-			if err != nil {
-				return 0, fmt.Errorf("postgres: load provider %q: %w", p.Name, err)
-			}
+		rows, made, err := providerRows(ctx, tx, p, prevs, taken)
+		if made {
 			res.Providers++
-			return id, nil
 		}
-		for i := range p.Methods {
-			m := &p.Methods[i]
-			var providerID int64
-			if prev, ok := prevs[methodKey(m.SourceKey, m.Tool)]; ok && m.Sparse {
-				merged := m.Over(prev.method)
-				m, providerID = &merged, prev.providerID
-			} else if providerID, err = provider(); err != nil {
-				return res, err
-			}
-			host, err := endpointHost(m.Endpoint.URL)
-			if err != nil {
-				return res, fmt.Errorf("postgres: load method %q: %w", m.Slug, err)
-			}
-			slug, key := m.Slug, methodKey(m.SourceKey, m.Tool)
-			if owner, ok := taken[slug]; ok && m.SourceKey != "" && owner != key {
-				sum := sha256.Sum256([]byte(key))
-				slug += "-" + hex.EncodeToString(sum[:3])
-			}
-			taken[slug] = key
-			offers, err := json.Marshal(nonNil(m.Offers))
-			if err != nil {
-				return res, fmt.Errorf("postgres: load method %q: %w", slug, err)
-			}
-			guidance := []byte(m.Guidance)
-			if len(guidance) == 0 {
-				guidance = []byte("{}")
-			}
-			hosts[host] = true
-			methods = append(methods, methodRow{providerID, slug, host, m, offers, guidance})
+		if err != nil {
+			return res, err
 		}
+		methods = append(methods, rows...)
 	}
-
-	batch := &pgx.Batch{}
-	for h := range hosts {
-		batch.Queue(`INSERT INTO merchants (hostname) VALUES ($1) ON CONFLICT DO NOTHING`, h)
+	if err := upsertMethods(ctx, tx, methods, &res); err != nil {
+		return res, err
 	}
-	for _, r := range methods {
-		conflict := "(slug)"
-		var sourceKey, source *string
-		if r.m.SourceKey != "" {
-			conflict = "(source_key, tool_name)"
-			sourceKey = &r.m.SourceKey
-		}
-		if r.m.Source != "" {
-			source = &r.m.Source
-		}
-		var l catalog.Listing
-		if r.m.Listing != nil {
-			l = *r.m.Listing
-		}
-		batch.Queue(`
-			INSERT INTO provider_methods AS pm (provider_id, slug, name, description, category,
-				kind, hostname, endpoint_method, endpoint_url, enabled, guidance, offers, source_key,
-				tool_name, source, listed_calls_30d, listed_payers_30d, listed_last_called_at,
-				listed_updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-			ON CONFLICT `+conflict+` DO UPDATE SET
-				provider_id = EXCLUDED.provider_id, name = EXCLUDED.name,
-				description = EXCLUDED.description, category = EXCLUDED.category,
-				kind = EXCLUDED.kind, hostname = EXCLUDED.hostname,
-				endpoint_method = EXCLUDED.endpoint_method, endpoint_url = EXCLUDED.endpoint_url,
-				enabled = EXCLUDED.enabled, guidance = EXCLUDED.guidance,
-				offers = EXCLUDED.offers, source = EXCLUDED.source,
-				listed_calls_30d = EXCLUDED.listed_calls_30d,
-				listed_payers_30d = EXCLUDED.listed_payers_30d,
-				listed_last_called_at = EXCLUDED.listed_last_called_at,
-				listed_updated_at = EXCLUDED.listed_updated_at, updated_at = now(),
-				origin_id = CASE WHEN EXCLUDED.source = 'origin' THEN pm.origin_id END,
-				owner_verified = pm.owner_verified AND coalesce(EXCLUDED.source = 'origin', false)
-			WHERE (pm.source IS DISTINCT FROM 'origin' OR NOT pm.enabled OR coalesce(EXCLUDED.source = 'origin', false))
-			AND (pm.provider_id, pm.name, pm.description, pm.category, pm.kind, pm.hostname,
-				pm.endpoint_method, pm.endpoint_url, pm.enabled, pm.guidance, pm.offers, pm.source,
-				pm.listed_calls_30d, pm.listed_payers_30d, pm.listed_last_called_at,
-				pm.listed_updated_at)
-			IS DISTINCT FROM (EXCLUDED.provider_id, EXCLUDED.name, EXCLUDED.description,
-				EXCLUDED.category, EXCLUDED.kind, EXCLUDED.hostname, EXCLUDED.endpoint_method,
-				EXCLUDED.endpoint_url, EXCLUDED.enabled, EXCLUDED.guidance, EXCLUDED.offers,
-				EXCLUDED.source, EXCLUDED.listed_calls_30d, EXCLUDED.listed_payers_30d,
-				EXCLUDED.listed_last_called_at, EXCLUDED.listed_updated_at)
-			RETURNING (xmax = 0)`,
-			r.providerID, r.slug, r.m.Name, r.m.Description, r.m.Category, r.m.Kind, r.hostname,
-			strings.ToUpper(r.m.Endpoint.Method), r.m.Endpoint.URL, !r.m.Disabled, r.guidance, r.offers,
-			sourceKey, r.m.Tool, source, l.Calls30d, l.Payers30d, l.LastCalledAt, l.UpdatedAt)
-	}
-	br := tx.SendBatch(ctx, batch)
-	for range hosts {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return res, fail("load merchants", err)
-		}
-	}
-	for _, r := range methods {
-		var inserted bool
-		switch err := br.QueryRow().Scan(&inserted); {
-		case err == pgx.ErrNoRows:
-			res.Unchanged++
-		case err != nil:
-			br.Close()
-			return res, fmt.Errorf("postgres: load method %q: %w", r.slug, err)
-		case inserted:
-			res.Inserted++
-		default:
-			res.Updated++
-		}
-	}
-	if err := br.Close(); err != nil {
-		return res, fail("load methods", err)
-	}
-
 	for _, mc := range cat.Merchants {
 		if err := loadMerchantFacts(ctx, tx, mc, now); err != nil {
 			return res, err
@@ -278,6 +160,165 @@ func loadCatalog(ctx context.Context, tx pgx.Tx, cat catalog.Catalog, now time.T
 		return res, err
 	}
 	return res, nil
+}
+
+// takenSlugs are the slugs already taken, each with its method's key, so that a new
+// method whose derived slug collides with another's gets a distinct one.
+func takenSlugs(ctx context.Context, tx pgx.Tx) (map[string]string, error) {
+	taken := map[string]string{}
+	rows, _ := tx.Query(ctx, `SELECT slug, coalesce(source_key, ''), tool_name FROM provider_methods`)
+	var slug, key, tool string
+	if _, err := pgx.ForEachRow(rows, []any{&slug, &key, &tool}, func() error { taken[slug] = methodKey(key, tool); return nil }); err != nil {
+		return nil, fail("load catalog: slugs", err)
+	}
+	return taken, nil
+}
+
+// providerRows are the rows of provider p's methods. The provider is made (made)
+// when a method needs it: a sparse method over a kept one stays with the kept one's
+// provider.
+func providerRows(ctx context.Context, tx pgx.Tx, p catalog.Provider, prevs map[string]keptMethod, taken map[string]string) (rows []methodRow, made bool, err error) {
+	var id int64
+	for i := range p.Methods {
+		m, providerID := &p.Methods[i], id
+		if prev, ok := prevs[methodKey(m.SourceKey, m.Tool)]; ok && m.Sparse {
+			merged := m.Over(prev.method)
+			m, providerID = &merged, prev.providerID
+		} else if id == 0 {
+			err := tx.QueryRow(ctx, `
+				INSERT INTO providers (name) VALUES ($1)
+				ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
+				RETURNING id`, p.Name).Scan(&id)
+			if err != nil {
+				return nil, made, fmt.Errorf("postgres: load provider %q: %w", p.Name, err)
+			}
+			made, providerID = true, id
+		}
+		r, err := newMethodRow(m, providerID, taken)
+		if err != nil {
+			return nil, made, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, made, nil
+}
+
+// newMethodRow is method m's row under provider providerID. A method with a source
+// key whose slug another method holds gets its slug with a hash of its key after
+// it; taken records the slug as the method's.
+func newMethodRow(m *catalog.Method, providerID int64, taken map[string]string) (methodRow, error) {
+	host, err := endpointHost(m.Endpoint.URL)
+	if err != nil {
+		return methodRow{}, fmt.Errorf("postgres: load method %q: %w", m.Slug, err)
+	}
+	slug, key := m.Slug, methodKey(m.SourceKey, m.Tool)
+	if owner, ok := taken[slug]; ok && m.SourceKey != "" && owner != key {
+		sum := sha256.Sum256([]byte(key))
+		slug += "-" + hex.EncodeToString(sum[:3])
+	}
+	taken[slug] = key
+	offers, err := json.Marshal(nonNil(m.Offers))
+	if err != nil {
+		return methodRow{}, fmt.Errorf("postgres: load method %q: %w", slug, err)
+	}
+	guidance := []byte(m.Guidance)
+	if len(guidance) == 0 {
+		guidance = []byte("{}")
+	}
+	return methodRow{providerID, slug, host, m, offers, guidance}, nil
+}
+
+// upsertMethods upserts the methods' merchants and the methods in one batch,
+// counting in res the methods inserted, updated and left unchanged.
+func upsertMethods(ctx context.Context, tx pgx.Tx, methods []methodRow, res *LoadResult) error {
+	hosts := map[string]bool{}
+	for _, r := range methods {
+		hosts[r.hostname] = true
+	}
+	batch := &pgx.Batch{}
+	for h := range hosts {
+		batch.Queue(`INSERT INTO merchants (hostname) VALUES ($1) ON CONFLICT DO NOTHING`, h)
+	}
+	for _, r := range methods {
+		queueMethod(batch, r)
+	}
+	br := tx.SendBatch(ctx, batch)
+	for range hosts {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return fail("load merchants", err)
+		}
+	}
+	for _, r := range methods {
+		var inserted bool
+		switch err := br.QueryRow().Scan(&inserted); {
+		case err == pgx.ErrNoRows:
+			res.Unchanged++
+		case err != nil:
+			br.Close()
+			return fmt.Errorf("postgres: load method %q: %w", r.slug, err)
+		case inserted:
+			res.Inserted++
+		default:
+			res.Updated++
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fail("load methods", err)
+	}
+	return nil
+}
+
+// queueMethod queues the upsert of method row r, matched by its source key (and MCP
+// tool) when it has one, else by its slug. The upsert answers whether it inserted,
+// and no row when the method is unchanged or an origin's listing holds it.
+func queueMethod(b *pgx.Batch, r methodRow) {
+	conflict := "(slug)"
+	var sourceKey, source *string
+	if r.m.SourceKey != "" {
+		conflict = "(source_key, tool_name)"
+		sourceKey = &r.m.SourceKey
+	}
+	if r.m.Source != "" {
+		source = &r.m.Source
+	}
+	var l catalog.Listing
+	if r.m.Listing != nil {
+		l = *r.m.Listing
+	}
+	b.Queue(`
+		INSERT INTO provider_methods AS pm (provider_id, slug, name, description, category,
+			kind, hostname, endpoint_method, endpoint_url, enabled, guidance, offers, source_key,
+			tool_name, source, listed_calls_30d, listed_payers_30d, listed_last_called_at,
+			listed_updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		ON CONFLICT `+conflict+` DO UPDATE SET
+			provider_id = EXCLUDED.provider_id, name = EXCLUDED.name,
+			description = EXCLUDED.description, category = EXCLUDED.category,
+			kind = EXCLUDED.kind, hostname = EXCLUDED.hostname,
+			endpoint_method = EXCLUDED.endpoint_method, endpoint_url = EXCLUDED.endpoint_url,
+			enabled = EXCLUDED.enabled, guidance = EXCLUDED.guidance,
+			offers = EXCLUDED.offers, source = EXCLUDED.source,
+			listed_calls_30d = EXCLUDED.listed_calls_30d,
+			listed_payers_30d = EXCLUDED.listed_payers_30d,
+			listed_last_called_at = EXCLUDED.listed_last_called_at,
+			listed_updated_at = EXCLUDED.listed_updated_at, updated_at = now(),
+			origin_id = CASE WHEN EXCLUDED.source = 'origin' THEN pm.origin_id END,
+			owner_verified = pm.owner_verified AND coalesce(EXCLUDED.source = 'origin', false)
+		WHERE (pm.source IS DISTINCT FROM 'origin' OR NOT pm.enabled OR coalesce(EXCLUDED.source = 'origin', false))
+		AND (pm.provider_id, pm.name, pm.description, pm.category, pm.kind, pm.hostname,
+			pm.endpoint_method, pm.endpoint_url, pm.enabled, pm.guidance, pm.offers, pm.source,
+			pm.listed_calls_30d, pm.listed_payers_30d, pm.listed_last_called_at,
+			pm.listed_updated_at)
+		IS DISTINCT FROM (EXCLUDED.provider_id, EXCLUDED.name, EXCLUDED.description,
+			EXCLUDED.category, EXCLUDED.kind, EXCLUDED.hostname, EXCLUDED.endpoint_method,
+			EXCLUDED.endpoint_url, EXCLUDED.enabled, EXCLUDED.guidance, EXCLUDED.offers,
+			EXCLUDED.source, EXCLUDED.listed_calls_30d, EXCLUDED.listed_payers_30d,
+			EXCLUDED.listed_last_called_at, EXCLUDED.listed_updated_at)
+		RETURNING (xmax = 0)`,
+		r.providerID, r.slug, r.m.Name, r.m.Description, r.m.Category, r.m.Kind, r.hostname,
+		strings.ToUpper(r.m.Endpoint.Method), r.m.Endpoint.URL, !r.m.Disabled, r.guidance, r.offers,
+		sourceKey, r.m.Tool, source, l.Calls30d, l.Payers30d, l.LastCalledAt, l.UpdatedAt)
 }
 
 // keptMethod is a method as an earlier load kept it: what a sparse record loaded

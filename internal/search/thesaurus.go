@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/embedding/wordnet"
@@ -66,95 +67,124 @@ func newAdjacency(lists [][]int32) adjacency {
 
 // LoadThesaurus reads WordNet's data files from dir (make wordnet fetches them).
 func LoadThesaurus(dir string) (*Thesaurus, error) {
-	// Sized for WordNet 3.1 (117,000 synsets, 148,000 words, 74,000 single-word
-	// lemmas' concepts), so that the maps are not grown step by step.
-	t := &Thesaurus{forms: make(map[string]int32, 100_000)}
-	ids := make(map[string]int32, 80_000)    // a lemma's concept to its lemma id
-	words := make(map[string]int32, 160_000) // a word read to its lemma id, -1 when not kept
-	type synset struct {
-		words    []int32 // lemma ids by word number - 1; -1 for a word not kept
-		pointers []wordnet.Pointer
-	}
-	synsets := make(map[wordnet.ID]synset, 120_000)
-	lemma := func(w string) int32 {
-		for _, r := range w {
-			if r < 'a' || r > 'z' {
-				return -1
-			}
-		}
-		if id, ok := words[w]; ok {
-			return id
-		}
-		c := embedding.Concept(w)
-		if c == "" {
-			words[w] = -1
-			return -1
-		}
-		id, ok := ids[c]
-		if !ok {
-			id = int32(len(ids))
-			ids[c] = id
-		}
-		words[w] = id
-		for _, f := range inflections(w) {
-			if fc := embedding.Concept(f); fc != "" {
-				t.addForm(fc, id)
-			}
-		}
-		return id
-	}
-	err := wordnet.Read(dir, func(s wordnet.Synset) error {
-		ss := synset{words: make([]int32, len(s.Words))}
-		for i, w := range s.Words {
-			ss.words[i] = lemma(w)
-		}
-		for _, p := range s.Pointers {
-			if p.Symbol == "+" || p.Symbol == "~" || p.Symbol == "~i" {
-				ss.pointers = append(ss.pointers, p)
-			}
-		}
-		synsets[s.ID] = ss
-		return nil
-	})
-	if err != nil {
+	b := newThesaurusBuilder()
+	if err := wordnet.Read(dir, b.add); err != nil {
 		return nil, err
 	}
-	t.lemmas = len(ids)
-	related, hyponyms := make([][]int32, len(ids)), make([][]int32, len(ids))
-	for _, s := range synsets {
-		for _, a := range s.words {
-			for _, b := range s.words {
-				if a >= 0 && b >= 0 && a != b {
-					related[a] = append(related[a], b)
-				}
-			}
+	return b.build()
+}
+
+// thesaurusBuilder gathers WordNet's synsets as they are read, their words as lemma
+// ids, so that the graph is built once every pointer's target is known.
+type thesaurusBuilder struct {
+	t       *Thesaurus
+	ids     map[string]int32 // a lemma's concept to its lemma id
+	words   map[string]int32 // a word read to its lemma id, -1 when not kept
+	synsets map[wordnet.ID]lemmaSynset
+}
+
+// lemmaSynset is a synset as the thesaurus keeps it.
+type lemmaSynset struct {
+	words    []int32 // lemma ids by word number - 1; -1 for a word not kept
+	pointers []wordnet.Pointer
+}
+
+func newThesaurusBuilder() *thesaurusBuilder {
+	// Sized for WordNet 3.1 (117,000 synsets, 148,000 words, 74,000 single-word
+	// lemmas' concepts), so that the maps are not grown step by step.
+	return &thesaurusBuilder{
+		t:       &Thesaurus{forms: make(map[string]int32, 100_000)},
+		ids:     make(map[string]int32, 80_000),
+		words:   make(map[string]int32, 160_000),
+		synsets: make(map[wordnet.ID]lemmaSynset, 120_000),
+	}
+}
+
+// add keeps synset s with the pointers the thesaurus follows: derivationally
+// related forms and hyponyms (instances too).
+func (b *thesaurusBuilder) add(s wordnet.Synset) error {
+	ss := lemmaSynset{words: make([]int32, len(s.Words))}
+	for i, w := range s.Words {
+		ss.words[i] = b.lemma(w)
+	}
+	for _, p := range s.Pointers {
+		if p.Symbol == "+" || p.Symbol == "~" || p.Symbol == "~i" {
+			ss.pointers = append(ss.pointers, p)
 		}
+	}
+	b.synsets[s.ID] = ss
+	return nil
+}
+
+// lemma is word w's lemma id, -1 for a word the thesaurus does not keep (not a
+// single word of letters, or without a concept). A new lemma's inflections are
+// recorded as forms of it.
+func (b *thesaurusBuilder) lemma(w string) int32 {
+	if strings.ContainsFunc(w, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		return -1
+	}
+	if id, ok := b.words[w]; ok {
+		return id
+	}
+	c := embedding.Concept(w)
+	if c == "" {
+		b.words[w] = -1
+		return -1
+	}
+	id, ok := b.ids[c]
+	if !ok {
+		id = int32(len(b.ids))
+		b.ids[c] = id
+	}
+	b.words[w] = id
+	for _, f := range inflections(w) {
+		if fc := embedding.Concept(f); fc != "" {
+			b.t.addForm(fc, id)
+		}
+	}
+	return id
+}
+
+// build links the lemmas: those of a synset and derivationally related forms are
+// related both ways, and a synset's lemmas are over its hyponyms' lemmas.
+func (b *thesaurusBuilder) build() (*Thesaurus, error) {
+	t := b.t
+	t.lemmas = len(b.ids)
+	related, hyponyms := make([][]int32, len(b.ids)), make([][]int32, len(b.ids))
+	for _, s := range b.synsets {
+		link(related, s.words, s.words)
 		for _, p := range s.pointers {
-			to, ok := synsets[p.To]
+			to, ok := b.synsets[p.To]
 			if !ok {
 				return nil, fmt.Errorf("search: thesaurus: a pointer to %c %d, not a synset", p.To.POS, p.To.Offset)
 			}
-			if p.Symbol == "+" {
-				if p.Source < 1 || p.Source > len(s.words) || p.Target < 1 || p.Target > len(to.words) {
-					continue
-				}
-				if a, b := s.words[p.Source-1], to.words[p.Target-1]; a >= 0 && b >= 0 && a != b {
-					related[a] = append(related[a], b)
-					related[b] = append(related[b], a)
-				}
+			if p.Symbol != "+" {
+				link(hyponyms, s.words, to.words)
 				continue
 			}
-			for _, a := range s.words {
-				for _, b := range to.words {
-					if a >= 0 && b >= 0 && a != b {
-						hyponyms[a] = append(hyponyms[a], b)
-					}
-				}
+			// A derivation relates one word of each synset, by word number.
+			if p.Source < 1 || p.Source > len(s.words) || p.Target < 1 || p.Target > len(to.words) {
+				continue
 			}
+			a, z := s.words[p.Source-1:p.Source], to.words[p.Target-1:p.Target]
+			link(related, a, z)
+			link(related, z, a)
 		}
 	}
 	t.related, t.hyponyms = newAdjacency(related), newAdjacency(hyponyms)
 	return t, nil
+}
+
+// link adds to lists an edge from each lemma of from to each other lemma of to,
+// leaving out the words not kept.
+func link(lists [][]int32, from, to []int32) {
+	for _, a := range from {
+		for _, b := range to {
+			if a >= 0 && b >= 0 && a != b {
+				lists[a] = append(lists[a], b)
+			}
+		}
+	}
 }
 
 // inflections are the forms of a lemma a text may use whose concept may differ from

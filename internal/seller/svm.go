@@ -56,120 +56,199 @@ type svmTransfer struct {
 	tx                    *solana.Transaction
 }
 
+// svmEntry is the accepted entry of a Solana payment, in v2's names.
+type svmEntry struct {
+	Scheme  string `json:"scheme"`
+	Network string `json:"network"`
+	Asset   string `json:"asset"`
+	PayTo   string `json:"payTo"`
+	Amount  string `json:"amount"`
+	Extra   struct {
+		FeePayer string `json:"feePayer"`
+		Memo     string `json:"memo"`
+	} `json:"extra"`
+}
+
+// svmMessage is a decoded Solana transaction with each instruction's program and
+// accounts resolved once, for the checks that follow.
+type svmMessage struct {
+	tx       *solana.Transaction
+	programs []solana.PublicKey
+	accounts [][]*solana.AccountMeta
+}
+
+// instruction is the i-th instruction's raw form.
+func (m svmMessage) instruction(i int) solana.CompiledInstruction {
+	return m.tx.Message.Instructions[i]
+}
+
 // checkSVM verifies a Solana payment as x402's reference facilitator does
 // (scheme_exact_svm.md): the accepted entry, 3 to 6 instructions in order (compute
 // unit limit, price at most 5 lamports, TransferChecked of the mint to the payee's
 // associated token account for the exact amount; then memo or Lighthouse only), the
 // fee payer in no instruction's accounts, the memo when the offer named one, and the
-// payer's signature.
+// payer's signature. The checks run in the reference's order, so that a payment wrong
+// in several ways is refused for the same reason.
 func (s *Seller) checkSVM(b facilitatorBody) (svmTransfer, error) {
-	var e struct {
-		Scheme  string `json:"scheme"`
-		Network string `json:"network"`
-		Asset   string `json:"asset"`
-		PayTo   string `json:"payTo"`
-		Amount  string `json:"amount"`
-		Extra   struct {
-			FeePayer string `json:"feePayer"`
-			Memo     string `json:"memo"`
-		} `json:"extra"`
+	e, err := svmAccepted(b)
+	if err != nil {
+		return svmTransfer{}, err
 	}
+	m, err := decodeSVMMessage(b.Payment.Transaction)
+	if err != nil {
+		return svmTransfer{}, err
+	}
+	if err := m.checkComputeBudget(); err != nil {
+		return svmTransfer{}, err
+	}
+	owner, err := m.checkTransfer(e)
+	if err != nil {
+		return svmTransfer{}, err
+	}
+	if !s.knownBlockhash(m.tx.Message.RecentBlockhash.String()) {
+		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_blockhash_not_found")
+	}
+	memo, err := m.memo(e.Extra.Memo)
+	if err != nil {
+		return svmTransfer{}, err
+	}
+	msg, err := m.checkSignatures()
+	if err != nil {
+		return svmTransfer{}, err
+	}
+	sum := sha256.Sum256(msg)
+	return svmTransfer{from: owner.String(), to: e.PayTo, value: e.Amount, memo: memo, key: "svm|" + string(sum[:]), tx: m.tx}, nil
+}
+
+// svmAccepted is the requirement b pays, refused unless the payment accepted it as
+// offered and its fee payer is the facilitator's own.
+func svmAccepted(b facilitatorBody) (svmEntry, error) {
+	var e svmEntry
 	if err := json.Unmarshal(b.Requirements, &e); err != nil {
-		return svmTransfer{}, fmt.Errorf("invalid_requirements")
+		return e, fmt.Errorf("invalid_requirements")
 	}
 	if b.Payment.Version != 2 || !sameJSON(b.Payment.Accepted, b.Requirements) {
-		return svmTransfer{}, fmt.Errorf("accepted_requirements_mismatch")
+		return e, fmt.Errorf("accepted_requirements_mismatch")
 	}
 	if e.Extra.FeePayer != FeePayer() {
-		return svmTransfer{}, fmt.Errorf("fee_payer_not_managed_by_facilitator")
+		return e, fmt.Errorf("fee_payer_not_managed_by_facilitator")
 	}
-	tx, err := solana.TransactionFromBase64(b.Payment.Transaction)
+	return e, nil
+}
+
+// decodeSVMMessage decodes a base64 transaction of 3 to 6 instructions whose fee payer
+// is the facilitator's key and appears in no instruction's accounts: a fee payer
+// named there could be made to pay more than the fee.
+func decodeSVMMessage(raw string) (svmMessage, error) {
+	tx, err := solana.TransactionFromBase64(raw)
 	if err != nil {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_could_not_be_decoded")
+		return svmMessage{}, fmt.Errorf("invalid_exact_svm_payload_transaction_could_not_be_decoded")
 	}
 	m := &tx.Message
 	feePayer := feePayerKey.PublicKey()
 	if n := len(m.Instructions); n < 3 || n > 6 {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_length")
+		return svmMessage{}, fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_length")
 	}
 	if len(m.AccountKeys) == 0 || !m.AccountKeys[0].Equals(feePayer) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_fee_payer")
+		return svmMessage{}, fmt.Errorf("invalid_exact_svm_payload_transaction_fee_payer")
 	}
-	decoded := make([][]*solana.AccountMeta, len(m.Instructions))
-	programs := make([]solana.PublicKey, len(m.Instructions))
+	out := svmMessage{tx: tx, programs: make([]solana.PublicKey, len(m.Instructions)), accounts: make([][]*solana.AccountMeta, len(m.Instructions))}
 	for i, ix := range m.Instructions {
-		if programs[i], err = tx.ResolveProgramIDIndex(ix.ProgramIDIndex); err != nil {
-			return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_could_not_be_decoded")
+		if out.programs[i], err = tx.ResolveProgramIDIndex(ix.ProgramIDIndex); err != nil {
+			return svmMessage{}, fmt.Errorf("invalid_exact_svm_payload_transaction_could_not_be_decoded")
 		}
-		if decoded[i], err = ix.ResolveInstructionAccounts(m); err != nil {
-			return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_could_not_be_decoded")
+		if out.accounts[i], err = ix.ResolveInstructionAccounts(m); err != nil {
+			return svmMessage{}, fmt.Errorf("invalid_exact_svm_payload_transaction_could_not_be_decoded")
 		}
-		for _, a := range decoded[i] {
-			if a.PublicKey.Equals(feePayer) {
-				return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts")
-			}
+		if slices.ContainsFunc(out.accounts[i], func(a *solana.AccountMeta) bool { return a.PublicKey.Equals(feePayer) }) {
+			return svmMessage{}, fmt.Errorf("invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts")
 		}
 	}
-	limit, err1 := computebudget.DecodeInstruction(decoded[0], m.Instructions[0].Data)
-	price, err2 := computebudget.DecodeInstruction(decoded[1], m.Instructions[1].Data)
-	if err1 != nil || err2 != nil || !programs[0].Equals(solana.ComputeBudget) || !programs[1].Equals(solana.ComputeBudget) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction")
+	return out, nil
+}
+
+// checkComputeBudget requires the first two instructions to set the compute unit limit
+// and a price of at most x402.SVMMaxComputeUnitPrice, which bounds the fee the
+// facilitator pays.
+func (m svmMessage) checkComputeBudget() error {
+	limit, err1 := computebudget.DecodeInstruction(m.accounts[0], m.instruction(0).Data)
+	price, err2 := computebudget.DecodeInstruction(m.accounts[1], m.instruction(1).Data)
+	if err1 != nil || err2 != nil || !m.programs[0].Equals(solana.ComputeBudget) || !m.programs[1].Equals(solana.ComputeBudget) {
+		return fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction")
 	}
 	if _, ok := limit.Impl.(*computebudget.SetComputeUnitLimit); !ok {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction")
+		return fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction")
 	}
 	if p, ok := price.Impl.(*computebudget.SetComputeUnitPrice); !ok || p.MicroLamports > x402.SVMMaxComputeUnitPrice {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_compute_price_instruction")
+		return fmt.Errorf("invalid_exact_svm_payload_transaction_instructions_compute_price_instruction")
 	}
-	ix, err := token.DecodeInstruction(decoded[2], m.Instructions[2].Data)
-	if err != nil || !programs[2].Equals(solana.TokenProgramID) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_no_transfer_instruction")
+	return nil
+}
+
+// checkTransfer requires the third instruction to be a TransferChecked of e's asset
+// to the payee's associated token account for e's exact amount, and answers the
+// paying owner.
+func (m svmMessage) checkTransfer(e svmEntry) (solana.PublicKey, error) {
+	ix, err := token.DecodeInstruction(m.accounts[2], m.instruction(2).Data)
+	if err != nil || !m.programs[2].Equals(solana.TokenProgramID) {
+		return solana.PublicKey{}, fmt.Errorf("invalid_exact_svm_payload_no_transfer_instruction")
 	}
 	tc, ok := ix.Impl.(*token.TransferChecked)
 	if !ok {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_no_transfer_instruction")
+		return solana.PublicKey{}, fmt.Errorf("invalid_exact_svm_payload_no_transfer_instruction")
 	}
 	mint, owner := tc.GetMintAccount().PublicKey, tc.GetOwnerAccount().PublicKey
 	payTo, err1 := solana.PublicKeyFromBase58(e.PayTo)
 	asset, err2 := solana.PublicKeyFromBase58(e.Asset)
 	if err1 != nil || err2 != nil || !mint.Equals(asset) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_mint_mismatch")
+		return solana.PublicKey{}, fmt.Errorf("invalid_exact_svm_payload_mint_mismatch")
 	}
 	if want, _, err := solana.FindAssociatedTokenAddress(payTo, mint); err != nil || !tc.GetDestinationAccount().PublicKey.Equals(want) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_recipient_mismatch")
+		return solana.PublicKey{}, fmt.Errorf("invalid_exact_svm_payload_recipient_mismatch")
 	}
 	if strconv.FormatUint(*tc.Amount, 10) != e.Amount {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_amount_mismatch")
+		return solana.PublicKey{}, fmt.Errorf("invalid_exact_svm_payload_amount_mismatch")
 	}
-	if !s.knownBlockhash(m.RecentBlockhash.String()) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_blockhash_not_found")
-	}
+	return owner, nil
+}
+
+// lighthouseProgram is Lighthouse's program, which wallets add to guard a transaction.
+const lighthouseProgram = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95"
+
+// memo is the transaction's memo, refused when an instruction after the transfer is
+// neither a memo nor Lighthouse, or when the offer named a memo (want) that the
+// transaction does not carry exactly once.
+func (m svmMessage) memo(want string) (string, error) {
 	memo, memos := "", 0
-	for i := 3; i < len(m.Instructions); i++ {
-		switch programs[i].String() {
+	for i := 3; i < len(m.programs); i++ {
+		switch m.programs[i].String() {
 		case solana.MemoProgramID.String():
-			memo, memos = string(m.Instructions[i].Data), memos+1
-		case "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95": // Lighthouse
+			memo, memos = string(m.instruction(i).Data), memos+1
+		case lighthouseProgram:
 		default:
-			return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_unknown_optional_instruction")
+			return "", fmt.Errorf("invalid_exact_svm_payload_unknown_optional_instruction")
 		}
 	}
-	if e.Extra.Memo != "" && (memos != 1 || memo != e.Extra.Memo) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_memo_mismatch")
+	if want != "" && (memos != 1 || memo != want) {
+		return "", fmt.Errorf("invalid_exact_svm_payload_memo_mismatch")
 	}
-	// Every signature but the fee payer's is there and verifies.
-	msg, err := m.MarshalBinary()
-	signers := m.Signers()
-	if err != nil || len(tx.Signatures) != len(signers) {
-		return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_signatures")
+	return memo, nil
+}
+
+// checkSignatures requires every signature but the fee payer's to be there and to
+// verify, and answers the signed message.
+func (m svmMessage) checkSignatures() ([]byte, error) {
+	msg, err := m.tx.Message.MarshalBinary()
+	signers := m.tx.Message.Signers()
+	if err != nil || len(m.tx.Signatures) != len(signers) {
+		return nil, fmt.Errorf("invalid_exact_svm_payload_transaction_signatures")
 	}
 	for i, k := range signers {
-		if i > 0 && !tx.Signatures[i].Verify(k, msg) {
-			return svmTransfer{}, fmt.Errorf("invalid_exact_svm_payload_transaction_signatures")
+		if i > 0 && !m.tx.Signatures[i].Verify(k, msg) {
+			return nil, fmt.Errorf("invalid_exact_svm_payload_transaction_signatures")
 		}
 	}
-	sum := sha256.Sum256(msg)
-	return svmTransfer{from: owner.String(), to: e.PayTo, value: e.Amount, memo: memo, key: "svm|" + string(sum[:]), tx: tx}, nil
+	return msg, nil
 }
 
 // settleSVM signs t as the fee payer and settles it once: the same transaction sent

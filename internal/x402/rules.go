@@ -39,7 +39,33 @@ const (
 
 // checkEntry judges one accepts entry by the rules of its document's version (base
 // carries the version and what the document itself says) and returns the offer it
-// makes. The rules, in the order they are checked:
+// makes: the entryRules, in their order.
+func checkEntry(base Offer, raw json.RawMessage) (Offer, *OfferError) {
+	raw = bytes.TrimSpace(raw)
+	c := entryCheck{o: base, v1: base.Version == 1}
+	if !isObject(raw) || json.Unmarshal(raw, &c.e) != nil {
+		return Offer{}, refuse(ReasonIncompleteTerm, "not an object")
+	}
+	for _, rule := range entryRules {
+		if err := rule(&c); err != nil {
+			return Offer{}, err
+		}
+	}
+	return c.o, nil
+}
+
+// entryCheck is one accepts entry being judged: the entry as sent, and the offer
+// its rules have vouched for so far.
+type entryCheck struct {
+	e      entry
+	o      Offer
+	v1     bool
+	amount string // the atomic amount, before the scheme says what it means
+	ns     string // the network's CAIP-2 namespace
+}
+
+// entryRules are the rules an accepts entry is held to, in the order they are
+// checked, so that an entry breaking several is refused for the first:
 //
 //   - The entry is an object using its own version's names: v2 never sends v1's
 //     maxAmountRequired, v1 never sends v2's amount.
@@ -53,182 +79,264 @@ const (
 //     exact binding, upto on EVM in v2.
 //   - On EVM the asset and payee are 0x addresses, on Solana base58 public keys.
 //   - extra, when sent, is an object, and holds what the scheme needs on that
-//     network (see checkExtra).
-func checkEntry(base Offer, raw json.RawMessage) (Offer, *OfferError) {
-	raw = bytes.TrimSpace(raw)
-	var e entry
-	if !isObject(raw) || json.Unmarshal(raw, &e) != nil {
-		return Offer{}, refuse(ReasonIncompleteTerm, "not an object")
-	}
-	v1 := base.Version == 1
-	amountField, amountRaw := "amount", e.Amount
-	if v1 {
-		amountField, amountRaw = "maxAmountRequired", e.MaxAmountRequired
-		if present(e.Amount) {
-			return Offer{}, refuse(ReasonMixedVersions, "a v1 entry with v2's amount")
-		}
-	} else if present(e.MaxAmountRequired) {
-		return Offer{}, refuse(ReasonMixedVersions, "a v2 entry with v1's maxAmountRequired")
-	}
+//     network (see extraRules).
+var entryRules = []func(*entryCheck) *OfferError{
+	checkVersionNames,
+	checkTerms,
+	checkAmount,
+	checkTimeout,
+	checkV1Resource,
+	checkNetwork,
+	checkScheme,
+	checkAddresses,
+	checkEntryExtra,
+}
 
-	o := base
+// amountField is the name the entry's version gives the amount, and its value.
+func (c *entryCheck) amountField() (string, json.RawMessage) {
+	if c.v1 {
+		return "maxAmountRequired", c.e.MaxAmountRequired
+	}
+	return "amount", c.e.Amount
+}
+
+// checkVersionNames refuses an entry that mixes versions by its amount's name.
+func checkVersionNames(c *entryCheck) *OfferError {
+	if c.v1 && present(c.e.Amount) {
+		return refuse(ReasonMixedVersions, "a v1 entry with v2's amount")
+	}
+	if !c.v1 && present(c.e.MaxAmountRequired) {
+		return refuse(ReasonMixedVersions, "a v2 entry with v1's maxAmountRequired")
+	}
+	return nil
+}
+
+// checkTerms takes scheme, network, asset and payTo, each a short printable string.
+func checkTerms(c *entryCheck) *OfferError {
 	for _, f := range []struct {
 		name string
 		raw  json.RawMessage
 		dst  *string
-	}{{"scheme", e.Scheme, &o.Scheme}, {"network", e.Network, &o.Network}, {"asset", e.Asset, &o.Asset}, {"payTo", e.PayTo, &o.PayTo}} {
+	}{{"scheme", c.e.Scheme, &c.o.Scheme}, {"network", c.e.Network, &c.o.Network}, {"asset", c.e.Asset, &c.o.Asset}, {"payTo", c.e.PayTo, &c.o.PayTo}} {
 		s, ok := jsonString(f.raw)
 		switch {
 		case !present(f.raw):
-			return Offer{}, refuse(ReasonIncompleteTerm, "%s is missing", f.name)
+			return refuse(ReasonIncompleteTerm, "%s is missing", f.name)
 		case !ok || s == "":
-			return Offer{}, refuse(ReasonIncompleteTerm, "%s is not a non-empty string", f.name)
+			return refuse(ReasonIncompleteTerm, "%s is not a non-empty string", f.name)
 		case Clean(s, 128) != s:
-			return Offer{}, refuse(ReasonIncompleteTerm, "%s holds control characters or is over 128 bytes", f.name)
+			return refuse(ReasonIncompleteTerm, "%s holds control characters or is over 128 bytes", f.name)
 		}
 		*f.dst = s
 	}
-
-	if !present(amountRaw) {
-		return Offer{}, refuse(ReasonIncompleteTerm, "%s is missing", amountField)
-	}
-	s, ok := jsonString(amountRaw)
-	if !ok {
-		return Offer{}, refuse(ReasonBadAmount, "%s is not a string", amountField)
-	}
-	amount, ok := ReadAmount(json.RawMessage(amountRaw))
-	if !ok || s != strings.TrimSpace(s) {
-		return Offer{}, refuse(ReasonBadAmount, "%s %q is not an atomic integer", amountField, Clean(s, 40))
-	}
-	seconds, ok := positiveSeconds(e.MaxTimeoutSeconds)
-	if !ok {
-		return Offer{}, refuse(ReasonIncompleteTerm, "maxTimeoutSeconds is missing or not a positive number")
-	}
-	o.MaxTimeoutSeconds = seconds
-
-	if v1 {
-		res, ok := jsonString(e.Resource)
-		if !ok || res == "" {
-			return Offer{}, refuse(ReasonNoResource, "resource is missing")
-		}
-		o.Resource = Clean(res, 2048)
-		if _, ok := jsonString(e.Description); !ok {
-			return Offer{}, refuse(ReasonIncompleteTerm, "description is missing or not a string")
-		}
-	}
-
-	if v1 {
-		c, ok := v1Networks[o.Network]
-		switch {
-		case ok:
-			o.Network = c
-		case IsCAIP2(o.Network):
-			return Offer{}, refuse(ReasonMixedVersions, "the CAIP-2 network %q in a v1 entry", o.Network)
-		default:
-			return Offer{}, refuse(ReasonBadNetwork, "%q is not a network of x402 v1", o.Network)
-		}
-	} else if _, ok := v1Networks[o.Network]; ok {
-		return Offer{}, refuse(ReasonMixedVersions, "the v1 network name %q in a v2 entry", o.Network)
-	} else if !IsCAIP2(o.Network) {
-		return Offer{}, refuse(ReasonBadNetwork, "%q is not a CAIP-2 network", o.Network)
-	}
-	ns, _, _ := strings.Cut(o.Network, ":")
-
-	switch {
-	case o.Scheme == SchemeExact && exactNamespaces[ns]:
-		o.Amount = amount
-	case o.Scheme == SchemeUpto && ns == "eip155" && !v1:
-		o.Ceiling = amount
-	default:
-		return Offer{}, refuse(ReasonUnknownScheme, "x402 v%d defines no scheme %q on %s", base.Version, o.Scheme, ns)
-	}
-
-	switch ns {
-	case "eip155":
-		if !isEVMAddress(o.Asset) || !isEVMAddress(o.PayTo) {
-			return Offer{}, refuse(ReasonBadAddress, "asset and payTo must be 0x addresses of 20 bytes on %s", o.Network)
-		}
-	case "solana":
-		if !isSolanaAddress(o.Asset) || !isSolanaAddress(o.PayTo) {
-			return Offer{}, refuse(ReasonBadAddress, "asset and payTo must be base58 public keys on %s", o.Network)
-		}
-	}
-
-	var extra map[string]json.RawMessage
-	if present(e.Extra) {
-		if !isObject(e.Extra) || json.Unmarshal(e.Extra, &extra) != nil {
-			return Offer{}, refuse(ReasonBadExtra, "extra is not an object")
-		}
-		o.Extra = compact(e.Extra)
-	}
-	if err := checkExtra(base.Version, o.Scheme, ns, extra); err != nil {
-		return Offer{}, err
-	}
-	return o, nil
+	return nil
 }
 
-// checkExtra holds each scheme's needs on each network family, from its document under
-// specs/schemes:
-//
-//   - exact on EVM (scheme_exact_evm.md): assetTransferMethod, when sent, is eip3009,
-//     permit2 or erc7710 (v1 pays by EIP-3009 only). EIP-3009, the default, signs
-//     with the token's EIP-712 domain, so name and version must be non-empty strings;
-//     the other methods may send them.
-//   - exact on Solana (scheme_exact_svm.md): feePayer, the base58 key that pays the
-//     fees; memo, when sent, a string of at most 256 bytes.
-//   - exact on Hedera (scheme_exact_hedera.md): feePayer, the paying account.
-//   - exact on Stellar (scheme_exact_stellar.md): areFeesSponsored, a boolean.
-//   - upto on EVM (scheme_upto_evm.md): name, version and facilitatorAddress.
-//
-// The other families' exact bindings take only optional fields.
-func checkExtra(version int, scheme, ns string, extra map[string]json.RawMessage) *OfferError {
-	str := func(k string) (string, bool) {
-		s, ok := jsonString(extra[k])
-		return s, ok && s != ""
+// checkAmount takes the amount, a string holding an atomic integer.
+func checkAmount(c *entryCheck) *OfferError {
+	field, raw := c.amountField()
+	if !present(raw) {
+		return refuse(ReasonIncompleteTerm, "%s is missing", field)
 	}
+	s, ok := jsonString(raw)
+	if !ok {
+		return refuse(ReasonBadAmount, "%s is not a string", field)
+	}
+	amount, ok := ReadAmount(raw)
+	if !ok || s != strings.TrimSpace(s) {
+		return refuse(ReasonBadAmount, "%s %q is not an atomic integer", field, Clean(s, 40))
+	}
+	c.amount = amount
+	return nil
+}
+
+// checkTimeout takes maxTimeoutSeconds, a positive number.
+func checkTimeout(c *entryCheck) *OfferError {
+	seconds, ok := positiveSeconds(c.e.MaxTimeoutSeconds)
+	if !ok {
+		return refuse(ReasonIncompleteTerm, "maxTimeoutSeconds is missing or not a positive number")
+	}
+	c.o.MaxTimeoutSeconds = seconds
+	return nil
+}
+
+// checkV1Resource takes v1's resource and requires its description, which v2
+// moved out of the entry.
+func checkV1Resource(c *entryCheck) *OfferError {
+	if !c.v1 {
+		return nil
+	}
+	res, ok := jsonString(c.e.Resource)
+	if !ok || res == "" {
+		return refuse(ReasonNoResource, "resource is missing")
+	}
+	c.o.Resource = Clean(res, 2048)
+	if _, ok := jsonString(c.e.Description); !ok {
+		return refuse(ReasonIncompleteTerm, "description is missing or not a string")
+	}
+	return nil
+}
+
+// checkNetwork holds the network to its version's form, a v1 name becoming its
+// CAIP-2 identifier.
+func checkNetwork(c *entryCheck) *OfferError {
+	caip2, isV1Name := v1Networks[c.o.Network]
 	switch {
-	case scheme == SchemeExact && ns == "eip155":
-		method := transferEIP3009
-		if raw, ok := extra["assetTransferMethod"]; ok && present(raw) {
-			m, ok := jsonString(raw)
-			if !ok || (m != transferEIP3009 && m != transferPermit2 && m != transferERC7710) {
-				return refuse(ReasonBadExtra, "extra.assetTransferMethod %s is not eip3009, permit2 or erc7710", Clean(string(raw), 40))
-			}
-			if version == 1 && m != transferEIP3009 {
-				return refuse(ReasonBadExtra, "extra.assetTransferMethod %q: x402 v1 pays by EIP-3009 only", m)
-			}
-			method = m
+	case c.v1 && isV1Name:
+		c.o.Network = caip2
+	case c.v1 && IsCAIP2(c.o.Network):
+		return refuse(ReasonMixedVersions, "the CAIP-2 network %q in a v1 entry", c.o.Network)
+	case c.v1:
+		return refuse(ReasonBadNetwork, "%q is not a network of x402 v1", c.o.Network)
+	case isV1Name:
+		return refuse(ReasonMixedVersions, "the v1 network name %q in a v2 entry", c.o.Network)
+	case !IsCAIP2(c.o.Network):
+		return refuse(ReasonBadNetwork, "%q is not a CAIP-2 network", c.o.Network)
+	}
+	c.ns, _, _ = strings.Cut(c.o.Network, ":")
+	return nil
+}
+
+// checkScheme gives the amount its meaning: the price of exact, the ceiling of upto.
+func checkScheme(c *entryCheck) *OfferError {
+	switch {
+	case c.o.Scheme == SchemeExact && exactNamespaces[c.ns]:
+		c.o.Amount = c.amount
+	case c.o.Scheme == SchemeUpto && c.ns == "eip155" && !c.v1:
+		c.o.Ceiling = c.amount
+	default:
+		return refuse(ReasonUnknownScheme, "x402 v%d defines no scheme %q on %s", c.o.Version, c.o.Scheme, c.ns)
+	}
+	return nil
+}
+
+// checkAddresses holds the asset and payee to their network's form of address.
+func checkAddresses(c *entryCheck) *OfferError {
+	switch c.ns {
+	case "eip155":
+		if !isEVMAddress(c.o.Asset) || !isEVMAddress(c.o.PayTo) {
+			return refuse(ReasonBadAddress, "asset and payTo must be 0x addresses of 20 bytes on %s", c.o.Network)
 		}
-		_, hasName := str("name")
-		_, hasVersion := str("version")
-		if method == transferEIP3009 && (!hasName || !hasVersion) {
-			return refuse(ReasonBadExtra, "exact on EVM by EIP-3009 needs extra.name and extra.version, the token's EIP-712 domain")
+	case "solana":
+		if !isSolanaAddress(c.o.Asset) || !isSolanaAddress(c.o.PayTo) {
+			return refuse(ReasonBadAddress, "asset and payTo must be base58 public keys on %s", c.o.Network)
 		}
-	case scheme == SchemeExact && ns == "solana":
-		fp, ok := str("feePayer")
-		if !ok || !isSolanaAddress(fp) {
-			return refuse(ReasonBadExtra, "exact on Solana needs extra.feePayer, the base58 key that pays the fees")
+	}
+	return nil
+}
+
+// checkEntryExtra takes extra, an object when sent, and holds it to extraRules.
+func checkEntryExtra(c *entryCheck) *OfferError {
+	var extra map[string]json.RawMessage
+	if present(c.e.Extra) {
+		if !isObject(c.e.Extra) || json.Unmarshal(c.e.Extra, &extra) != nil {
+			return refuse(ReasonBadExtra, "extra is not an object")
 		}
-		if raw, ok := extra["memo"]; ok && present(raw) {
-			if m, ok := jsonString(raw); !ok || len(m) > 256 {
-				return refuse(ReasonBadExtra, "extra.memo is not a string of at most 256 bytes")
-			}
+		c.o.Extra = compact(c.e.Extra)
+	}
+	return checkExtra(c.o.Version, c.o.Scheme, c.ns, extra)
+}
+
+// extraFields is an entry's extra, its fields kept raw.
+type extraFields map[string]json.RawMessage
+
+// str is the field k when it is a non-empty string.
+func (x extraFields) str(k string) (string, bool) {
+	s, ok := jsonString(x[k])
+	return s, ok && s != ""
+}
+
+// sent is the field k when it was sent and is not null.
+func (x extraFields) sent(k string) (json.RawMessage, bool) {
+	raw, ok := x[k]
+	return raw, ok && present(raw)
+}
+
+// extraRules hold each scheme's needs on each network family (ns, empty for every
+// family), from its document under specs/schemes. The other families' exact
+// bindings take only optional fields.
+var extraRules = []struct {
+	scheme, ns string
+	check      func(version int, x extraFields) *OfferError
+}{
+	{SchemeExact, "eip155", exactEVMExtra},
+	{SchemeExact, "solana", exactSolanaExtra},
+	{SchemeExact, "hedera", exactHederaExtra},
+	{SchemeExact, "stellar", exactStellarExtra},
+	{SchemeUpto, "", uptoExtra},
+}
+
+// checkExtra holds extra to the first of extraRules for scheme on ns.
+func checkExtra(version int, scheme, ns string, extra map[string]json.RawMessage) *OfferError {
+	for _, r := range extraRules {
+		if r.scheme == scheme && (r.ns == "" || r.ns == ns) {
+			return r.check(version, extra)
 		}
-	case scheme == SchemeExact && ns == "hedera":
-		if _, ok := str("feePayer"); !ok {
-			return refuse(ReasonBadExtra, "exact on Hedera needs extra.feePayer, the account that pays the fees")
+	}
+	return nil
+}
+
+// exactEVMExtra (scheme_exact_evm.md): assetTransferMethod, when sent, is eip3009,
+// permit2 or erc7710 (v1 pays by EIP-3009 only). EIP-3009, the default, signs with
+// the token's EIP-712 domain, so name and version must be non-empty strings; the
+// other methods may send them.
+func exactEVMExtra(version int, x extraFields) *OfferError {
+	method := transferEIP3009
+	if raw, ok := x.sent("assetTransferMethod"); ok {
+		m, ok := jsonString(raw)
+		if !ok || (m != transferEIP3009 && m != transferPermit2 && m != transferERC7710) {
+			return refuse(ReasonBadExtra, "extra.assetTransferMethod %s is not eip3009, permit2 or erc7710", Clean(string(raw), 40))
 		}
-	case scheme == SchemeExact && ns == "stellar":
-		if raw := bytes.TrimSpace(extra["areFeesSponsored"]); !bytes.Equal(raw, []byte("true")) && !bytes.Equal(raw, []byte("false")) {
-			return refuse(ReasonBadExtra, "exact on Stellar needs extra.areFeesSponsored, a boolean")
+		if version == 1 && m != transferEIP3009 {
+			return refuse(ReasonBadExtra, "extra.assetTransferMethod %q: x402 v1 pays by EIP-3009 only", m)
 		}
-	case scheme == SchemeUpto:
-		_, hasName := str("name")
-		_, hasVersion := str("version")
-		fa, hasFA := str("facilitatorAddress")
-		if !hasName || !hasVersion || !hasFA || !isEVMAddress(fa) {
-			return refuse(ReasonBadExtra, "upto on EVM needs extra.name, extra.version and extra.facilitatorAddress")
+		method = m
+	}
+	_, hasName := x.str("name")
+	_, hasVersion := x.str("version")
+	if method == transferEIP3009 && (!hasName || !hasVersion) {
+		return refuse(ReasonBadExtra, "exact on EVM by EIP-3009 needs extra.name and extra.version, the token's EIP-712 domain")
+	}
+	return nil
+}
+
+// exactSolanaExtra (scheme_exact_svm.md): feePayer, the base58 key that pays the
+// fees; memo, when sent, a string of at most 256 bytes.
+func exactSolanaExtra(_ int, x extraFields) *OfferError {
+	if fp, ok := x.str("feePayer"); !ok || !isSolanaAddress(fp) {
+		return refuse(ReasonBadExtra, "exact on Solana needs extra.feePayer, the base58 key that pays the fees")
+	}
+	if raw, ok := x.sent("memo"); ok {
+		if m, ok := jsonString(raw); !ok || len(m) > 256 {
+			return refuse(ReasonBadExtra, "extra.memo is not a string of at most 256 bytes")
 		}
+	}
+	return nil
+}
+
+// exactHederaExtra (scheme_exact_hedera.md): feePayer, the paying account.
+func exactHederaExtra(_ int, x extraFields) *OfferError {
+	if _, ok := x.str("feePayer"); !ok {
+		return refuse(ReasonBadExtra, "exact on Hedera needs extra.feePayer, the account that pays the fees")
+	}
+	return nil
+}
+
+// exactStellarExtra (scheme_exact_stellar.md): areFeesSponsored, a boolean.
+func exactStellarExtra(_ int, x extraFields) *OfferError {
+	if raw := bytes.TrimSpace(x["areFeesSponsored"]); !bytes.Equal(raw, []byte("true")) && !bytes.Equal(raw, []byte("false")) {
+		return refuse(ReasonBadExtra, "exact on Stellar needs extra.areFeesSponsored, a boolean")
+	}
+	return nil
+}
+
+// uptoExtra (scheme_upto_evm.md): name, version and facilitatorAddress.
+func uptoExtra(_ int, x extraFields) *OfferError {
+	_, hasName := x.str("name")
+	_, hasVersion := x.str("version")
+	fa, hasFA := x.str("facilitatorAddress")
+	if !hasName || !hasVersion || !hasFA || !isEVMAddress(fa) {
+		return refuse(ReasonBadExtra, "upto on EVM needs extra.name, extra.version and extra.facilitatorAddress")
 	}
 	return nil
 }

@@ -33,6 +33,22 @@ func FitContrast(pairs []Pair, o ContrastOptions) (*Map, error) {
 	if len(pairs) < 2 {
 		return nil, fmt.Errorf("adapt: %d pairs to fit on", len(pairs))
 	}
+	o = o.withDefaults()
+	f := newContrastFit(len(pairs[0].A), min(o.Batch, len(pairs)), o)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range o.Steps {
+		f.step(pairs, rng.Perm(len(pairs))[:f.nb])
+	}
+	m := &Map{w: make([]float32, len(f.w)), mean: make([]float32, f.d)}
+	for i, x := range f.w {
+		m.w[i] = float32(x)
+	}
+	m.id = fmt.Sprintf("contrast%d-%s", o.Steps, m.hash())
+	return m, nil
+}
+
+// withDefaults is o with each zero field at its default.
+func (o ContrastOptions) withDefaults() ContrastOptions {
 	if o.Steps == 0 {
 		o.Steps = 200
 	}
@@ -48,125 +64,167 @@ func FitContrast(pairs []Pair, o ContrastOptions) (*Map, error) {
 	if o.Keep == 0 {
 		o.Keep = 1
 	}
-	d := len(pairs[0].A)
-	w := make([]float64, d*d)
+	return o
+}
+
+// contrastFit is the state of one fit: W (d by d, row-major) and the buffers a step
+// reuses for a batch of nb pairs.
+type contrastFit struct {
+	o     ContrastOptions
+	d, nb int
+	w     []float64
+	// za and zb are the batch's mapped vectors, normalised, and na and nbn their
+	// norms before; ga and gb the loss's gradient with respect to them.
+	za, zb, ga, gb [][]float64
+	na, nbn        []float64
+	// s holds the scaled cosines (a_i against b_j at i*nb+j), g the loss's gradient
+	// with respect to them, grad the gradient with respect to W.
+	s, g, grad []float64
+}
+
+func newContrastFit(d, nb int, o ContrastOptions) *contrastFit {
+	f := &contrastFit{o: o, d: d, nb: nb, w: make([]float64, d*d),
+		za: make([][]float64, nb), zb: make([][]float64, nb), ga: make([][]float64, nb), gb: make([][]float64, nb),
+		na: make([]float64, nb), nbn: make([]float64, nb),
+		s: make([]float64, nb*nb), g: make([]float64, nb*nb), grad: make([]float64, d*d)}
 	for i := range d {
-		w[i*d+i] = 1
+		f.w[i*d+i] = 1
 	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	nb := min(o.Batch, len(pairs))
-	za, zb := make([][]float64, nb), make([][]float64, nb)
-	ga, gb := make([][]float64, nb), make([][]float64, nb)
 	for i := range nb {
-		za[i], zb[i], ga[i], gb[i] = make([]float64, d), make([]float64, d), make([]float64, d), make([]float64, d)
+		f.za[i], f.zb[i], f.ga[i], f.gb[i] = make([]float64, d), make([]float64, d), make([]float64, d), make([]float64, d)
 	}
-	grad := make([]float64, d*d)
-	na, nbn := make([]float64, nb), make([]float64, nb)
-	s := make([]float64, nb*nb)
-	for range o.Steps {
-		batch := rng.Perm(len(pairs))[:nb]
-		apply := func(z []float64, v []float32) float64 {
-			for r := range d {
-				row := w[r*d : (r+1)*d]
-				t := 0.0
-				for c, x := range v {
-					t += row[c] * float64(x)
-				}
-				z[r] = t
-			}
-			n := 0.0
-			for _, x := range z {
-				n += x * x
-			}
-			n = math.Sqrt(n)
-			for r := range z {
-				z[r] /= n
-			}
-			return n
+	return f
+}
+
+// step is one step of gradient descent on the pairs of batch: forward to the
+// cosines, back through the softmax and the normalisation into W, then W moves.
+func (f *contrastFit) step(pairs []Pair, batch []int) {
+	for i, p := range batch {
+		f.na[i] = f.apply(f.za[i], pairs[p].A)
+		f.nbn[i] = f.apply(f.zb[i], pairs[p].B)
+		clear(f.ga[i])
+		clear(f.gb[i])
+	}
+	f.cosines()
+	f.lossGradient()
+	f.backToVectors()
+	clear(f.grad)
+	for i, p := range batch {
+		f.backToMap(f.ga[i], f.za[i], f.na[i], pairs[p].A)
+		f.backToMap(f.gb[i], f.zb[i], f.nbn[i], pairs[p].B)
+	}
+	f.descend()
+}
+
+// apply sets z to W v normalised and answers its norm before.
+func (f *contrastFit) apply(z []float64, v []float32) float64 {
+	d := f.d
+	for r := range d {
+		row := f.w[r*d : (r+1)*d]
+		t := 0.0
+		for c, x := range v {
+			t += row[c] * float64(x)
 		}
-		for i, p := range batch {
-			na[i] = apply(za[i], pairs[p].A)
-			nbn[i] = apply(zb[i], pairs[p].B)
-			clear(ga[i])
-			clear(gb[i])
-		}
-		for i := range nb {
-			for j := range nb {
-				t := 0.0
-				for k := range d {
-					t += za[i][k] * zb[j][k]
-				}
-				s[i*nb+j] = t / o.Temperature
+		z[r] = t
+	}
+	n := 0.0
+	for _, x := range z {
+		n += x * x
+	}
+	n = math.Sqrt(n)
+	for r := range z {
+		z[r] /= n
+	}
+	return n
+}
+
+// cosines fills s with each a against each b, over the temperature.
+func (f *contrastFit) cosines() {
+	for i := range f.nb {
+		for j := range f.nb {
+			t := 0.0
+			for k := range f.d {
+				t += f.za[i][k] * f.zb[j][k]
 			}
+			f.s[i*f.nb+j] = t / f.o.Temperature
 		}
-		// dL/ds for the rows (a against every b) and the columns (b against every a).
-		g := make([]float64, nb*nb)
-		softmax := func(at func(k int) int) {
-			m := math.Inf(-1)
-			for k := range nb {
-				m = max(m, s[at(k)])
+	}
+}
+
+// lossGradient fills g with dL/ds for the rows (a against every b) and the columns
+// (b against every a), the pairs themselves on the diagonal.
+func (f *contrastFit) lossGradient() {
+	nb := f.nb
+	clear(f.g)
+	for i := range nb {
+		f.softmax(func(k int) int { return i*nb + k })
+		f.softmax(func(k int) int { return k*nb + i })
+		f.g[i*nb+i] -= 2 / float64(2*nb)
+	}
+}
+
+// softmax adds to g the softmax over the nb cosines at(0) to at(nb-1), its share of
+// the symmetric loss.
+func (f *contrastFit) softmax(at func(k int) int) {
+	m := math.Inf(-1)
+	for k := range f.nb {
+		m = max(m, f.s[at(k)])
+	}
+	sum := 0.0
+	for k := range f.nb {
+		sum += math.Exp(f.s[at(k)] - m)
+	}
+	for k := range f.nb {
+		f.g[at(k)] += math.Exp(f.s[at(k)]-m) / sum / float64(2*f.nb)
+	}
+}
+
+// backToVectors carries g through the cosines into ga and gb.
+func (f *contrastFit) backToVectors() {
+	for i := range f.nb {
+		for j := range f.nb {
+			c := f.g[i*f.nb+j] / f.o.Temperature
+			if c == 0 {
+				continue
 			}
-			sum := 0.0
-			for k := range nb {
-				sum += math.Exp(s[at(k)] - m)
-			}
-			for k := range nb {
-				g[at(k)] += math.Exp(s[at(k)]-m) / sum / float64(2*nb)
-			}
-		}
-		for i := range nb {
-			softmax(func(k int) int { return i*nb + k })
-			softmax(func(k int) int { return k*nb + i })
-			g[i*nb+i] -= 2 / float64(2*nb)
-		}
-		for i := range nb {
-			for j := range nb {
-				c := g[i*nb+j] / o.Temperature
-				if c == 0 {
-					continue
-				}
-				for k := range d {
-					ga[i][k] += c * zb[j][k]
-					gb[j][k] += c * za[i][k]
-				}
-			}
-		}
-		// Through the normalisation, then into W.
-		clear(grad)
-		back := func(gz, z []float64, n float64, v []float32) {
-			dot := 0.0
-			for k := range d {
-				dot += gz[k] * z[k]
-			}
-			for r := range d {
-				c := (gz[r] - dot*z[r]) / n
-				if c == 0 {
-					continue
-				}
-				row := grad[r*d : (r+1)*d]
-				for k, x := range v {
-					row[k] += c * float64(x)
-				}
-			}
-		}
-		for i, p := range batch {
-			back(ga[i], za[i], na[i], pairs[p].A)
-			back(gb[i], zb[i], nbn[i], pairs[p].B)
-		}
-		for r := range d {
-			for c := range d {
-				id := 0.0
-				if r == c {
-					id = 1
-				}
-				w[r*d+c] -= o.Rate * (grad[r*d+c] + o.Keep*(w[r*d+c]-id)/float64(d))
+			for k := range f.d {
+				f.ga[i][k] += c * f.zb[j][k]
+				f.gb[j][k] += c * f.za[i][k]
 			}
 		}
 	}
-	m := &Map{w: make([]float32, d*d), mean: make([]float32, d)}
-	for i, x := range w {
-		m.w[i] = float32(x)
+}
+
+// backToMap carries gz, the gradient at z (v mapped, of norm n before), through the
+// normalisation into grad.
+func (f *contrastFit) backToMap(gz, z []float64, n float64, v []float32) {
+	d := f.d
+	dot := 0.0
+	for k := range d {
+		dot += gz[k] * z[k]
 	}
-	m.id = fmt.Sprintf("contrast%d-%s", o.Steps, m.hash())
-	return m, nil
+	for r := range d {
+		c := (gz[r] - dot*z[r]) / n
+		if c == 0 {
+			continue
+		}
+		row := f.grad[r*d : (r+1)*d]
+		for k, x := range v {
+			row[k] += c * float64(x)
+		}
+	}
+}
+
+// descend moves W against grad and the penalty that holds it near the identity.
+func (f *contrastFit) descend() {
+	d := f.d
+	for r := range d {
+		for c := range d {
+			id := 0.0
+			if r == c {
+				id = 1
+			}
+			f.w[r*d+c] -= f.o.Rate * (f.grad[r*d+c] + f.o.Keep*(f.w[r*d+c]-id)/float64(d))
+		}
+	}
 }
