@@ -237,6 +237,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		missing, malformed := "Send an API key in the Authorization header: Bearer sk_...", "Send exactly one API key as Authorization: Bearer sk_..."
 		if h := strings.ToLower(keyHeader(r)); h != "" {
 			missing, malformed = "Send an API key in the "+h+" header, or as Authorization: Bearer sk_...", "Send exactly one API key, in "+h+" or as Authorization: Bearer sk_..."
+			if r.Header.Get(h) != "" && r.Header.Get("Authorization") != "" {
+				malformed = "The " + h + " and Authorization headers carry different keys: send one key, in either (the same key in both is taken)."
+			}
 		}
 		if !sent {
 			w.Header()["Www-Authenticate"] = hdrChallenge

@@ -32,9 +32,10 @@ func (s *Server) handleLLMModels(a *llm.API) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
+		identify(w, r, a.Provider)
 		res, cancel, err := s.auth.LLM.Call(r.Context(), up, http.MethodGet, a.Upstream, nil)
 		if err != nil {
-			s.error(w, r, err)
+			s.callFailed(w, r, a.Provider, err)
 			return
 		}
 		defer cancel()
@@ -82,14 +83,59 @@ func (s *Server) handleModelCall(a *llm.API) http.HandlerFunc {
 			return
 		}
 		out, _ := json.Marshal(body)
+		identify(w, r, a.Provider)
 		res, cancel, err := s.auth.LLM.Call(r.Context(), up, http.MethodPost, a.Upstream, out)
 		if err != nil {
-			s.error(w, r, err)
+			s.callFailed(w, r, a.Provider, err)
 			return
 		}
 		defer cancel()
 		defer res.Body.Close()
 		s.relay(w, r, res, count)
+	}
+}
+
+// identify names r's answer by its id, in X-Request-Id and where the clients of
+// provider p read it (Anthropic's: request-id).
+func identify(w http.ResponseWriter, r *http.Request, p llm.Provider) {
+	id := requestID(r)
+	w.Header().Set("X-Request-Id", id)
+	w.Header().Set(p.RequestIDHeader(), id)
+}
+
+// callFailed answers err, a failed call to the upstream of provider p: a refusal
+// the client should read (see llm.Passed) with the upstream's status, its error in
+// p's shape and the headers that say when to try again, its strings cleaned of the
+// user's protected values as everything read back is (an upstream's message may
+// quote the prompt); anything else as s.error does.
+func (s *Server) callFailed(w http.ResponseWriter, r *http.Request, p llm.Provider, err error) {
+	var refusal *llm.UpstreamError
+	if !errors.As(err, &refusal) {
+		s.error(w, r, err)
+		return
+	}
+	e := refusal.Answer
+	set, serr := s.protectedSet(r.Context(), principal(r).UserID)
+	if serr != nil {
+		e.Message, e.Code, e.Param = "The upstream refused the request; its message could not be checked for the user's protected values, so it is not shown.", "", ""
+	} else {
+		set.Strings(&e.Message, &e.Type, &e.Code, &e.Param)
+	}
+	s.log.InfoContext(r.Context(), "llm upstream refused", "status", e.Status, "type", e.Type)
+	h := w.Header()
+	for name, vs := range refusal.Header {
+		if set != nil && !set.Contains(vs[0]) {
+			h[name] = vs
+		}
+	}
+	body := p.ErrorBody(e)
+	identify(w, r, p)
+	h.Set("Content-Type", hdrJSON[0])
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Cache-Control"] = hdrNoStore
+	w.WriteHeader(e.Status)
+	if r.Method != http.MethodHead {
+		w.Write(body)
 	}
 }
 

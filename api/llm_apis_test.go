@@ -272,8 +272,8 @@ func TestLLMMessagesNeverForwardAProtectedValue(t *testing.T) {
 // The Messages route answers its errors in Anthropic's shape, which Anthropic's
 // clients read ({"type":"error","error":{"type","message"}}), with the problem's code
 // as error.code, and as the OpenAPI document says; the Responses route in OpenAI's.
-// x-api-key is taken on the Messages route only, and never together with a Bearer
-// key.
+// x-api-key is taken on the Messages route only, and never together with another
+// Bearer key.
 func TestLLMMessagesErrorsAreInAnthropicsShape(t *testing.T) {
 	doc := openapitest.Load(t, "openapi.json")
 	up := newEchoUpstream(t)
@@ -293,7 +293,7 @@ func TestLLMMessagesErrorsAreInAnthropicsShape(t *testing.T) {
 	}{
 		{e, nil, msg("hi"), 401, "unauthenticated", "authentication_error"},
 		{e, []string{"X-Api-Key", "sk_agent_nottherightlength"}, msg("hi"), 401, "invalid_api_key", "authentication_error"},
-		{e, []string{"X-Api-Key", agentKey, "Authorization", "Bearer " + agentKey}, msg("hi"), 401, "invalid_api_key", "authentication_error"},
+		{e, []string{"X-Api-Key", agentKey, "Authorization", "Bearer " + userKey}, msg("hi"), 401, "invalid_api_key", "authentication_error"},
 		{e, []string{"X-Api-Key", userKey}, msg("hi"), 403, "wrong_key_scope", "permission_error"},
 		{e, []string{"X-Api-Key", agentKey}, `{"model":"echo"}`, 422, "validation_failed", "invalid_request_error"},
 		{e, []string{"X-Api-Key", agentKey}, `{"model":"` + llmCanary + `","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, 422, "protected_value_detected", "invalid_request_error"},

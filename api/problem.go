@@ -35,8 +35,10 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 	p, kind := knownProblem(r.Context(), log, id, []any{"method", r.Method, "path", telemetry.LoggedPath(r)}, err)
 	var contentType string
 	var body []byte
-	if api := llmProvider(r); api != nil {
+	api := llmProvider(r)
+	if api != nil {
 		contentType, body = hdrJSON[0], api.ErrorBody(llm.Error{Status: kind.Status, Message: cmp.Or(p.Detail, kind.Title), Code: p.Code, Param: p.Parameter})
+		w.Header().Set(api.RequestIDHeader(), id)
 	} else {
 		contentType, body = "application/problem+json", problemJSON(kind, p, instance, id)
 	}

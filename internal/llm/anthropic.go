@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -35,7 +36,7 @@ func (anthropic) Endpoint(c Config, h http.Header) (Endpoint, error) {
 	if c.AnthropicURL == "" {
 		return Endpoint{}, problem.New(problem.LLMNotConfigured, "No upstream Anthropic model is configured on this server.")
 	}
-	e := Endpoint{URL: c.AnthropicURL, Header: http.Header{"Anthropic-Version": {AnthropicVersion}}}
+	e := Endpoint{Provider: Anthropic, URL: c.AnthropicURL, Header: http.Header{"Anthropic-Version": {AnthropicVersion}}}
 	if vs := h.Values("Anthropic-Version"); len(vs) > 0 {
 		if len(vs) > 1 || !apiVersion.MatchString(vs[0]) {
 			return Endpoint{}, problem.Invalid("anthropic-version must be one version, a date such as " + AnthropicVersion + "; without it the proxy sends " + AnthropicVersion + ".")
@@ -56,7 +57,7 @@ type anthropicError struct {
 	Error struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
-		Code    string `json:"code"`
+		Code    string `json:"code,omitempty"`
 	} `json:"error"`
 }
 
@@ -69,6 +70,31 @@ func (anthropic) ErrorBody(e Error) []byte {
 	out, _ := json.Marshal(b)
 	return out
 }
+
+// UpstreamError reads {"type": "error", "error": {"type", "message"}}; the message
+// is required, the type defaults to the status's.
+func (anthropic) UpstreamError(status int, body []byte) (Error, bool) {
+	var b struct {
+		Type  string
+		Error struct {
+			Type    any
+			Message string
+		}
+	}
+	if json.Unmarshal(body, &b) != nil || b.Type != "error" || b.Error.Message == "" {
+		return Error{}, false
+	}
+	return Error{Status: status, Message: upstreamText(b.Error.Message), Type: cmp.Or(upstreamWord(b.Error.Type), ErrorType(status))}, true
+}
+
+// PassesHeader passes Retry-After, retry-after-ms and the anthropic-ratelimit-*
+// headers, which Anthropic's clients read to wait before trying again.
+func (anthropic) PassesHeader(name string) bool {
+	return name == "Retry-After" || name == "Retry-After-Ms" || strings.HasPrefix(name, "Anthropic-Ratelimit-")
+}
+
+// RequestIDHeader is request-id, where Anthropic's clients read a request's id.
+func (anthropic) RequestIDHeader() string { return "Request-Id" }
 
 // Messages is Anthropic's Messages API. Besides the model, a role, a block's type
 // and an id, a tool result's tool_use_id pairs it with its call, a container names

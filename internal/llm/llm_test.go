@@ -1,20 +1,26 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
 )
 
 // Each path under the gateway's root is served to one provider's clients: the
-// Messages route to Anthropic's, the rest to OpenAI's.
+// Messages route and anything under it (count_tokens, which the gateway does not
+// serve) to Anthropic's, the rest to OpenAI's.
 func TestProviderOfARoute(t *testing.T) {
 	for route, want := range map[string]Provider{
-		"/messages":         Anthropic,
+		"/messages": Anthropic, "/messages/count_tokens": Anthropic, "/messages/batches/b1": Anthropic,
 		"/chat/completions": OpenAI, "/responses": OpenAI, "/models": OpenAI, "/embeddings": OpenAI,
 		"/messagesx": OpenAI, "/": OpenAI,
 	} {
@@ -112,5 +118,95 @@ func TestRuleBlanksFreeTextAndRefusesTheRest(t *testing.T) {
 		if p, ok := problem.As(err); !ok || p.Code != problem.ProtectedValueDetected || strings.Contains(p.Detail, "zebra") {
 			t.Errorf("%s: %v", raw, err)
 		}
+	}
+}
+
+// A model that is not a name is the 400 the upstream would answer, naming model.
+func TestDecodeRefusesAModelThatIsNotAName(t *testing.T) {
+	for _, a := range []*API{ChatCompletions, Responses, Messages} {
+		for _, model := range []string{"42", "null", `["m"]`, `{"id":"m"}`, "true"} {
+			_, err := a.Request.Decode([]byte(`{"model":` + model + `,"max_tokens":8,"input":"hi","messages":[{"role":"user","content":"hi"}]}`))
+			if p, ok := problem.As(err); !ok || p.Code != problem.InvalidParameter || p.Parameter != "model" || problem.Status(p.Code) != 400 {
+				t.Errorf("%s, model %s: %v", a.Route, model, err)
+			}
+		}
+	}
+}
+
+// An upstream's 400, 404 and 429 in its provider's shape is an *UpstreamError: its
+// status, type, code, param and message (cut to a bound, valid UTF-8), and only the
+// headers its clients read to wait, each a number, a duration or a date. Anything
+// else (another status, a body of another shape or over the bound, no answer) is
+// upstream_error.
+func TestCallReadsAnUpstreamsRefusal(t *testing.T) {
+	var status int
+	var body string
+	header := http.Header{}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, vs := range header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	defer up.Close()
+	c := Config{URL: up.URL, AnthropicURL: up.URL, Timeout: 5 * time.Second}
+	call := func(p Provider) error {
+		e, err := p.Endpoint(c, http.Header{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, cancel, err := c.Call(context.Background(), e, http.MethodPost, "/x", []byte(`{}`))
+		if err == nil {
+			cancel()
+			res.Body.Close()
+			t.Fatal("a refusal came back as an answer")
+		}
+		return err
+	}
+	refusal := func(err error) *UpstreamError {
+		var u *UpstreamError
+		errors.As(err, &u)
+		return u
+	}
+	status, body = 429, `{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limit_exceeded","param":null}}`
+	header = http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"2000"}, "X-Ratelimit-Reset-Requests": {"6m0s"}, "X-Ratelimit-Limit-Tokens": {"a\"b"},
+		"Anthropic-Ratelimit-Requests-Remaining": {"0"}, "Set-Cookie": {"a=b"}, "X-Request-Id": {"up"}}
+	u := refusal(call(OpenAI))
+	if u == nil || u.Answer != (Error{Status: 429, Type: "rate_limit_error", Message: "slow down", Code: "rate_limit_exceeded"}) ||
+		len(u.Header) != 3 || u.Header.Get("Retry-After") != "2" || u.Header.Get("Retry-After-Ms") != "2000" || u.Header.Get("X-Ratelimit-Reset-Requests") != "6m0s" {
+		t.Errorf("OpenAI 429: %+v", u)
+	}
+	status, body = 404, `{"type":"error","error":{"type":"not_found_error","message":"model: x"}}`
+	header = http.Header{"Anthropic-Ratelimit-Requests-Remaining": {"3"}, "X-Ratelimit-Remaining-Requests": {"3"}}
+	u = refusal(call(Anthropic))
+	if u == nil || u.Answer != (Error{Status: 404, Type: "not_found_error", Message: "model: x"}) || len(u.Header) != 1 || u.Header.Get("Anthropic-Ratelimit-Requests-Remaining") != "3" {
+		t.Errorf("Anthropic 404: %+v", u)
+	}
+	status, body, header = 400, `{"error":{"message":"`+strings.Repeat("é", 3000)+`","type":"a type with spaces","code":7}}`, http.Header{}
+	u = refusal(call(OpenAI))
+	if u == nil || len(u.Answer.Message) > maxMessage || !strings.HasPrefix(u.Answer.Message, "éé") || u.Answer.Type != "invalid_request_error" || u.Answer.Code != "" {
+		t.Errorf("OpenAI 400, long: %+v", u)
+	}
+	for _, c := range []struct {
+		p      Provider
+		status int
+		body   string
+	}{
+		{OpenAI, 500, `{"error":{"message":"boom","type":"server_error"}}`},
+		{OpenAI, 401, `{"error":{"message":"bad key","type":"invalid_request_error"}}`},
+		{OpenAI, 404, `<html>no</html>`},
+		{Anthropic, 404, `{"error":{"message":"x","type":"invalid_request_error"}}`},
+		{Anthropic, 400, `{"type":"error","error":{"type":"invalid_request_error","message":"` + strings.Repeat("x", maxErrorBody) + `"}}`},
+		{Anthropic, 429, `{"type":"error","error":{"type":"rate_limit_error","message":""}}`},
+	} {
+		status, body = c.status, c.body
+		if err := call(c.p); refusal(err) != nil || problem.CodeOf(err) != problem.UpstreamError {
+			t.Errorf("%s %d %.40s: %v, want upstream_error", c.p.Name(), c.status, c.body, err)
+		}
+	}
+	up.Close()
+	if err := call(OpenAI); problem.CodeOf(err) != problem.UpstreamError {
+		t.Errorf("no upstream: %v", err)
 	}
 }

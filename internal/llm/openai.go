@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -22,7 +23,7 @@ func (openAI) Endpoint(c Config, _ http.Header) (Endpoint, error) {
 	if c.URL == "" {
 		return Endpoint{}, problem.New(problem.LLMNotConfigured, "No upstream language model is configured on this server.")
 	}
-	e := Endpoint{URL: c.URL, Header: http.Header{}}
+	e := Endpoint{Provider: OpenAI, URL: c.URL, Header: http.Header{}}
 	if c.Key != "" {
 		e.Header.Set("Authorization", "Bearer "+c.Key)
 	}
@@ -30,23 +31,50 @@ func (openAI) Endpoint(c Config, _ http.Header) (Endpoint, error) {
 }
 
 // openAIError is an error in OpenAI's shape: message, type and param as its clients
-// read them, and a code.
+// read them, and a code (null for an upstream's error without one).
 type openAIError struct {
 	Error struct {
 		Message string `json:"message"`
 		Type    string `json:"type"`
 		Param   string `json:"param,omitempty"`
-		Code    string `json:"code"`
+		Code    any    `json:"code"`
 	} `json:"error"`
 }
 
 func (openAI) ErrorBody(e Error) []byte {
 	var b openAIError
-	b.Error.Message, b.Error.Param, b.Error.Code = e.Message, e.Param, e.Code
+	b.Error.Message, b.Error.Param = e.Message, e.Param
+	if e.Code != "" {
+		b.Error.Code = e.Code
+	}
 	b.Error.Type = cmp.Or(e.Type, ErrorType(e.Status))
 	out, _ := json.Marshal(b)
 	return out
 }
+
+// UpstreamError reads {"error": {"message", "type", "param", "code"}}; the message
+// is required, the type defaults to the status's.
+func (openAI) UpstreamError(status int, body []byte) (Error, bool) {
+	var b struct {
+		Error struct {
+			Message           string
+			Type, Code, Param any
+		}
+	}
+	if json.Unmarshal(body, &b) != nil || b.Error.Message == "" {
+		return Error{}, false
+	}
+	return Error{Status: status, Message: upstreamText(b.Error.Message), Type: cmp.Or(upstreamWord(b.Error.Type), ErrorType(status)),
+		Code: upstreamWord(b.Error.Code), Param: upstreamWord(b.Error.Param)}, true
+}
+
+// PassesHeader passes Retry-After, retry-after-ms and the x-ratelimit-* headers,
+// which OpenAI's clients read to wait before trying again.
+func (openAI) PassesHeader(name string) bool {
+	return name == "Retry-After" || name == "Retry-After-Ms" || strings.HasPrefix(name, "X-Ratelimit-")
+}
+
+func (openAI) RequestIDHeader() string { return "X-Request-Id" }
 
 // Models is OpenAI's list of models, a read.
 var Models = &API{Provider: OpenAI, Route: "/models", Upstream: "/models"}

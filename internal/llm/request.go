@@ -37,13 +37,20 @@ type Rule struct {
 var tokenID = regexp.MustCompile(`^[0-9]{1,10}$`)
 
 // Decode reads raw as a request of the rule: one JSON object (numbers kept as
-// written, as json.Number) of the API's shape, text only.
+// written, as json.Number) of the API's shape, text only. A model that is not a
+// name (model: 42) is the 400 the upstream would answer, invalid_parameter, and
+// nothing goes upstream.
 func (m Rule) Decode(raw []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var body map[string]any
 	if err := d.Decode(&body); err != nil || d.More() || body == nil {
 		return nil, problem.Invalid("The body must be one JSON object: " + m.Name + ".")
+	}
+	if model, ok := body["model"]; ok {
+		if _, name := model.(string); !name {
+			return nil, problem.Param(problem.InvalidParameter, "model", "model must be a string: a model's name.")
+		}
 	}
 	if err := m.Shape(body); err != nil {
 		return nil, err
