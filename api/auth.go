@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
@@ -49,8 +51,8 @@ type Authenticated struct {
 	// events and request contexts may not hold; without it (noProtected) those
 	// routes fail closed.
 	Protected redact.Source
-	// LLM is the upstream model of the proxy.
-	LLM LLM
+	// LLM is the upstream models of the gateway.
+	LLM llm.Config
 	// Prober calls sellers for quotes, never paying (default: a prober of default
 	// settings).
 	Prober Prober
@@ -206,13 +208,23 @@ func callerOf(r *http.Request, user string) search.Caller {
 }
 
 // requestKey is the API key r carries (see auth.RequestKey): in Authorization: Bearer, or
-// on the Anthropic-compatible route, whose clients send it so, in x-api-key.
+// on an LLM route whose provider's clients send it in a header of their own (see
+// llm.Provider.KeyHeader), in that one.
 func requestKey(r *http.Request) (token string, sent, ok bool) {
 	var apiKey []string
-	if anthropicRoute(r) {
-		apiKey = r.Header.Values("X-Api-Key")
+	if h := keyHeader(r); h != "" {
+		apiKey = r.Header.Values(h)
 	}
 	return auth.RequestKey(r.Header.Values("Authorization"), apiKey)
+}
+
+// keyHeader is the header besides Authorization in which the clients of r's route
+// send their key; "" for none.
+func keyHeader(r *http.Request) string {
+	if p := llmProvider(r); p != nil {
+		return p.KeyHeader()
+	}
+	return ""
 }
 
 // authenticate lets through requests that carry a valid, unrevoked key in
@@ -223,8 +235,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		w.Header()["Cache-Control"] = hdrNoStore
 		token, sent, ok := requestKey(r)
 		missing, malformed := "Send an API key in the Authorization header: Bearer sk_...", "Send exactly one API key as Authorization: Bearer sk_..."
-		if anthropicRoute(r) {
-			missing, malformed = "Send an API key in the x-api-key header, or as Authorization: Bearer sk_...", "Send exactly one API key, in x-api-key or as Authorization: Bearer sk_..."
+		if h := strings.ToLower(keyHeader(r)); h != "" {
+			missing, malformed = "Send an API key in the "+h+" header, or as Authorization: Bearer sk_...", "Send exactly one API key, in "+h+" or as Authorization: Bearer sk_..."
+			if r.Header.Get(h) != "" && r.Header.Get("Authorization") != "" {
+				malformed = "The " + h + " and Authorization headers carry different keys: send one key, in either (the same key in both is taken)."
+			}
 		}
 		if !sent {
 			w.Header()["Www-Authenticate"] = hdrChallenge

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/telemetry"
 )
 
@@ -28,7 +29,7 @@ func TestCallerHeadersAreNotEchoedOrForwarded(t *testing.T) {
 		io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"message":{"role":"assistant","content":"ok"}}]}`)
 	}))
 	t.Cleanup(stub.Close)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const card = "4111111111111111"

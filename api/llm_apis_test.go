@@ -9,6 +9,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/llmecho"
 	"github.com/waystation/waystation/internal/redact/redacttest"
 )
@@ -38,7 +39,7 @@ func newEchoUpstream(t *testing.T) *echoUpstream {
 }
 
 func (u *echoUpstream) configure(a *api.Authenticated) {
-	a.LLM = api.LLM{URL: u.url + "/v1", Key: upstreamKey, AnthropicURL: u.url, AnthropicKey: anthropicUpstreamKey}
+	a.LLM = llm.Config{URL: u.url + "/v1", Key: upstreamKey, AnthropicURL: u.url, AnthropicKey: anthropicUpstreamKey}
 }
 
 func (u *echoUpstream) received() []llmecho.Call {
@@ -223,7 +224,7 @@ func TestLLMMessagesNeverForwardAProtectedValue(t *testing.T) {
 		t.Errorf("stream: %d %v %s", rec.Code, rec.Header(), rec.Body)
 	}
 	calls := up.received()
-	if last := calls[len(calls)-1]; last.Header.Get("Anthropic-Version") != api.AnthropicVersion {
+	if last := calls[len(calls)-1]; last.Header.Get("Anthropic-Version") != llm.AnthropicVersion {
 		t.Errorf("anthropic-version %q", last.Header.Get("Anthropic-Version"))
 	}
 
@@ -271,13 +272,13 @@ func TestLLMMessagesNeverForwardAProtectedValue(t *testing.T) {
 // The Messages route answers its errors in Anthropic's shape, which Anthropic's
 // clients read ({"type":"error","error":{"type","message"}}), with the problem's code
 // as error.code, and as the OpenAPI document says; the Responses route in OpenAI's.
-// x-api-key is taken on the Messages route only, and never together with a Bearer
-// key.
+// x-api-key is taken on the Messages route only, and never together with another
+// Bearer key.
 func TestLLMMessagesErrorsAreInAnthropicsShape(t *testing.T) {
 	doc := openapitest.Load(t, "openapi.json")
 	up := newEchoUpstream(t)
 	e, userKey, agentKey := protectedEnv(t, up)
-	off := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: up.url + "/v1"} })
+	off := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: up.url + "/v1"} })
 	offUID, _ := off.user("bo")
 	_, offKey := off.agent(offUID, "scout")
 	msg := func(content string) string {
@@ -292,7 +293,7 @@ func TestLLMMessagesErrorsAreInAnthropicsShape(t *testing.T) {
 	}{
 		{e, nil, msg("hi"), 401, "unauthenticated", "authentication_error"},
 		{e, []string{"X-Api-Key", "sk_agent_nottherightlength"}, msg("hi"), 401, "invalid_api_key", "authentication_error"},
-		{e, []string{"X-Api-Key", agentKey, "Authorization", "Bearer " + agentKey}, msg("hi"), 401, "invalid_api_key", "authentication_error"},
+		{e, []string{"X-Api-Key", agentKey, "Authorization", "Bearer " + userKey}, msg("hi"), 401, "invalid_api_key", "authentication_error"},
 		{e, []string{"X-Api-Key", userKey}, msg("hi"), 403, "wrong_key_scope", "permission_error"},
 		{e, []string{"X-Api-Key", agentKey}, `{"model":"echo"}`, 422, "validation_failed", "invalid_request_error"},
 		{e, []string{"X-Api-Key", agentKey}, `{"model":"` + llmCanary + `","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, 422, "protected_value_detected", "invalid_request_error"},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/redact/redacttest"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -96,7 +97,7 @@ func (s *stubLLM) all() string {
 // given is refused and counted before any of this (protect_test.go).
 func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const card, birthday, code, email = "4111111111111111", "1990-04-17", "zebra-quartz-7731", "canary.llm@example.org"
@@ -200,7 +201,7 @@ func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
 // given is refused and counted before any of this (protect_test.go).
 func TestLLMProxyBlanksOrRefusesAProtectedValueWhereverItIs(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary, pin = "Quartz-Canary-4417", "5150981273"
@@ -272,7 +273,7 @@ func TestLLMProxyBlanksOrRefusesAProtectedValueWhereverItIs(t *testing.T) {
 func TestLLMProxyFailsClosed(t *testing.T) {
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey}
+		a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey}
 		a.Protected = failing{}
 	})
 	uid, _ := e.user("ada")
@@ -372,7 +373,7 @@ func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
 func TestLLMProxyErrorsAreInOpenAIsShape(t *testing.T) {
 	doc := openapitest.Load(t, "openapi.json")
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const canary = "zebra-quartz-7731"

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/telemetry"
 )
@@ -34,12 +35,11 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, id, in
 	p, kind := knownProblem(r.Context(), log, id, []any{"method", r.Method, "path", telemetry.LoggedPath(r)}, err)
 	var contentType string
 	var body []byte
-	switch {
-	case anthropicRoute(r):
-		contentType, body = hdrJSON[0], anthropicErrorBody(kind, p)
-	case llmRoute(r):
-		contentType, body = hdrJSON[0], llmErrorBody(kind, p)
-	default:
+	api := llmProvider(r)
+	if api != nil {
+		contentType, body = hdrJSON[0], api.ErrorBody(llm.Error{Status: kind.Status, Message: cmp.Or(p.Detail, kind.Title), Code: p.Code, Param: p.Parameter})
+		w.Header().Set(api.RequestIDHeader(), id)
+	} else {
 		contentType, body = "application/problem+json", problemJSON(kind, p, instance, id)
 	}
 	if rec, ok := w.(*recorded); ok {
@@ -103,76 +103,17 @@ func problemJSON(kind problem.Kind, p *problem.Error, instance, id string) []byt
 	return body
 }
 
-// llmRoute tells whether r is for the LLM proxy, whose clients (OpenAI's SDKs and
-// those made like them) read errors in OpenAI's shape, not as problem+json.
-func llmRoute(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, BasePath+LLMPath+"/") }
-
-// LLMPath is where the OpenAI-compatible proxy answers, under the API's base path.
+// LLMPath is where the LLM gateway answers, under the API's base path.
 const LLMPath = "/llm/v1"
 
-// llmError is a problem in OpenAI's error shape: message, type and param as its
-// clients read them, and the problem's code as code.
-type llmError struct {
-	Error struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Param   string `json:"param,omitempty"`
-		Code    string `json:"code"`
-	} `json:"error"`
-}
-
-func llmErrorBody(kind problem.Kind, p *problem.Error) []byte {
-	var e llmError
-	e.Error.Message, e.Error.Param, e.Error.Code = cmp.Or(p.Detail, kind.Title), p.Parameter, p.Code
-	e.Error.Type = llmErrorType(kind.Status)
-	b, _ := json.Marshal(e)
-	return b
-}
-
-// llmErrorType is the error type OpenAI's clients, and Anthropic's, know for status.
-func llmErrorType(status int) string {
-	switch {
-	case status == http.StatusUnauthorized:
-		return "authentication_error"
-	case status == http.StatusForbidden:
-		return "permission_error"
-	case status == http.StatusNotFound:
-		return "not_found_error"
-	case status == http.StatusTooManyRequests:
-		return "rate_limit_error"
-	case status >= 500:
-		return "api_error"
-	default:
-		return "invalid_request_error"
+// llmProvider is the model provider whose clients call r's path, which read errors
+// in its shape, not as problem+json; nil outside the LLM gateway.
+func llmProvider(r *http.Request) llm.Provider {
+	route, ok := strings.CutPrefix(r.URL.Path, BasePath+LLMPath)
+	if !ok || !strings.HasPrefix(route, "/") {
+		return nil
 	}
-}
-
-// MessagesPath is the Anthropic-compatible proxy's route, under the API's base path.
-const MessagesPath = LLMPath + "/messages"
-
-// anthropicRoute tells whether r is for the Anthropic-compatible proxy, whose
-// clients (Anthropic's SDKs) read errors in Anthropic's shape.
-func anthropicRoute(r *http.Request) bool { return r.URL.Path == BasePath+MessagesPath }
-
-// anthropicError is a problem in Anthropic's error shape: type and message as its
-// clients read them, and the problem's code as code.
-type anthropicError struct {
-	Type  string `json:"type"`
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Code    string `json:"code"`
-	} `json:"error"`
-}
-
-func anthropicErrorBody(kind problem.Kind, p *problem.Error) []byte {
-	e := anthropicError{Type: "error"}
-	e.Error.Type, e.Error.Message, e.Error.Code = llmErrorType(kind.Status), cmp.Or(p.Detail, kind.Title), p.Code
-	if kind.Status == http.StatusRequestEntityTooLarge {
-		e.Error.Type = "request_too_large"
-	}
-	b, _ := json.Marshal(e)
-	return b
+	return llm.ProviderOf(route)
 }
 
 func mustKind(code string) problem.Kind {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -41,7 +42,7 @@ func chatWith(text string) string {
 func TestAnAgentBisectingForACardIsPausedBeforeItKnowsIt(t *testing.T) {
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
-		a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey}
+		a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey}
 		a.MaxBody = 2 << 20
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	})
@@ -117,7 +118,7 @@ paused:
 // the third the agent is paused.
 func TestAnAgentTestingGuessesAFewAtATimeIsPausedAfterItsBudget(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const born = "1990-04-17"
@@ -160,7 +161,7 @@ func TestAnAgentTestingGuessesAFewAtATimeIsPausedAfterItsBudget(t *testing.T) {
 // is how guesses are tested in bulk. A prompt that quotes a few is forwarded.
 func TestAFloodOfCandidatesIsRefusedWhetherOrNotOneIsRight(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	e.call("POST", "/memory/items", userKey, `{"label":"Card","fields":[{"fieldRef":"number","label":"Card number","valueType":"card_number","value":"4111111111111111"}]}`).want(t, 201)
@@ -179,7 +180,7 @@ func TestAFloodOfCandidatesIsRefusedWhetherOrNotOneIsRight(t *testing.T) {
 // would keep it is refused without counting.
 func TestAnAgentRepeatingAValueItWasGivenIsNotAnAttacker(t *testing.T) {
 	stub := newStubLLM(t)
-	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = api.LLM{URL: stub.URL + "/v1", Key: upstreamKey} })
+	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
 	const code = "zebra-quartz-7731"

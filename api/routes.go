@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/telemetry"
 )
@@ -110,10 +111,10 @@ func (s *Server) routes() chi.Router {
 			read(r, "/sessions/{id}/traces", s.handleSessionTraces())
 
 			// The OpenAI-compatible proxy: the user's protected values never reach it.
-			read(r, LLMPath+"/models", s.handleLLMModels())
-			r.With(agent).Post(LLMPath+"/chat/completions", s.handleChatCompletions()) // never replayed: a stream
-			r.With(agent).Post(LLMPath+"/responses", s.handleResponses())
-			r.With(agent).Post(MessagesPath, s.handleMessages()) // Anthropic's; the key may come as x-api-key
+			read(r, LLMPath+llm.Models.Route, s.handleLLMModels(llm.Models))
+			r.With(agent).Post(LLMPath+llm.ChatCompletions.Route, s.handleModelCall(llm.ChatCompletions)) // never replayed: a stream
+			r.With(agent).Post(LLMPath+llm.Responses.Route, s.handleModelCall(llm.Responses))
+			r.With(agent).Post(LLMPath+llm.Messages.Route, s.handleModelCall(llm.Messages)) // Anthropic's; the key may come as x-api-key
 		})
 	})
 	return r

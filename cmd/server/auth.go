@@ -15,6 +15,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
+	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
@@ -215,7 +216,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	if cfg.Secrets != nil {
 		a.Protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
-	a.LLM = api.LLM{URL: cfg.LLM.URL, Key: cfg.LLM.Key, AnthropicURL: cfg.LLM.AnthropicURL, AnthropicKey: cfg.LLM.AnthropicKey, Timeout: cfg.LLM.Timeout}
+	a.LLM = llm.Config{URL: cfg.LLM.URL, Key: cfg.LLM.Key, AnthropicURL: cfg.LLM.AnthropicURL, AnthropicKey: cfg.LLM.AnthropicKey, Timeout: cfg.LLM.Timeout}
 	if cfg.Probe.Interval > 0 {
 		go svc.Origins.Run(ctx, cfg.Probe.Interval) // the manifests, fetched with each probe round
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -275,5 +277,148 @@ func materialize(t *testing.T, api, agentKey, sid, field, want string) {
 	r = mustSend(t, "POST", api+"/sessions/"+sid+"/materialize", agentKey, `{"handles":["`+handle+`"],"purpose":"use it"}`)
 	if r.StatusCode != http.StatusOK || !strings.Contains(string(r.body), want) {
 		t.Fatalf("materialize: %d %s", r.StatusCode, r.body)
+	}
+}
+
+// The official OpenAI and Anthropic clients read an upstream's refusal through the
+// proxy as they read their provider's own: an unknown model (404), a context too
+// long (400) and a rate limit (429) come with the upstream's status, in each API's
+// error class with its type and message, the message cleaned of the user's
+// protected value the upstream quoted, the request's id where each client reads it
+// (x-request-id, request-id), and the 429's Retry-After visible and its
+// retry-after-ms honoured (one retry, after the wait the upstream asked for). An
+// Anthropic client with the same key in both of its headers is served; with two
+// different keys it reads a 401 saying so.
+func TestOfficialLLMClientsReadTheUpstreamsRefusals(t *testing.T) {
+	node, nodePath := llmClientTools(t)
+	dbURL := pgtest.URL(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+
+	var mu sync.Mutex
+	calls := map[string]int{}
+	echo := llmecho.New()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Model string }
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &body)
+		mu.Lock()
+		calls[r.URL.Path+" "+body.Model]++
+		mu.Unlock()
+		anthropic := r.URL.Path == "/v1/messages"
+		refuse := func(status int, typ, code, message string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			if anthropic {
+				json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+				return
+			}
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": message, "type": typ, "code": code, "param": nil}})
+		}
+		switch body.Model {
+		case "missing":
+			refuse(404, "not_found_error", "model_not_found", "model: missing")
+		case "long":
+			refuse(400, "invalid_request_error", "context_length_exceeded", "prompt is too long: 'pay with "+llmClientCanary+"'")
+		case "busy":
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After-Ms", "1500")
+			w.Header().Set("X-Ratelimit-Remaining-Requests", "0")
+			w.Header().Set("Anthropic-Ratelimit-Requests-Remaining", "0")
+			refuse(429, "rate_limit_error", "rate_limit_exceeded", "Rate limited.")
+		default:
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			echo.ServeHTTP(w, r)
+		}
+	}))
+	defer upstream.Close()
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL,
+		"LLM_UPSTREAM_URL": upstream.URL + "/v1", "LLM_UPSTREAM_KEY": "sk-upstream-openai-0042",
+		"LLM_ANTHROPIC_URL": upstream.URL, "LLM_ANTHROPIC_KEY": "sk-ant-upstream-0042"})
+	api := srv.base + "/functions/v1/api"
+	if r := mustSend(t, "POST", api+"/memory/items", userKey, `{"label":"Door","askBeforeUse":false,"fields":[{"fieldRef":"code","label":"Code","secret":true,"value":"`+llmClientCanary+`"}]}`); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the canary: %d %s", r.StatusCode, r.body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "llmclients", "refusals.cjs"))
+	cmd.Env = []string{"NODE_PATH=" + nodePath, "WAYSTATION_API=" + api, "AGENT_KEY=" + agentKey, "USER_KEY=" + userKey,
+		"FORMS=[]", "NO_PROXY=*", "HOME=" + t.TempDir()}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("refusals.cjs: %v\n%s\nserver log:\n%s", err, stderr.String(), srv.logs)
+	}
+	t.Logf("refusals.cjs read: %s", stdout.String())
+	type apiError struct {
+		Thrown                         bool
+		Name, Type, Message, RequestID string
+		Status                         int
+		RetryAfter, RetryAfterMs       *string
+		Remaining                      *string
+		MS                             int
+	}
+	var out struct {
+		OpenAI, Anthropic struct {
+			Missing, Long, Busy apiError
+			AnswerRequestID     string
+			BothKeys            string
+			TwoKeys             apiError
+			Sent                []struct{ APIKey, Bearer bool }
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("refusals.cjs wrote %q: %v", stdout.String(), err)
+	}
+	id := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	for client, got := range map[string]struct {
+		missing, long, busy apiError
+		missingType         string
+	}{
+		"openai":    {out.OpenAI.Missing, out.OpenAI.Long, out.OpenAI.Busy, "not_found_error"},
+		"anthropic": {out.Anthropic.Missing, out.Anthropic.Long, out.Anthropic.Busy, "not_found_error"},
+	} {
+		for _, c := range []struct {
+			name       string
+			e          apiError
+			status     int
+			class, typ string
+			message    string
+		}{
+			{"missing", got.missing, 404, "NotFoundError", got.missingType, "model: missing"},
+			{"long", got.long, 400, "BadRequestError", "invalid_request_error", "prompt is too long: 'pay with [redacted]'"},
+			{"busy", got.busy, 429, "RateLimitError", "rate_limit_error", "Rate limited."},
+		} {
+			if !c.e.Thrown || c.e.Status != c.status || c.e.Name != c.class || c.e.Type != c.typ || !strings.Contains(c.e.Message, c.message) || !id.MatchString(c.e.RequestID) {
+				t.Errorf("%s %s: the client read %+v, want a %d %s (%s) saying %q with a request id", client, c.name, c.e, c.status, c.class, c.typ, c.message)
+			}
+			if strings.Contains(c.e.Message, llmClientCanary) {
+				t.Errorf("%s %s: the message repeats the protected value: %s", client, c.name, c.e.Message)
+			}
+		}
+		b := got.busy
+		if b.RetryAfter == nil || *b.RetryAfter != "1" || b.RetryAfterMs == nil || *b.RetryAfterMs != "1500" || b.Remaining == nil || *b.Remaining != "0" || b.MS < 1400 {
+			t.Errorf("%s busy: Retry-After %v, retry-after-ms %v, remaining %v, %d ms: want them visible and the wait honoured", client, b.RetryAfter, b.RetryAfterMs, b.Remaining, b.MS)
+		}
+	}
+	mu.Lock()
+	if calls["/v1/chat/completions busy"] != 2 || calls["/v1/messages busy"] != 2 {
+		t.Errorf("the upstream got %v: want each busy call tried again once", calls)
+	}
+	mu.Unlock()
+	if !id.MatchString(out.Anthropic.AnswerRequestID) {
+		t.Errorf("anthropic: an answer's request id %q", out.Anthropic.AnswerRequestID)
+	}
+	if len(out.Anthropic.Sent) != 2 || !out.Anthropic.Sent[0].APIKey || !out.Anthropic.Sent[0].Bearer || !out.Anthropic.Sent[1].APIKey || !out.Anthropic.Sent[1].Bearer {
+		t.Errorf("anthropic: the client sent %+v, want x-api-key and a Bearer key on both calls", out.Anthropic.Sent)
+	}
+	if out.Anthropic.BothKeys != "user: hi" {
+		t.Errorf("anthropic with the key in both headers: %q", out.Anthropic.BothKeys)
+	}
+	if k := out.Anthropic.TwoKeys; !k.Thrown || k.Status != 401 || k.Name != "AuthenticationError" || !strings.Contains(k.Message, "different keys") {
+		t.Errorf("anthropic with two keys: %+v", k)
+	}
+	if strings.Contains(srv.logs.String(), llmClientCanary) {
+		t.Error("the server logged the protected value")
 	}
 }

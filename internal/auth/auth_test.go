@@ -66,7 +66,7 @@ func TestBearer(t *testing.T) {
 }
 
 // RequestKey takes one key, from Authorization as a Bearer key or from X-Api-Key where the
-// route takes it, never from both.
+// route takes it, or the same key from both, never two.
 func TestRequestKey(t *testing.T) {
 	for _, c := range []struct {
 		authorization, apiKey []string
@@ -79,7 +79,11 @@ func TestRequestKey(t *testing.T) {
 		{nil, []string{"sk_agent_x"}, "sk_agent_x", true, true},
 		{nil, []string{""}, "", true, false},
 		{nil, []string{"sk_agent_x", "sk_agent_y"}, "", true, false},
-		{[]string{"Bearer sk_agent_x"}, []string{"sk_agent_x"}, "", true, false},
+		{[]string{"Bearer sk_agent_x"}, []string{"sk_agent_x"}, "sk_agent_x", true, true},
+		{[]string{"Bearer sk_agent_x"}, []string{"sk_agent_y"}, "", true, false},
+		{[]string{"Basic sk_agent_x"}, []string{"sk_agent_x"}, "", true, false},
+		{[]string{"Bearer "}, []string{""}, "", true, false},
+		{[]string{"Bearer sk_agent_x", "Bearer sk_agent_x"}, []string{"sk_agent_x"}, "", true, false},
 	} {
 		if token, sent, ok := RequestKey(c.authorization, c.apiKey); token != c.token || sent != c.sent || ok != c.ok {
 			t.Errorf("RequestKey(%q, %q) = %q, %v, %v; want %q, %v, %v", c.authorization, c.apiKey, token, sent, ok, c.token, c.sent, c.ok)

@@ -87,7 +87,8 @@ func Bearer(authorization []string) (string, bool) {
 // RequestKey is the API key of a request: the token of its Authorization values (see
 // Bearer), or, on a route that also takes the key as Anthropic's clients send it, its
 // X-Api-Key values (apiKey; nil elsewhere). sent is false when neither header is
-// there; ok is false unless exactly one key came, in exactly one of them.
+// there; ok is false unless exactly one key came, in one of them or the same in
+// both (older Anthropic clients send both when both their keys are set).
 func RequestKey(authorization, apiKey []string) (token string, sent, ok bool) {
 	switch {
 	case len(authorization) == 0 && len(apiKey) == 0:
@@ -95,8 +96,13 @@ func RequestKey(authorization, apiKey []string) (token string, sent, ok bool) {
 	case len(apiKey) == 0:
 		token, ok = Bearer(authorization)
 		return token, true, ok
-	case len(authorization) == 0 && len(apiKey) == 1:
+	case len(apiKey) == 1 && len(authorization) == 0:
 		return apiKey[0], true, apiKey[0] != ""
+	case len(apiKey) == 1:
+		if bearer, _ := Bearer(authorization); bearer != "" && bearer == apiKey[0] {
+			return bearer, true, true
+		}
+		return "", true, false
 	default:
 		return "", true, false
 	}

@@ -157,7 +157,7 @@ var kinds = map[string]Kind{
 		"The search query q is longer than 1024 bytes of UTF-8 once trimmed.",
 		"Shorten the query to the words that matter; a sentence or two is plenty."},
 	InvalidParameter: {http.StatusBadRequest, "Invalid parameter",
-		"A query parameter or path segment has a value the route cannot read, such as a limit that is not a number or a hostname that is not one. The parameter field of the answer names it.",
+		"A query parameter or path segment has a value the route cannot read, such as a limit that is not a number or a hostname that is not one, or a model call's model is not a model's name. The parameter field of the answer names it (on the LLM proxy, error.param).",
 		"Fix the value named by parameter; the OpenAPI document lists what each parameter takes."},
 	UnknownParameter: {http.StatusBadRequest, "Unknown parameter",
 		"The request carried a parameter this route does not take, or the same parameter twice. The directory refuses it so that nothing silently means less than it says.",

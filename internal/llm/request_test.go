@@ -1,8 +1,7 @@
-package api
+package llm
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -11,10 +10,8 @@ import (
 
 // A model request is one JSON object of text parts, its numbers kept as written.
 func TestReadModelBody(t *testing.T) {
-	s := NewServer(Config{}, nil, nil, nil)
 	read := func(body string) (map[string]any, error) {
-		_, m, err := s.readModelBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(body)), chatCompletions)
-		return m, err
+		return ChatCompletions.Request.Decode([]byte(body))
 	}
 	body, err := read(`{"model":"m","temperature":0.70,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`)
 	if err != nil {
@@ -41,11 +38,11 @@ func TestReadModelBody(t *testing.T) {
 // are, each of the parts its API has that the proxy can check: text, tool calls and
 // their results, and nothing else.
 func TestReadModelBodyOfResponsesAndMessages(t *testing.T) {
-	s := NewServer(Config{}, nil, nil, nil)
-	read := func(m modelRequest, body string) error {
-		_, _, err := s.readModelBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(body)), m)
+	read := func(m Rule, body string) error {
+		_, err := m.Decode([]byte(body))
 		return err
 	}
+	responses, messages := Responses.Request, Messages.Request
 	for _, body := range []string{
 		`{"model":"m","input":"hi"}`,
 		`{"model":"m","previous_response_id":"resp_1"}`,
@@ -70,7 +67,7 @@ func TestReadModelBodyOfResponsesAndMessages(t *testing.T) {
 		}
 	}
 	for name, c := range map[string]struct {
-		m          modelRequest
+		m          Rule
 		body, want string
 	}{
 		"responses: not an object":    {responses, `[]`, "an OpenAI Responses API request"},
