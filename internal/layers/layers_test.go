@@ -47,6 +47,10 @@ var rules = []rule{
 		from: []string{"internal/postgres/..."}, to: []string{"api/...", "web/...", "generator/..."},
 	},
 	{
+		name: "the guarded outbound client serves every package that reaches other hosts and knows none of them: internal/outbound must not import the program's other packages",
+		from: []string{"internal/outbound"}, to: []string{"..."},
+	},
+	{
 		name: "a program answers its callers itself: no package but a test's may import net/http/httptest (an adapter that serves another through a recorder re-enters the router instead of calling the service)",
 		from: []string{"..."}, to: []string{"std:net/http/httptest"},
 	},
