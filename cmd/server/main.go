@@ -22,6 +22,7 @@ import (
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/protect"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
@@ -322,7 +323,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		go probeRounds(cfg.Probe, log, probeCounter{store, metrics}, out.sellers).Run(ctx)
 	}
 	searcher := &search.Service{
-		Limiter:        search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
+		Limiter:        ratelimit.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
 		TrustedProxies: cfg.Search.TrustedProxies, Log: log,
 	}
 	searcher.Limiter.Shared = store // every replica takes from the same buckets

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"time"
 
 	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
@@ -14,9 +13,9 @@ import (
 	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/protect"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
-	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
@@ -80,21 +79,13 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 }
 
 // submitLimiter holds each user to perHour origin submissions, in bursts of a
-// quarter of it, in the buckets every replica takes searches from (the callers
-// apart); nil for no limit.
-func submitLimiter(perHour float64, store search.RateStore) origin.Limiter {
+// quarter of it, in the buckets every replica shares (searches' among them, the
+// callers apart); nil for no limit.
+func submitLimiter(perHour float64, store ratelimit.Store) origin.Limiter {
 	if perHour <= 0 {
 		return nil
 	}
-	l := search.NewLimiter(perHour/60, max(1, int(math.Ceil(perHour/4))), rateLimitCallers, nil)
+	l := ratelimit.NewLimiter(perHour/60, max(1, int(math.Ceil(perHour/4))), rateLimitCallers, nil)
 	l.Shared = store
-	return takeLimiter{l}
-}
-
-// takeLimiter is a search.Limiter as origin.Limiter.
-type takeLimiter struct{ *search.Limiter }
-
-func (l takeLimiter) Take(ctx context.Context, caller string) (time.Duration, bool) {
-	d := l.Allow(ctx, caller)
-	return d.RetryAfter, d.OK
+	return l
 }
