@@ -17,6 +17,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -49,7 +50,7 @@ func catalogServer(b *testing.B, total int, embed bool) (http.Handler, *director
 	if err != nil {
 		b.Fatal(err)
 	}
-	limiter := search.NewLimiter(1e9, 1e9, 100, nil)
+	limiter := ratelimit.NewLimiter(1e9, 1e9, 100, nil)
 	srv := api.NewServer(api.Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)), snaps, store, api.WithSearch(&search.Service{Engine: engine, Limiter: limiter}))
 	return srv, snaps.Current()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/origin"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/seller"
 	"github.com/waystation/waystation/internal/trust"
 )
@@ -32,15 +33,16 @@ func originEnv(t *testing.T, h http.Handler, opts ...func(*origin.Config)) (*aut
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	prober := trust.NewProber(trust.ProberConfig{AllowLoopback: true, LookupHost: func(context.Context, string) ([]netip.Addr, error) {
+	client := outbound.New(outbound.Config{AllowLoopback: true, LookupHost: func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}}, nil)
+	}})
+	prober := trust.NewProber(trust.ProberConfig{Client: client}, nil)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		var cfg origin.Config
 		for _, o := range opts {
 			o(&cfg)
 		}
-		a.Origins = origin.NewService(a.Requests.Store.(origin.Store), prober, prober, cfg)
+		a.Origins = origin.NewService(a.Requests.Store.(origin.Store), client, prober, cfg)
 	})
 	return e, "http://localhost:" + port
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/catalog"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/seller"
@@ -67,23 +68,24 @@ func newPayEnv(t *testing.T, opts ...func(*payment.Service)) *payEnv {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	port := ts.URL[strings.LastIndex(ts.URL, ":"):]
-	prober := trust.NewProber(trust.ProberConfig{Timeout: 5 * time.Second, HostSpacing: -1, AllowHosts: []string{"seller.test"},
+	client := outbound.New(outbound.Config{Timeout: 5 * time.Second, AllowHosts: []string{"seller.test"},
 		LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
 			if host == "seller.test" || host == "private.test" {
 				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 			}
 			return nil, errors.New("no such host")
-		}}, nil)
+		}})
 	signer, err := x402.ParseSigner(payerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := &payment.Service{Payer: &payment.Payer{Signer: signer, Networks: payment.Networks{seller.DefaultNetwork}},
-		Sender: prober, Log: slog.New(slog.DiscardHandler)}
+		Sender: client, Log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(svc)
 	}
 	captchas := &captcha.Service{Log: slog.New(slog.DiscardHandler)}
+	prober := trust.NewProber(trust.ProberConfig{HostSpacing: -1, Client: client}, nil)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.Prober, a.Payments, a.Captchas = prober, svc, captchas })
 	svc.Store, captchas.Store = e.store, e.store
 	uid, userKey := e.user("ada")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/api"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/x402"
 )
@@ -39,13 +40,13 @@ func TestQuoteProbesTheSellerWithoutPaying(t *testing.T) {
 	defer seller.Close()
 	port := seller.URL[strings.LastIndex(seller.URL, ":"):]
 	probe := func(loopback bool) api.Prober {
-		return trust.NewProber(trust.ProberConfig{Timeout: 2 * time.Second, HostSpacing: -1, AllowLoopback: loopback,
+		return trust.NewProber(trust.ProberConfig{HostSpacing: -1, Client: outbound.New(outbound.Config{Timeout: 2 * time.Second, AllowLoopback: loopback,
 			LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
 				if host == "seller.test" {
 					return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 				}
 				return nil, errors.New("no such host")
-			}}, nil)
+			}})}, nil)
 	}
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.Prober = probe(true) })
 	uid, userKey := e.user("ada")

@@ -13,10 +13,10 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
-	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
@@ -82,7 +82,7 @@ func TestTextWrittenBeforeAValueWasSavedIsBlankedOnEveryRead(t *testing.T) {
 		t.Errorf("wait_request answered the value: %v %q", out, failure)
 	}
 
-	sender := trust.NewProber(trust.ProberConfig{Timeout: 5 * time.Second, HostSpacing: -1, AllowHosts: []string{"127.0.0.1"}}, nil)
+	sender := outbound.New(outbound.Config{Timeout: 5 * time.Second, AllowHosts: []string{"127.0.0.1"}})
 	d := webhook.Deliverer{Store: e.store, Opener: testVault(t), Sender: sender, Protected: memory.Protected{Store: e.store, Opener: testVault(t)},
 		Log: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 0 }}
 	if _, err := d.Once(context.Background()); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -162,7 +163,7 @@ func newSearchEnv(t *testing.T, o searchOptions) *env {
 		return o.allowance - used, o.allowance > 0, err
 	}
 	e.srv = api.NewServer(api.Config{}, log, e.snaps, e.store, api.WithSearch(&search.Service{
-		Engine: engine, Limiter: search.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log,
+		Engine: engine, Limiter: ratelimit.NewLimiter(o.perMin, o.burst, 100, nil), TrustedProxies: o.trusted, Log: log,
 	}), api.WithAuthenticated(a), api.WithAllowance(left))
 	return e
 }

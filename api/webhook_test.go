@@ -15,7 +15,7 @@ import (
 	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/memory"
-	"github.com/waystation/waystation/internal/trust"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
@@ -85,7 +85,7 @@ func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 	// The deliverer runs as in service: loopback receivers are allowed by name.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sender := trust.NewProber(trust.ProberConfig{Timeout: 5 * time.Second, HostSpacing: -1, AllowHosts: []string{"127.0.0.1"}}, nil)
+	sender := outbound.New(outbound.Config{Timeout: 5 * time.Second, AllowHosts: []string{"127.0.0.1"}})
 	go webhook.Deliverer{Store: e.store, Opener: testVault(t), Sender: sender, Every: 100 * time.Millisecond, Protected: memory.Protected{Store: e.store, Opener: testVault(t)},
 		Log: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 0 }}.Run(ctx)
 
@@ -169,7 +169,7 @@ func TestRegisteringAWebhookWarnsOfAHostDeliveriesWillBeRefusedOn(t *testing.T) 
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer),
-			Guard: trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)})
+			Guard: outbound.New(outbound.Config{AllowHosts: []string{"localhost:4022"}})})
 	})
 	_, userKey := e.user("ada")
 	for url, want := range map[string]string{

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/request"
-	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
@@ -66,7 +66,7 @@ func TestConsoleRegistersListsAndDeletesWebhooks(t *testing.T) {
 func TestConsoleWarnsOfAWebhookHostDeliveriesWillBeRefusedOn(t *testing.T) {
 	e := newAppEnv(t, func(a *Approvals) {
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer),
-			Guard: trust.NewProber(trust.ProberConfig{AllowHosts: []string{"localhost:4022"}}, nil)})
+			Guard: outbound.New(outbound.Config{AllowHosts: []string{"localhost:4022"}})})
 	})
 	_, adaKey := e.user("ada")
 	b := e.browser()

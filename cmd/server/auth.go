@@ -17,12 +17,12 @@ import (
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/llm"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/protect"
 	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/session"
-	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/vault"
 	"github.com/waystation/waystation/internal/webhook"
 )
@@ -221,7 +221,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 		go svc.Origins.Run(ctx, cfg.Probe.Interval) // the manifests, fetched with each probe round
 	}
 	if cfg.Secrets != nil {
-		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhookSender, Every: webhookEvery, Log: log,
+		go webhook.Deliverer{Store: store, Opener: cfg.Secrets, Sender: svc.webhooks, Every: webhookEvery, Log: log,
 			Protected: memory.Protected{Store: store, Opener: cfg.Secrets}}.Run(ctx)
 	}
 	if svc.Payments.Payer != nil {
@@ -233,17 +233,14 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 	return api.WithAuthenticated(a)
 }
 
-// newPayments is the payment service, and the prober its payments and quotes go
-// through: the same SSRF-safe dialer and limits as the probe rounds, without their
-// per-host backoff.
-func newPayments(cfg Config, log *slog.Logger, store *postgres.Store) (*payment.Service, *trust.Prober) {
-	prober := trust.NewProber(trust.ProberConfig{Timeout: cfg.Probe.Timeout, AllowHosts: cfg.Payment.AllowHosts}, log)
-	svc := &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: prober, Log: log, Lease: cfg.Payment.Lease,
+// newPayments is the payment service, sending payments through the sellers' client.
+func newPayments(cfg Config, log *slog.Logger, store *postgres.Store, sellers *outbound.Client) *payment.Service {
+	svc := &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: sellers, Log: log, Lease: cfg.Payment.Lease,
 		MaxAuthorization: cfg.Payment.MaxAuthorization}
 	if cfg.Payment.Chains != nil {
 		svc.Chain = cfg.Payment.Chains
 	}
-	return svc, prober
+	return svc
 }
 
 // webhookEvery is how often due webhook deliveries are sent: an event reaches its

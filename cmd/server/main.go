@@ -22,6 +22,7 @@ import (
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/protect"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
@@ -174,7 +175,6 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.Payment, err = loadPaymentConfig(getenv); err != nil {
 		return c, err
 	}
-	c.Probe.AllowHosts = c.Payment.AllowHosts
 	if c.CaptchaSolver, err = loadCaptchaSolver(getenv); err != nil {
 		return c, err
 	}
@@ -261,7 +261,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return embedCatalog(ctx, cfg.Search, store, stdout)
 	case "probe":
-		return probeOnce(ctx, cfg.Probe, log, store, stdout)
+		return probeOnce(ctx, cfg.Probe, log, store, newClients(cfg).sellers, stdout)
 	case "override":
 		return setOverride(ctx, store, rest, getenv, stdout, stderr)
 	case "override-remove":
@@ -317,12 +317,13 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		return err
 	}
 	metrics := telemetry.NewMetrics()
+	out := newClients(cfg)
 	if cfg.Probe.Interval > 0 {
 		// New probes reach the directory through the snapshot generator's watch.
-		go probeRounds(cfg.Probe, log, probeCounter{store, metrics}).Run(ctx)
+		go probeRounds(cfg.Probe, log, probeCounter{store, metrics}, out.sellers).Run(ctx)
 	}
 	searcher := &search.Service{
-		Limiter:        search.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
+		Limiter:        ratelimit.NewLimiter(cfg.Search.RatePerMin, cfg.Search.Burst, rateLimitCallers, nil),
 		TrustedProxies: cfg.Search.TrustedProxies, Log: log,
 	}
 	searcher.Limiter.Shared = store // every replica takes from the same buckets
@@ -342,7 +343,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 		observed.AccessLog = log
 	}
 
-	svc := newServices(ctx, cfg, log, store)
+	svc := newServices(ctx, cfg, log, store, out)
 	apiServer := api.NewServer(api.Config{}, log, snapshots, store, withAuthenticated(ctx, cfg, log, store, svc), api.WithSearch(searcher),
 		api.WithAllowance(allowanceLeft(cfg.Search, store)))
 	draining := newDrainer()

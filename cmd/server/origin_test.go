@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/postgres/pgtest"
-	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/ratelimit"
 )
 
 // TestOriginSubmissionsShareOneBucketPerUserAcrossReplicas: two replicas' limiters
@@ -43,8 +43,8 @@ func TestOriginSubmissionsShareOneBucketPerUserAcrossReplicas(t *testing.T) {
 }
 
 // patientStore takes from the store without the caller's deadline.
-type patientStore struct{ search.RateStore }
+type patientStore struct{ ratelimit.Store }
 
-func (p patientStore) TakeSearchToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (time.Time, bool, error) {
-	return p.RateStore.TakeSearchToken(context.WithoutCancel(ctx), caller, now, interval, burst)
+func (p patientStore) TakeToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (time.Time, bool, error) {
+	return p.Store.TakeToken(context.WithoutCancel(ctx), caller, now, interval, burst)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/origin"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/trust"
 )
@@ -22,15 +23,14 @@ import (
 // ProbeConfig is how the prober runs.
 type ProbeConfig struct {
 	// Interval between probe rounds in the server; 0 disables the loop.
-	// Concurrency and Timeout are the prober's (0: trust.NewProber's defaults).
+	// Concurrency is the prober's (0: trust.NewProber's default); Timeout bounds
+	// each request to a seller (0: outbound.New's default).
 	Interval    time.Duration
 	Concurrency int
 	Timeout     time.Duration
 	// PerHost and PerRound bound the endpoints one round probes, of one host and
 	// in all (PROBE_PER_HOST, PROBE_PER_ROUND; 0 for no bound).
 	PerHost, PerRound int
-	// AllowHosts may be probed on private addresses (PAYMENT_ALLOW_HOSTS).
-	AllowHosts []string
 	// OriginStaleAfter is how long a listed origin's manifest may fail to be
 	// fetched before the origin is marked stale; OriginDelistAfter before its items
 	// are no longer listed (0: origin.NewService's defaults).
@@ -101,18 +101,19 @@ func loadProbeConfig(getenv func(string) string) (ProbeConfig, error) {
 	return c, nil
 }
 
-// probeRounds runs the prober over the store's catalog.
-func probeRounds(cfg ProbeConfig, log *slog.Logger, store trust.ProbeStore) *trust.Rounds {
-	prober := trust.NewProber(trust.ProberConfig{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, AllowHosts: cfg.AllowHosts}, log)
+// probeRounds runs a prober over the store's catalog, reaching sellers through
+// sellers.
+func probeRounds(cfg ProbeConfig, log *slog.Logger, store trust.ProbeStore, sellers *outbound.Client) *trust.Rounds {
+	prober := trust.NewProber(trust.ProberConfig{Client: sellers, Concurrency: cfg.Concurrency}, log)
 	return &trust.Rounds{Store: store, Prober: prober, Interval: cfg.Interval, Log: log,
 		Budget: trust.Budget{PerHost: cfg.PerHost, PerRound: cfg.PerRound}}
 }
 
 // probeOnce is the probe command: one round over the enabled methods, now, within
 // the budget.
-func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store, stdout io.Writer) error {
+func probeOnce(ctx context.Context, cfg ProbeConfig, log *slog.Logger, store *postgres.Store, sellers *outbound.Client, stdout io.Writer) error {
 	start := time.Now()
-	stats, ran, err := probeRounds(cfg, log, store).Once(ctx, start)
+	stats, ran, err := probeRounds(cfg, log, store, sellers).Once(ctx, start)
 	if err != nil {
 		return err
 	}

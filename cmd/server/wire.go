@@ -4,18 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"time"
 
 	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
 	"github.com/waystation/waystation/internal/origin"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/protect"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/redact"
 	"github.com/waystation/waystation/internal/request"
-	"github.com/waystation/waystation/internal/search"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/trace"
 	"github.com/waystation/waystation/internal/trust"
@@ -23,21 +23,20 @@ import (
 )
 
 // services are the domain's use cases, each built once and handed to every adapter
-// that serves it (the API, MCP included, and the console), and the guarded clients
-// that work beyond a request.
+// that serves it (the API, MCP included, and the console), and what works beyond a
+// request.
 type services struct {
 	app.Services
-	// prober calls sellers for quotes and payments, never paying on its own;
-	// origins fetch and probe the sellers' manifests through it.
+	// prober probes sellers for quotes and for origins' items, never paying; its
+	// hosts' spacing is its own, apart from the probe rounds'.
 	prober *trust.Prober
-	// webhookSender is the guarded client webhook deliveries go through, and the
-	// rule registration warns by.
-	webhookSender *trust.Prober
+	// webhooks is the guarded client webhook deliveries go through.
+	webhooks *outbound.Client
 }
 
-// newServices builds the services over store with cfg's settings; work they do
-// beyond a request runs under ctx.
-func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store) services {
+// newServices builds the services over store with cfg's settings, reaching other
+// hosts through out; work they do beyond a request runs under ctx.
+func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.Store, out clients) services {
 	var s services
 	s.Auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
 		Passkeys: store, SignInAttempts: store})
@@ -46,8 +45,9 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
 	}
 	s.Sessions = &session.Service{Store: store, Limits: cfg.SessionLimits, Protected: protected}
-	payments, prober := newPayments(cfg, log, store)
-	s.Payments, s.prober = payments, prober
+	payments := newPayments(cfg, log, store, out.sellers)
+	s.Payments = payments
+	s.prober = trust.NewProber(trust.ProberConfig{Client: out.sellers}, log)
 	// A person's approval of a payment, through the API or the console alike, wakes
 	// the executor at once.
 	s.Requests = &request.Service{Store: store, Protected: protected, Approved: func(request.Request) { payments.Kick() }}
@@ -65,36 +65,27 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 	s.Traces = trace.NewService(store, protected, trace.Config{Guard: s.Guard})
 	s.Captchas = &captcha.Service{Store: store, Solver: cfg.CaptchaSolver, Log: log, Background: ctx}
 
-	// Deliveries go through a prober's guarded client of their own: public addresses
-	// only, and the hosts WEBHOOK_ALLOW_HOSTS names. Registration asks the same rule,
-	// to warn of a URL it will refuse.
-	s.webhookSender = trust.NewProber(trust.ProberConfig{Timeout: 10 * time.Second, AllowHosts: cfg.Payment.WebhookAllowHosts}, log)
-	wc := webhook.Config{Guard: s.webhookSender}
+	// Deliveries go through the webhooks' client; registration asks its rule, to
+	// warn of a URL it will refuse.
+	s.webhooks = out.webhooks
+	wc := webhook.Config{Guard: out.webhooks}
 	if cfg.Secrets != nil {
 		wc.Sealer = cfg.Secrets
 	}
 	s.Webhooks = webhook.NewService(store, wc)
-	s.Origins = origin.NewService(store, s.prober, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter,
+	s.Origins = origin.NewService(store, out.sellers, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter,
 		Limiter: submitLimiter(cfg.Probe.OriginSubmitPerHour, store), Log: log})
 	return s
 }
 
 // submitLimiter holds each user to perHour origin submissions, in bursts of a
-// quarter of it, in the buckets every replica takes searches from (the callers
-// apart); nil for no limit.
-func submitLimiter(perHour float64, store search.RateStore) origin.Limiter {
+// quarter of it, in the buckets every replica shares (searches' among them, the
+// callers apart); nil for no limit.
+func submitLimiter(perHour float64, store ratelimit.Store) origin.Limiter {
 	if perHour <= 0 {
 		return nil
 	}
-	l := search.NewLimiter(perHour/60, max(1, int(math.Ceil(perHour/4))), rateLimitCallers, nil)
+	l := ratelimit.NewLimiter(perHour/60, max(1, int(math.Ceil(perHour/4))), rateLimitCallers, nil)
 	l.Shared = store
-	return takeLimiter{l}
-}
-
-// takeLimiter is a search.Limiter as origin.Limiter.
-type takeLimiter struct{ *search.Limiter }
-
-func (l takeLimiter) Take(ctx context.Context, caller string) (time.Duration, bool) {
-	d := l.Allow(ctx, caller)
-	return d.RetryAfter, d.OK
+	return l
 }

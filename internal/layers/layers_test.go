@@ -47,6 +47,22 @@ var rules = []rule{
 		from: []string{"internal/postgres/..."}, to: []string{"api/...", "web/...", "generator/..."},
 	},
 	{
+		name: "the guarded outbound client serves every package that reaches other hosts and knows none of them: internal/outbound must not import the program's other packages",
+		from: []string{"internal/outbound"}, to: []string{"..."},
+	},
+	{
+		name: "search and origin submissions take from one rate limiter, internal/ratelimit, and neither borrows from the other: internal/origin must not import internal/search",
+		from: []string{"internal/origin/..."}, to: []string{"internal/search/..."},
+	},
+	{
+		name: "search and origin submissions take from one rate limiter, internal/ratelimit, and neither borrows from the other: internal/search must not import internal/origin",
+		from: []string{"internal/search/..."}, to: []string{"internal/origin/..."},
+	},
+	{
+		name: "the rate limiter serves every package that limits callers and knows none of them: internal/ratelimit must not import the program's other packages",
+		from: []string{"internal/ratelimit"}, to: []string{"..."},
+	},
+	{
 		name: "a program answers its callers itself: no package but a test's may import net/http/httptest (an adapter that serves another through a recorder re-enters the router instead of calling the service)",
 		from: []string{"..."}, to: []string{"std:net/http/httptest"},
 	},

@@ -2,7 +2,7 @@
 // discovery manifest at /.well-known/x402.json, the x402 per-origin counterpart of a
 // facilitator's discovery listing (an x402Version 2 document whose items each carry a
 // resource, its accepts and how to call it). The service reads it through the
-// prober's guarded client, holds every item to the rules a live 402 is held to,
+// guarded outbound client, holds every item to the rules a live 402 is held to,
 // probes each, and lists what passes with source "origin". Those items are the
 // owner's word for the hostname: they take the place of a listing's copies of it.
 // An item whose live 402 names the payee that signed the origin (EIP-191, in the

@@ -19,8 +19,8 @@ import (
 )
 
 // Sender sends one request through a guarded client: public addresses only (and
-// the hosts the operator allows), no redirect followed, bounded in time. The
-// prober's Send is one.
+// the hosts the operator allows), no redirect followed, bounded in time: the
+// service's outbound.Client.
 type Sender interface {
 	Send(ctx context.Context, req *http.Request) (*http.Response, error)
 }

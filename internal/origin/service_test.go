@@ -14,6 +14,7 @@ import (
 
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/origin"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/seller"
 	"github.com/waystation/waystation/internal/trust"
@@ -89,17 +90,29 @@ func (f *fakeStore) OriginFailing(_ context.Context, _ int64, status, reason str
 	return nil
 }
 
+// reach is a guarded client (the service's Sender) and a prober over it, as the
+// server wires them.
+type reach struct {
+	*outbound.Client
+	*trust.Prober
+}
+
+func newReach(c outbound.Config) reach {
+	client := outbound.New(c)
+	return reach{client, trust.NewProber(trust.ProberConfig{Client: client}, nil)}
+}
+
 // localSeller serves the local seller, signed by payeeKey, as http://localhost:port;
-// the prober reaches it on loopback.
-func localSeller(t *testing.T, h http.Handler) (string, *trust.Prober) {
+// the client reaches it on loopback.
+func localSeller(t *testing.T, h http.Handler) (string, reach) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	p := trust.NewProber(trust.ProberConfig{AllowLoopback: true, Timeout: 5 * time.Second,
+	p := newReach(outbound.Config{AllowLoopback: true, Timeout: 5 * time.Second,
 		LookupHost: func(context.Context, string) ([]netip.Addr, error) {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-		}}, nil)
+		}})
 	return "http://localhost:" + port, p
 }
 
@@ -185,9 +198,9 @@ func TestSubmitRefusesWhatItCannotFetchFromTheOriginItself(t *testing.T) {
 
 	// Without AllowLoopback the seller's loopback address is refused.
 	o, _ = localSeller(t, seller.New(seller.Config{}))
-	strict := trust.NewProber(trust.ProberConfig{LookupHost: func(context.Context, string) ([]netip.Addr, error) {
+	strict := newReach(outbound.Config{LookupHost: func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}}, nil)
+	}})
 	_, err = origin.NewService(store, strict, strict, origin.Config{}).Submit(ctx, "u", o)
 	if p, ok := problem.As(err); !ok || !strings.HasPrefix(p.Detail, origin.ReasonBlockedAddress+":") {
 		t.Fatalf("private address: %v", err)

@@ -31,6 +31,18 @@ type Sender interface {
 	Send(ctx context.Context, req *http.Request) (*http.Response, error)
 }
 
+// userAgent names the service to a seller when the person's request names nothing.
+const userAgent = "Waystation/1 (x402 payer)"
+
+// send sends req to the seller through the Sender, under the payer's User-Agent
+// unless the request names one.
+func (s *Service) send(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", userAgent)
+	}
+	return s.Sender.Send(ctx, req.WithContext(ctx))
+}
+
 // Outcome is how an executing payment ended.
 type Outcome struct {
 	Status      string
@@ -241,7 +253,7 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 	if err != nil {
 		return readOffer{}, problem.Invalid("httpRequest does not make an HTTP request.")
 	}
-	resp, err := s.Sender.Send(ctx, req.WithContext(ctx))
+	resp, err := s.send(ctx, req)
 	if err != nil {
 		return readOffer{}, problem.Wrap(problem.UpstreamError, "The seller could not be reached: "+x402.Clean(err.Error(), 200), err)
 	}
@@ -453,7 +465,7 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	if err != nil {
 		return s.fail(ctx, p, FailUnreachable)
 	}
-	resp, err := s.Sender.Send(ctx, req.WithContext(ctx))
+	resp, err := s.send(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping, or taken over: taken again after the lease

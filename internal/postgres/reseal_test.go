@@ -55,7 +55,7 @@ func TestResealMovesEveryValueToTheCurrentKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateWebhook(ctx, auth.Principal{Scope: auth.ScopeUser, UserID: u.ID}, hookID,
-		webhook.New{URL: "https://ops.example/hook", Events: []string{webhook.RequestWaiting}}, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct}); err != nil {
+		webhook.New{URL: "https://ops.example/hook", Events: []string{webhook.RequestWaiting}}, webhook.Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct}, webhook.MaxPerUser); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.Reseal(ctx, both)

@@ -8,30 +8,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waystation/waystation/internal/auth"
-	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/session"
 	"github.com/waystation/waystation/internal/webhook"
 )
 
 var _ webhook.Store = (*Store)(nil)
 
-// maxWebhooksPerUser bounds what one user registers.
-const maxWebhooksPerUser = 20
-
-// CreateWebhook registers a webhook of user p with its sealed secret.
-func (s *Store) CreateWebhook(ctx context.Context, p auth.Principal, id string, n webhook.New, secret webhook.Sealed) (webhook.Webhook, error) {
+// CreateWebhook registers a webhook of user p with its sealed secret;
+// webhook.ErrTooMany if p keeps max webhooks already (max 0: no cap).
+func (s *Store) CreateWebhook(ctx context.Context, p auth.Principal, id string, n webhook.New, secret webhook.Sealed, max int) (webhook.Webhook, error) {
 	var out webhook.Webhook
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, p.UserID); err != nil {
-			return err
-		}
-		var count int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhooks WHERE user_id = $1 AND deleted_at IS NULL`, p.UserID).Scan(&count); err != nil {
-			return err
-		}
-		if count >= maxWebhooksPerUser {
-			return problem.New(problem.QuotaExceeded, "A user keeps at most 20 webhooks; delete one first.")
-		}
+	err := s.capped(ctx, p.UserID, `SELECT count(*) FROM webhooks WHERE user_id = $1 AND deleted_at IS NULL`, max, webhook.ErrTooMany, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `
 			INSERT INTO webhooks (id, user_id, url, events, description, key_id, nonce, ciphertext)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, url, events, description, created_at`,

@@ -9,6 +9,7 @@ import (
 	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/ratelimit"
 )
 
 // MaxQueryBytes bounds a query, in UTF-8 bytes after trimming: the API refuses a
@@ -23,7 +24,7 @@ type Service struct {
 	// refused as search_unavailable.
 	Engine *Engine
 	// Limiter holds each caller to its rate; nil means no per-caller limit.
-	Limiter *Limiter
+	Limiter *ratelimit.Limiter
 	// TrustedProxies are the networks whose X-Forwarded-For names the caller.
 	TrustedProxies clientip.Proxies
 	// RetryAfter, in seconds, is what a search refused for want of a model says
@@ -47,7 +48,7 @@ type Answer struct {
 	Result
 	// Rate is the caller's bucket after this query; Rate.Limit is 0 when no
 	// per-caller limit applies.
-	Rate Decision
+	Rate ratelimit.Decision
 	// Keyed is true when the caller was named by a valid API key rather than by its
 	// address: the answer is then that caller's (the key's user's) alone.
 	Keyed bool

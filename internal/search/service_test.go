@@ -11,6 +11,7 @@ import (
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
 	"github.com/waystation/waystation/internal/problem"
+	"github.com/waystation/waystation/internal/ratelimit"
 	"github.com/waystation/waystation/internal/search"
 )
 
@@ -37,7 +38,7 @@ func (c *counter) UseAllowance(_ context.Context, _ time.Time, limit int, caller
 	return true, nil
 }
 
-func newService(t *testing.T, cfg search.Config, lim *search.Limiter) (*search.Service, *directory.Snapshot) {
+func newService(t *testing.T, cfg search.Config, lim *ratelimit.Limiter) (*search.Service, *directory.Snapshot) {
 	t.Helper()
 	snap, err := directory.NewSnapshot(time.Now(), nil, nil)
 	if err != nil {
@@ -61,7 +62,7 @@ func keyed(user string) search.Caller { return search.Caller{User: user, RemoteA
 // that its keys name their user.
 func TestCallersOfOneUserShareOneSearchBucket(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	s, snap := newService(t, search.Config{}, search.NewLimiter(60, 2, 100, func() time.Time { return now }))
+	s, snap := newService(t, search.Config{}, ratelimit.NewLimiter(60, 2, 100, func() time.Time { return now }))
 	ctx := context.Background()
 	for i := range 2 {
 		a, err := s.Search(ctx, keyed("u1"), snap, "weather", directory.Filter{})
@@ -137,7 +138,7 @@ func (h *heard) Embedded(model string, took time.Duration, err error) {
 func TestObserverHearsOutcomesAndNovelEmbeddings(t *testing.T) {
 	h := &heard{}
 	now := time.Now()
-	s, snap := newService(t, search.Config{DailyAllowance: 2, Observer: h}, search.NewLimiter(60, 4, 100, func() time.Time { return now }))
+	s, snap := newService(t, search.Config{DailyAllowance: 2, Observer: h}, ratelimit.NewLimiter(60, 4, 100, func() time.Time { return now }))
 	ctx := context.Background()
 	caller := search.Caller{RemoteAddr: "192.0.2.9:1"}
 	for _, q := range []string{"first query", "first query", "second query", "third query", "fourth query"} {

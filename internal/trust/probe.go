@@ -12,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/x402"
 )
 
@@ -53,10 +53,11 @@ type Result struct {
 
 // ProberConfig tunes a Prober. Zero values take the defaults.
 type ProberConfig struct {
+	// Client sends the probes: the service's guarded client, whose timeout bounds
+	// one request (default: a client of outbound's defaults, public addresses only).
+	Client Client
 	// Concurrency is how many hosts are probed at once (default 8).
 	Concurrency int
-	// Timeout bounds one request, from dialing to the last byte read (default 10s).
-	Timeout time.Duration
 	// HostSpacing is the least time between two requests to one host (default 1s;
 	// negative for none).
 	HostSpacing time.Duration
@@ -67,32 +68,27 @@ type ProberConfig struct {
 	// up to BackoffMax (defaults 30m and 24h).
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	// AllowLoopback lets probes reach loopback addresses: for tests only.
-	AllowLoopback bool
-	// AllowHosts are hosts ("name" or "name:port") that may be reached on any
-	// address, private ones included: a local seller, named by the operator.
-	AllowHosts []string
-	// LookupHost resolves a hostname; nil uses the system resolver. Tests map names
-	// to addresses with it. Whatever it returns is checked again at connection time.
-	LookupHost func(ctx context.Context, host string) ([]netip.Addr, error)
-	// RootCAs are the certificate authorities trusted; nil means the system's.
-	RootCAs *x509.CertPool
 	// UserAgent is sent with every probe.
 	UserAgent string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
+// Client sends one request, following redirects only within its origin, through
+// the guarded client every outbound request goes through (outbound.Client).
+type Client interface {
+	Follow(ctx context.Context, req *http.Request) (*http.Response, error)
+}
+
+var _ Client = (*outbound.Client)(nil)
+
 // Prober calls sellers' endpoints without paying and classifies the answers. It
-// never sends a payment header, never follows a redirect to another host, refuses
-// non-public addresses at connection time, and backs off from hosts that keep
-// failing. It is safe for concurrent use.
+// never sends a payment header, reaches sellers only through its guarded client
+// (public addresses, no redirect to another origin), spaces its requests to a host
+// and backs off from hosts that keep failing. It is safe for concurrent use.
 type Prober struct {
-	cfg    ProberConfig
-	client *http.Client
-	// direct sends exact requests (Send) and follows no redirect.
-	direct *http.Client
-	log    *slog.Logger
+	cfg ProberConfig
+	log *slog.Logger
 
 	mu    sync.Mutex
 	hosts map[string]*hostState
@@ -104,16 +100,13 @@ type hostState struct {
 	until    time.Time // skipped until then
 }
 
-// errBlocked is returned by the dialer for a non-public address.
-var errBlocked = errors.New("address is not public")
-
 // NewProber returns a prober with cfg's settings.
 func NewProber(cfg ProberConfig, log *slog.Logger) *Prober {
+	if cfg.Client == nil {
+		cfg.Client = outbound.New(outbound.Config{})
+	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
 	}
 	if cfg.HostSpacing < 0 {
 		cfg.HostSpacing = 0
@@ -138,223 +131,8 @@ func NewProber(cfg ProberConfig, log *slog.Logger) *Prober {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Prober{cfg: cfg, log: log, hosts: map[string]*hostState{}}
-
-	dialer := &net.Dialer{
-		Timeout: cfg.Timeout,
-		// The address is checked once resolved, just before connecting, so a name
-		// that resolves to a private address (or changes its answer between lookups)
-		// is refused all the same.
-		ControlContext: func(_ context.Context, _, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("%w: %s", errBlocked, address)
-			}
-			if !publicAddr(ap.Addr(), cfg.AllowLoopback) {
-				return fmt.Errorf("%w: %s", errBlocked, ap.Addr())
-			}
-			return nil
-		},
-	}
-	// A host the operator named is dialled without the address check.
-	open := &net.Dialer{Timeout: cfg.Timeout}
-	transport := &http.Transport{
-		Proxy: nil, // probes go straight to the seller
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if p.allowed(addr) {
-				return p.dial(ctx, open, network, addr)
-			}
-			return p.dial(ctx, dialer, network, addr)
-		},
-		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    cfg.Timeout,
-		ResponseHeaderTimeout:  cfg.Timeout,
-		MaxResponseHeaderBytes: 64 << 10,
-		MaxIdleConnsPerHost:    2,
-		IdleConnTimeout:        30 * time.Second,
-		ForceAttemptHTTP2:      true,
-	}
-	p.client = &http.Client{
-		Transport: transport,
-		Timeout:   cfg.Timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			// Only to the very origin probed: same scheme, host and port.
-			if !sameOrigin(req.URL, via[0].URL) {
-				return errRedirectElsewhere{req.URL.Host}
-			}
-			if len(via) >= 3 {
-				return errTooManyRedirects
-			}
-			return nil
-		},
-	}
-	p.direct = &http.Client{
-		Transport: transport,
-		Timeout:   cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
-	return p
+	return &Prober{cfg: cfg, log: log, hosts: map[string]*hostState{}}
 }
-
-// allowed reports whether addr ("host:port") is a host the operator named.
-func (p *Prober) allowed(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	for _, h := range p.cfg.AllowHosts {
-		if strings.EqualFold(h, addr) || strings.EqualFold(h, host) {
-			return true
-		}
-	}
-	return false
-}
-
-// Refuses reports whether the prober would refuse every address of hostport
-// ("host:port") and names the first: a host not named in AllowHosts whose addresses
-// are none of them public. A name is resolved now, and checked again at each
-// connection; one that does not resolve is not reported here.
-func (p *Prober) Refuses(ctx context.Context, hostport string) (netip.Addr, bool) {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil || p.allowed(hostport) {
-		return netip.Addr{}, false
-	}
-	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip}
-	} else if p.cfg.LookupHost != nil {
-		ips, _ = p.cfg.LookupHost(ctx, host)
-	} else {
-		ips, _ = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	}
-	for _, ip := range ips {
-		if publicAddr(ip, p.cfg.AllowLoopback) {
-			return netip.Addr{}, false
-		}
-	}
-	if len(ips) == 0 {
-		return netip.Addr{}, false
-	}
-	return ips[0].Unmap(), true
-}
-
-// Send sends one exact request through the prober's guarded transport: public
-// addresses only (and the hosts named in AllowHosts), no redirect followed, the
-// prober's timeout. Payments go through it, so they reach no more than probes do.
-func (p *Prober) Send(ctx context.Context, req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return nil, errors.New("only http and https")
-	}
-	if req.Header.Get("User-Agent") == "" {
-		req.Header.Set("User-Agent", "Waystation/1 (x402 payer)")
-	}
-	return p.direct.Do(req.WithContext(ctx))
-}
-
-var errTooManyRedirects = errors.New("too many redirects on the same host")
-
-// sameOrigin reports whether a and b have one scheme, host and port (the scheme's
-// default when none is written).
-func sameOrigin(a, b *url.URL) bool {
-	port := func(u *url.URL) string {
-		if p := u.Port(); p != "" {
-			return p
-		}
-		if strings.EqualFold(u.Scheme, "https") {
-			return "443"
-		}
-		return "80"
-	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
-}
-
-type errRedirectElsewhere struct{ host string }
-
-func (e errRedirectElsewhere) Error() string { return "redirect to another origin " + e.host }
-
-// dial resolves the host itself (so tests can map names) and connects to the
-// addresses in turn; the dialer's control hook refuses non-public ones.
-func (p *Prober) dial(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip}
-	} else if p.cfg.LookupHost != nil {
-		ips, err = p.cfg.LookupHost(ctx, host)
-		if err != nil {
-			return nil, &net.DNSError{Err: err.Error(), Name: host, IsNotFound: true}
-		}
-	} else {
-		ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(ips) == 0 {
-		return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
-	}
-	var first error
-	for _, ip := range ips {
-		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
-		if err == nil {
-			return c, nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	return nil, first
-}
-
-// publicAddr reports whether ip is a public unicast address: not private,
-// loopback (unless allowed), link-local, multicast, unspecified, shared (CGNAT) or
-// otherwise reserved.
-func publicAddr(ip netip.Addr, allowLoopback bool) bool {
-	ip = ip.Unmap()
-	if ip.IsLoopback() {
-		return allowLoopback
-	}
-	// IPv6 only from the global unicast block: the rest holds forms that embed or
-	// reach other addresses (::127.0.0.1, ::ffff:0:127.0.0.1), site-local fec0::/10
-	// and the discard prefix 100::/64.
-	if ip.Is6() && !globalUnicast6.Contains(ip) {
-		return false
-	}
-	if !ip.IsValid() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return false
-	}
-	for _, p := range reservedPrefixes {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
-
-var reservedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // shared address space (CGNAT)
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.0.2.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("198.51.100.0/24"),
-	netip.MustParsePrefix("203.0.113.0/24"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 can reach private IPv4
-	netip.MustParsePrefix("64:ff9b:1::/48"),
-	netip.MustParsePrefix("2001:db8::/32"),
-	netip.MustParsePrefix("2002::/16"), // 6to4 embeds any IPv4
-	netip.MustParsePrefix("2001::/32"), // Teredo embeds any IPv4
-	netip.MustParsePrefix("2001:10::/28"),
-}
-
-var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // Probe calls one endpoint: GET first, then the listed method when GET does not get
 // a 402 and the listed method is HEAD or POST. A listed DELETE, PUT, PATCH or anything
@@ -390,7 +168,7 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	start := time.Now()
-	resp, err := p.client.Do(req)
+	resp, err := p.cfg.Client.Follow(ctx, req)
 	if err != nil {
 		res.Latency = time.Since(start)
 		res.Outcome, res.Detail = classifyError(err)
@@ -441,7 +219,7 @@ func (p *Prober) request(ctx context.Context, t Target, method string) Result {
 // classifyError maps a failed request to an outcome.
 func classifyError(err error) (string, string) {
 	detail := x402.Clean(err.Error(), 300)
-	var redirect errRedirectElsewhere
+	var redirect *outbound.RedirectError
 	var dnsErr *net.DNSError
 	var certInvalid x509.CertificateInvalidError
 	var unknownAuthority x509.UnknownAuthorityError
@@ -453,9 +231,9 @@ func classifyError(err error) (string, string) {
 	switch {
 	case errors.As(err, &redirect):
 		return OutcomeRedirect, detail
-	case errors.Is(err, errTooManyRedirects):
+	case errors.Is(err, outbound.ErrTooManyRedirects):
 		return OutcomeHTTPError, detail
-	case errors.Is(err, errBlocked):
+	case errors.Is(err, outbound.ErrBlocked):
 		return OutcomeBlockedAddress, detail
 	case errors.As(err, &dnsErr):
 		// The name and what went wrong, never the resolver's address: that is this

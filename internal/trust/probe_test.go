@@ -20,6 +20,7 @@ import (
 	"github.com/waystation/waystation/generator"
 	"github.com/waystation/waystation/internal/catalog"
 	"github.com/waystation/waystation/internal/directory"
+	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/trust"
 	"github.com/waystation/waystation/internal/x402"
@@ -145,16 +146,18 @@ func sellers() []*seller {
 // testProber resolves the names in hosts (and nothing else) and reaches loopback.
 func testProber(hosts map[string]netip.Addr) *trust.Prober {
 	return trust.NewProber(trust.ProberConfig{
-		Concurrency:   4,
-		Timeout:       probeTimeout,
-		HostSpacing:   -1,
-		AllowLoopback: true,
-		LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
-			if a, ok := hosts[host]; ok {
-				return []netip.Addr{a}, nil
-			}
-			return nil, errors.New("no such host")
-		},
+		Concurrency: 4,
+		HostSpacing: -1,
+		Client: outbound.New(outbound.Config{
+			Timeout:       probeTimeout,
+			AllowLoopback: true,
+			LookupHost: func(_ context.Context, host string) ([]netip.Addr, error) {
+				if a, ok := hosts[host]; ok {
+					return []netip.Addr{a}, nil
+				}
+				return nil, errors.New("no such host")
+			},
+		}),
 	}, nil)
 }
 
@@ -344,11 +347,13 @@ func TestProberRefusesPrivateAddresses(t *testing.T) {
 		// IPv6 forms outside global unicast, or that embed an IPv4 address.
 		"::127.0.0.1", "::ffff:0:127.0.0.1", "fec0::1", "100::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2"} {
 		p := trust.NewProber(trust.ProberConfig{
-			Timeout:     probeTimeout,
 			HostSpacing: -1,
-			LookupHost: func(context.Context, string) ([]netip.Addr, error) {
-				return []netip.Addr{netip.MustParseAddr(addr)}, nil
-			},
+			Client: outbound.New(outbound.Config{
+				Timeout: probeTimeout,
+				LookupHost: func(context.Context, string) ([]netip.Addr, error) {
+					return []netip.Addr{netip.MustParseAddr(addr)}, nil
+				},
+			}),
 		}, nil)
 		r := p.Probe(context.Background(), trust.Target{Hostname: "api.seller.example", Kind: "x402",
 			URL: "http://api.seller.example:" + port + "/x"})
@@ -368,88 +373,16 @@ func TestProberRefusesPrivateAddresses(t *testing.T) {
 	}
 }
 
-// TestSendReachesAPrivateAddressOnlyForAHostTheOperatorNamed: PAYMENT_ALLOW_HOSTS
-// lets a named host (or host:port) through on loopback; any other name for the same
-// address stays refused, and Send follows no redirect.
-func TestSendReachesAPrivateAddressOnlyForAHostTheOperatorNamed(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/away" {
-			http.Redirect(w, r, "http://elsewhere.example/", http.StatusFound)
-			return
-		}
-		w.WriteHeader(http.StatusPaymentRequired)
-	}))
-	defer srv.Close()
-	port := portOf(srv.Listener.Addr().String())
-	lookup := func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}
-	for allow, want := range map[string]bool{"seller.local": true, "seller.local:" + port: true, "seller.local:1": false, "other.local": false, "": false} {
-		p := trust.NewProber(trust.ProberConfig{Timeout: probeTimeout, HostSpacing: -1, LookupHost: lookup, AllowHosts: []string{allow}}, nil)
-		req, _ := http.NewRequest(http.MethodGet, "http://seller.local:"+port+"/x", nil)
-		resp, err := p.Send(context.Background(), req)
-		if got := err == nil && resp.StatusCode == http.StatusPaymentRequired; got != want {
-			t.Errorf("allow %q: reached %v, want %v (%v)", allow, got, want, err)
-		}
-		if resp != nil {
-			resp.Body.Close()
-		}
-		if want {
-			req, _ := http.NewRequest(http.MethodGet, "http://seller.local:"+port+"/away", nil)
-			resp, err := p.Send(context.Background(), req)
-			if err != nil || resp.StatusCode != http.StatusFound {
-				t.Errorf("a redirect: %v %v", resp, err)
-			} else {
-				resp.Body.Close()
-			}
-		}
-	}
-}
-
-// Refuses tells ahead of time what Send would refuse: a host whose addresses are all
-// private, unless the operator named it; a name with one public address, or none, is
-// not refused.
-func TestRefusesNamesTheAddressAHostWouldBeRefusedOn(t *testing.T) {
-	addrs := map[string][]netip.Addr{
-		"local.example":  {netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.1")},
-		"office.example": {netip.MustParseAddr("10.1.2.3")},
-		"mixed.example":  {netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("93.184.215.14")},
-		"public.example": {netip.MustParseAddr("93.184.215.14")},
-	}
-	lookup := func(_ context.Context, host string) ([]netip.Addr, error) {
-		if a, ok := addrs[host]; ok {
-			return a, nil
-		}
-		return nil, errors.New("no such host")
-	}
-	p := trust.NewProber(trust.ProberConfig{LookupHost: lookup, AllowHosts: []string{"office.example:8443"}}, nil)
-	for hostport, want := range map[string]string{
-		"local.example:80":      "::1",
-		"office.example:80":     "10.1.2.3",
-		"office.example:8443":   "",
-		"mixed.example:443":     "",
-		"public.example:443":    "",
-		"nowhere.example:443":   "",
-		"127.0.0.1:4022":        "127.0.0.1",
-		"[::ffff:10.0.0.1]:443": "10.0.0.1",
-		"not a host":            "",
-	} {
-		addr, refused := p.Refuses(context.Background(), hostport)
-		if got := addr.String(); refused != (want != "") || (refused && got != want) {
-			t.Errorf("%s: refused %v on %s, want %q", hostport, refused, got, want)
-		}
-	}
-}
-
 // TestProberBacksOffFromUnreachableHosts checks that a host whose every probe
 // failed to connect is skipped in the next round, and that two failures in a row
 // leave the rest of its methods for later.
 func TestProberBacksOffFromUnreachableHosts(t *testing.T) {
 	clock := time.Now()
 	p := trust.NewProber(trust.ProberConfig{
-		Timeout: probeTimeout, HostSpacing: -1, BackoffBase: time.Hour,
-		LookupHost: func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("no such host") },
-		Now:        func() time.Time { return clock },
+		HostSpacing: -1, BackoffBase: time.Hour,
+		Client: outbound.New(outbound.Config{Timeout: probeTimeout,
+			LookupHost: func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("no such host") }}),
+		Now: func() time.Time { return clock },
 	}, nil)
 	var targets []trust.Target
 	for i := range 5 {

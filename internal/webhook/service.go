@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
@@ -27,6 +28,13 @@ type Service struct {
 // NewService is the webhooks' use cases over store.
 func NewService(store Store, cfg Config) *Service { return &Service{store: store, cfg: cfg} }
 
+// MaxPerUser is how many webhooks one user keeps at most: each event is sent to
+// every one of them.
+const MaxPerUser = 20
+
+// ErrTooMany is a registration by a user who keeps MaxPerUser webhooks already.
+var ErrTooMany = problem.New(problem.QuotaExceeded, fmt.Sprintf("A user keeps at most %d webhooks; delete one first.", MaxPerUser))
+
 // ErrNoSealer is a registration on a server without a key to seal secrets under.
 var ErrNoSealer = problem.New(problem.NotFound, "This server keeps no webhooks: it has no key to keep their secrets sealed.")
 
@@ -40,8 +48,9 @@ type Registered struct {
 
 // Register makes a webhook of user p: a fresh id and secret, the secret sealed to the
 // user and the webhook, and the webhook kept. The secret is answered to be shown once;
-// it is never kept in the clear. A URL every delivery will be refused on is kept all
-// the same (the operator may allow its host later), with a warning.
+// it is never kept in the clear. A user keeps at most MaxPerUser webhooks
+// (ErrTooMany). A URL every delivery will be refused on is kept all the same (the
+// operator may allow its host later), with a warning.
 func (s *Service) Register(ctx context.Context, p auth.Principal, n New) (Registered, error) {
 	if err := n.Validate(); err != nil {
 		return Registered{}, err
@@ -59,7 +68,7 @@ func (s *Service) Register(ctx context.Context, p auth.Principal, n New) (Regist
 	if err != nil {
 		return Registered{}, err
 	}
-	w, err := s.store.CreateWebhook(ctx, p, id, n, Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct})
+	w, err := s.store.CreateWebhook(ctx, p, id, n, Sealed{KeyID: keyID, Nonce: nonce, Ciphertext: ct}, MaxPerUser)
 	if err != nil {
 		return Registered{}, err
 	}

@@ -9,8 +9,11 @@ import (
 
 // Store keeps webhooks and their deliveries.
 type Store interface {
-	// CreateWebhook keeps user p's new webhook id with its sealed secret.
-	CreateWebhook(ctx context.Context, p auth.Principal, id string, n New, secret Sealed) (Webhook, error)
+	// CreateWebhook keeps user p's new webhook id with its sealed secret, unless p
+	// already keeps max webhooks: then it keeps nothing and answers ErrTooMany. The
+	// count and the insert are one transaction, so that registrations at once never
+	// pass max together.
+	CreateWebhook(ctx context.Context, p auth.Principal, id string, n New, secret Sealed, max int) (Webhook, error)
 	Webhooks(ctx context.Context, p auth.Principal) ([]Webhook, error)
 	DeleteWebhook(ctx context.Context, p auth.Principal, id string) error
 	// Deliveries are webhook id's newest deliveries, at most limit.

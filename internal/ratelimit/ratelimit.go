@@ -1,4 +1,7 @@
-package search
+// Package ratelimit holds callers to a rate: token buckets per caller, shared by
+// every replica through a store, kept in the replica while the store fails. Search
+// and origin submissions take from it alike.
+package ratelimit
 
 import (
 	"context"
@@ -10,7 +13,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Limiter is a token bucket per caller: Rate queries a minute, bursts of Burst. With
+// Limiter is a token bucket per caller: a rate a minute, in bursts. With
 // a Shared store the buckets are every replica's at once, so that N replicas give a
 // caller the rate, not N times it; without one, or while the store fails, they live
 // in this replica, in a bounded LRU, so that a flood of distinct callers costs
@@ -22,15 +25,15 @@ type Limiter struct {
 	lims  *lru.Cache[string, *rate.Limiter]
 	now   func() time.Time
 	// Shared, when set, keeps the buckets where every replica takes from them.
-	Shared RateStore
+	Shared Store
 }
 
-// RateStore keeps callers' buckets for every replica.
-type RateStore interface {
-	// TakeSearchToken takes one query from caller's bucket of burst queries that
-	// fills one every interval, if it holds one; it answers when the bucket is full
-	// again and whether it held one.
-	TakeSearchToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (full time.Time, ok bool, err error)
+// Store keeps callers' buckets for every replica.
+type Store interface {
+	// TakeToken takes one token from caller's bucket of burst tokens that fills one
+	// every interval, if it holds one; it answers when the bucket is full again and
+	// whether it held one.
+	TakeToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (full time.Time, ok bool, err error)
 }
 
 // sharedTimeout bounds one take from the shared store; past it the replica's own
@@ -38,7 +41,7 @@ type RateStore interface {
 const sharedTimeout = 250 * time.Millisecond
 
 // Window is how long an empty bucket takes to fill again: the time over which its
-// Burst queries are allowed, as a quota policy's window.
+// burst is allowed, as a quota policy's window.
 func (l *Limiter) Window() time.Duration {
 	if l == nil || l.every == rate.Inf {
 		return 0
@@ -51,13 +54,14 @@ type Decision struct {
 	OK bool
 	// Limit is the bucket's size, Remaining the whole tokens left after this call;
 	// Reset is how long until the bucket is full again, RetryAfter how long until the
-	// next query would be allowed (when refused).
+	// next take would be allowed (when refused).
 	Limit, Remaining  int
 	Reset, RetryAfter time.Duration
 }
 
-// NewLimiter makes a limiter of perMinute queries a minute with bursts of burst,
-// remembering at most callers buckets. perMinute <= 0 disables limiting.
+// NewLimiter makes a limiter of perMinute tokens a minute with bursts of burst
+// (default a sixth of the minute's), remembering at most callers buckets. perMinute
+// <= 0 disables limiting.
 func NewLimiter(perMinute float64, burst, callers int, now func() time.Time) *Limiter {
 	if burst <= 0 {
 		burst = max(1, int(math.Ceil(perMinute/6)))
@@ -85,7 +89,7 @@ func (l *Limiter) Allow(ctx context.Context, caller string) Decision {
 	now := l.now()
 	if l.Shared != nil {
 		ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
-		full, ok, err := l.Shared.TakeSearchToken(ctx, caller, now, l.interval(), l.burst)
+		full, ok, err := l.Shared.TakeToken(ctx, caller, now, l.interval(), l.burst)
 		cancel()
 		if err == nil {
 			return l.shared(now, full, ok)
@@ -112,7 +116,14 @@ func (l *Limiter) Allow(ctx context.Context, caller string) Decision {
 	return d
 }
 
-// interval is how long the bucket takes to gain one query.
+// Take is Allow told as whether caller may go on and, when not, how long until it
+// may.
+func (l *Limiter) Take(ctx context.Context, caller string) (wait time.Duration, ok bool) {
+	d := l.Allow(ctx, caller)
+	return d.RetryAfter, d.OK
+}
+
+// interval is how long the bucket takes to gain one token.
 func (l *Limiter) interval() time.Duration {
 	return time.Duration(float64(time.Second) / float64(l.every))
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/postgres/pgtest"
-	"github.com/waystation/waystation/internal/search"
+	"github.com/waystation/waystation/internal/ratelimit"
 )
 
 // A rate of more than a query a microsecond, a limit set so high that it never
@@ -16,7 +16,7 @@ import (
 func TestSharedSearchRateAboveAQueryAMicrosecond(t *testing.T) {
 	store := pgtest.New(t)
 	now := time.Unix(1_800_000_000, 0)
-	l := search.NewLimiter(1e9, 1e9, 10, func() time.Time { return now })
+	l := ratelimit.NewLimiter(1e9, 1e9, 10, func() time.Time { return now })
 	l.Shared = patient{store}
 	for i := range 20 {
 		now = now.Add(time.Duration(i%3-1) * time.Millisecond)
@@ -33,7 +33,7 @@ func TestReplicasShareTheSearchRate(t *testing.T) {
 	store := pgtest.New(t)
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
-	a, b := search.NewLimiter(60, 2, 10, clock), search.NewLimiter(60, 2, 10, clock)
+	a, b := ratelimit.NewLimiter(60, 2, 10, clock), ratelimit.NewLimiter(60, 2, 10, clock)
 	// Each take is given all the time it needs: past the limiter's bound on a take
 	// (a loaded machine, a fresh database), a replica's own bucket would decide, and
 	// this test is about the shared one.
@@ -60,7 +60,7 @@ func TestReplicasShareTheSearchRate(t *testing.T) {
 	// A burst from both at once takes what the bucket holds, no more.
 	now = now.Add(time.Hour)
 	// 80 takes at once wait on each other: patient again.
-	wide := []*search.Limiter{search.NewLimiter(60, 20, 10, clock), search.NewLimiter(60, 20, 10, clock)}
+	wide := []*ratelimit.Limiter{ratelimit.NewLimiter(60, 20, 10, clock), ratelimit.NewLimiter(60, 20, 10, clock)}
 	for _, l := range wide {
 		l.Shared = patient{store}
 	}
@@ -84,7 +84,7 @@ func TestReplicasShareTheSearchRate(t *testing.T) {
 // replica: one statement on the store (an unlogged table).
 func BenchmarkSharedSearchToken(b *testing.B) {
 	store := pgtest.New(b)
-	l := search.NewLimiter(1e9, 1<<30, 10, nil)
+	l := ratelimit.NewLimiter(1e9, 1<<30, 10, nil)
 	l.Shared = store
 	ctx := context.Background()
 	b.ResetTimer()
@@ -96,8 +96,8 @@ func BenchmarkSharedSearchToken(b *testing.B) {
 }
 
 // patient takes from the store without the caller's deadline.
-type patient struct{ search.RateStore }
+type patient struct{ ratelimit.Store }
 
-func (p patient) TakeSearchToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (time.Time, bool, error) {
-	return p.RateStore.TakeSearchToken(context.WithoutCancel(ctx), caller, now, interval, burst)
+func (p patient) TakeToken(ctx context.Context, caller string, now time.Time, interval time.Duration, burst int) (time.Time, bool, error) {
+	return p.Store.TakeToken(context.WithoutCancel(ctx), caller, now, interval, burst)
 }
