@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -126,5 +128,39 @@ func TestImportedListingsMatchTheOpenAPIDocument(t *testing.T) {
 	}
 	if listed == 0 {
 		t.Error("no imported item carried its listing's figures")
+	}
+}
+
+// The delivery a webhook receives is described twice: as the document's webhook, and
+// as the callback of POST /webhooks, which code generators walk from the paths (so
+// that WebhookEvent is generated without flags of theirs); both say the same.
+func TestTheWebhookCallbackIsTheWebhook(t *testing.T) {
+	var d struct {
+		Webhooks map[string]map[string]map[string]json.RawMessage `json:"webhooks"`
+		Paths    map[string]map[string]json.RawMessage            `json:"paths"`
+	}
+	if err := json.Unmarshal(api.Document(), &d); err != nil {
+		t.Fatal(err)
+	}
+	var register struct {
+		Callbacks map[string]map[string]map[string]map[string]json.RawMessage `json:"callbacks"`
+	}
+	if err := json.Unmarshal(d.Paths["/webhooks"]["post"], &register); err != nil {
+		t.Fatal(err)
+	}
+	hook := d.Webhooks["event"]["post"]
+	callback := register.Callbacks["event"]["{$request.body#/url}"]["post"]
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		json.Compact(&b, raw)
+		return b.String()
+	}
+	for _, k := range []string{"parameters", "requestBody", "responses", "security"} {
+		if compact(hook[k]) == "" || compact(hook[k]) != compact(callback[k]) {
+			t.Errorf("%s: the webhook's %s, the callback's %s", k, compact(hook[k]), compact(callback[k]))
+		}
+	}
+	if !strings.Contains(string(callback["requestBody"]), "#/components/schemas/WebhookEvent") {
+		t.Errorf("the callback's body: %s", callback["requestBody"])
 	}
 }

@@ -264,7 +264,8 @@ func TestATraceHoldingAValueNeverGivenIsRefusedAndCounted(t *testing.T) {
 		`{"key":"n","value":{"intValue":"4111111111111111"}}`,
 		`{"key":"hex","value":{"stringValue":"34313131313131313131313131313131"}}`,
 	} {
-		r := e.call("POST", "/traces", agentKey, span(attr), "Content-Type", "application/json").want(t, 422, "protected_value_detected")
+		r := e.call("POST", "/traces", agentKey, span(attr), "Content-Type", "application/json")
+		wantStatus(t, r, 422, "protected_value_detected")
 		if strings.Contains(string(r.body), "rejected") {
 			t.Errorf("the refusal counts spans: %s", r.body)
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -20,8 +21,12 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/waystation/waystation/api/openapitest"
 )
 
 // The official OpenTelemetry Go exporter, configured only by its environment as a
@@ -203,22 +208,71 @@ func TestTraceExportsAnswerInTheirEncoding(t *testing.T) {
 		t.Errorf("kept %+v", page.Items)
 	}
 
-	// Bad bodies.
-	e.call("POST", "/v1/traces", agentKey, "\xff\xff\xff", "Content-Type", protobuf).want(t, 422, "validation_failed")
+	// Bad bodies: OTLP's failures, a google.rpc.Status in the request's encoding.
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, "\xff\xff\xff", "Content-Type", protobuf), 400, "validation_failed")
 	bad := protoSpan(sid, 4, "short id")
 	bad.TraceId = []byte{1, 2, 3}
-	e.call("POST", "/v1/traces", agentKey, pb(exportRequest(bad)), "Content-Type", protobuf).want(t, 422, "validation_failed")
-	e.call("POST", "/v1/traces", agentKey, pb(exportRequest(protoSpan(sid, 0, "zero id"))), "Content-Type", protobuf).want(t, 422, "validation_failed")
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, pb(exportRequest(bad)), "Content-Type", protobuf), 400, "validation_failed")
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, pb(exportRequest(protoSpan(sid, 0, "zero id"))), "Content-Type", protobuf), 400, "validation_failed")
 	many := make([]*tracepb.Span, 1001)
 	for i := range many {
 		many[i] = protoSpan(sid, i+10, "x")
 	}
-	e.call("POST", "/v1/traces", agentKey, pb(exportRequest(many...)), "Content-Type", protobuf).want(t, 413, "payload_too_large")
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, pb(exportRequest(many...)), "Content-Type", protobuf), 413, "payload_too_large")
+	// An encoding OTLP does not have can be answered in none of its own.
 	e.call("POST", "/v1/traces", agentKey, js, "Content-Type", "text/plain").want(t, 415, "unsupported_media_type")
-	e.call("POST", "/v1/traces", agentKey, js, "Content-Encoding", "br").want(t, 415, "unsupported_media_type")
-	e.call("POST", "/v1/traces", agentKey, js, "Content-Encoding", "gzip").want(t, 422, "validation_failed")
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, js, "Content-Encoding", "br"), 415, "unsupported_media_type")
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, js, "Content-Encoding", "gzip"), 400, "validation_failed")
+	wantStatus(t, e.call("POST", "/v1/traces", agentKey, `{"resourceSpans": 7}`), 400, "validation_failed")
 	e.call("POST", "/v1/traces", "", js).want(t, 401)
 	if r := e.call("POST", "/v1/traces", agentKey, "\x0a\x02\x0a\x00", "Content-Type", protobuf); r.StatusCode != http.StatusOK {
 		t.Errorf("a resource with no spans: %d %s", r.StatusCode, r.body)
 	}
 }
+
+// wantStatus checks an OTLP/HTTP failure (the OTLP specification's "Failures"): the
+// HTTP status, and a google.rpc.Status body in the request's encoding, protobuf or
+// JSON, with a message and an ErrorInfo naming the problem's stable code; bad data
+// (400) carries a BadRequest too.
+func wantStatus(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.StatusCode != status {
+		t.Fatalf("%s %s: status %d, want %d: %q", r.Request.Method, r.Request.URL.Path, r.StatusCode, status, r.body)
+	}
+	sent := r.Request.Header.Get("Content-Type")
+	if sent == "" {
+		sent = "application/json"
+	}
+	if ct := r.Header.Get("Content-Type"); ct != sent {
+		t.Fatalf("%s: Content-Type %q, the request's %q", r.Request.URL.Path, ct, sent)
+	}
+	var st statuspb.Status
+	var err error
+	if sent == "application/json" {
+		err = protojson.Unmarshal(r.body, &st)
+	} else {
+		err = proto.Unmarshal(r.body, &st)
+	}
+	if err != nil || st.Message == "" || len(st.Details) == 0 {
+		t.Fatalf("%s: not a Status (%v): %q", r.Request.URL.Path, err, r.body)
+	}
+	var info errdetails.ErrorInfo
+	if err := st.Details[0].UnmarshalTo(&info); err != nil || info.Metadata["code"] != code || info.Reason != strings.ToUpper(code) {
+		t.Fatalf("%s: ErrorInfo %v (%v), want code %s", r.Request.URL.Path, &info, err, code)
+	}
+	var bad errdetails.BadRequest
+	if got := len(st.Details) > 1 && st.Details[1].UnmarshalTo(&bad) == nil && len(bad.FieldViolations) == 1; got != (status == 400) {
+		t.Fatalf("%s: BadRequest %v with status %d", r.Request.URL.Path, &bad, status)
+	}
+	traceDoc(t).CheckResponse(t, r.Request, r.Response, r.body)
+}
+
+// traceDoc is the OpenAPI document, read once for the checks of wantStatus.
+var traceDoc = func() func(t *testing.T) *openapitest.Doc {
+	var once sync.Once
+	var doc *openapitest.Doc
+	return func(t *testing.T) *openapitest.Doc {
+		once.Do(func() { doc = openapitest.Load(t, "openapi.json") })
+		return doc
+	}
+}()

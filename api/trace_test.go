@@ -178,9 +178,9 @@ func TestTraceExportsAreBounded(t *testing.T) {
 	for i := range many {
 		many[i] = span(sid, fmt.Sprintf("%016x", i+1), "x")
 	}
-	e.call("POST", "/traces", agentKey, exportOf(many...)).want(t, 413)
-	e.call("POST", "/traces", agentKey, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00","spanId":"01"}]}]}]}`).want(t, 422)
-	e.call("POST", "/traces", agentKey, `not json`).want(t, 422)
+	wantStatus(t, e.call("POST", "/traces", agentKey, exportOf(many...)), 413, "payload_too_large")
+	wantStatus(t, e.call("POST", "/traces", agentKey, `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00","spanId":"01"}]}]}]}`), 400, "validation_failed")
+	wantStatus(t, e.call("POST", "/traces", agentKey, `not json`), 400, "validation_failed")
 	big := exportOf(span(sid, "00f067aa0ba902b7", strings.Repeat("x", 2<<20)))
-	e.call("POST", "/traces", agentKey, big).want(t, 413)
+	wantStatus(t, e.call("POST", "/traces", agentKey, big), 413, "payload_too_large")
 }

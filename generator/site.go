@@ -1367,6 +1367,11 @@ func headersFile(table fileTable) []byte {
 			continue
 		}
 		seen[string(dir)] = true
+		if string(dir) == "/" {
+			// The site's root points at its API catalog (RFC 9727), as the service's does.
+			rule("/", "Content-Type: "+resource.HTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff", "Link: "+web.APICatalogLink)
+			continue
+		}
 		rule(string(dir), "Content-Type: "+resource.HTML, "Cache-Control: "+cacheFiles, "X-Content-Type-Options: nosniff")
 	}
 	return b.Bytes()

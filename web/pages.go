@@ -271,6 +271,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, build func(*direct
 
 func (s *Server) handleHome() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if s.discovery != nil && s.discovery.catalog != nil {
+			// The site's root points at its API catalog (RFC 9727, section 3).
+			w.Header()["Link"] = hdrAPICatalogLink
+		}
 		s.page(w, r, func(snap *directory.Snapshot) (templ.Component, bool) {
 			return HomePage(s.views.Home(snap)), true
 		})

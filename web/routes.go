@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/waystation/waystation/internal/resource"
 	"github.com/waystation/waystation/internal/telemetry"
 )
 
@@ -31,6 +32,14 @@ func (s *Server) routes() http.Handler {
 		get(referencePath, s.handleReference())
 		get(llmsPath, s.handleLLMs())
 		get(documentPath, s.handleDocument())
+	}
+	if s.discovery != nil {
+		get(securityTxtPath, s.handleSecurityTxt())
+		get(robotsPath, s.handleRobots())
+		if s.reference != nil {
+			s.discovery.catalog = resource.New(APICatalogType, s.reference.APICatalog(s.discovery.PublicURL))
+			get(apiCatalogPath, s.handleAPICatalog())
+		}
 	}
 
 	// The approval pages: private, unframeable, and only for a signed-in user.

@@ -52,6 +52,8 @@ type Server struct {
 	// reference is the API's document, for the reference page and /llms.txt.
 	reference *Reference
 	llms      *resource.Resource
+	// discovery serves the API catalog, security.txt and robots.txt.
+	discovery *discovery
 	// screen refuses a query before the search page sends it on (see WithScreen).
 	screen func(r *http.Request, q string) error
 }

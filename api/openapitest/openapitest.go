@@ -330,6 +330,12 @@ func (d *Doc) CheckResponse(t testing.TB, req *http.Request, res *http.Response,
 	}
 }
 
+// otlpExport tells whether req is an OTLP/HTTP export, whose answer's Content-Type is
+// the request's own, as OTLP/HTTP requires ("application/json", without a charset).
+func otlpExport(req *http.Request) bool {
+	return req.Method == http.MethodPost && (strings.HasSuffix(req.URL.Path, "/api/traces") || strings.HasSuffix(req.URL.Path, "/api/v1/traces"))
+}
+
 // ResponseErrors is CheckResponse returning the problems instead of reporting them.
 func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte) []error {
 	var errs []error
@@ -352,7 +358,7 @@ func (d *Doc) ResponseErrors(req *http.Request, res *http.Response, body []byte)
 		switch {
 		case err != nil:
 			addf("Content-Type %q: %v", ct, err)
-		case mt == "application/json" && !strings.EqualFold(params["charset"], "utf-8"):
+		case mt == "application/json" && !strings.EqualFold(params["charset"], "utf-8") && !otlpExport(req):
 			addf("Content-Type %q: JSON is served as application/json; charset=utf-8", ct)
 		}
 	}

@@ -74,6 +74,45 @@ func loadPublicURL(getenv func(string) string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
+// loadSecurityContact reads SECURITY_CONTACT, security.txt's Contact: URIs (mailto:,
+// https: or tel:) separated by commas, a bare address read as mailto:. Unset, it is
+// security@ the host of PUBLIC_URL, or of localhost when that is unset too.
+func loadSecurityContact(getenv func(string) string, publicURL string) ([]string, error) {
+	v := strings.TrimSpace(getenv("SECURITY_CONTACT"))
+	if v == "" {
+		host := "localhost"
+		if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+		return []string{"mailto:security@" + host}, nil
+	}
+	var out []string
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		if !strings.Contains(c, ":") && strings.Contains(c, "@") {
+			c = "mailto:" + c
+		}
+		u, err := url.Parse(c)
+		ok := err == nil && !strings.ContainsAny(c, " \t\r\n")
+		switch {
+		case !ok:
+		case u.Scheme == "mailto":
+			ok = strings.Contains(u.Opaque, "@")
+		case u.Scheme == "https":
+			ok = u.Host != ""
+		case u.Scheme == "tel":
+			ok = u.Opaque != ""
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil, fmt.Errorf("SECURITY_CONTACT %q: want mailto:, https: or tel: URIs separated by commas, such as mailto:security@waystation.example", c)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // loadLoopbackHTTP reads LOOPBACK_HTTP: "true" when the server is reached over
 // plain HTTP on loopback during development, so that the approval pages' cookies go
 // there without Secure (browsers drop Secure cookies sent over plain HTTP).

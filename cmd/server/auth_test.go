@@ -185,3 +185,35 @@ func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// SECURITY_CONTACT takes URIs security.txt may name, a bare address as mailto:, and
+// defaults to security@ the public host.
+func TestSecurityContactIsAURIOrRefused(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "SECURITY_CONTACT" {
+				return v
+			}
+			return ""
+		}
+	}
+	for v, want := range map[string]string{
+		"":                "mailto:security@waystation.example",
+		"sec@example.org": "mailto:sec@example.org",
+		"mailto:a@b.example, https://b.example/report": "mailto:a@b.example https://b.example/report",
+		"tel:+1-201-555-0123":                          "tel:+1-201-555-0123",
+	} {
+		got, err := loadSecurityContact(env(v), "https://waystation.example")
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("%q: %v %v, want %s", v, got, err, want)
+		}
+	}
+	if got, _ := loadSecurityContact(env(""), ""); strings.Join(got, "") != "mailto:security@localhost" {
+		t.Errorf("no PUBLIC_URL: %v", got)
+	}
+	for _, v := range []string{"http://insecure.example/", "javascript:alert(1)", "nobody", "mailto:", "https://", "a@b.example\nExpires: 1999"} {
+		if got, err := loadSecurityContact(env(v), ""); err == nil {
+			t.Errorf("%q taken: %v", v, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -156,6 +157,9 @@ func TestNginxServesTheSiteAndPassesTheRestToTheService(t *testing.T) {
 		if strings.HasPrefix(u, "/functions/") {
 			want["Access-Control-Allow-Origin"] = "*"
 		}
+		if u == "/" {
+			want["Link"] = `</.well-known/api-catalog>; rel="api-catalog"`
+		}
 		for k, v := range want {
 			if got := res.Header.Get(k); got != v {
 				t.Errorf("%s via nginx: %s %q, want %q", u, k, got, v)
@@ -209,12 +213,37 @@ func TestNginxServesTheSiteAndPassesTheRestToTheService(t *testing.T) {
 		{"/functions/v1/api/openapi.json", 200},
 		{"/search?q=block", 200},
 		{"/no/such/page", 404},
+		{"/docs/openapi.json", 200}, // redirected to the document
 	} {
 		res, body := fetch(t, edge+tc.path)
 		if res.StatusCode != tc.status {
 			t.Errorf("%s via nginx: %d, want %d: %.200s", tc.path, res.StatusCode, tc.status, body)
 		}
 	}
+	// The discovery documents come from the service, with its headers, GET and HEAD.
+	for _, tc := range []struct{ path, contentType, holds string }{
+		{"/.well-known/api-catalog", `application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"`, `"service-desc"`},
+		{"/.well-known/security.txt", "text/plain; charset=utf-8", "Expires: "},
+		{"/robots.txt", "text/plain; charset=utf-8", "Disallow: /functions/"},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, edge+tc.path, nil)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || res.Header.Get("Content-Type") != tc.contentType || res.Header.Get("Cache-Control") != "public, max-age=300" ||
+				(method == http.MethodGet) != bytes.Contains(body, []byte(tc.holds)) {
+				t.Errorf("%s %s via nginx: %d %q %q: %.200s", method, tc.path, res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Cache-Control"), body)
+			}
+			if tc.path == "/.well-known/api-catalog" && res.Header.Get("Link") != `</.well-known/api-catalog>; rel="api-catalog"` {
+				t.Errorf("%s %s via nginx: Link %q", method, tc.path, res.Header.Get("Link"))
+			}
+		}
+	}
+
 	res, body := fetch(t, edge+api+"/services?limit=1")
 	if res.StatusCode != 200 || !bytes.Contains(body, []byte(`"count":1`)) {
 		t.Errorf("filtered list via nginx: %d %.200s", res.StatusCode, body)

@@ -81,6 +81,8 @@ type Config struct {
 	AuthPepper []byte
 	Secrets    *vault.Vault
 	PublicURL  string
+	// SecurityContact is security.txt's Contact (serve only).
+	SecurityContact []string
 	// LoopbackHTTP lets the approval pages' cookies go without Secure to loopback
 	// clients on plain HTTP, for development (serve only).
 	LoopbackHTTP bool
@@ -229,6 +231,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if cfg.PublicURL, err = loadPublicURL(getenv); err != nil {
 			return err
 		}
+		if cfg.SecurityContact, err = loadSecurityContact(getenv, cfg.PublicURL); err != nil {
+			return err
+		}
 		if cfg.LoopbackHTTP, err = loadLoopbackHTTP(getenv); err != nil {
 			return err
 		}
@@ -350,7 +355,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, store *postgres.St
 	srv := &http.Server{
 		Addr: cfg.Addr,
 		Handler: draining.closeWhile(observed.Wrap(newHandler(apiServer, metrics.Handler(cfg.Telemetry.Metrics),
-			log, snapshots, searcher, withApprovals(cfg, svc), web.WithScreen(apiServer.ScreenSearch)))),
+			log, snapshots, searcher, withApprovals(cfg, svc), web.WithScreen(apiServer.ScreenSearch),
+			web.WithDiscovery(web.Discovery{PublicURL: cfg.PublicURL, SecurityContact: cfg.SecurityContact})))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -11,10 +11,14 @@ import (
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	codepb "google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/waystation/waystation/internal/problem"
 )
@@ -275,4 +279,59 @@ func Response(enc Encoding, rejected int, message string) []byte {
 	}
 	b, _ := json.Marshal(map[string]any{"partialSuccess": map[string]string{"rejectedSpans": strconv.Itoa(rejected), "errorMessage": message}})
 	return b
+}
+
+// Failure is the body of an OTLP/HTTP failure in encoding enc: a google.rpc.Status
+// (OTLP's "Failures": every 4xx and 5xx answer carries one, in the request's
+// encoding), whose code is the gRPC code of the HTTP status, whose message is the
+// problem's detail, and whose details hold an ErrorInfo naming the problem's stable
+// code (reason: the code in capitals; metadata: the code and its problem type) and,
+// for bad data (400), a BadRequest that says what was wrong with the body.
+func Failure(enc Encoding, httpStatus int, code, problemType, message string) []byte {
+	st := &statuspb.Status{Code: int32(grpcCode(httpStatus)), Message: message}
+	info, _ := anypb.New(&errdetails.ErrorInfo{
+		Reason:   strings.ToUpper(code),
+		Domain:   "waystation",
+		Metadata: map[string]string{"code": code, "type": problemType},
+	})
+	st.Details = append(st.Details, info)
+	if httpStatus == 400 {
+		bad, _ := anypb.New(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "body", Description: message}}})
+		st.Details = append(st.Details, bad)
+	}
+	var b []byte
+	if enc == Protobuf {
+		b, _ = proto.Marshal(st)
+	} else {
+		b, _ = protojson.Marshal(st)
+	}
+	return b
+}
+
+// grpcCode is the gRPC status code of an HTTP status, as google.rpc.Code maps them.
+func grpcCode(httpStatus int) codepb.Code {
+	switch httpStatus {
+	case 400, 413, 415, 422:
+		return codepb.Code_INVALID_ARGUMENT
+	case 401:
+		return codepb.Code_UNAUTHENTICATED
+	case 403:
+		return codepb.Code_PERMISSION_DENIED
+	case 404:
+		return codepb.Code_NOT_FOUND
+	case 409:
+		return codepb.Code_ABORTED
+	case 429:
+		return codepb.Code_RESOURCE_EXHAUSTED
+	case 501:
+		return codepb.Code_UNIMPLEMENTED
+	case 503:
+		return codepb.Code_UNAVAILABLE
+	case 504:
+		return codepb.Code_DEADLINE_EXCEEDED
+	}
+	if httpStatus >= 500 {
+		return codepb.Code_INTERNAL
+	}
+	return codepb.Code_UNKNOWN
 }
