@@ -162,3 +162,35 @@ func (s countedStore) Nearest(ctx context.Context, m search.ModelRecord, v []flo
 func (s countedStore) UseAllowance(ctx context.Context, now time.Time, limit int, caller string, share int) (bool, error) {
 	return s.c.UseAllowance(ctx, now, limit, caller, share)
 }
+
+// TestPhrasingsNeverCostTheQueryItsAnswer: when the phrasings fall short of agreeing,
+// a query its band answers alone is answered as without them, its band reported
+// with the phrasings' agreement beside it; when the band refuses it too, nothing is.
+func TestPhrasingsNeverCostTheQueryItsAnswer(t *testing.T) {
+	snap := nearSnapshot(t)
+	rewrites := []string{"weather forecast", "city weather api"}
+	for _, tc := range []struct {
+		least float64
+		hits  bool
+	}{{least: 0, hits: true}, {least: 2, hits: false}} {
+		c := search.HybridCalibration
+		c.Least = tc.least
+		c.Fusion = &search.Fusion{Least: 2, Top: 2, K: 1} // the phrasings never agree enough
+		m := &search.Model{Embedder: embedding.WithCache(embedding.Lexhash{}, 100), Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &c}}
+		var asked int
+		eng, err := search.NewEngine(search.Config{}, fixedStore{[]search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}, &asked}, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := eng.SearchPhrased(context.Background(), "caller", snap, "weather in a city", rewrites, directory.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(res.Hits) > 0; got != tc.hits {
+			t.Errorf("band least %v: hits %v, want %v", tc.least, res.Hits, tc.hits)
+		}
+		if res.Band == nil || res.Band.Phrasings != 3 || res.Band.Needed != 2 {
+			t.Errorf("band least %v: band %+v, want the three phrasings' agreement reported", tc.least, res.Band)
+		}
+	}
+}

@@ -207,7 +207,8 @@ type BandReport struct {
 	// the first method among their first three, of Needed; Confidence is then the
 	// share of their probability that vouches for it (the probabilities of those that
 	// agree, summed, over the number read), and Least the least share the fusion
-	// answers at.
+	// answers at; unless the fusion fell short and the query alone answered, when
+	// they are its band's, as without phrasings.
 	Phrasings, Agreed, Needed int
 }
 
@@ -450,6 +451,8 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 
 // fuse fills res with the fused answer of the phrasings norms (the query's own
 // first) whose nearest methods are near, under m's calibrated band and its fusion.
+// When the phrasings fall short of agreeing, the query alone is answered as it is
+// without them: phrasings never cost a caller an answer its query had.
 func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, m *Model, norms []string, near [][]Neighbour) Result {
 	want := MaxResults
 	if f.Limit > 0 {
@@ -469,6 +472,12 @@ func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, 
 	got := fu.Fuse(rs, want, x.group)
 	band := BandReport{Confidence: got.Share, Least: fu.Least, Margin: c.Margin, Calibrated: true,
 		Phrasings: len(norms), Agreed: got.Agreed, Needed: min(fu.Top, len(norms))}
+	if len(got.Kept) == 0 {
+		if alone := e.answer(res, snap, f, m, norms[0], near[0]); len(alone.Hits) > 0 {
+			alone.Band.Phrasings, alone.Band.Agreed, alone.Band.Needed = band.Phrasings, band.Agreed, band.Needed
+			return alone
+		}
+	}
 	res.Band = &band
 	for i, n := range got.Kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
