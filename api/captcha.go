@@ -17,6 +17,8 @@ func (c *createTaskRequest) validate() error {
 	return err
 }
 
+func (c *createTaskRequest) clientKey() string { return "clientTaskId:" + c.ClientTaskID }
+
 // heldText is what the image's metadata held: checked with the body, since an
 // agent may hide a value there that the cleaned image no longer shows.
 func (c *createTaskRequest) heldText() []string { return c.New.ImageText() }
@@ -47,7 +49,7 @@ func (s *Server) handleCreateTask() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/captcha/tasks"
-		s.once(w, r, route, "clientTaskId:"+req.ClientTaskID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
 			if err != nil {
 				return err

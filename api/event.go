@@ -28,6 +28,8 @@ func (a *appendEventRequest) event() session.RuntimeEvent {
 
 func (a *appendEventRequest) validate() error { return a.event().Validate() }
 
+func (a *appendEventRequest) clientKey() string { return "clientEventId:" + a.ClientEventID }
+
 // handleAppendEvent adds an agent's runtime event, once per clientEventId.
 func (s *Server) handleAppendEvent() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
@@ -37,7 +39,7 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/events"
-		s.once(w, r, route, "clientEventId:"+req.ClientEventID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			ev, err := s.auth.Sessions.AppendRuntime(r.Context(), principal(r), id, req.event())
 			if err != nil {
 				return err

@@ -61,6 +61,15 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, route, key string,
 	w.Write(a.body)
 }
 
+// clientWrite is the body of a write its client names by an id of its own, once
+// per which it is carried out (a retry with the same id answers the same):
+// clientKey is that id as the idempotency record is kept under, the same for the
+// route and its tool.
+type clientWrite interface {
+	validator
+	clientKey() string
+}
+
 // remember answers p's call of route at most once per idempotency key: the first
 // time it runs serve and keeps its answer (unless it failed with a 5xx, or was
 // refused for a reason that may pass: a rate limit or a quota); a retry with the

@@ -2,17 +2,12 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
-	"sync"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/waystation/waystation/internal/auth"
@@ -111,209 +106,77 @@ func (s *Server) mcpOrigin(origins []string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// apiAnswer is a route's answer, as a tool answers it too: its status and body, the
-// body's content type, a problem's code when it is one, and whether it replays an
-// answer kept for an idempotency key.
-type apiAnswer struct {
-	status      int
-	contentType string
-	body        []byte
-	code        string
-	replayed    bool
+// newMCPServer builds the MCP server: the directory's tools, and with workflow the
+// agent's tools too.
+func (s *Server) newMCPServer(workflow bool) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "waystation", Title: "Waystation", Version: Version},
+		&mcp.ServerOptions{Instructions: mcpInstructions, Logger: quietLog(s.log)})
+	srv.AddReceivingMiddleware(quietCalls)
+	s.addSearchTools(srv)
+	s.addDirectoryTools(srv)
+	if !workflow {
+		srv.AddReceivingMiddleware(keyedToolsNeedAKey)
+		return srv
+	}
+	s.addWorkflowTools(srv)
+	return srv
 }
 
-// toolWrite takes the body of a tool's write as readJSON takes its route's: at most
-// MaxBody bytes, decoded into req, which validates itself, and holding none of the
-// user's protected values. It answers the body's JSON, which idempotency
-// fingerprints as the route's body.
-func (s *Server) toolWrite(ctx context.Context, body any, req validator) ([]byte, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
+// addWorkflowTools adds the tools an agent key adds to the directory's, resource by
+// resource; those of a service the server runs without are left out.
+func (s *Server) addWorkflowTools(srv *mcp.Server) {
+	s.addSessionTools(srv)
+	s.addRequestTools(srv)
+	if s.auth.Memory != nil {
+		s.addResolveTools(srv)
 	}
-	if int64(len(b)) > s.auth.MaxBody {
-		return nil, bodyTooLarge(s.auth.MaxBody)
+	s.addQuoteTools(srv)
+	s.addPaymentTools(srv)
+	if s.auth.Captchas != nil {
+		s.addCaptchaTools(srv)
 	}
-	return b, s.takeJSON(ctx, b, req)
 }
 
-// toolOnce answers a tool's write of the route POST path at most once per client
-// id key, as the route does (see remember), so that a retry through either gets the
-// same answer: run's value with status, or its problem.
-func (s *Server) toolOnce(ctx context.Context, path, key string, body []byte, status int, run func() (any, error)) apiAnswer {
-	a, err := s.remember(ctx, principalOf(ctx), "POST "+path, key, body, s.auth.clientIDTTL(), func() apiAnswer {
-		v, err := run()
-		return s.toolAnswer(ctx, path, status, v, err)
+// workflowTools are the tools an agent key adds to the directory's.
+var workflowTools = []string{"open_session", "complete_session", "append_event", "raise_request", "wait_request",
+	"claim_artifact", "resolve_fields", "quote_seller", "pay_seller", "create_captcha_task", "get_captcha_task"}
+
+// userTools are the tools a user key adds to the directory's: what the routes of a
+// user key do for a seller, as POST /origins.
+var userTools = []string{"submit_origin"}
+
+// keyedToolsNeedAKey answers a call of a workflow tool made without a key with an
+// error result that says it takes an agent key, where the SDK would say only that
+// the tool is unknown.
+func keyedToolsNeedAKey(next mcp.MethodHandler) mcp.MethodHandler {
+	return toolsTakeAKey(workflowTools, func(tool string) string {
+		return "unauthenticated: " + tool + " is one of the workflow's tools, which take an agent key: connect with Authorization: Bearer sk_agent_..., and tools/list names them."
+	})(next)
+}
+
+// userToolsNeedAUserKey answers a call of a user key's tool made without one with
+// an error result that says it takes a user key, where the SDK would say only that
+// the tool is unknown; code is the route's problem code for such a caller
+// (unauthenticated without a key, wrong_key_scope with an agent key).
+func userToolsNeedAUserKey(code string) mcp.Middleware {
+	return toolsTakeAKey(userTools, func(tool string) string {
+		return code + ": " + tool + " takes a user key, as its route does: connect with Authorization: Bearer sk_user_..."
 	})
-	if err != nil {
-		return s.toolProblem(ctx, path, err)
-	}
-	return a
 }
 
-// toolAnswer is a use case's value v as the route of path answers it with status,
-// or its error as the route's problem.
-func (s *Server) toolAnswer(ctx context.Context, path string, status int, v any, err error) apiAnswer {
-	if err != nil {
-		return s.toolProblem(ctx, path, err)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return s.toolProblem(ctx, path, err)
-	}
-	return apiAnswer{status: status, contentType: hdrJSON[0], body: b}
-}
-
-// toolProblem is err as the route of path answers it (see Server.error): checked
-// for the user's protected values, logged when it is a failure.
-func (s *Server) toolProblem(ctx context.Context, path string, err error) apiAnswer {
-	instance, err := s.unechoed(ctx, principalOf(ctx).UserID, BasePath+path, err)
-	id := requestIDOf(ctx)
-	p, kind := knownProblem(ctx, s.log, id, []any{"path", BasePath + path}, err)
-	return apiAnswer{status: kind.Status, contentType: "application/problem+json", body: problemJSON(kind, p, instance, id), code: p.Code}
-}
-
-// toolResult turns a route's answer into a tool's output: its JSON, which the SDK
-// checks against the tool's output schema and sends as structured content (and as
-// text, for clients that read only text), or, for a problem, an error the SDK sends
-// as an error result saying the code and what to do, as the protocol wants tool
-// failures reported to the model.
-func toolResult(a apiAnswer) (*mcp.CallToolResult, map[string]any, error) {
-	if a.status >= 300 {
-		return nil, nil, toolError(a)
-	}
-	var v map[string]any
-	if err := json.Unmarshal(a.body, &v); err != nil {
-		return nil, nil, toolFailure("the route answered no JSON object")
-	}
-	return nil, v, nil
-}
-
-// toolError is a route's problem as the error a typed tool returns: the SDK makes it
-// an error result, as the protocol wants tool failures reported to the model.
-func toolError(a apiAnswer) error { return toolFailure(problemText(a)) }
-
-// toolFailure is a tool's error in the service's own words: what a model may read as
-// it is, since it repeats nothing of the call (a route's problem is checked for the
-// user's protected values before it is written).
-type toolFailure string
-
-func (f toolFailure) Error() string { return string(f) }
-
-// quietCalls keeps the SDK's own refusals of a tool call from repeating it: a schema
-// the arguments do not fit names the properties the caller made up and quotes its
-// values, JSON it cannot read quotes them, and an unknown tool is named; any of them
-// may be a protected value on its way to a model. They say what failed, not what was
-// sent; the service's own failures (toolFailure) pass as they are.
-func quietCalls(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method != "tools/call" {
-			return res, err
-		}
-		var wire *jsonrpc.Error
-		if errors.As(err, &wire) {
-			return nil, &jsonrpc.Error{Code: wire.Code, Message: "The call is not one this server takes: tools/list names its tools and their input schemas. This message repeats nothing of the call."}
-		}
-		var own toolFailure
-		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError && !errors.As(r.GetError(), &own) {
-			r.Content = []mcp.Content{&mcp.TextContent{Text: "validation_failed: the arguments do not fit the tool's input schema (tools/list gives it). This message repeats nothing of them."}}
-		}
-		return res, err
-	}
-}
-
-// problemText says a route's problem to a model: the code, the status, what went
-// wrong and what to do.
-func problemText(a apiAnswer) string {
-	var p struct {
-		Code   string `json:"code"`
-		Detail string `json:"detail"`
-	}
-	json.Unmarshal(a.body, &p)
-	text := fmt.Sprintf("%s (%d): %s", p.Code, a.status, p.Detail)
-	if k, ok := problem.Lookup(p.Code); ok && k.Remedy != "" {
-		text += " " + k.Remedy
-	}
-	return text
-}
-
-// sessionPath is the path of one of a session's resources, its id checked first.
-func sessionPath(id string, rest ...string) (string, error) {
-	if !uuidPattern.MatchString(id) {
-		return "", toolFailure("sessionId must be the id open_session answered")
-	}
-	return "/sessions/" + strings.ToLower(id) + strings.Join(rest, ""), nil
-}
-
-// taskWait is how long get_captcha_task waits for a pending task.
-const taskWait = 30 * time.Second
-
-// waitStep is how long one long poll of wait_request lasts before it reports progress.
-const waitStep = 5 * time.Second
-
-// outputSchema is the JSON Schema of a component of the OpenAPI document, as a tool's
-// output schema: the component and the components it refers to, under $defs. The
-// SDK checks every structured result against it, so a tool answers what the
-// document says the route answers.
-func outputSchema(names ...string) map[string]any {
-	schemas := componentSchemas()
-	defs := map[string]any{}
-	var add func(name string)
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				if s, ok := x.(string); ok && k == "$ref" {
-					name := strings.TrimPrefix(s, "#/components/schemas/")
-					v[k] = "#/$defs/" + name
-					add(name)
-					continue
+// toolsTakeAKey answers a call of one of tools, on a server whose key cannot call
+// them, with an error result saying what say says of the tool.
+func toolsTakeAKey(tools []string, say func(tool string) string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && slices.Contains(tools, p.Name) {
+					r := &mcp.CallToolResult{}
+					r.SetError(toolFailure(say(p.Name)))
+					return r, nil
 				}
-				walk(x)
 			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
+			return next(ctx, method, req)
 		}
 	}
-	add = func(name string) {
-		if _, ok := defs[name]; ok {
-			return
-		}
-		// A deep copy, so that rewriting its references leaves the parsed document alone.
-		b, _ := json.Marshal(schemas[name])
-		var c any
-		json.Unmarshal(b, &c)
-		defs[name] = c
-		walk(c)
-	}
-	out := map[string]any{"type": "object", "$defs": defs}
-	var refs []any
-	for _, n := range names {
-		add(n)
-		refs = append(refs, map[string]any{"$ref": "#/$defs/" + n})
-	}
-	if len(refs) == 1 {
-		out["$ref"] = refs[0].(map[string]any)["$ref"]
-	} else {
-		out["oneOf"] = refs
-	}
-	return out
 }
-
-// componentSchemas are the OpenAPI document's component schemas, parsed once for
-// every tool of every server.
-var componentSchemas = sync.OnceValue(func() map[string]any {
-	var d struct {
-		Components struct {
-			Schemas map[string]any `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(openapiJSON, &d); err != nil {
-		panic(err) // the embedded document is checked by the tests
-	}
-	return d.Components.Schemas
-})

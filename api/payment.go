@@ -14,6 +14,8 @@ type createPaymentRequest struct{ payment.Ask }
 
 func (c *createPaymentRequest) validate() error { return c.Ask.Validate() }
 
+func (c *createPaymentRequest) clientKey() string { return "clientRequestId:" + c.ClientRequestID }
+
 // paymentCreated is the answer to an ask to pay: the authorize_payment request the
 // person decides, and the payment, the operation to follow.
 type paymentCreated struct {
@@ -34,7 +36,7 @@ func (s *Server) handleCreatePayment() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/x402/payments"
-		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			out, err := s.askPayment(r.Context(), id, req.Ask)
 			if err != nil {
 				return err

@@ -43,6 +43,8 @@ type createRequestRequest struct{ request.New }
 
 func (c *createRequestRequest) validate() error { return c.New.Validate() }
 
+func (c *createRequestRequest) clientKey() string { return "clientRequestId:" + c.ClientRequestID }
+
 // handleCreateRequest raises a request in the agent's session, once per
 // clientRequestId.
 func (s *Server) handleCreateRequest() http.HandlerFunc {
@@ -53,7 +55,7 @@ func (s *Server) handleCreateRequest() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/requests"
-		s.once(w, r, route, "clientRequestId:"+req.ClientRequestID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			out, err := s.auth.Requests.Raise(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
 			if err != nil {
 				return err

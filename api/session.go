@@ -41,6 +41,8 @@ func (c *createSessionRequest) new() session.New {
 
 func (c *createSessionRequest) validate() error { return c.new().Validate() }
 
+func (c *createSessionRequest) clientKey() string { return "clientSessionId:" + c.ClientSessionID }
+
 // handleCreateSession opens a session, once per clientSessionId of the agent.
 func (s *Server) handleCreateSession() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
@@ -49,7 +51,7 @@ func (s *Server) handleCreateSession() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		s.once(w, r, "POST /sessions", "clientSessionId:"+req.ClientSessionID, body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+		s.once(w, r, "POST /sessions", req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
 			sess, err := s.auth.Sessions.Open(r.Context(), principal(r), req.new())
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpErrorTexts are what a JSON-RPC error of the MCP server says, by its code. The
@@ -218,3 +220,26 @@ func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 
 func (h quietHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h quietHandler) WithGroup(string) slog.Handler      { return h }
+
+// quietCalls keeps the SDK's own refusals of a tool call from repeating it: a schema
+// the arguments do not fit names the properties the caller made up and quotes its
+// values, JSON it cannot read quotes them, and an unknown tool is named; any of them
+// may be a protected value on its way to a model. They say what failed, not what was
+// sent; the service's own failures (toolFailure) pass as they are.
+func quietCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/call" {
+			return res, err
+		}
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) {
+			return nil, &jsonrpc.Error{Code: wire.Code, Message: "The call is not one this server takes: tools/list names its tools and their input schemas. This message repeats nothing of the call."}
+		}
+		var own toolFailure
+		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError && !errors.As(r.GetError(), &own) {
+			r.Content = []mcp.Content{&mcp.TextContent{Text: "validation_failed: the arguments do not fit the tool's input schema (tools/list gives it). This message repeats nothing of them."}}
+		}
+		return res, err
+	}
+}
