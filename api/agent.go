@@ -34,21 +34,21 @@ type limits struct {
 }
 
 func (s *Server) limits() limits {
-	return limits{MaxBodyBytes: s.auth.MaxBody, MaxWaitSeconds: int(s.auth.MaxWait / time.Second),
+	return limits{MaxBodyBytes: s.svc.MaxBody, MaxWaitSeconds: int(s.svc.MaxWait / time.Second),
 		MaxPageSize: maxPageSize, MaxEventDataBytes: session.MaxEventData,
-		MaxOpenSessions: s.auth.Sessions.Limits.OpenSessions, MaxSessionEvents: s.auth.Sessions.Limits.Events}
+		MaxOpenSessions: s.svc.Sessions.Limits.OpenSessions, MaxSessionEvents: s.svc.Sessions.Limits.Events}
 }
 
 func (s *Server) handleAgentMe() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
-		a, err := s.auth.Auth.Agent(r.Context(), p.UserID, p.AgentID)
+		a, err := s.svc.Auth.Agent(r.Context(), p.UserID, p.AgentID)
 		if err != nil {
 			return err
 		}
 		lim := s.limits()
-		if s.auth.Payments.CheckPayer() == nil {
-			sp, err := s.auth.Payments.Limits(r.Context(), a.ID)
+		if s.svc.Payments.CheckPayer() == nil {
+			sp, err := s.svc.Payments.Limits(r.Context(), a.ID)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func (s *Server) handleAgentMe() http.HandlerFunc {
 
 func (s *Server) handleAgentStats() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		st, err := s.auth.Sessions.AgentStats(r.Context(), principal(r).AgentID)
+		st, err := s.svc.Sessions.AgentStats(r.Context(), principal(r).AgentID)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ type list[T any] struct {
 
 func (s *Server) handleAgents() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		agents, err := s.auth.Auth.Agents(r.Context(), principal(r).UserID)
+		agents, err := s.svc.Auth.Agents(r.Context(), principal(r).UserID)
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func (s *Server) handleCreateAgent() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		a, err := s.auth.Auth.CreateAgent(r.Context(), principal(r).UserID, req.Name)
+		a, err := s.svc.Auth.CreateAgent(r.Context(), principal(r).UserID, req.Name)
 		if err != nil {
 			return err
 		}
@@ -137,7 +137,7 @@ func (s *Server) handleSetAgentStatus() http.HandlerFunc {
 		if _, err := s.readJSON(w, r, &req); err != nil {
 			return err
 		}
-		a, err := s.auth.Auth.SetAgentStatus(r.Context(), principal(r).UserID, id, req.Status)
+		a, err := s.svc.Auth.SetAgentStatus(r.Context(), principal(r).UserID, id, req.Status)
 		if err != nil {
 			return err
 		}

@@ -146,7 +146,7 @@ func WithAuthenticated(a Authenticated) Option {
 		if a.Prober == nil {
 			a.Prober = trust.NewProber(trust.ProberConfig{}, s.log)
 		}
-		s.auth = a
+		s.svc = a
 		s.waits = &waits{open: map[string]int{}}
 	}
 }
@@ -189,7 +189,7 @@ func (s *Server) keyPrincipal(r *http.Request) auth.Principal {
 	if !ok {
 		return auth.Principal{}
 	}
-	stored, err := s.auth.Auth.Authenticate(r.Context(), token)
+	stored, err := s.svc.Auth.Authenticate(r.Context(), token)
 	if err != nil {
 		return auth.Principal{}
 	}
@@ -251,7 +251,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.error(w, r, problem.New(problem.InvalidAPIKey, malformed))
 			return
 		}
-		p, err := s.auth.Auth.Use(r.Context(), token)
+		p, err := s.svc.Auth.Use(r.Context(), token)
 		if err != nil {
 			if c := problem.CodeOf(err); c == problem.InvalidAPIKey || c == problem.KeyRevoked {
 				// A key that is not live has no values to check an echo against, and may

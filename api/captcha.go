@@ -33,7 +33,7 @@ type taskJSON struct {
 func (s *Server) taskBody(t captcha.Task) taskJSON {
 	out := taskJSON{Task: t}
 	if t.RequestID != nil {
-		u := s.auth.PublicURL + AppPath + "/requests/" + *t.RequestID
+		u := s.svc.PublicURL + AppPath + "/requests/" + *t.RequestID
 		out.ApprovalURL = &u
 	}
 	return out
@@ -49,8 +49,8 @@ func (s *Server) handleCreateTask() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/captcha/tasks"
-		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
-			t, err := s.auth.Captchas.Create(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
+		s.once(w, r, route, req.clientKey(), body, s.svc.clientIDTTL(), func(w http.ResponseWriter) error {
+			t, err := s.svc.Captchas.Create(r.Context(), principal(r), id, req.New, s.svc.Sessions.Limits.Events)
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ func (s *Server) handleTasks() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		items, err := s.auth.Captchas.Tasks(r.Context(), principal(r), id, limit)
+		items, err := s.svc.Captchas.Tasks(r.Context(), principal(r), id, limit)
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func (s *Server) handleTask() http.HandlerFunc {
 // captcha.Service.Poll), answering it as the API shows it.
 func (s *Server) pollTask(ctx context.Context, sid, id string) func() (any, bool, time.Time, error) {
 	return func() (any, bool, time.Time, error) {
-		t, pending, recheck, err := s.auth.Captchas.Poll(ctx, principalOf(ctx), sid, id)
+		t, pending, recheck, err := s.svc.Captchas.Poll(ctx, principalOf(ctx), sid, id)
 		return s.taskBody(t), pending, recheck, err
 	}
 }

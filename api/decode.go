@@ -17,7 +17,7 @@ import (
 
 // readBody reads a request body of at most the configured size.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.auth.MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.svc.MaxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, bodyTooLarge(tooLarge.Limit)

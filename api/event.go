@@ -39,8 +39,8 @@ func (s *Server) handleAppendEvent() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/events"
-		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
-			ev, err := s.auth.Sessions.AppendRuntime(r.Context(), principal(r), id, req.event())
+		s.once(w, r, route, req.clientKey(), body, s.svc.clientIDTTL(), func(w http.ResponseWriter) error {
+			ev, err := s.svc.Sessions.AppendRuntime(r.Context(), principal(r), id, req.event())
 			if err != nil {
 				return err
 			}
@@ -77,12 +77,12 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
+		wait, err := intParam(q, "wait", 0, 0, int64(s.svc.MaxWait/time.Second))
 		if err != nil {
 			return err
 		}
 		if acceptsEventStream(r) || wait > 0 {
-			release, ok := s.waits.enter(principal(r).KID, s.auth.MaxWaitsPerKey)
+			release, ok := s.waits.enter(principal(r).KID, s.svc.MaxWaitsPerKey)
 			if !ok {
 				p := problem.New(problem.RateLimited, "This key holds as many event streams and long polls open as it may; close one first.")
 				p.RetryAfter = 1
@@ -106,13 +106,13 @@ func (s *Server) handleEvents() http.HandlerFunc {
 		var cancel func()
 		var wake <-chan struct{}
 		if wait > 0 {
-			wake, cancel = s.auth.Events.Subscribe(id)
+			wake, cancel = s.svc.Events.Subscribe(id)
 			defer cancel()
 		}
 		deadline := time.NewTimer(time.Duration(wait) * time.Second)
 		defer deadline.Stop()
 		for {
-			items, sess, err := s.auth.Sessions.Events(r.Context(), p, id, after, int(limit))
+			items, sess, err := s.svc.Sessions.Events(r.Context(), p, id, after, int(limit))
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ func (s *Server) handleEvents() http.HandlerFunc {
 			}
 			select {
 			case <-wake:
-				if !s.auth.Auth.KeyLive(r.Context(), p) {
+				if !s.svc.Auth.KeyLive(r.Context(), p) {
 					return problem.New(problem.KeyRevoked, "The API key was revoked while waiting.")
 				}
 			case <-deadline.C:
@@ -151,9 +151,9 @@ func acceptsEventStream(r *http.Request) bool {
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
 	p := principal(r)
 	ctx := r.Context()
-	wake, cancel := s.auth.Events.Subscribe(id)
+	wake, cancel := s.svc.Events.Subscribe(id)
 	defer cancel()
-	items, sess, err := s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
+	items, sess, err := s.svc.Sessions.Events(ctx, p, id, after, maxPageSize)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -168,9 +168,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if r.Method == http.MethodHead {
 		return // a stream has no end to wait for when no body is sent
 	}
-	heartbeat := time.NewTicker(s.auth.Heartbeat)
+	heartbeat := time.NewTicker(s.svc.Heartbeat)
 	defer heartbeat.Stop()
-	life := time.NewTimer(s.auth.StreamLife)
+	life := time.NewTimer(s.svc.StreamLife)
 	defer life.Stop()
 	var buf bytes.Buffer
 	for {
@@ -196,7 +196,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		} else if !s.waitForEvents(ctx, w, rc, wake, heartbeat, life.C, p) {
 			return
 		}
-		items, sess, err = s.auth.Sessions.Events(ctx, p, id, after, maxPageSize)
+		items, sess, err = s.svc.Sessions.Events(ctx, p, id, after, maxPageSize)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("event stream", "err", err, "path", telemetry.LoggedPath(r))
@@ -220,9 +220,9 @@ func (s *Server) waitForEvents(ctx context.Context, w http.ResponseWriter, rc *h
 		case <-end:
 			return false
 		case <-wake:
-			return s.auth.Auth.KeyLive(ctx, p)
+			return s.svc.Auth.KeyLive(ctx, p)
 		case <-heartbeat.C:
-			if !s.auth.Auth.KeyLive(ctx, p) {
+			if !s.svc.Auth.KeyLive(ctx, p) {
 				return false
 			}
 			rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))

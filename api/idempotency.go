@@ -78,8 +78,8 @@ type clientWrite interface {
 // remembers the key for good. Every adapter of a route goes through it, so that a
 // retry is answered the same whichever way it comes.
 func (s *Server) remember(ctx context.Context, p auth.Principal, route, key string, body []byte, ttl time.Duration, serve func() apiAnswer) (apiAnswer, error) {
-	sum := idempotency.Fingerprint(s.auth.Pepper, route, body)
-	prev, err := s.auth.Idempotency.ClaimIdempotency(ctx, p.KID, route, key, sum, ttl)
+	sum := idempotency.Fingerprint(s.svc.Pepper, route, body)
+	prev, err := s.svc.Idempotency.ClaimIdempotency(ctx, p.KID, route, key, sum, ttl)
 	if err != nil {
 		return apiAnswer{}, err
 	}
@@ -104,11 +104,11 @@ func (s *Server) remember(ctx context.Context, p auth.Principal, route, key stri
 	}
 	ctx = context.WithoutCancel(ctx)
 	if a.status >= 500 || mayPass(a.code) {
-		if err := s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key); err != nil {
+		if err := s.svc.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key); err != nil {
 			s.log.Error("release idempotency key", "err", err)
 		}
-	} else if err := s.auth.Idempotency.FinishIdempotency(ctx, p.KID, route, key, a.status, a.contentType, a.body); err != nil {
-		s.auth.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key)
+	} else if err := s.svc.Idempotency.FinishIdempotency(ctx, p.KID, route, key, a.status, a.contentType, a.body); err != nil {
+		s.svc.Idempotency.ReleaseIdempotency(ctx, p.KID, route, key)
 		return apiAnswer{}, err
 	}
 	return a, nil
@@ -131,7 +131,7 @@ func (s *Server) idempotencyKey(next http.Handler) http.Handler {
 			s.error(w, r, err)
 			return
 		}
-		s.once(w, r, r.Method+" "+r.URL.Path, "header:"+key, body, s.auth.IdempotencyTTL, func(w http.ResponseWriter) error {
+		s.once(w, r, r.Method+" "+r.URL.Path, "header:"+key, body, s.svc.IdempotencyTTL, func(w http.ResponseWriter) error {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return nil

@@ -13,7 +13,7 @@ import (
 func (s *Server) handleRevokeCurrentKey() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
 		p := principal(r)
-		if err := s.auth.Auth.RevokeKey(r.Context(), p.UserID, p.AgentID, p.KID); err != nil {
+		if err := s.svc.Auth.RevokeKey(r.Context(), p.UserID, p.AgentID, p.KID); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"kid": p.KID, "status": "revoked"})
@@ -23,7 +23,7 @@ func (s *Server) handleRevokeCurrentKey() http.HandlerFunc {
 
 func (s *Server) handleKeys() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		keys, err := s.auth.Auth.Keys(r.Context(), principal(r).UserID)
+		keys, err := s.svc.Auth.Keys(r.Context(), principal(r).UserID)
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		k, token, err := s.auth.Auth.IssueKey(r.Context(), p.UserID, req.Scope, req.AgentID)
+		k, token, err := s.svc.Auth.IssueKey(r.Context(), p.UserID, req.Scope, req.AgentID)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s *Server) handleCreateKey() http.HandlerFunc {
 
 func (s *Server) handleRevokeKey() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		err := s.auth.Auth.RevokeKey(r.Context(), principal(r).UserID, "", chi.URLParam(r, "kid"))
+		err := s.svc.Auth.RevokeKey(r.Context(), principal(r).UserID, "", chi.URLParam(r, "kid"))
 		if err != nil {
 			return err
 		}

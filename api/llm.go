@@ -20,20 +20,20 @@ import (
 // protectedSet loads every protected value of userID; an error is
 // redaction_unavailable, so that nothing unchecked goes on.
 func (s *Server) protectedSet(ctx context.Context, userID string) (*redact.Set, error) {
-	sets, err := s.auth.Guard.Sets(ctx, auth.Principal{UserID: userID})
+	sets, err := s.svc.Guard.Sets(ctx, auth.Principal{UserID: userID})
 	return sets.All, err
 }
 
 // handleLLMModels lists the models of a's upstream.
 func (s *Server) handleLLMModels(a *llm.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		up, err := a.Provider.Endpoint(s.auth.LLM, r.Header)
+		up, err := a.Provider.Endpoint(s.svc.LLM, r.Header)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
 		identify(w, r, a.Provider)
-		res, cancel, err := s.auth.LLM.Call(r.Context(), up, http.MethodGet, a.Upstream, nil)
+		res, cancel, err := s.svc.LLM.Call(r.Context(), up, http.MethodGet, a.Upstream, nil)
 		if err != nil {
 			s.callFailed(w, r, a.Provider, err)
 			return
@@ -56,7 +56,7 @@ func (s *Server) handleLLMModels(a *llm.API) http.HandlerFunc {
 // sessions, so does an llm.redacted event.
 func (s *Server) handleModelCall(a *llm.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		up, err := a.Provider.Endpoint(s.auth.LLM, r.Header)
+		up, err := a.Provider.Endpoint(s.svc.LLM, r.Header)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -84,7 +84,7 @@ func (s *Server) handleModelCall(a *llm.API) http.HandlerFunc {
 		}
 		out, _ := json.Marshal(body)
 		identify(w, r, a.Provider)
-		res, cancel, err := s.auth.LLM.Call(r.Context(), up, http.MethodPost, a.Upstream, out)
+		res, cancel, err := s.svc.LLM.Call(r.Context(), up, http.MethodPost, a.Upstream, out)
 		if err != nil {
 			s.callFailed(w, r, a.Provider, err)
 			return
@@ -149,7 +149,7 @@ func (s *Server) llmSession(r *http.Request, p auth.Principal) (string, error) {
 	if !uuidPattern.MatchString(v) {
 		return "", session.ErrNotFound
 	}
-	sess, err := s.auth.Sessions.Session(r.Context(), p, strings.ToLower(v))
+	sess, err := s.svc.Sessions.Session(r.Context(), p, strings.ToLower(v))
 	if err == nil && sess.Status != session.StatusOpen {
 		err = session.ErrClosed
 	}
@@ -168,7 +168,7 @@ func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID 
 	for _, h := range up.FromClient {
 		parts = append(parts, up.Header.Get(h))
 	}
-	sets, err := s.auth.Guard.Screen(ctx, p, routeOf(ctx), parts)
+	sets, err := s.svc.Guard.Screen(ctx, p, routeOf(ctx), parts)
 	if err != nil {
 		return 0, err
 	}
@@ -183,7 +183,7 @@ func (s *Server) cleanForModel(ctx context.Context, p auth.Principal, sessionID 
 		return count, err
 	}
 	data, _ := json.Marshal(map[string]int{"count": count})
-	_, err = s.auth.Sessions.AppendSystem(ctx, p, sessionID, llm.EventRedacted, data)
+	_, err = s.svc.Sessions.AppendSystem(ctx, p, sessionID, llm.EventRedacted, data)
 	return count, err
 }
 
@@ -199,7 +199,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, res *http.Respons
 	}
 	h.Set("Content-Type", ct)
 	// A stream may outlast the server's write timeout: it ends with the upstream's.
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.auth.LLM.Timeout + 5*time.Second))
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.svc.LLM.Timeout + 5*time.Second))
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	buf := make([]byte, 32<<10)

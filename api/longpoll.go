@@ -17,7 +17,7 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, sid string, re
 		s.error(w, r, err)
 		return
 	}
-	wait, err := intParam(q, "wait", 0, 0, int64(s.auth.MaxWait/time.Second))
+	wait, err := intParam(q, "wait", 0, 0, int64(s.svc.MaxWait/time.Second))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -50,7 +50,7 @@ func (s *Server) await(ctx context.Context, sid string, wait time.Duration, read
 	var wake <-chan struct{}
 	if wait > 0 {
 		var cancel func()
-		wake, cancel = s.auth.Events.Subscribe(sid)
+		wake, cancel = s.svc.Events.Subscribe(sid)
 		defer cancel()
 	}
 	deadline := time.Now().Add(wait)
@@ -85,7 +85,7 @@ func (s *Server) await(ctx context.Context, sid string, wait time.Duration, read
 // next call would be answered; nil for a request made without a key.
 func (s *Server) keyStillLive(ctx context.Context) error {
 	p := principalOf(ctx)
-	if p.KID == "" || s.auth.Auth.KeyLive(ctx, p) {
+	if p.KID == "" || s.svc.Auth.KeyLive(ctx, p) {
 		return nil
 	}
 	return problem.New(problem.KeyRevoked, "The API key was revoked, or its agent paused, while waiting.")

@@ -94,7 +94,7 @@ func (s *Server) mcpOrigin(origins []string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
 		return false
 	}
-	if pub, err := url.Parse(s.auth.PublicURL); err == nil && s.auth.PublicURL != "" &&
+	if pub, err := url.Parse(s.svc.PublicURL); err == nil && s.svc.PublicURL != "" &&
 		strings.EqualFold(pub.Scheme, u.Scheme) && strings.EqualFold(pub.Host, u.Host) {
 		return true
 	}
@@ -127,12 +127,12 @@ func (s *Server) newMCPServer(workflow bool) *mcp.Server {
 func (s *Server) addWorkflowTools(srv *mcp.Server) {
 	s.addSessionTools(srv)
 	s.addRequestTools(srv)
-	if s.auth.Memory != nil {
+	if s.svc.Memory != nil {
 		s.addResolveTools(srv)
 	}
 	s.addQuoteTools(srv)
 	s.addPaymentTools(srv)
-	if s.auth.Captchas != nil {
+	if s.svc.Captchas != nil {
 		s.addCaptchaTools(srv)
 	}
 }

@@ -52,7 +52,7 @@ func (s *Server) toolCreateCaptchaTask(ctx context.Context, _ *mcp.CallToolReque
 	body := map[string]string{"clientTaskId": in.ClientTaskID, "type": in.Type,
 		"pageUrl": in.PageURL, "siteKey": in.SiteKey, "image": in.Image, "reason": in.Reason}
 	return toolResult(s.toolCreate(ctx, p, body, &task, func() (any, error) {
-		t, err := s.auth.Captchas.Create(ctx, principalOf(ctx), sid, task.New, s.auth.Sessions.Limits.Events)
+		t, err := s.svc.Captchas.Create(ctx, principalOf(ctx), sid, task.New, s.svc.Sessions.Limits.Events)
 		return s.taskBody(t), err
 	}))
 }
@@ -68,6 +68,6 @@ func (s *Server) toolGetCaptchaTask(ctx context.Context, _ *mcp.CallToolRequest,
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err := s.await(ctx, sid, min(taskWait, s.auth.MaxWait), s.pollTask(ctx, sid, tid))
+	body, err := s.await(ctx, sid, min(taskWait, s.svc.MaxWait), s.pollTask(ctx, sid, tid))
 	return toolResult(s.toolAnswer(ctx, p, http.StatusOK, body, err))
 }

@@ -51,7 +51,7 @@ func (s *Server) toolPaySeller(ctx context.Context, req *mcp.CallToolRequest, in
 // session sid whose payments' path is p: refused at once on a server that cannot
 // pay, or holding a protected value.
 func (s *Server) askToPay(ctx context.Context, sid, p string, in payIn) apiAnswer {
-	if err := s.auth.Payments.CheckPayer(); err != nil {
+	if err := s.svc.Payments.CheckPayer(); err != nil {
 		return s.toolProblem(ctx, p, err)
 	}
 	var ask createPaymentRequest

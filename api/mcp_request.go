@@ -64,7 +64,7 @@ func (s *Server) toolRaiseRequest(ctx context.Context, req *mcp.CallToolRequest,
 	}
 	var raise createRequestRequest
 	a := s.toolCreate(ctx, p, in.body(), &raise, func() (any, error) {
-		out, err := s.auth.Requests.Raise(ctx, principalOf(ctx), sid, raise.New, s.auth.Sessions.Limits.Events)
+		out, err := s.svc.Requests.Raise(ctx, principalOf(ctx), sid, raise.New, s.svc.Sessions.Limits.Events)
 		return s.requestBody(out), err
 	})
 	return s.waitRaised(ctx, req, in.SessionID, a, in.WaitSeconds, raisedID)
@@ -130,7 +130,7 @@ func (s *Server) toolClaimArtifact(ctx context.Context, _ *mcp.CallToolRequest, 
 	if err != nil {
 		return nil, nil, err
 	}
-	art, at, err := s.auth.Requests.Claim(ctx, principalOf(ctx), sid, id)
+	art, at, err := s.svc.Requests.Claim(ctx, principalOf(ctx), sid, id)
 	return toolResult(s.toolAnswer(ctx, p, http.StatusOK, claimed{RequestID: id, Artifact: art, ClaimedAt: at}, err))
 }
 
@@ -151,7 +151,7 @@ func (s *Server) waitRequest(ctx context.Context, req *mcp.CallToolRequest, sess
 	}
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	for step := 1; ; step++ {
-		wait := min(time.Until(deadline), waitStep, s.auth.MaxWait).Truncate(time.Second)
+		wait := min(time.Until(deadline), waitStep, s.svc.MaxWait).Truncate(time.Second)
 		body, err := s.await(ctx, sid, max(wait, 0), s.pollRequest(ctx, sid, rid))
 		a := s.toolAnswer(ctx, p, http.StatusOK, body, err)
 		if err != nil {

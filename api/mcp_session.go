@@ -55,7 +55,7 @@ func (s *Server) toolOpenSession(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	var req createSessionRequest
 	return toolResult(s.toolCreate(ctx, "/sessions", in, &req, func() (any, error) {
-		return s.auth.Sessions.Open(ctx, principalOf(ctx), req.new())
+		return s.svc.Sessions.Open(ctx, principalOf(ctx), req.new())
 	}))
 }
 
@@ -71,7 +71,7 @@ func (s *Server) toolCompleteSession(ctx context.Context, _ *mcp.CallToolRequest
 	var req completeSessionRequest
 	body := map[string]string{"clientCompletionId": in.ClientCompletionID, "status": in.Status, "summary": in.Summary}
 	return toolResult(s.toolPost(ctx, p, body, &req, func() (any, error) {
-		sess, dup, err := s.auth.Sessions.Complete(ctx, principalOf(ctx), sid, req.completion())
+		sess, dup, err := s.svc.Sessions.Complete(ctx, principalOf(ctx), sid, req.completion())
 		return completion{Session: sess, Duplicate: dup}, err
 	}))
 }
@@ -92,6 +92,6 @@ func (s *Server) toolAppendEvent(ctx context.Context, _ *mcp.CallToolRequest, in
 	}
 	var req appendEventRequest
 	return toolResult(s.toolCreate(ctx, p, body, &req, func() (any, error) {
-		return s.auth.Sessions.AppendRuntime(ctx, principalOf(ctx), sid, req.event())
+		return s.svc.Sessions.AppendRuntime(ctx, principalOf(ctx), sid, req.event())
 	}))
 }

@@ -26,11 +26,11 @@ func (s *Server) addUserTools(srv *mcp.Server) {
 // route does.
 func (s *Server) toolSubmitOrigin(ctx context.Context, _ *mcp.CallToolRequest, in submitOriginIn) (*mcp.CallToolResult, map[string]any, error) {
 	const path = "/origins"
-	if s.auth.Origins == nil {
+	if s.svc.Origins == nil {
 		return toolResult(s.toolProblem(ctx, path, errNoRoute()))
 	}
 	var req submitOriginRequest
 	return toolResult(s.toolPost(ctx, path, in, &req, func() (any, error) {
-		return s.auth.Origins.Submit(ctx, principalOf(ctx).UserID, req.Origin)
+		return s.svc.Origins.Submit(ctx, principalOf(ctx).UserID, req.Origin)
 	}))
 }

@@ -42,8 +42,8 @@ func (s *Server) toolWrite(ctx context.Context, body any, req validator) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(b)) > s.auth.MaxBody {
-		return nil, bodyTooLarge(s.auth.MaxBody)
+	if int64(len(b)) > s.svc.MaxBody {
+		return nil, bodyTooLarge(s.svc.MaxBody)
 	}
 	return b, s.takeJSON(ctx, b, req)
 }
@@ -73,7 +73,7 @@ func (s *Server) toolCreate(ctx context.Context, path string, body any, req clie
 // id key, as the route does (see remember), so that a retry through either gets the
 // same answer: run's value with status, or its problem.
 func (s *Server) toolOnce(ctx context.Context, path, key string, body []byte, status int, run func() (any, error)) apiAnswer {
-	a, err := s.remember(ctx, principalOf(ctx), "POST "+path, key, body, s.auth.clientIDTTL(), func() apiAnswer {
+	a, err := s.remember(ctx, principalOf(ctx), "POST "+path, key, body, s.svc.clientIDTTL(), func() apiAnswer {
 		v, err := run()
 		return s.toolAnswer(ctx, path, status, v, err)
 	})

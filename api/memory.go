@@ -103,7 +103,7 @@ func (s *Server) handleMemoryItems() http.HandlerFunc {
 				return err
 			}
 		}
-		items, next, err := s.auth.Memory.Items(r.Context(), principal(r).UserID, scope, after, int(limit))
+		items, next, err := s.svc.Memory.Items(r.Context(), principal(r).UserID, scope, after, int(limit))
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func (s *Server) handleMemoryItem() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		it, err := s.auth.Memory.Item(r.Context(), principal(r).UserID, id)
+		it, err := s.svc.Memory.Item(r.Context(), principal(r).UserID, id)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (s *Server) handleCreateMemoryItem() http.HandlerFunc {
 		if _, err := s.readValues(w, r, &req); err != nil {
 			return err
 		}
-		it, err := s.auth.Memory.Create(r.Context(), principal(r), req.New)
+		it, err := s.svc.Memory.Create(r.Context(), principal(r), req.New)
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func (s *Server) handleUpdateMemoryItem() http.HandlerFunc {
 		if _, err := s.readValues(w, r, &req); err != nil {
 			return err
 		}
-		it, err := s.auth.Memory.Update(r.Context(), principal(r).UserID, id, rev, req.Patch)
+		it, err := s.svc.Memory.Update(r.Context(), principal(r).UserID, id, rev, req.Patch)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (s *Server) handleArchiveMemoryItem() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.auth.Memory.Archive(r.Context(), principal(r).UserID, id, rev); err != nil {
+		if err := s.svc.Memory.Archive(r.Context(), principal(r).UserID, id, rev); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -207,7 +207,7 @@ func (s *Server) handleMemoryCatalog() http.HandlerFunc {
 				return problem.Param(problem.InvalidParameter, "url", "url must be an http or https URL, or a hostname.")
 			}
 		}
-		entries, unavailable, err := s.auth.Memory.Catalog(r.Context(), principal(r), id, scope)
+		entries, unavailable, err := s.svc.Memory.Catalog(r.Context(), principal(r), id, scope)
 		if err != nil {
 			return err
 		}
@@ -254,5 +254,5 @@ func (s *Server) materialize(w http.ResponseWriter, r *http.Request) ([]memory.V
 	if _, err := s.readJSON(w, r, &req); err != nil {
 		return nil, err
 	}
-	return s.auth.Memory.Materialize(r.Context(), principal(r), id, req.Handles, req.Purpose)
+	return s.svc.Memory.Materialize(r.Context(), principal(r), id, req.Handles, req.Purpose)
 }

@@ -22,7 +22,7 @@ func (s *Server) handleSubmitOrigin() http.HandlerFunc {
 		if _, err := s.readJSON(w, r, &req); err != nil {
 			return err
 		}
-		sub, err := s.auth.Origins.Submit(r.Context(), principal(r).UserID, req.Origin)
+		sub, err := s.svc.Origins.Submit(r.Context(), principal(r).UserID, req.Origin)
 		if err != nil {
 			return err
 		}
@@ -40,7 +40,7 @@ func (s *Server) handleOrigin() http.HandlerFunc {
 		if len(q["origin"]) != 1 || len(q) != 1 {
 			return problem.Param(problem.InvalidParameter, "origin", "Name one origin, as ?origin=https://api.example.com, and nothing else.")
 		}
-		o, err := s.auth.Origins.Origin(r.Context(), q.Get("origin"))
+		o, err := s.svc.Origins.Origin(r.Context(), q.Get("origin"))
 		if p, ok := problem.As(err); ok && p.Code == problem.ValidationFailed {
 			err = problem.Param(problem.InvalidParameter, "origin", p.Detail) // a query parameter's fault
 		}

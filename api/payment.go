@@ -36,7 +36,7 @@ func (s *Server) handleCreatePayment() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/x402/payments"
-		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
+		s.once(w, r, route, req.clientKey(), body, s.svc.clientIDTTL(), func(w http.ResponseWriter) error {
 			out, err := s.askPayment(r.Context(), id, req.Ask)
 			if err != nil {
 				return err
@@ -65,7 +65,7 @@ func (s *Server) askPayment(ctx context.Context, sid string, ask payment.Ask) (p
 		return paymentCreated{}, err
 	}
 	v := payment.Verdict{Verdict: check.Verdict, Score: check.Score, Listed: check.Listed}
-	pay, rq, err := s.auth.Payments.Ask(ctx, principalOf(ctx), sid, ask, v, s.auth.Sessions.Limits.Events)
+	pay, rq, err := s.svc.Payments.Ask(ctx, principalOf(ctx), sid, ask, v, s.svc.Sessions.Limits.Events)
 	if err != nil {
 		return paymentCreated{}, err
 	}
@@ -83,7 +83,7 @@ func (s *Server) handlePayment() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		pay, err := s.auth.Payments.Payment(r.Context(), principal(r), sid, id)
+		pay, err := s.svc.Payments.Payment(r.Context(), principal(r), sid, id)
 		if err != nil {
 			return err
 		}
@@ -103,10 +103,10 @@ func (s *Server) handleSpendingLimits() http.HandlerFunc {
 			return err
 		}
 		p := principal(r)
-		if _, err := s.auth.Auth.Agent(r.Context(), p.UserID, id); err != nil {
+		if _, err := s.svc.Auth.Agent(r.Context(), p.UserID, id); err != nil {
 			return err
 		}
-		out, err := s.auth.Payments.Limits(r.Context(), id)
+		out, err := s.svc.Payments.Limits(r.Context(), id)
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (s *Server) handleSetSpendingLimits() http.HandlerFunc {
 			return err
 		}
 		l, _ := req.LimitsInput.Limits()
-		out, err := s.auth.Payments.SetLimits(r.Context(), principal(r), id, l)
+		out, err := s.svc.Payments.SetLimits(r.Context(), principal(r), id, l)
 		if err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func (s *Server) checkParts(ctx context.Context, parts []string) error {
 	if !anyText(parts) {
 		return nil
 	}
-	return s.auth.Guard.Check(ctx, principalOf(ctx), routeOf(ctx), parts)
+	return s.svc.Guard.Check(ctx, principalOf(ctx), routeOf(ctx), parts)
 }
 
 // screenRequest scans what an agent's request carries outside its body (the path
@@ -73,7 +73,7 @@ func (s *Server) screenRequest(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		sets, err := s.auth.Guard.Screen(r.Context(), p, routeOf(r.Context()), parts)
+		sets, err := s.svc.Guard.Screen(r.Context(), p, routeOf(r.Context()), parts)
 		if err != nil {
 			s.refuse(w, r, err)
 			return
@@ -96,7 +96,7 @@ func (s *Server) screenToolCalls(next mcp.MethodHandler) mcp.MethodHandler {
 		if !anyText(parts) {
 			return next(ctx, method, req)
 		}
-		if _, err := s.auth.Guard.Screen(ctx, principalOf(ctx), "mcp:tools/call", parts); err != nil {
+		if _, err := s.svc.Guard.Screen(ctx, principalOf(ctx), "mcp:tools/call", parts); err != nil {
 			pe, ok := problem.As(err)
 			if !ok {
 				pe = problem.New(problem.RedactionUnavailable, "The user's protected values could not be loaded, so the call was not made.")

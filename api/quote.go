@@ -97,7 +97,7 @@ func (s *Server) quote(ctx context.Context, req quoteRequest) (quote, error) {
 		return quote{}, err
 	}
 	host, _ := catalog.NormalizeHostname(u.Hostname())
-	res := s.auth.Prober.Probe(ctx, trust.Target{Hostname: host, Method: strings.ToUpper(req.Method), URL: req.URL})
+	res := s.svc.Prober.Probe(ctx, trust.Target{Hostname: host, Method: strings.ToUpper(req.Method), URL: req.URL})
 	out := quote{URL: req.URL, Outcome: res.Outcome, HTTPStatus: res.HTTPStatus, Merchant: check, QuotedAt: res.ProbedAt}
 	if res.Reason != "" {
 		out.Reason = &res.Reason

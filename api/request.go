@@ -27,7 +27,7 @@ func (s *Server) requestBody(r request.Request) requestJSON {
 	if r.Options == nil {
 		r.Options = []request.Option{}
 	}
-	return requestJSON{Request: r, ApprovalURL: s.auth.PublicURL + AppPath + "/requests/" + r.ID}
+	return requestJSON{Request: r, ApprovalURL: s.svc.PublicURL + AppPath + "/requests/" + r.ID}
 }
 
 // requestIDs are the session and request ids of the path, or a 404.
@@ -55,8 +55,8 @@ func (s *Server) handleCreateRequest() http.HandlerFunc {
 			return err
 		}
 		route := "POST /sessions/" + id + "/requests"
-		s.once(w, r, route, req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
-			out, err := s.auth.Requests.Raise(r.Context(), principal(r), id, req.New, s.auth.Sessions.Limits.Events)
+		s.once(w, r, route, req.clientKey(), body, s.svc.clientIDTTL(), func(w http.ResponseWriter) error {
+			out, err := s.svc.Requests.Raise(r.Context(), principal(r), id, req.New, s.svc.Sessions.Limits.Events)
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func (s *Server) handleRequests() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		items, next, err := s.auth.Requests.Requests(r.Context(), principal(r), id, after, limit)
+		items, next, err := s.svc.Requests.Requests(r.Context(), principal(r), id, after, limit)
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func (s *Server) handleRequest() http.HandlerFunc {
 // request.Service.Poll), answering it as the API shows it.
 func (s *Server) pollRequest(ctx context.Context, sid, id string) func() (any, bool, time.Time, error) {
 	return func() (any, bool, time.Time, error) {
-		out, pending, recheck, err := s.auth.Requests.Poll(ctx, principalOf(ctx), sid, id)
+		out, pending, recheck, err := s.svc.Requests.Poll(ctx, principalOf(ctx), sid, id)
 		return s.requestBody(out), pending, recheck, err
 	}
 }
@@ -149,7 +149,7 @@ func (s *Server) handleDecision() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		out, err := s.auth.Requests.Decide(r.Context(), principal(r), sid, id, req.Decision)
+		out, err := s.svc.Requests.Decide(r.Context(), principal(r), sid, id, req.Decision)
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (s *Server) handleCancelRequest() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		out, err := s.auth.Requests.Cancel(r.Context(), principal(r), sid, id)
+		out, err := s.svc.Requests.Cancel(r.Context(), principal(r), sid, id)
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func (s *Server) handleClaim() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		art, at, err := s.auth.Requests.Claim(r.Context(), principal(r), sid, id)
+		art, at, err := s.svc.Requests.Claim(r.Context(), principal(r), sid, id)
 		if err != nil {
 			return err
 		}

@@ -140,7 +140,7 @@ func (s *Server) resolve(ctx context.Context, caller search.Caller, sid string, 
 	if scope.Host == "" {
 		scope.AllSites = true // no site named: only what is saved for every site
 	}
-	entries, _, err := s.auth.Memory.Catalog(ctx, principalOf(ctx), sid, scope)
+	entries, _, err := s.svc.Memory.Catalog(ctx, principalOf(ctx), sid, scope)
 	if err != nil {
 		return resolveBody{}, err
 	}

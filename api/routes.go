@@ -39,7 +39,7 @@ func (s *Server) routes() chi.Router {
 			r.Use(keyedCORS, s.authenticate, s.screenRequest)
 			agent, user := s.requireScope(auth.ScopeAgent), s.requireScope(auth.ScopeUser)
 			once := s.idempotencyKey
-			paying := s.ready(s.auth.Payments.CheckPayer)
+			paying := s.ready(s.svc.Payments.CheckPayer)
 			// read routes GET and HEAD to one handler, so that HEAD answers with the same
 			// key check, status and headers as GET; net/http drops the body.
 			read := func(r chi.Router, pattern string, h http.HandlerFunc) {
@@ -57,14 +57,14 @@ func (s *Server) routes() chi.Router {
 			read(r.With(user), "/keys", s.handleKeys())
 			r.With(user).Post("/keys", s.handleCreateKey()) // never cached: the answer holds the secret
 			r.With(user).Delete("/keys/{kid}", s.handleRevokeKey())
-			if s.auth.Webhooks != nil {
+			if s.svc.Webhooks != nil {
 				r.With(user).Post("/webhooks", s.handleCreateWebhook()) // never replayed: the answer holds the secret
 				read(r.With(user), "/webhooks", s.handleWebhooks())
 				r.With(user).Delete("/webhooks/{id}", s.handleDeleteWebhook())
 				read(r.With(user), "/webhooks/{id}/deliveries", s.handleDeliveries())
 			}
 
-			if s.auth.Origins != nil {
+			if s.svc.Origins != nil {
 				r.With(user).Post("/origins", s.handleSubmitOrigin()) // listing again is harmless
 				read(r.With(user), "/origins", s.handleOrigin())
 			}
@@ -84,7 +84,7 @@ func (s *Server) routes() chi.Router {
 			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/cancel", s.handleCancelRequest())
 			r.With(agent, once).Post("/sessions/{id}/requests/{rid}/claim", s.handleClaim())
 
-			if s.auth.Memory != nil {
+			if s.svc.Memory != nil {
 				read(r, "/memory/items", s.handleMemoryItems())
 				r.With(once).Post("/memory/items", s.handleCreateMemoryItem())
 				read(r, "/memory/items/{id}", s.handleMemoryItem())
@@ -102,7 +102,7 @@ func (s *Server) routes() chi.Router {
 			r.With(agent, paying).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
 			read(r.With(paying), "/sessions/{id}/x402/payments/{pid}", s.handlePayment())
 			read(r.With(user, paying), "/agents/{id}/spending-limits", s.handleSpendingLimits())
-			if s.auth.Captchas != nil {
+			if s.svc.Captchas != nil {
 				r.With(agent).Post("/sessions/{id}/captcha/tasks", s.handleCreateTask()) // idempotent by clientTaskId
 				read(r, "/sessions/{id}/captcha/tasks", s.handleTasks())
 				read(r, "/sessions/{id}/captcha/tasks/{tid}", s.handleTask())

@@ -45,7 +45,7 @@ type Server struct {
 	dir    *directory.Service
 	db     Pinger
 	router chi.Router
-	auth   Authenticated
+	svc    Authenticated
 	waits  *waits // event streams and long polls open per key
 	search *search.Service
 	// allowance says how much of search's daily allowance is left, for /health.
@@ -152,7 +152,7 @@ func (s *Server) unechoed(ctx context.Context, user, instance string, err error)
 // loaded to check; "" when it may. Without a source of protected values there are
 // none, since nothing can be sealed.
 func (s *Server) echoesProtected(ctx context.Context, user string, err error, instance string) string {
-	if _, none := s.auth.Protected.(noProtected); none || user == "" {
+	if _, none := s.svc.Protected.(noProtected); none || user == "" {
 		return ""
 	}
 	set, serr := s.protectedSet(ctx, user)

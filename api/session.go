@@ -51,8 +51,8 @@ func (s *Server) handleCreateSession() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		s.once(w, r, "POST /sessions", req.clientKey(), body, s.auth.clientIDTTL(), func(w http.ResponseWriter) error {
-			sess, err := s.auth.Sessions.Open(r.Context(), principal(r), req.new())
+		s.once(w, r, "POST /sessions", req.clientKey(), body, s.svc.clientIDTTL(), func(w http.ResponseWriter) error {
+			sess, err := s.svc.Sessions.Open(r.Context(), principal(r), req.new())
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ func (s *Server) handleSession() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		sess, err := s.auth.Sessions.Session(r.Context(), principal(r), id)
+		sess, err := s.svc.Sessions.Session(r.Context(), principal(r), id)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (s *Server) handleSessions() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		items, next, err := s.auth.Sessions.Sessions(r.Context(), principal(r), after, int(limit))
+		items, next, err := s.svc.Sessions.Sessions(r.Context(), principal(r), after, int(limit))
 		if err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (s *Server) handleCompleteSession() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		sess, dup, err := s.auth.Sessions.Complete(r.Context(), principal(r), id, req.completion())
+		sess, dup, err := s.svc.Sessions.Complete(r.Context(), principal(r), id, req.completion())
 		if err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func (s *Server) handleStopSession() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		sess, err := s.auth.Sessions.Stop(r.Context(), principal(r), id, req.ReasonCode)
+		sess, err := s.svc.Sessions.Stop(r.Context(), principal(r), id, req.ReasonCode)
 		if err != nil {
 			return err
 		}

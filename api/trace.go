@@ -49,7 +49,7 @@ func (s *Server) exportTraces(w http.ResponseWriter, r *http.Request, enc trace.
 	if body, err = s.unzip(r, body); err != nil {
 		return err
 	}
-	rejected, err := s.auth.Traces.Export(r.Context(), principal(r), body, enc)
+	rejected, err := s.svc.Traces.Export(r.Context(), principal(r), body, enc)
 	if err != nil {
 		return err
 	}
@@ -98,12 +98,12 @@ func (s *Server) unzip(r *http.Request, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, problem.Invalid("The body is not gzip.")
 	}
-	body, err = io.ReadAll(io.LimitReader(zr, s.auth.MaxBody+1))
+	body, err = io.ReadAll(io.LimitReader(zr, s.svc.MaxBody+1))
 	if err != nil {
 		return nil, problem.Invalid("The body is not gzip.")
 	}
-	if int64(len(body)) > s.auth.MaxBody {
-		return nil, problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(s.auth.MaxBody, 10)+" bytes once unzipped.")
+	if int64(len(body)) > s.svc.MaxBody {
+		return nil, problem.New(problem.PayloadTooLarge, "The body is larger than "+strconv.FormatInt(s.svc.MaxBody, 10)+" bytes once unzipped.")
 	}
 	return body, nil
 }
@@ -136,7 +136,7 @@ func (s *Server) handleSessionTraces() http.HandlerFunc {
 				return err
 			}
 		}
-		spans, next, err := s.auth.Traces.Spans(r.Context(), principal(r), id, after, int(limit))
+		spans, next, err := s.svc.Traces.Spans(r.Context(), principal(r), id, after, int(limit))
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func (s *Server) handleCreateWebhook() http.HandlerFunc {
 		if _, err := s.readJSON(w, r, &req); err != nil {
 			return err
 		}
-		reg, err := s.auth.Webhooks.Register(r.Context(), principal(r), req.New)
+		reg, err := s.svc.Webhooks.Register(r.Context(), principal(r), req.New)
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ type webhookPage struct {
 
 func (s *Server) handleWebhooks() http.HandlerFunc {
 	return s.serve(func(w http.ResponseWriter, r *http.Request) error {
-		items, err := s.auth.Webhooks.List(r.Context(), principal(r))
+		items, err := s.svc.Webhooks.List(r.Context(), principal(r))
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (s *Server) handleDeleteWebhook() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if err := s.auth.Webhooks.Delete(r.Context(), principal(r), id); err != nil {
+		if err := s.svc.Webhooks.Delete(r.Context(), principal(r), id); err != nil {
 			return err
 		}
 		w.Header()["Cache-Control"] = hdrNoStore
@@ -83,7 +83,7 @@ func (s *Server) handleDeliveries() http.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		items, err := s.auth.Webhooks.Deliveries(r.Context(), principal(r), id, limit)
+		items, err := s.svc.Webhooks.Deliveries(r.Context(), principal(r), id, limit)
 		if err != nil {
 			return err
 		}
