@@ -178,7 +178,8 @@ func TestPhrasingsNeverCostTheQueryItsAnswer(t *testing.T) {
 		c.Fusion = &search.Fusion{Least: 2, Top: 2, K: 1} // the phrasings never agree enough
 		m := &search.Model{Embedder: embedding.WithCache(embedding.Lexhash{}, 100), Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &c}}
 		var asked int
-		eng, err := search.NewEngine(search.Config{}, fixedStore{[]search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}, &asked}, m, nil)
+		store := countedStore{fixedStore{[]search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}, &asked}, &counter{callers: map[string]int{}}}
+		eng, err := search.NewEngine(search.Config{}, store, m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
