@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,6 +24,12 @@ func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
 			t.Fatal("WAYSTATION_NODE and WAYSTATION_MCP_INSPECTOR must be set under CI (make test sets them)")
 		}
 		t.Skip("WAYSTATION_NODE and WAYSTATION_MCP_INSPECTOR are not set: run make test")
+	}
+	// The CLI runs only when started as its own real path: reached through a
+	// symbolic link it takes itself for an import, does nothing and exits 0.
+	cli, err := filepath.EvalSymlinks(cli)
+	if err != nil {
+		t.Fatal(err)
 	}
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.Captchas = &captcha.Service{} }) // every tool listed
 	uid, userKey := e.user("ada")
