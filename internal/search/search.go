@@ -424,18 +424,20 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
 	}
-	var band BandReport
-	var kept []Neighbour
 	x := e.textIndex(snap)
 	if c := m.Record.Calibration; c != nil {
 		near = x.Rerank(norm, near, c.Rerank)
-		band = c.Report(x.Gather(norm, near, generalEnglish(m)), near)
-		kept = c.Band(band.Confidence, near, want)
-	} else {
-		near = x.Collapse(near)
-		band = Report(near, m.Record)
-		kept = Band(near, m.Record.Floor, m.Record.Margin, want)
+		band := c.Report(x.Gather(norm, near, generalEnglish(m)), near)
+		return banded(res, snap, f, x, band, c.Band(band.Confidence, near, want), near, want)
 	}
+	near = x.Collapse(near)
+	band := Report(near, m.Record)
+	return banded(res, snap, f, x, band, Band(near, m.Record.Floor, m.Record.Margin, want), near, want)
+}
+
+// banded fills res with the neighbours kept of near (ranked, grouped), as band
+// decided, that the filter allows, and the nearest outside them, want in all.
+func banded(res Result, snap *directory.Snapshot, f directory.Filter, x *textIndex, band BandReport, kept, near []Neighbour, want int) Result {
 	res.Band = &band
 	for _, n := range kept {
 		if p, ok := snap.Position(n.Slug); ok && snap.Allows(f, p) {
@@ -461,19 +463,25 @@ func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, 
 	c := m.Record.Calibration
 	x := e.textIndex(snap)
 	rs := make([]Reading, len(norms))
+	var own Evidence // the query's own, for its band alone
 	for i, q := range norms {
 		ranked := x.Rerank(q, near[i], c.Rerank)
 		rs[i] = Reading{Near: ranked}
 		if len(ranked) > 0 {
-			rs[i].P = c.Probability(x.Gather(q, ranked, generalEnglish(m)))
+			ev := x.Gather(q, ranked, generalEnglish(m))
+			if i == 0 {
+				own = ev
+			}
+			rs[i].P = c.Probability(ev)
 		}
 	}
 	fu := c.fusion()
 	got := fu.Fuse(rs, want, x.group)
 	band := BandReport{Confidence: got.Share, Least: fu.Least, Margin: c.Margin, Calibrated: true,
 		Phrasings: len(norms), Agreed: got.Agreed, Needed: min(fu.Top, len(norms))}
-	if len(got.Kept) == 0 {
-		if alone := e.answer(res, snap, f, m, norms[0], near[0]); len(alone.Hits) > 0 {
+	if len(got.Kept) == 0 && len(rs[0].Near) > 0 {
+		b := c.Report(own, rs[0].Near)
+		if alone := banded(res, snap, f, x, b, c.Band(b.Confidence, rs[0].Near, want), rs[0].Near, want); len(alone.Hits) > 0 {
 			alone.Band.Phrasings, alone.Band.Agreed, alone.Band.Needed = band.Phrasings, band.Agreed, band.Needed
 			return alone
 		}
