@@ -506,17 +506,6 @@ func TestDatabaseOutageKeepsTheDirectoryUpAndTheAPIRecoversWithoutRestart(t *tes
 	}
 }
 
-// buildServer compiles this command into the test's temporary directory, with the go
-// command that runs the test: go test puts its GOROOT's bin first on the PATH.
-func buildServer(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "waystation")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // child is the server binary running serve as a child process.
 type child struct {
 	cmd  *exec.Cmd
