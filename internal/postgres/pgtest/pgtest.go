@@ -1,6 +1,6 @@
 // Package pgtest gives each test its own freshly migrated PostgreSQL database, cloned
 // from a template that is migrated once per schema, so tests run against the real
-// database without seeing each other's rows.
+// database without seeing each other's rows; commits there do not wait for the disk.
 package pgtest
 
 import (
@@ -61,6 +61,12 @@ func URL(t testing.TB) string {
 	}
 	if err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
+	}
+	// A test's commits do not wait for the disk: its database is dropped when it
+	// ends, and no test reads what a crash of the server would keep. Every
+	// connection to it, the servers' a test starts too, takes the setting.
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" SET synchronous_commit = off"); err != nil {
+		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
