@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/waystation/waystation/internal/oauth"
@@ -348,5 +349,45 @@ func TestRevokingTheGrantsKeyEndsItsTokens(t *testing.T) {
 	}
 	if status, body, _ := e.mcpTools(tok.AccessToken); status != 401 {
 		t.Fatalf("after the key's revocation: %d %s", status, body)
+	}
+}
+
+// Exchanges of one code, or refreshes of one token, at once: exactly one wins; the
+// code's loser is told it was used, and since one of the two holders stole it, what
+// the winner got is revoked too.
+func TestConcurrentUsesOfOneCodeOrRefreshTokenGetOneAnswer(t *testing.T) {
+	e, uid, aid, client := hostEnv(t)
+	race := func(v url.Values) (ok []string) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				r := e.form("/oauth/token", v)
+				if r.StatusCode == 200 {
+					var tok oauth.Tokens
+					json.Unmarshal(r.body, &tok)
+					mu.Lock()
+					ok = append(ok, tok.AccessToken)
+					mu.Unlock()
+				} else {
+					r.oauthError(t, 400, "invalid_grant")
+				}
+			})
+		}
+		wg.Wait()
+		return ok
+	}
+	won := race(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
+	if len(won) > 1 {
+		t.Fatalf("%d exchanges of one code got tokens", len(won))
+	}
+	for _, tok := range won {
+		if status, _, _ := e.mcpTools(tok); status != 401 {
+			t.Fatalf("the winner of a replayed code keeps its token: %d", status)
+		}
+	}
+	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
+	if won := race(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {client}}); len(won) != 1 {
+		t.Fatalf("%d refreshes of one token got tokens", len(won))
 	}
 }

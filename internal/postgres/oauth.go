@@ -49,8 +49,18 @@ func (s *Store) Client(ctx context.Context, id string) (oauth.Client, error) {
 	return c, fail("client", err)
 }
 
-// CreateAuthorization keeps an authorization request until the person answers it.
+// CreateAuthorization keeps an authorization request until the person answers it,
+// and forgets the requests and codes whose time ran out (a code its exchange made a
+// grant of is kept while the grant is, so that a replay still revokes it).
 func (s *Store) CreateAuthorization(ctx context.Context, r oauth.Request) (string, error) {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM oauth_requests WHERE expires_at < now()`); err != nil {
+		return "", fail("forget authorization requests", err)
+	}
+	if _, err := s.pool.Exec(ctx, `
+		DELETE FROM oauth_codes c WHERE c.expires_at < now()
+		AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.kid = c.grant_kid AND k.revoked_at IS NULL)`); err != nil {
+		return "", fail("forget codes", err)
+	}
 	var id string
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO oauth_requests (client_id, redirect_uri, code_challenge, scopes, resource, state, expires_at)
@@ -240,6 +250,11 @@ func (s *Store) RotateRefresh(ctx context.Context, hash []byte, clientID, resour
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET used_at = now() WHERE hash = $1`, hash); err != nil {
+			return err
+		}
+		// The grant's tokens out of time go: a spent refresh token is kept until its
+		// own end, so that a replay until then still revokes the grant.
+		if _, err := tx.Exec(ctx, `DELETE FROM oauth_tokens WHERE grant_kid = $1 AND expires_at < now()`, g.KID); err != nil {
 			return err
 		}
 		access.Resource, access.Scopes = old.Resource, old.Scopes
