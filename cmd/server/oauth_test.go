@@ -1,16 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waystation/waystation/internal/oauth"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
@@ -56,6 +62,39 @@ var (
 	resourceMetadata = regexp.MustCompile(`resource_metadata="([^"]+)"`)
 	csrfInput        = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 )
+
+// consent is the person at the authorization URL: they sign in with key on the
+// consent page it leads to, check that it names host and redirectHost, and approve
+// the host as a new agent; it answers where the browser is sent back.
+func (h hostClient) consent(base, authorize, key, redirectHost, host string) *url.URL {
+	h.t.Helper()
+	res, _ := h.do("GET", authorize, "", "")
+	consent := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(consent, base+"/app/oauth/") {
+		h.t.Fatalf("authorize: %d to %q", res.StatusCode, consent)
+	}
+	id := strings.TrimPrefix(consent, base+"/app/oauth/")
+	_, page := h.do("GET", consent, "", "")
+	csrf := csrfInput.FindStringSubmatch(page)
+	if csrf == nil {
+		h.t.Fatalf("no sign-in form: %.300s", page)
+	}
+	form := url.Values{"csrf": {csrf[1]}, "key": {key}, "request": {"oauth-" + id}}
+	if res, _ = h.do("POST", base+"/app/sign-in", "application/x-www-form-urlencoded", form.Encode()); res.Header.Get("Location") != "/app/oauth/"+id {
+		h.t.Fatalf("sign-in leads to %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	_, page = h.do("GET", consent, "", "")
+	if csrf = csrfInput.FindStringSubmatch(page); csrf == nil || !strings.Contains(page, host) || !strings.Contains(page, redirectHost) {
+		h.t.Fatalf("consent page: %.400s", page)
+	}
+	form = url.Values{"csrf": {csrf[1]}, "decision": {"approve"}, "agent": {"new"}, "name": {host}}
+	res, _ = h.do("POST", consent, "application/x-www-form-urlencoded", form.Encode())
+	back, _ := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther || back.Query().Get("code") == "" {
+		h.t.Fatalf("approval: %d to %v", res.StatusCode, back)
+	}
+	return back
+}
 
 // TestAnMCPHostConnectsFromNothingWithOAuth runs the whole served stack as a host
 // meets it: a 401 names the resource's metadata, which names the authorization
@@ -109,30 +148,9 @@ func TestAnMCPHostConnectsFromNothingWithOAuth(t *testing.T) {
 	verifier := strings.Repeat("v", 50)
 	q := url.Values{"response_type": {"code"}, "client_id": {client.ClientID}, "redirect_uri": {redirect}, "state": {"s1"}, "scope": {"agent"},
 		"code_challenge": {oauth.S256(verifier)}, "code_challenge_method": {"S256"}, "resource": {prm.Resource}}
-	res, _ = h.do("GET", as.AuthorizationEndpoint+"?"+q.Encode(), "", "")
-	consent := res.Header.Get("Location")
-	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(consent, srv.base+"/app/oauth/") {
-		t.Fatalf("authorize: %d to %q", res.StatusCode, consent)
-	}
-	id := strings.TrimPrefix(consent, srv.base+"/app/oauth/")
-	_, page := h.do("GET", consent, "", "")
-	csrf := csrfInput.FindStringSubmatch(page)
-	if csrf == nil {
-		t.Fatalf("no sign-in form: %.300s", page)
-	}
-	form := url.Values{"csrf": {csrf[1]}, "key": {strings.TrimSpace(key.String())}, "request": {"oauth-" + id}}
-	if res, _ = h.do("POST", srv.base+"/app/sign-in", "application/x-www-form-urlencoded", form.Encode()); res.Header.Get("Location") != "/app/oauth/"+id {
-		t.Fatalf("sign-in leads to %d %q", res.StatusCode, res.Header.Get("Location"))
-	}
-	_, page = h.do("GET", consent, "", "")
-	if csrf = csrfInput.FindStringSubmatch(page); csrf == nil || !strings.Contains(page, "Desk Assistant") || !strings.Contains(page, "127.0.0.1:1") {
-		t.Fatalf("consent page: %.400s", page)
-	}
-	form = url.Values{"csrf": {csrf[1]}, "decision": {"approve"}, "agent": {"new"}, "name": {"desk"}}
-	res, _ = h.do("POST", consent, "application/x-www-form-urlencoded", form.Encode())
-	back, _ := url.Parse(res.Header.Get("Location"))
-	if res.StatusCode != http.StatusSeeOther || back.Query().Get("code") == "" || back.Query().Get("state") != "s1" {
-		t.Fatalf("approval: %d to %v", res.StatusCode, back)
+	back := h.consent(srv.base, as.AuthorizationEndpoint+"?"+q.Encode(), strings.TrimSpace(key.String()), "127.0.0.1:1", "Desk Assistant")
+	if back.Query().Get("state") != "s1" {
+		t.Fatalf("approval sends the browser to %v", back)
 	}
 
 	// The code becomes tokens, which act as the new agent on the MCP server.
@@ -165,5 +183,85 @@ func TestAnMCPHostConnectsFromNothingWithOAuth(t *testing.T) {
 	}
 	if _, err := connectMCP(t, srv.base, next.AccessToken); err == nil {
 		t.Fatal("a revoked token still connects")
+	}
+}
+
+// TestTheMCPTypeScriptSDKConnectsWithOAuth has the official TypeScript SDK's OAuth
+// client (auth() with a client provider; pinned, installed by make test) connect
+// from nothing: it discovers, registers and sends the person to consent; given the
+// code, it exchanges it, lists the agent's tools, refreshes, and is refused once
+// the token is revoked.
+func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
+	node, modules := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_MCP_SDK")
+	if node == "" || modules == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("WAYSTATION_NODE and WAYSTATION_MCP_SDK must be set under CI (make test sets them)")
+		}
+		t.Skip("WAYSTATION_NODE and WAYSTATION_MCP_SDK are not set: run make test")
+	}
+	dbURL := pgtest.URL(t)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true"})
+	var key strings.Builder
+	if err := run(context.Background(), []string{"server", "key", "-user", "ada"}, func(k string) string {
+		return map[string]string{"DATABASE_URL": dbURL, "AUTH_PEPPER": testPepper}[k]
+	}, &key, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	h := hostClient{t, &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "mcpsdk", "oauth-host.cjs"), srv.base+"/functions/v1/api/mcp")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	var step map[string]any
+	next := func(want string) any {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("the host stopped before %s: %s", want, stderr.String())
+		}
+		step = map[string]any{}
+		if json.Unmarshal(lines.Bytes(), &step) != nil || step[want] == nil {
+			t.Fatalf("the host said %s, want %s\n%s", lines.Text(), want, stderr.String())
+		}
+		return step[want]
+	}
+	authorize := next("authorize").(string)
+	if next("first") != "REDIRECT" {
+		t.Fatalf("auth() from nothing: %v", step)
+	}
+	back := h.consent(srv.base, authorize, strings.TrimSpace(key.String()), "127.0.0.1:1", "SDK host")
+	io.WriteString(stdin, back.Query().Get("code")+"\n")
+	if next("exchanged") != "AUTHORIZED" {
+		t.Fatalf("the code's exchange: %v", step)
+	}
+	clientID, _ := step["clientId"].(string)
+	if tools := fmt.Sprint(next("tools")); !strings.Contains(tools, "open_session") || !strings.Contains(tools, "pay_seller") {
+		t.Fatalf("the agent's tools: %s", tools)
+	}
+	if next("refreshed") != "AUTHORIZED" || step["rotated"] != true {
+		t.Fatalf("the refresh: %v", step)
+	}
+	if tools := fmt.Sprint(next("tools")); !strings.Contains(tools, "open_session") {
+		t.Fatalf("the agent's tools after the refresh: %s", tools)
+	}
+	revoke := url.Values{"token": {step["refresh"].(string)}, "client_id": {clientID}}
+	if res, b := h.do("POST", srv.base+"/functions/v1/api/oauth/revoke", "application/x-www-form-urlencoded", revoke.Encode()); res.StatusCode != 200 {
+		t.Fatalf("revoke: %d %s", res.StatusCode, b)
+	}
+	io.WriteString(stdin, "revoked\n")
+	// The MCP server's 401 sends the SDK to refresh, which the revoked grant refuses.
+	if refused := fmt.Sprint(next("refused")); !strings.Contains(refused, "InvalidGrantError") && !strings.Contains(refused, "Unauthorized") {
+		t.Fatalf("after revocation the host was told: %s", refused)
 	}
 }
