@@ -206,7 +206,7 @@ func (s *Server) handleAuthorize() http.HandlerFunc {
 		q := r.URL.Query()
 		for k, v := range q {
 			if len(v) > 1 && k != "resource" {
-				s.error(w, r, problem.Param(problem.InvalidParameter, k, k+" is sent more than once."))
+				s.error(w, r, problem.Param(problem.UnknownParameter, k, k+" is sent more than once."))
 				return
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/oauth"
 )
 
@@ -390,4 +391,25 @@ func TestConcurrentUsesOfOneCodeOrRefreshTokenGetOneAnswer(t *testing.T) {
 	if won := race(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {client}}); len(won) != 1 {
 		t.Fatalf("%d refreshes of one token got tokens", len(won))
 	}
+}
+
+// The authorization server's answers, refusals included, are the document's.
+func TestOAuthAnswersMatchTheOpenAPIDocument(t *testing.T) {
+	doc := openapitest.Load(t, "openapi.json")
+	e, uid, aid, client := hostEnv(t)
+	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
+	check := func(r response) { t.Helper(); doc.CheckResponse(t, r.Request, r.Response, r.body) }
+	check(e.call("POST", "/oauth/register", "", `{"client_name":"Doc host","redirect_uris":["https://host.example/cb"]}`))
+	check(e.call("POST", "/oauth/register", "", `{"redirect_uris":["http://host.example/cb"]}`))
+	check(e.call("POST", "/oauth/register", "", `not json`))
+	check(e.form("/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {client}}))
+	check(e.form("/oauth/token", exchange(client, "wsac_made-up")))
+	check(e.form("/oauth/token", exchange("no-such-client", "wsac_made-up")))
+	check(e.form("/oauth/token", url.Values{"grant_type": {"password"}, "client_id": {client}}))
+	check(e.call("POST", "/oauth/token", "", `{"grant_type":"refresh_token"}`))
+	check(e.form("/oauth/revoke", url.Values{"token": {tok.AccessToken}, "client_id": {client}}))
+	check(e.form("/oauth/revoke", url.Values{"client_id": {client}}))
+	check(e.call("GET", "/oauth/authorize?"+authorizeQuery(client).Encode(), "", ""))
+	check(e.call("GET", "/oauth/authorize?client_id=nope", "", ""))
+	check(e.call("GET", "/oauth/authorize?client_id=a&client_id=b", "", "").want(t, 400, "unknown_parameter"))
 }
