@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/waystation/waystation/api/openapitest"
+	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/oauth"
 )
 
@@ -412,4 +413,10 @@ func TestOAuthAnswersMatchTheOpenAPIDocument(t *testing.T) {
 	check(e.call("GET", "/oauth/authorize?"+authorizeQuery(client).Encode(), "", ""))
 	check(e.call("GET", "/oauth/authorize?client_id=nope", "", ""))
 	check(e.call("GET", "/oauth/authorize?client_id=a&client_id=b", "", "").want(t, 400, "unknown_parameter"))
+	// The grant is among the person's keys.
+	keys := e.call("GET", "/keys", e.key(auth.ScopeUser, uid, ""), "").want(t, 200)
+	check(keys)
+	if !strings.Contains(string(keys.body), `"prefix":"oauth_`) {
+		t.Errorf("the grant is not listed: %s", keys.body)
+	}
 }
