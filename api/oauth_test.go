@@ -420,3 +420,34 @@ func TestOAuthAnswersMatchTheOpenAPIDocument(t *testing.T) {
 		t.Errorf("the grant is not listed: %s", keys.body)
 	}
 }
+
+// A grant is a key with no secret: its kid, sent as an agent key with any secret
+// (all zeroes, whose hash nothing stores), is refused like any key that does not
+// verify, on the API and on the MCP server.
+func TestAGrantsKidIsNoKeyWhateverTheSecret(t *testing.T) {
+	e, uid, aid, client := hostEnv(t)
+	e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
+	keys, err := e.store.Keys(context.Background(), uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kid string
+	for _, k := range keys {
+		if strings.HasPrefix(k.Prefix, "oauth_") {
+			kid = k.KID
+		}
+	}
+	if kid == "" {
+		t.Fatalf("the grant is not among the person's keys: %+v", keys)
+	}
+	for _, secret := range []string{strings.Repeat("0", 64), strings.Repeat("f", 64)} {
+		forged := "sk_agent_" + kid + "_" + secret
+		if _, _, _, err := auth.Parse(forged); err != nil {
+			t.Fatalf("the forged key is not even well formed: %v", err)
+		}
+		e.call("GET", "/agent/me", forged, "").want(t, 401)
+		if status, body, _ := e.mcpTools(forged); status != 401 {
+			t.Fatalf("tools/list with the grant's kid as a key: %d %s", status, body)
+		}
+	}
+}
