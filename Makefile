@@ -348,6 +348,18 @@ $(INSPECTOR):
 	@npm install --prefix $(INSPECTOR_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
 		--loglevel=error --no-progress @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) >/dev/null
 
+# The official MCP TypeScript SDK, pinned and installed like Redocly: a test has its
+# OAuth client (auth() with a client provider) connect to the MCP server from nothing.
+MCP_SDK_VERSION := 1.32.2
+MCP_SDK_DIR     := var/tools/mcp-sdk-$(MCP_SDK_VERSION)
+MCP_SDK         := $(MCP_SDK_DIR)/node_modules/@modelcontextprotocol/sdk/package.json
+
+$(MCP_SDK):
+	@command -v npm >/dev/null || { echo "npm is needed to install the MCP TypeScript SDK" >&2; exit 1; }
+	@mkdir -p $(MCP_SDK_DIR)
+	@npm install --prefix $(MCP_SDK_DIR) --no-save --ignore-scripts --no-audit --no-fund --no-update-notifier \
+		--loglevel=error --no-progress @modelcontextprotocol/sdk@$(MCP_SDK_VERSION) >/dev/null
+
 # OpenTelemetry's JavaScript SDK and its OTLP/HTTP JSON exporter, pinned and installed
 # like Redocly: a test exports spans with it, as an agent written in JavaScript does.
 OTEL_JS_VERSION := 0.301.0
@@ -418,6 +430,7 @@ test: export WAYSTATION_X402_V1_DIR = $(abspath $(X402_V1_DIR))
 test: export WAYSTATION_X402_SVM_DIR = $(abspath $(X402_SVM_DIR))
 test: export WAYSTATION_MCP_INSPECTOR = $(abspath $(INSPECTOR))
 test: export WAYSTATION_OTEL_JS = $(abspath $(OTEL_JS_DIR))/node_modules
+test: export WAYSTATION_MCP_SDK = $(abspath $(MCP_SDK_DIR))/node_modules
 
 # chromium and nginx, which the browser and edge tests drive.
 .PHONY: tools
@@ -431,7 +444,7 @@ tools:
 # default ten minutes on a busy two-core machine (cmd/server starts real replicas,
 # nginx and browsers): -timeout bounds each at 45, within CI's 90 for the whole run.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(NODE) llm-clients
+test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(MCP_SDK) $(NODE) llm-clients
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 -timeout 45m $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)

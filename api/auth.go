@@ -11,6 +11,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/idempotency"
 	"github.com/waystation/waystation/internal/llm"
+	"github.com/waystation/waystation/internal/oauth"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/redact"
@@ -189,11 +190,24 @@ func (s *Server) keyPrincipal(r *http.Request) auth.Principal {
 	if !ok {
 		return auth.Principal{}
 	}
+	if oauth.IsToken(token) {
+		p, _ := s.svc.OAuth.Use(r.Context(), token, s.resourceOf(r))
+		return p
+	}
 	stored, err := s.svc.Auth.Authenticate(r.Context(), token)
 	if err != nil {
 		return auth.Principal{}
 	}
 	return stored.Principal
+}
+
+// use authenticates token for a call of r: an access token for r's resource (see
+// oauth.Service.Use), or an API key.
+func (s *Server) use(r *http.Request, token string) (auth.Principal, error) {
+	if oauth.IsToken(token) {
+		return s.svc.OAuth.Use(r.Context(), token, s.resourceOf(r))
+	}
+	return s.svc.Auth.Use(r.Context(), token)
 }
 
 // searchCaller is who a search is charged to: the key's user (see keyOwner), else
@@ -242,21 +256,21 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			}
 		}
 		if !sent {
-			w.Header()["Www-Authenticate"] = hdrChallenge
+			w.Header()["Www-Authenticate"] = s.challenge(r, false)
 			s.error(w, r, problem.New(problem.Unauthenticated, missing))
 			return
 		}
 		if !ok {
-			w.Header()["Www-Authenticate"] = hdrChallengeInvalid
+			w.Header()["Www-Authenticate"] = s.challenge(r, true)
 			s.error(w, r, problem.New(problem.InvalidAPIKey, malformed))
 			return
 		}
-		p, err := s.svc.Auth.Use(r.Context(), token)
+		p, err := s.use(r, token)
 		if err != nil {
 			if c := problem.CodeOf(err); c == problem.InvalidAPIKey || c == problem.KeyRevoked {
 				// A key that is not live has no values to check an echo against, and may
 				// be a paused agent's: its answer repeats nothing of the request.
-				w.Header()["Www-Authenticate"] = hdrChallengeInvalid
+				w.Header()["Www-Authenticate"] = s.challenge(r, true)
 				writeError(w, r, s.log, requestID(r), "", err)
 				return
 			}

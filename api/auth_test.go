@@ -20,6 +20,7 @@ import (
 	"github.com/waystation/waystation/internal/app"
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/oauth"
 	"github.com/waystation/waystation/internal/postgres"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
 	"github.com/waystation/waystation/internal/protect"
@@ -38,6 +39,8 @@ type authEnv struct {
 	logs   *bytes.Buffer
 	// snaps is the directory the server answers from: empty until a test loads one.
 	snaps *generator.Holder
+	// oauth is the authorization server, where the console's consent is given.
+	oauth *oauth.Service
 	// answers is every answer a call got, by path, for tests that look for values in
 	// them; calls may run concurrently.
 	mu      sync.Mutex
@@ -65,6 +68,9 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	if values, ok := a.Protected.(memory.Protected); ok && a.Guard == nil {
 		a.Guard = protect.NewService(values, store, protect.Config{}, nil)
 	}
+	if a.OAuth == nil {
+		a.OAuth = oauth.NewService(store, a.Auth, oauth.Config{Pepper: pepper})
+	}
 	if a.Traces == nil {
 		a.Traces = trace.NewService(store, memory.Protected{Store: store, Opener: testVault(t)}, trace.Config{Guard: a.Guard})
 	}
@@ -72,7 +78,7 @@ func newAuthEnv(t *testing.T, opts ...func(*api.Authenticated)) *authEnv {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	snaps := generator.NewHolder()
 	srv := api.NewServer(api.Config{}, log, snaps, store, api.WithAuthenticated(a))
-	return &authEnv{t: t, store: store, srv: srv, pepper: pepper, logs: logs, snaps: snaps}
+	return &authEnv{t: t, store: store, srv: srv, pepper: pepper, logs: logs, snaps: snaps, oauth: a.OAuth}
 }
 
 // testVault seals provided values under a fixed test key.

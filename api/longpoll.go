@@ -27,7 +27,7 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, sid string, re
 	case errors.Is(err, errCallerLeft):
 	case err != nil:
 		if problem.CodeOf(err) == problem.KeyRevoked {
-			w.Header()["Www-Authenticate"] = hdrChallengeInvalid
+			w.Header()["Www-Authenticate"] = s.challenge(r, true)
 		}
 		s.error(w, r, err)
 	default:

@@ -112,7 +112,7 @@ func (s *Server) screenToolCalls(next mcp.MethodHandler) mcp.MethodHandler {
 // refuse answers a refusal of the guard: the paused agent's as a revoked key's.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	if problem.CodeOf(err) == problem.KeyRevoked {
-		w.Header()["Www-Authenticate"] = hdrChallengeInvalid
+		w.Header()["Www-Authenticate"] = s.challenge(r, true)
 	}
 	writeError(w, r, s.log, requestID(r), "", err)
 }

@@ -19,6 +19,14 @@ func (s *Server) routes() chi.Router {
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed(r))
 
+	if s.svc.OAuth != nil {
+		// The metadata of the authorization server and of each protected resource,
+		// at the origin's well-known locations (RFC 8414, RFC 9728).
+		r.Handle(AuthServerPath, s.publicRead(s.handleAuthServer()))
+		r.Handle(ProtectedResourcePath+BasePath+MCPPath, s.publicRead(s.handleProtectedResource(true)))
+		r.Handle(ProtectedResourcePath+BasePath, s.publicRead(s.handleProtectedResource(false)))
+	}
+
 	r.Route(BasePath, func(r chi.Router) {
 		r.Handle("/", s.publicRead(s.handleDiscovery()))
 		r.Handle("/health", s.publicRead(s.handleHealth()))
@@ -29,6 +37,15 @@ func (s *Server) routes() chi.Router {
 		r.Handle("/api/public/v1/services", s.publicRead(s.handleServices()))
 		r.Handle("/api/public/v1/services/{slug}", s.publicRead(s.handleService()))
 		r.Handle("/api/public/v1/merchants/{hostname}", s.publicRead(s.handleMerchant()))
+
+		// The authorization server MCP hosts sign in with: public clients, any
+		// origin.
+		if s.svc.OAuth != nil {
+			r.With(keyedCORS).Post(OAuthRegisterPath, s.handleRegister())
+			r.Get(OAuthAuthorizePath, s.handleAuthorize())
+			r.With(keyedCORS).Post(OAuthTokenPath, s.handleToken())
+			r.With(keyedCORS).Post(OAuthRevokePath, s.handleRevoke())
+		}
 
 		// The MCP server, with its own key check: the directory's tools need none.
 		r.Post(MCPPath, s.handleMCP().ServeHTTP)

@@ -145,7 +145,20 @@ func requestURL(id string) string {
 	if id == "" {
 		return appPath + "/requests"
 	}
+	if consent, ok := strings.CutPrefix(id, consentBack); ok {
+		return appPath + consentPath + consent
+	}
 	return appPath + "/requests/" + id
+}
+
+// consentBack prefixes the id of a host's authorization request where sign-in leads
+// back to its consent page, rather than to a request.
+const consentBack = "oauth-"
+
+// backOK tells whether back is where sign-in may lead: a request's id, or
+// consentBack and an authorization request's.
+func backOK(back string) bool {
+	return uuidPattern.MatchString(strings.TrimPrefix(back, consentBack))
 }
 
 // newToken is 256 random bits in URL-safe base64.
@@ -317,7 +330,7 @@ func idParam(r *http.Request) (string, bool) {
 func (s *Server) handleSignInPage() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		back := strings.ToLower(r.URL.Query().Get("request"))
-		if !uuidPattern.MatchString(back) {
+		if !backOK(back) {
 			back = ""
 		}
 		if _, ok := s.signedIn(w, r, back, http.StatusOK); ok {
@@ -334,7 +347,7 @@ func (s *Server) handleSignIn() http.HandlerFunc {
 			return
 		}
 		back := r.PostForm.Get("request")
-		if back != "" && !uuidPattern.MatchString(back) {
+		if back != "" && !backOK(back) {
 			back = ""
 		}
 		refuse := func(msg string) { s.signInForm(w, r, back, msg, http.StatusForbidden) }

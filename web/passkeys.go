@@ -196,7 +196,7 @@ func (s *Server) handlePasskeySignIn() http.HandlerFunc {
 			return
 		}
 		back := r.URL.Query().Get("request")
-		if !uuidPattern.MatchString(back) {
+		if !backOK(back) {
 			back = ""
 		}
 		passkeyAnswer(w, http.StatusOK, map[string]string{"next": requestURL(back)})

@@ -31,6 +31,9 @@ type RefGroup struct {
 // RefOp is one operation.
 type RefOp struct {
 	ID, Method, Path, Summary, Description string
+	// Base is the path Path hangs off: the document's, or "" for a path served at
+	// the origin's root (its own servers say "/"), as the OAuth metadata is.
+	Base string
 	// Auth says which key it takes: none, a key, or either.
 	Auth      string
 	Params    []RefParam
@@ -127,6 +130,11 @@ func ParseReference(doc []byte, docURL string) (*Reference, error) {
 		if raw, ok := item["parameters"]; ok {
 			json.Unmarshal(raw, &shared)
 		}
+		base := ref.Base
+		var servers []struct{ URL string }
+		if raw, ok := item["servers"]; ok && json.Unmarshal(raw, &servers) == nil && len(servers) == 1 && servers[0].URL == "/" {
+			base = ""
+		}
 		for _, m := range methodOrder {
 			raw, ok := item[m]
 			if !ok {
@@ -136,7 +144,7 @@ func ParseReference(doc []byte, docURL string) (*Reference, error) {
 			if err := json.Unmarshal(raw, &op); err != nil {
 				return nil, fmt.Errorf("reference: %s %s: %w", m, p, err)
 			}
-			ro := RefOp{ID: op.OperationID, Method: strings.ToUpper(m), Path: p, Summary: op.Summary, Description: op.Description, Auth: keyOf(op.Security)}
+			ro := RefOp{ID: op.OperationID, Method: strings.ToUpper(m), Path: p, Base: base, Summary: op.Summary, Description: op.Description, Auth: keyOf(op.Security)}
 			for _, prm := range append(append([]openapiParam{}, shared...), op.Parameters...) {
 				if prm.Ref != "" {
 					prm = d.Components.Parameters[strings.TrimPrefix(prm.Ref, "#/components/parameters/")]
@@ -258,7 +266,7 @@ func (ref *Reference) LLMs() string {
 	for _, g := range ref.Groups {
 		fmt.Fprintf(&b, "## %s\n\n", g.Tag)
 		for _, op := range g.Ops {
-			fmt.Fprintf(&b, "- [%s %s%s](%s#%s): %s (key: %s)\n", op.Method, ref.Base, op.Path, referencePath, op.ID, op.Summary, op.Auth)
+			fmt.Fprintf(&b, "- [%s %s%s](%s#%s): %s (key: %s)\n", op.Method, op.Base, op.Path, referencePath, op.ID, op.Summary, op.Auth)
 		}
 		b.WriteString("\n")
 	}

@@ -77,6 +77,10 @@ func (s *Server) routes() http.Handler {
 				r.Post("/sign-in/passkey/options", s.handlePasskeySignInOptions())
 				r.Post("/sign-in/passkey", s.handlePasskeySignIn())
 			}
+			if s.approvals.OAuth != nil {
+				get(consentPath+"{id}", s.handleConsent())
+				r.Post(consentPath+"{id}", s.handleAnswerConsent())
+			}
 			get("/agents", s.handleAgents())
 			get("/keys", s.handleKeys())
 			r.Post("/keys", s.handleCreateKey())

@@ -360,10 +360,16 @@ func TestDocument(t *testing.T) {
 	// One base URL for a generated client, and every operation saying what it needs:
 	// nothing on a public route (those with a CORS preflight), a key on the others.
 	for p, item := range m.Paths.PathItems.FromOldest() {
-		if len(item.Servers) > 0 {
+		// The OAuth metadata alone is at the origin's root, where hosts look for it.
+		rooted := strings.HasPrefix(p, "/.well-known/oauth-")
+		if len(item.Servers) > 0 && (!rooted || len(item.Servers) != 1 || item.Servers[0].URL != "/") {
 			t.Errorf("%s: servers of its own", p)
 		}
-		public := item.Options != nil
+		if rooted && len(item.Servers) == 0 {
+			t.Errorf("%s: served at the origin's root, and the document does not say so", p)
+		}
+		// A host calls the authorization server before it holds any token.
+		public := item.Options != nil || strings.HasPrefix(p, "/oauth/")
 		for method, op := range item.GetOperations().FromOldest() {
 			where := strings.ToUpper(method) + " " + p
 			if len(op.Servers) > 0 {
@@ -711,23 +717,29 @@ func TestSchemas(t *testing.T) {
 		"Stats":        {member(listingItem, "stats")},
 		"SourceListing": {`{"source": "x402-bazaar", "calls_30d": 1018, "unique_payers_30d": 641, "last_called_at": null, "updated_at": "2026-08-07T00:00:00Z"}`,
 			`{"source": "x402-bazaar", "calls_30d": null, "unique_payers_30d": null, "last_called_at": null, "updated_at": null}`},
-		"ListingItem":    {listingItem, neverProbed},
-		"Guidance":       {guidance, `{}`},
-		"MethodDetail":   {detailBody},
-		"SearchItem":     {withMember(withMember(listingItem, "similarity", 0.5), "rank_score", 0.61)},
-		"ListingDemand":  {`{"calls_30d": 1018, "unique_payers_30d": 641, "methods": 2}`},
-		"FacetValue":     {`{"value": "true", "count": 90}`},
-		"Facets":         {member(listBody, "facets"), `{"category": []}`},
-		"SnapshotRef":    {snapshotRef},
-		"List":           {listBody, listMinimalBody},
-		"Search":         {searchBody, searchNoneBody, searchExactBody, searchNearestBody, searchPhrasedBody},
-		"NearestItem":    {nearestItem, withMember(withMember(neverProbed, "similarity", 0.3), "not_a_match", map[string]any{"reason": "outside_margin", "confidence": 0.7, "least": 0.35, "margin": 0.1})},
-		"MerchantMethod": {`{"slug": "a", "name": "A", "category": "data", "payable": false}`},
-		"ProbeRecord":    {elem(member(merchantBody, "probes"), 0), elem(member(merchantBody, "probes"), 1)},
-		"Merchant":       {merchantBody},
-		"HealthSnapshot": {member(healthBody, "snapshot")},
-		"Health":         {healthBody},
-		"ProblemCode":    {`"verified_reserved"`, `"search_unavailable"`},
+		"ListingItem":                 {listingItem, neverProbed},
+		"OAuthError":                  {`{"error": "invalid_grant", "error_description": "The code is not valid."}`, `{"error": "invalid_target"}`},
+		"OAuthClientMetadata":         {`{"redirect_uris": ["http://127.0.0.1:7777/cb"], "client_name": "Desk", "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none", "scope": "agent", "logo_uri": "https://a.example/l.png"}`},
+		"OAuthClient":                 {`{"client_id": "0123456789abcdef0123456789abcdef", "client_id_issued_at": 1795000000, "client_name": "Desk", "redirect_uris": ["http://127.0.0.1:7777/cb"], "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], "token_endpoint_auth_method": "none", "scope": "agent"}`},
+		"OAuthTokens":                 {`{"access_token": "wsat_a", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "wsrt_r", "scope": "agent"}`},
+		"ProtectedResourceMetadata":   {`{"resource": "https://w.example/functions/v1/api/mcp", "resource_name": "Waystation MCP server", "authorization_servers": ["https://w.example"], "scopes_supported": ["agent"], "bearer_methods_supported": ["header"], "resource_documentation": "https://w.example/reference"}`},
+		"AuthorizationServerMetadata": {`{"issuer": "https://w.example", "authorization_endpoint": "https://w.example/functions/v1/api/oauth/authorize", "token_endpoint": "https://w.example/functions/v1/api/oauth/token", "registration_endpoint": "https://w.example/functions/v1/api/oauth/register", "revocation_endpoint": "https://w.example/functions/v1/api/oauth/revoke", "scopes_supported": ["agent"], "response_types_supported": ["code"], "grant_types_supported": ["authorization_code", "refresh_token"], "token_endpoint_auth_methods_supported": ["none"], "revocation_endpoint_auth_methods_supported": ["none"], "code_challenge_methods_supported": ["S256"]}`},
+		"Guidance":                    {guidance, `{}`},
+		"MethodDetail":                {detailBody},
+		"SearchItem":                  {withMember(withMember(listingItem, "similarity", 0.5), "rank_score", 0.61)},
+		"ListingDemand":               {`{"calls_30d": 1018, "unique_payers_30d": 641, "methods": 2}`},
+		"FacetValue":                  {`{"value": "true", "count": 90}`},
+		"Facets":                      {member(listBody, "facets"), `{"category": []}`},
+		"SnapshotRef":                 {snapshotRef},
+		"List":                        {listBody, listMinimalBody},
+		"Search":                      {searchBody, searchNoneBody, searchExactBody, searchNearestBody, searchPhrasedBody},
+		"NearestItem":                 {nearestItem, withMember(withMember(neverProbed, "similarity", 0.3), "not_a_match", map[string]any{"reason": "outside_margin", "confidence": 0.7, "least": 0.35, "margin": 0.1})},
+		"MerchantMethod":              {`{"slug": "a", "name": "A", "category": "data", "payable": false}`},
+		"ProbeRecord":                 {elem(member(merchantBody, "probes"), 0), elem(member(merchantBody, "probes"), 1)},
+		"Merchant":                    {merchantBody},
+		"HealthSnapshot":              {member(healthBody, "snapshot")},
+		"Health":                      {healthBody},
+		"ProblemCode":                 {`"verified_reserved"`, `"search_unavailable"`},
 		"LLMError": {`{"error": {"message": "The body holds a protected value.", "type": "invalid_request_error", "code": "protected_value_detected"}}`,
 			`{"error": {"message": "Unknown parameter.", "type": "invalid_request_error", "param": "logit_bias", "code": "validation_failed"}}`},
 		"AnthropicError": {`{"type": "error", "error": {"type": "invalid_request_error", "message": "The body holds a protected value.", "code": "protected_value_detected"}}`,
@@ -893,7 +905,15 @@ func TestSchemas(t *testing.T) {
 		"ResponsesRequest":     {`{"input": 7}`, `{"input": [{"role": "user", "content": [{"type": "input_image"}]}]}`},
 		"MessagesRequest": {`{"model": "claude", "max_tokens": 8}`, `{"model": "claude", "max_tokens": 8, "messages": [{"role": "user", "content": [{"type": "image"}]}]}`,
 			`{"model": "claude", "max_tokens": 0, "messages": [{"role": "user", "content": "hi"}]}`, `{"model": "claude", "messages": [{"role": "user", "content": "hi"}]}`},
-		"Health": {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+		"Health":              {mutate(healthBody, func(m map[string]any) { m["database"] = "degraded" })},
+		"OAuthError":          {`{"error": "invalid_grant", "error_description": "d", "extra": 1}`, `{"error": "access_denied"}`, `{"error_description": "d"}`},
+		"OAuthClientMetadata": {`{"client_name": "x"}`, `{"redirect_uris": []}`, `{"redirect_uris": ["https://a.example/cb"], "token_endpoint_auth_method": "client_secret_basic"}`},
+		"OAuthClient":         {`{"client_id": "c"}`},
+		"OAuthTokens": {`{"access_token": "sk_agent_x", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "wsrt_r", "scope": "agent"}`,
+			`{"access_token": "wsat_a", "token_type": "bearer", "expires_in": 3600, "refresh_token": "wsrt_r", "scope": "agent"}`,
+			`{"access_token": "wsat_a", "token_type": "Bearer", "expires_in": 0, "refresh_token": "wsrt_r", "scope": "agent"}`},
+		"ProtectedResourceMetadata":   {`{"resource": "https://w.example/functions/v1/api/mcp"}`},
+		"AuthorizationServerMetadata": {`{"issuer": "https://w.example"}`},
 	}
 	names := d.SchemaNames()
 	for _, name := range names {

@@ -104,7 +104,8 @@ func startSnapshots(ctx context.Context, cfg Config, log *slog.Logger, store tru
 	return holder, done, nil
 }
 
-// newHandler serves the API's paths with the API, /metrics with metrics and
+// newHandler serves the API's paths with the API (the OAuth metadata at the
+// origin's well-known locations among them), /metrics with metrics and
 // everything else with the human pages, whose search goes through the same search
 // service as the API's; opts add the approval pages.
 func newHandler(apiHandler, metrics http.Handler, log *slog.Logger, snapshots directory.Snapshots, search web.Searcher, opts ...web.Option) http.Handler {
@@ -115,7 +116,8 @@ func newHandler(apiHandler, metrics http.Handler, log *slog.Logger, snapshots di
 	pages := web.NewServer(log, snapshots, views, search, append(opts, web.WithReference(ref))...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"):
+		case p == api.BasePath || strings.HasPrefix(p, api.BasePath+"/"),
+			strings.HasPrefix(p, api.AuthServerPath), strings.HasPrefix(p, api.ProtectedResourcePath):
 			apiHandler.ServeHTTP(w, r)
 		case p == metricsPath:
 			metrics.ServeHTTP(w, r)

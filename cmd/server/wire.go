@@ -9,6 +9,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/oauth"
 	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/outbound"
 	"github.com/waystation/waystation/internal/postgres"
@@ -40,6 +41,7 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 	var s services
 	s.Auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
 		Passkeys: store, SignInAttempts: store})
+	s.OAuth = oauth.NewService(store, s.Auth, oauth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser})
 	var protected redact.Source // without sealing keys, spans, sessions and requests fail closed
 	if cfg.Secrets != nil {
 		protected = memory.Protected{Store: store, Opener: cfg.Secrets}

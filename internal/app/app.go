@@ -8,6 +8,7 @@ import (
 	"github.com/waystation/waystation/internal/auth"
 	"github.com/waystation/waystation/internal/captcha"
 	"github.com/waystation/waystation/internal/memory"
+	"github.com/waystation/waystation/internal/oauth"
 	"github.com/waystation/waystation/internal/origin"
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/protect"
@@ -23,6 +24,9 @@ type Services struct {
 	// Auth authenticates keys and issues them, keeps agents and passkeys, and signs
 	// people in.
 	Auth *auth.Service
+	// OAuth is the authorization server MCP hosts sign in with: its grants act as
+	// agent keys. Without it hosts sign in with keys alone.
+	OAuth *oauth.Service
 	// Sessions are the agents' workflows, within their limits.
 	Sessions *session.Service
 	// Requests are what agents ask their people; the service seals what people
