@@ -333,19 +333,7 @@ func TestARevokedTokenIsRefusedAtOnce(t *testing.T) {
 func TestRevokingTheGrantsKeyEndsItsTokens(t *testing.T) {
 	e, uid, aid, client := hostEnv(t)
 	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
-	keys, err := e.store.Keys(context.Background(), uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kid string
-	for _, k := range keys {
-		if strings.HasPrefix(k.Prefix, "oauth_") {
-			kid = k.KID
-		}
-	}
-	if kid == "" {
-		t.Fatalf("the grant is not among the person's keys: %+v", keys)
-	}
+	kid := e.grantKID(uid)
 	if err := e.store.RevokeKey(context.Background(), uid, "", kid); err != nil {
 		t.Fatal(err)
 	}
@@ -427,19 +415,7 @@ func TestOAuthAnswersMatchTheOpenAPIDocument(t *testing.T) {
 func TestAGrantsKidIsNoKeyWhateverTheSecret(t *testing.T) {
 	e, uid, aid, client := hostEnv(t)
 	e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
-	keys, err := e.store.Keys(context.Background(), uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kid string
-	for _, k := range keys {
-		if strings.HasPrefix(k.Prefix, "oauth_") {
-			kid = k.KID
-		}
-	}
-	if kid == "" {
-		t.Fatalf("the grant is not among the person's keys: %+v", keys)
-	}
+	kid := e.grantKID(uid)
 	for _, secret := range []string{strings.Repeat("0", 64), strings.Repeat("f", 64)} {
 		forged := "sk_agent_" + kid + "_" + secret
 		if _, _, _, err := auth.Parse(forged); err != nil {
@@ -450,4 +426,21 @@ func TestAGrantsKidIsNoKeyWhateverTheSecret(t *testing.T) {
 			t.Fatalf("tools/list with the grant's kid as a key: %d %s", status, body)
 		}
 	}
+}
+
+// grantKID is the kid of the grant a host got from the person userID, which their
+// keys list as oauth_<kid>.
+func (e *authEnv) grantKID(userID string) string {
+	e.t.Helper()
+	keys, err := e.store.Keys(context.Background(), userID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k.Prefix, "oauth_") {
+			return k.KID
+		}
+	}
+	e.t.Fatalf("the grant is not among the person's keys: %+v", keys)
+	return ""
 }
