@@ -113,6 +113,7 @@ type authServer struct {
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthMethods     []string `json:"revocation_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
+	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported"`
 }
 
 func (s *Server) handleAuthServer() http.HandlerFunc {
@@ -121,7 +122,8 @@ func (s *Server) handleAuthServer() http.HandlerFunc {
 		writeMetadata(w, authServer{Issuer: o, AuthorizationEndpoint: o + BasePath + OAuthAuthorizePath, TokenEndpoint: o + BasePath + OAuthTokenPath,
 			RegistrationEndpoint: o + BasePath + OAuthRegisterPath, RevocationEndpoint: o + BasePath + OAuthRevokePath,
 			ScopesSupported: oauth.SupportedScopes, ResponseTypesSupported: []string{"code"}, GrantTypesSupported: []string{"authorization_code", "refresh_token"},
-			TokenEndpointAuthMethodsSupported: []string{"none"}, RevocationEndpointAuthMethods: []string{"none"}, CodeChallengeMethodsSupported: []string{"S256"}})
+			TokenEndpointAuthMethodsSupported: []string{"none"}, RevocationEndpointAuthMethods: []string{"none"}, CodeChallengeMethodsSupported: []string{"S256"},
+			IssParameterSupported: true})
 	}
 }
 
@@ -185,7 +187,7 @@ func (s *Server) handleRegister() http.HandlerFunc {
 			s.oauthError(w, r, &oauth.Error{Code: oauth.InvalidClientMetadata, Description: "The body must be a JSON object of client metadata, at most 64 KiB."})
 			return
 		}
-		c, err := s.svc.OAuth.Register(r.Context(), m)
+		c, err := s.svc.OAuth.Register(r.Context(), m, r.RemoteAddr, r.Header.Values("X-Forwarded-For"))
 		if err != nil {
 			s.oauthError(w, r, err)
 			return
@@ -216,7 +218,7 @@ func (s *Server) handleAuthorize() http.HandlerFunc {
 		req, err := s.svc.OAuth.Authorize(r.Context(), p, s.resources(r))
 		if e, ok := oauth.AsError(err); ok {
 			if e.Redirect {
-				http.Redirect(w, r, oauth.ErrorRedirect(p.RedirectURI, p.State, e), http.StatusFound)
+				http.Redirect(w, r, oauth.ErrorRedirect(p.RedirectURI, p.State, s.origin(r), e), http.StatusFound)
 				return
 			}
 			param := "redirect_uri"

@@ -11,9 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/waystation/waystation/api"
 	"github.com/waystation/waystation/api/openapitest"
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/oauth"
+	"github.com/waystation/waystation/internal/postgres"
+	"github.com/waystation/waystation/internal/ratelimit"
 )
 
 // The resources of the test server, which httptest's requests address as
@@ -438,9 +442,77 @@ func (e *authEnv) grantKID(userID string) string {
 	}
 	for _, k := range keys {
 		if strings.HasPrefix(k.Prefix, "oauth_") {
+			if k.Host != "Test host" {
+				e.t.Errorf("the grant is listed for host %q, want the name it registered", k.Host)
+			}
 			return k.KID
 		}
 	}
 	e.t.Fatalf("the grant is not among the person's keys: %+v", keys)
 	return ""
+}
+
+// One address that registers hosts as fast as it can must not use up the day's
+// registrations for everyone: past its own budget it is refused, and a host from
+// another address still registers.
+func TestOneAddressCannotUseUpTheDaysRegistrations(t *testing.T) {
+	proxies, _ := clientip.ParseProxies("192.0.2.1/32") // the test's peer, a proxy
+	e := newAuthEnv(t, func(a *api.Authenticated) {
+		a.OAuth = oauth.NewService(a.Idempotency.(*postgres.Store), a.Auth, oauth.Config{Pepper: []byte("test-pepper-of-at-least-32-bytes!!"),
+			MaxClientsPerDay: 6, Registrations: ratelimit.NewLimiter(3.0/60, 3, 100, nil), TrustedProxies: proxies})
+	})
+	register := func(from string) response {
+		return e.call("POST", "/oauth/register", "", `{"client_name":"Flood","redirect_uris":["`+hostRedirect+`"]}`, "X-Forwarded-For", from)
+	}
+	refused := 0
+	for range 10 {
+		if r := register("198.51.100.7"); r.StatusCode == http.StatusTooManyRequests {
+			refused++
+			if r.Header.Get("Retry-After") == "" {
+				t.Fatalf("a refused registration without Retry-After: %s", r.body)
+			}
+		} else {
+			r.want(t, 201)
+		}
+	}
+	if refused != 7 {
+		t.Errorf("the flooding address was refused %d times of 10, want 7 (a budget of 3)", refused)
+	}
+	register("203.0.113.9").want(t, 201)
+}
+
+// Every authorization response names its issuer (RFC 9207), as the metadata says it
+// will, so that a host talking to several authorization servers cannot be sent a
+// code from another one (a mix-up).
+func TestAuthorizationResponsesNameTheirIssuer(t *testing.T) {
+	e, uid, aid, client := hostEnv(t)
+	var as map[string]any
+	json.Unmarshal(e.root("GET", "/.well-known/oauth-authorization-server").want(t, 200).body, &as)
+	if as["authorization_response_iss_parameter_supported"] != true {
+		t.Errorf("the metadata does not promise iss: %v", as)
+	}
+	status, loc := e.authorize(authorizeQuery(client))
+	if status != http.StatusSeeOther {
+		t.Fatalf("authorize: %d", status)
+	}
+	id := strings.TrimPrefix(loc.Path, "/app/oauth/")
+	to, err := e.oauth.Approve(context.Background(), uid, id, aid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approved, _ := url.Parse(to)
+	_, loc = e.authorize(authorizeQuery(client))
+	to, err = e.oauth.Deny(context.Background(), strings.TrimPrefix(loc.Path, "/app/oauth/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied, _ := url.Parse(to)
+	q := authorizeQuery(client)
+	q.Set("code_challenge_method", "plain")
+	_, refused := e.authorize(q)
+	for name, u := range map[string]*url.URL{"approved": approved, "denied": denied, "refused": refused} {
+		if u.Query().Get("iss") != as["issuer"] {
+			t.Errorf("%s: %v, want iss=%v", name, u, as["issuer"])
+		}
+	}
 }

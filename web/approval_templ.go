@@ -4616,7 +4616,7 @@ func ConsentPage(v ConsentView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 406, "</code> only. You can revoke it at any time on the Keys page, where it is listed as an <code>oauth_</code> key of the agent.</p><form class=\"app\" method=\"post\" action=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 406, "</code> only. You can revoke it at any time on the Keys page, where it is listed under the host's name as an <code>oauth_</code> key of the agent.</p><form class=\"app\" method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -68,6 +68,9 @@ func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, ws auth.WebSes
 			if k.AgentID != nil {
 				row.For = "agent " + names[*k.AgentID]
 			}
+			if k.Host != "" {
+				row.For += ", connected from the host " + k.Host
+			}
 			if k.LastUsedAt != nil {
 				row.LastUsed = formatTime(*k.LastUsedAt)
 			}

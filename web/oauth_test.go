@@ -26,7 +26,7 @@ func consentEnv(t *testing.T) (*appEnv, *oauth.Service, oauth.Client) {
 		svc = oauth.NewService(a.Requests.Store.(oauth.Store), a.Auth, oauth.Config{Pepper: testPepper})
 		a.OAuth = svc
 	})
-	c, err := svc.Register(context.Background(), oauth.ClientMetadata{ClientName: "Desk Assistant", RedirectURIs: []string{consentRedirect}})
+	c, err := svc.Register(context.Background(), oauth.ClientMetadata{ClientName: "Desk Assistant", RedirectURIs: []string{consentRedirect}}, "127.0.0.1:1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +95,10 @@ func TestConsentSignsInShowsTheHostAndApprovesItAsANewAgent(t *testing.T) {
 	}
 	if p := b.post("/app/oauth/"+id, answer); p.status != http.StatusNotFound {
 		t.Fatalf("a request answered twice: %d", p.status)
+	}
+	// The person finds the grant on the Keys page under the host's name, to revoke it.
+	if keys := b.get("/app/keys"); !strings.Contains(keys.body, "agent Desk Assistant, connected from the host Desk Assistant") {
+		t.Errorf("the Keys page does not name the host of its grant: %.2000s", keys.body)
 	}
 }
 

@@ -41,7 +41,8 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 	var s services
 	s.Auth = auth.NewService(store, auth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser, MaxAgents: cfg.MaxAgentsPerUser,
 		Passkeys: store, SignInAttempts: store})
-	s.OAuth = oauth.NewService(store, s.Auth, oauth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser})
+	s.OAuth = oauth.NewService(store, s.Auth, oauth.Config{Pepper: cfg.AuthPepper, MaxKeys: cfg.MaxKeysPerUser,
+		Registrations: registrationLimiter(store), TrustedProxies: cfg.Search.TrustedProxies})
 	var protected redact.Source // without sealing keys, spans, sessions and requests fail closed
 	if cfg.Secrets != nil {
 		protected = memory.Protected{Store: store, Opener: cfg.Secrets}
@@ -78,6 +79,14 @@ func newServices(ctx context.Context, cfg Config, log *slog.Logger, store *postg
 	s.Origins = origin.NewService(store, out.sellers, s.prober, origin.Config{StaleAfter: cfg.Probe.OriginStaleAfter, DelistAfter: cfg.Probe.OriginDelistAfter,
 		Limiter: submitLimiter(cfg.Probe.OriginSubmitPerHour, store), Log: log})
 	return s
+}
+
+// registrationLimiter holds each address to oauth.RegistrationsPerHour host
+// registrations, in bursts of a quarter of it, in the buckets every replica shares.
+func registrationLimiter(store ratelimit.Store) oauth.Limiter {
+	l := ratelimit.NewLimiter(oauth.RegistrationsPerHour/60.0, oauth.RegistrationsPerHour/4, rateLimitCallers, nil)
+	l.Shared = store
+	return l
 }
 
 // submitLimiter holds each user to perHour origin submissions, in bursts of a

@@ -96,6 +96,9 @@ type Key struct {
 	CreatedAt  time.Time  `json:"createdAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	RevokedAt  *time.Time `json:"revokedAt"`
+	// Host is, for a grant, the name the MCP host registered under: the person
+	// approved that host, and sees and revokes its grant by that name.
+	Host string `json:"host,omitempty"`
 }
 
 // StoredKey is what verifying a key needs from the store.

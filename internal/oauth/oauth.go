@@ -42,6 +42,10 @@ const (
 	MaxClientName    = 200
 	MaxState         = 1000
 	MaxClientsPerDay = 1000
+	// RegistrationsPerHour is how many hosts one address may register in an hour,
+	// in bursts of a quarter of it: a host registers once, and again only when it
+	// forgets its client_id.
+	RegistrationsPerHour = 20
 )
 
 // Token prefixes: they tell an OAuth token from an API key at a glance, and in a

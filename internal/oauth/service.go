@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waystation/waystation/internal/auth"
+	"github.com/waystation/waystation/internal/clientip"
 	"github.com/waystation/waystation/internal/problem"
 )
 
@@ -26,6 +27,18 @@ type Config struct {
 	// MaxKeys caps a user's unrevoked keys, their grants included (the auth
 	// service's default when 0).
 	MaxKeys int
+	// Registrations holds each address to a rate of registrations, so that one
+	// address cannot use up the day's; nil means no limit of its own. An address is
+	// the request's client as TrustedProxies tell it (see clientip).
+	Registrations  Limiter
+	TrustedProxies clientip.Proxies
+}
+
+// Limiter holds each caller to a rate, in buckets every replica shares.
+type Limiter interface {
+	// Take takes one from caller's bucket when it holds one; when it does not, wait
+	// is how long until it will.
+	Take(ctx context.Context, caller string) (wait time.Duration, ok bool)
 }
 
 // Service is the use cases of the authorization server, the same for the API that
@@ -67,13 +80,21 @@ func (s *Service) On() bool { return s != nil && s.store != nil && len(s.cfg.Pep
 // errOff is every use of a service that is off.
 var errOff = fail(TemporarilyUnavailable, "This server does not issue OAuth tokens.")
 
-// Register keeps a new public client of m (RFC 7591).
-func (s *Service) Register(ctx context.Context, m ClientMetadata) (Client, error) {
+// Register keeps a new public client of m (RFC 7591), sent from remoteAddr with
+// forwardedFor (its X-Forwarded-For values).
+func (s *Service) Register(ctx context.Context, m ClientMetadata, remoteAddr string, forwardedFor []string) (Client, error) {
 	if !s.On() {
 		return Client{}, errOff
 	}
 	if err := m.Check(); err != nil {
 		return Client{}, err
+	}
+	if s.cfg.Registrations != nil {
+		if wait, ok := s.cfg.Registrations.Take(ctx, "oauth-register:"+s.cfg.TrustedProxies.Of(remoteAddr, forwardedFor)); !ok {
+			p := problem.New(problem.RateLimited, "This address registered hosts faster than its rate allows; register again after Retry-After.")
+			p.RetryAfter = max(1, problem.Seconds(wait))
+			return Client{}, p
+		}
 	}
 	name := strings.TrimSpace(m.ClientName)
 	if name == "" {
@@ -189,7 +210,7 @@ func (s *Service) Approve(ctx context.Context, userID, id, agentID string) (stri
 	if err := s.store.CreateCode(ctx, c); err != nil {
 		return "", err
 	}
-	return withQuery(r.RedirectURI, "code", code, "state", r.State), nil
+	return withQuery(r.RedirectURI, "code", code, "state", r.State, "iss", Issuer(r.Resource)), nil
 }
 
 // Deny answers request id with the person's refusal, and gives back where their
@@ -202,12 +223,25 @@ func (s *Service) Deny(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return withQuery(r.RedirectURI, "error", AccessDenied, "error_description", "The person did not approve the host.", "state", r.State), nil
+	return withQuery(r.RedirectURI, "error", AccessDenied, "error_description", "The person did not approve the host.", "state", r.State,
+		"iss", Issuer(r.Resource)), nil
 }
 
-// ErrorRedirect is where an authorization error e of a request that redirects goes.
-func ErrorRedirect(redirectURI, state string, e *Error) string {
-	return withQuery(redirectURI, "error", e.Code, "error_description", e.Description, "state", state)
+// ErrorRedirect is where an authorization error e of a request that redirects goes,
+// from the authorization server issuer.
+func ErrorRedirect(redirectURI, state, issuer string, e *Error) string {
+	return withQuery(redirectURI, "error", e.Code, "error_description", e.Description, "state", state, "iss", issuer)
+}
+
+// Issuer is the authorization server of resource, which guards its own origin's
+// resources: the origin. Every authorization response names it (RFC 9207), so
+// that a host that uses several servers cannot take one's code for another's.
+func Issuer(resource string) string {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // withQuery is uri with the pairs kv added to its query; a pair of empty value (a

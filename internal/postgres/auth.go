@@ -248,11 +248,12 @@ func (s *Store) InsertKey(ctx context.Context, k auth.NewKey, userID, agentID st
 	return key, nil
 }
 
-const keyColumns = `kid, scope, user_id, agent_id, prefix, created_at, last_used_at, revoked_at`
+const keyColumns = `kid, scope, user_id, agent_id, prefix, created_at, last_used_at, revoked_at,
+	coalesce((SELECT c.name FROM oauth_clients c WHERE c.id = oauth_client_id), '')`
 
 func scanKey(row pgx.Row) (auth.Key, error) {
 	var k auth.Key
-	err := row.Scan(&k.KID, &k.Scope, &k.UserID, &k.AgentID, &k.Prefix, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
+	err := row.Scan(&k.KID, &k.Scope, &k.UserID, &k.AgentID, &k.Prefix, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt, &k.Host)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = auth.ErrKeyNotFound
 	}
