@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/waystation/waystation/internal/oauth"
 	"github.com/waystation/waystation/internal/postgres/pgtest"
@@ -188,9 +191,12 @@ func TestAnMCPHostConnectsFromNothingWithOAuth(t *testing.T) {
 
 // TestTheMCPTypeScriptSDKConnectsWithOAuth has the official TypeScript SDK's OAuth
 // client (auth() with a client provider; pinned, installed by make test) connect
-// from nothing: it discovers, registers and sends the person to consent; given the
-// code, it exchanges it, lists the agent's tools, refreshes, and is refused once
-// the token is revoked.
+// from nothing, with the person in Chromium: the host discovers, registers and
+// sends the person to the authorization URL; they sign in there with their passkey
+// (a virtual authenticator's), see who asks, and approve the host as a new agent; the
+// browser brings the code to the host's loopback redirect. The host exchanges it,
+// lists the agent's tools and refreshes; the person finds the grant on the Keys page
+// under the host's name and revokes it, and the host is refused at once.
 func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
 	node, modules := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_MCP_SDK")
 	if node == "" || modules == "" {
@@ -199,20 +205,50 @@ func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
 		}
 		t.Skip("WAYSTATION_NODE and WAYSTATION_MCP_SDK are not set: run make test")
 	}
+	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	dbURL := pgtest.URL(t)
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true"})
-	var key strings.Builder
-	if err := run(context.Background(), []string{"server", "key", "-user", "ada"}, func(k string) string {
-		return map[string]string{"DATABASE_URL": dbURL, "AUTH_PEPPER": testPepper}[k]
-	}, &key, io.Discard); err != nil {
+	userKey, _ := apiKeys(t, dbURL)
+	srv := startServer(t, map[string]string{"DATABASE_URL": dbURL})
+	if err := os.MkdirAll(browserOutput, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	jar, _ := cookiejar.New(nil)
-	h := hostClient{t, &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	// WebAuthn refuses IP addresses: the person and the host use http://localhost:PORT.
+	base := strings.Replace(srv.base, "127.0.0.1", "localhost", 1)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The host's loopback redirect, where the person's browser brings the answer.
+	answers := make(chan url.Values, 1)
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r)
+			return
+		}
+		select {
+		case answers <- r.URL.Query():
+		default:
+		}
+		io.WriteString(w, "<!doctype html><title>Connected</title><p>Connected. You may close this window.")
+	}))
+	defer callback.Close()
+
+	ctx, problems := startBrowser(t, chromium)
+	virtualAuthenticator(t, ctx)
+	do := func(actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%v; console: %q", err, problems())
+		}
+	}
+	// The person signed in with their key once and added a passkey, and is signed out.
+	do(chromedp.Navigate(base+"/app/requests"), chromedp.WaitVisible(chromedp.CSS("#key")))
+	do(chromedp.SendKeys(chromedp.CSS("#key"), userKey), chromedp.Submit(chromedp.CSS("#key")), chromedp.WaitVisible(chromedp.CSS("nav.app")))
+	do(chromedp.Navigate(base+"/app/passkeys"), chromedp.WaitVisible(chromedp.CSS("#passkey-name")))
+	do(chromedp.SendKeys(chromedp.CSS("#passkey-name"), "Laptop"), chromedp.Click(chromedp.CSS(`form[data-passkey="register"] button`)))
+	do(chromedp.WaitVisible(chromedp.CSS(`tr[id^="passkey-"]`)))
+	do(chromedp.Click(chromedp.CSS(`form[action="/app/sign-out"] button`)), chromedp.WaitVisible(chromedp.CSS(`form[data-passkey="sign-in"] button`)))
+
+	hostCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "mcpsdk", "oauth-host.cjs"), srv.base+"/functions/v1/api/mcp")
+	cmd := exec.CommandContext(hostCtx, node, filepath.Join("testdata", "mcpsdk", "oauth-host.cjs"), base+"/functions/v1/api/mcp", callback.URL+"/callback")
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -240,12 +276,33 @@ func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
 	if next("first") != "REDIRECT" {
 		t.Fatalf("auth() from nothing: %v", step)
 	}
-	back := h.consent(srv.base, authorize, strings.TrimSpace(key.String()), "127.0.0.1:1", "SDK host")
-	io.WriteString(stdin, back.Query().Get("code")+"\n")
+
+	// The person follows the host's link, signs in with the passkey on the way, and
+	// approves the host as a new agent.
+	do(chromedp.Navigate(authorize), chromedp.WaitVisible(chromedp.CSS(`form[data-passkey="sign-in"] button`)))
+	do(chromedp.Click(chromedp.CSS(`form[data-passkey="sign-in"] button`)), chromedp.WaitVisible(chromedp.CSS("#consent-agent")))
+	page := textOf(t, ctx, "main")
+	redirectHost := strings.TrimPrefix(callback.URL, "http://")
+	for _, want := range []string{"Connect SDK host?", redirectHost, "agent", "/functions/v1/api/mcp"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the consent page does not show %q: %s", want, page)
+		}
+	}
+	screenshot(t, ctx, "22-console-oauth-consent")
+	do(chromedp.SetValue(chromedp.CSS("#consent-agent"), "new"), chromedp.Click(chromedp.CSS(`button[value="approve"]`)))
+	var answer url.Values
+	select {
+	case answer = <-answers:
+	case <-time.After(time.Minute):
+		t.Fatalf("the browser never came back to the host; console: %q", problems())
+	}
+	if answer.Get("code") == "" || answer.Get("iss") != base {
+		t.Fatalf("the host's redirect got %v", answer)
+	}
+	io.WriteString(stdin, answer.Get("code")+"\n")
 	if next("exchanged") != "AUTHORIZED" {
 		t.Fatalf("the code's exchange: %v", step)
 	}
-	clientID, _ := step["clientId"].(string)
 	if tools := fmt.Sprint(next("tools")); !strings.Contains(tools, "open_session") || !strings.Contains(tools, "pay_seller") {
 		t.Fatalf("the agent's tools: %s", tools)
 	}
@@ -255,13 +312,19 @@ func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
 	if tools := fmt.Sprint(next("tools")); !strings.Contains(tools, "open_session") {
 		t.Fatalf("the agent's tools after the refresh: %s", tools)
 	}
-	revoke := url.Values{"token": {step["refresh"].(string)}, "client_id": {clientID}}
-	if res, b := h.do("POST", srv.base+"/functions/v1/api/oauth/revoke", "application/x-www-form-urlencoded", revoke.Encode()); res.StatusCode != 200 {
-		t.Fatalf("revoke: %d %s", res.StatusCode, b)
-	}
+
+	// The person revokes the grant from the Keys page, where the host's name says
+	// which it is.
+	row := `//tr[td[contains(., "connected from the host SDK host")]]`
+	do(chromedp.Navigate(base+"/app/keys"), chromedp.WaitVisible(chromedp.Search(row+`//button`)))
+	screenshot(t, ctx, "23-console-keys-oauth-grant")
+	do(chromedp.Click(chromedp.Search(row+`//button`)), chromedp.WaitVisible(chromedp.Search(row+`/td[contains(., "revoked")]`)))
 	io.WriteString(stdin, "revoked\n")
 	// The MCP server's 401 sends the SDK to refresh, which the revoked grant refuses.
 	if refused := fmt.Sprint(next("refused")); !strings.Contains(refused, "InvalidGrantError") && !strings.Contains(refused, "Unauthorized") {
 		t.Fatalf("after revocation the host was told: %s", refused)
+	}
+	for _, p := range problems() {
+		t.Errorf("console: %s", p)
 	}
 }

@@ -1,5 +1,6 @@
 // An MCP host built on the official TypeScript SDK that connects with OAuth from
-// nothing: auth() discovers the server's metadata, registers, and asks for the
+// nothing: auth() discovers the server's metadata, registers with its redirect URL
+// (the second argument: a loopback one, as desktop hosts have), and asks for the
 // person's consent by printing the authorization URL; the test gives the person's
 // answer (the code) on stdin, and the host exchanges it, lists its tools, refreshes,
 // and, told on stdin that the token was revoked, tries once more. Each step is one
@@ -11,7 +12,7 @@ const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 
 const serverUrl = process.argv[2];
-const redirectUrl = 'http://127.0.0.1:1/callback';
+const redirectUrl = process.argv[3] || 'http://127.0.0.1:1/callback';
 const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const say = (v) => console.log(JSON.stringify(v));
 
