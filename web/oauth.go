@@ -114,6 +114,11 @@ func (s *Server) handleAnswerConsent() http.HandlerFunc {
 		again := func(message string) { s.consentPage(w, r, ws, id, message, http.StatusUnprocessableEntity) }
 		agentID := strings.ToLower(r.PostForm.Get("agent"))
 		if agentID == "new" {
+			// A request that is over makes no agent.
+			if _, err := s.approvals.OAuth.AuthorizationRequest(ctx, id); err != nil {
+				s.consentAnswered(w, r, "", err)
+				return
+			}
 			a, err := s.approvals.Auth.CreateAgent(ctx, ws.UserID, r.PostForm.Get("name"))
 			if c := problem.CodeOf(err); c == problem.ValidationFailed || c == problem.QuotaExceeded {
 				p, _ := problem.As(err)

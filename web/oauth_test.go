@@ -93,8 +93,12 @@ func TestConsentSignsInShowsTheHostAndApprovesItAsANewAgent(t *testing.T) {
 	if pr.Scope != auth.ScopeAgent || pr.UserID != ada.UserID || len(agents) != 1 || agents[0].Name != "Desk Assistant" || pr.AgentID != agents[0].ID {
 		t.Fatalf("the token acts as %+v; the person's agents: %+v", pr, agents)
 	}
+	answer.Set("name", "Second desk")
 	if p := b.post("/app/oauth/"+id, answer); p.status != http.StatusNotFound {
 		t.Fatalf("a request answered twice: %d", p.status)
+	}
+	if agents, _ := e.store.Agents(context.Background(), ada.UserID); len(agents) != 1 {
+		t.Errorf("an answer to a request that is over left an agent behind: %+v", agents)
 	}
 	// The person finds the grant on the Keys page under the host's name, to revoke it.
 	if keys := b.get("/app/keys"); !strings.Contains(keys.body, "agent Desk Assistant, connected from the host Desk Assistant") {
