@@ -218,8 +218,8 @@ func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
 	// The host's loopback redirect, where the person's browser brings the answer.
 	answers := make(chan url.Values, 1)
 	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/callback" {
-			http.NotFound(w, r)
+		if r.URL.Path != "/callback" { // the browser's favicon.ico
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		select {
