@@ -102,7 +102,9 @@ func (b *batches) Embed(ctx context.Context, texts []string) ([][]float32, error
 }
 
 // TestPhrasingsAreEmbeddedInOneBatch: a novel query's novel phrasings cost the model
-// one pass, not one each, and the allowance one each; asked again, nothing.
+// one pass, not one each, and the allowance one each; asked again, nothing. The
+// query has a pass of its own (beside the phrasings', at once), so that its vector
+// is the one it has asked alone.
 func TestPhrasingsAreEmbeddedInOneBatch(t *testing.T) {
 	snap := nearSnapshot(t)
 	model := &batches{Embedder: embedding.Lexhash{}}
@@ -120,7 +122,7 @@ func TestPhrasingsAreEmbeddedInOneBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(model.calls, []int{1, 4}) || store.used != 5 {
+	if calls := slices.Sorted(slices.Values(model.calls)); !slices.Equal(calls, []int{1, 4}) || store.used != 5 {
 		t.Errorf("model calls %v (want the query, then its four phrasings in one), allowance used %d (want 5)", model.calls, store.used)
 	}
 }
@@ -193,5 +195,36 @@ func TestPhrasingsNeverCostTheQueryItsAnswer(t *testing.T) {
 		if res.Band == nil || res.Band.Phrasings != 3 || res.Band.Needed != 2 {
 			t.Errorf("band least %v: band %+v, want the three phrasings' agreement reported", tc.least, res.Band)
 		}
+	}
+}
+
+// failing is a provider that is down.
+type failing struct{ embedding.Embedder }
+
+func (failing) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("the provider is down")
+}
+
+// TestPhrasingsFollowTheQueryToTheFallback: when the provider fails on a query said
+// several ways, the fallback answers the query and its phrasings are read under it,
+// each charged to the allowance once, as the query is.
+func TestPhrasingsFollowTheQueryToTheFallback(t *testing.T) {
+	snap := nearSnapshot(t)
+	c := search.HybridCalibration
+	primary := &search.Model{Embedder: embedding.WithCache(failing{embedding.Lexhash{}}, 100), Record: search.ModelRecord{ID: "provider", Dimensions: embedding.BuiltinDimensions, Calibration: &c}}
+	fallback := &search.Model{Embedder: embedding.WithCache(embedding.Lexhash{}, 100), Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &c}}
+	allowance := &counter{callers: map[string]int{}}
+	var asked int
+	eng, err := search.NewEngine(search.Config{DailyAllowance: 100}, countedStore{fixedStore{[]search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}, &asked}, allowance}, primary, fallback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrites := []string{"weather forecast", "city weather api", "forecast lookup"}
+	res, err := eng.SearchPhrased(context.Background(), "caller", snap, "weather in a city", rewrites, directory.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Model != embedding.BuiltinModel || !res.Degraded || res.Band == nil || res.Band.Phrasings != 4 || allowance.used != 4 {
+		t.Errorf("model %q, degraded %v, band %+v, allowance used %d: want the fallback's answer of the four phrasings, each charged once", res.Model, res.Degraded, res.Band, allowance.used)
 	}
 }

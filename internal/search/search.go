@@ -11,13 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 
 	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/embedding"
-	"github.com/waystation/waystation/internal/parallel"
 )
 
 // MaxResults is the most methods a non-exact query returns.
@@ -264,32 +264,114 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 	if open(m.Embedder) && e.fallback != nil {
 		m, degraded = e.fallback, true
 	}
+	if phrasings := e.phrasings(norm, rewrites, m); len(phrasings) > 0 {
+		// The query is embedded and looked up while its phrasings are, in a pass of
+		// the model of their own, as they would be one after the other: the same
+		// vectors, on two processors. The query is charged first, as it would be.
+		paid, err := e.chargeNovel(ctx, caller, snap, m, norm, f)
+		if err != nil {
+			return Result{}, err
+		}
+		var (
+			near     []Neighbour
+			answered = m
+			fellBack = degraded
+			nearErr  error
+			wg       sync.WaitGroup
+		)
+		wg.Go(func() {
+			near, answered, fellBack, nearErr = e.nearest(ctx, caller, snap, m, degraded, norm, f, paid)
+		})
+		all, err := e.readPhrasings(ctx, caller, snap, m, degraded, phrasings, f, false)
+		wg.Wait()
+		if nearErr != nil {
+			return Result{}, nearErr
+		}
+		if answered != m && !errors.Is(err, ErrAllowanceExhausted) {
+			// The provider failed on the query just now, and the fallback answered
+			// it: its phrasings are read again under the fallback, as below, each
+			// charged already.
+			return e.phrased(ctx, caller, snap, answered, fellBack, norm, near, rewrites, f, true)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		res := Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}
+		return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), append([][]Neighbour{near}, all...)), nil
+	}
 	near, m, degraded, err := e.nearest(ctx, caller, snap, m, degraded, norm, f, false)
 	if err != nil {
 		return Result{}, err
 	}
+	return e.phrased(ctx, caller, snap, m, degraded, norm, near, rewrites, f, false)
+}
+
+// chargeNovel charges the normalised query norm to caller's allowance when it will
+// cost an embedding under m (neither its nearest methods nor its vector are cached),
+// and reports whether it did.
+func (e *Engine) chargeNovel(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, norm string, f directory.Filter) (bool, error) {
+	key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: norm, filter: filterKey(f)}
+	if _, ok := e.neighbours.Peek(key); ok {
+		return false, nil
+	}
+	if _, ok := lookup(m.Embedder, norm); ok {
+		return false, nil
+	}
+	return true, e.charge(ctx, caller)
+}
+
+// phrased answers the normalised query norm, whose nearest methods under m are near,
+// with the caller's rewrites read under m too when m reads phrasings; unless paid,
+// each novel one is charged to the allowance.
+func (e *Engine) phrased(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, norm string, near []Neighbour, rewrites []string, f directory.Filter, paid bool) (Result, error) {
 	res := Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}
 	phrasings := e.phrasings(norm, rewrites, m)
 	if len(phrasings) == 0 {
 		return e.answer(res, snap, f, m, norm, near), nil
 	}
-	// The phrasings are embedded in one pass of the model, then looked up at once,
-	// on every processor.
-	paid, err := e.warm(ctx, caller, snap, m, phrasings, f)
+	all, err := e.readPhrasings(ctx, caller, snap, m, degraded, phrasings, f, paid)
 	if err != nil {
 		return Result{}, err
 	}
-	all := make([][]Neighbour, 1+len(phrasings))
-	all[0] = near
-	err = parallel.For(len(phrasings), func(i int) error {
-		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, phrasings[i], f, paid[phrasings[i]])
-		all[i+1] = n
+	return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), append([][]Neighbour{near}, all...)), nil
+}
+
+// readPhrasings returns the nearest methods of each of the normalised phrasings
+// under m: those to embed are embedded in one pass of the model (unless paid, each
+// charged to the allowance), then all looked up at once.
+func (e *Engine) readPhrasings(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, phrasings []string, f directory.Filter, paid bool) ([][]Neighbour, error) {
+	var warmed map[string]bool
+	if !paid {
+		var err error
+		if warmed, err = e.warm(ctx, caller, snap, m, phrasings, f); err != nil {
+			return nil, err
+		}
+	}
+	all := make([][]Neighbour, len(phrasings))
+	err := each(len(phrasings), func(i int) error {
+		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, phrasings[i], f, paid || warmed[phrasings[i]])
+		all[i] = n
 		return err
 	})
-	if err != nil {
-		return Result{}, err
+	return all, err
+}
+
+// each runs fn for each of 0..n-1 (n is at most 1+MaxRewrites), all at once, and
+// returns the first step's error: each step waits on the vector store far more than
+// it computes, and the store answers several at once on every processor.
+func each(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
 	}
-	return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), all), nil
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // warm embeds those of the normalised phrasings norms whose answer and vector under

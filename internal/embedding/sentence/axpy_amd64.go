@@ -1,6 +1,10 @@
 package sentence
 
-import "golang.org/x/sys/cpu"
+import (
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
 
 var fma = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
@@ -74,11 +78,41 @@ func matmulAdd(c, a []float32, b *weight, n int) {
 		matmulAddTiles(c, a, b.data, n, k, m)
 		return
 	}
+	matmulPanels(c, a, b, n, 0, m)
+}
+
+// matmulAddOn is matmulAdd on up to procs goroutines, each adding the columns of a
+// share of b's panels: every element is computed as matmulAdd computes it, by the same
+// kernel in the same order. A product too small to be worth a goroutine runs on one.
+func matmulAddOn(c, a []float32, b *weight, n, procs int) {
+	panels := b.m / 16
+	parts := min(procs, panels)
+	if !b.panels || parts < 2 || n*b.k*b.m < splitWork {
+		matmulAdd(c, a, b, n)
+		return
+	}
+	_, _, _ = c[n*b.m-1], a[n*b.k-1], b.data[b.k*b.m-1]
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() { matmulPanels(c, a, b, n, p*panels/parts*16, (p+1)*panels/parts*16) })
+	}
+	matmulPanels(c, a, b, n, 0, panels/parts*16)
+	wg.Wait()
+}
+
+// splitWork is the least product (rows x k x m) matmulAddOn shares out: about 50 µs
+// of one processor, far more than starting a goroutine costs.
+const splitWork = 1 << 20
+
+// matmulPanels is matmulAdd over columns j0 to j1 of b alone, multiples of 16; b is
+// in panels.
+func matmulPanels(c, a []float32, b *weight, n, j0, j1 int) {
+	k, m := b.k, b.m
 	_, _, _ = c[n*m-1], a[n*k-1], b.data[k*m-1]
 	tiled := n - n%6
 	for r0 := 0; r0 < n; r0 += rowBlock {
 		r1 := min(r0+rowBlock, n)
-		for j := 0; j < m; j += 16 {
+		for j := j0; j < j1; j += 16 {
 			panel := &b.data[j*k]
 			i := r0
 			for ; i+6 <= min(r1, tiled); i += 6 {

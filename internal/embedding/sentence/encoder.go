@@ -208,14 +208,16 @@ func (e *Encoder) Embed(texts []string) [][]float32 {
 	if start < len(texts) {
 		batches = append(batches, [2]int{start, len(texts)})
 	}
-	run := func(b [2]int) { copy(out[b[0]:b[1]], e.vectors(ids[b[0]:b[1]])) }
-	workers := min(runtime.GOMAXPROCS(0), len(batches))
+	procs := runtime.GOMAXPROCS(0)
+	workers := min(procs, len(batches))
 	if workers <= 1 {
+		// One batch (a query, or a few): its products are shared out instead.
 		for _, b := range batches {
-			run(b)
+			copy(out[b[0]:b[1]], e.vectors(ids[b[0]:b[1]], procs))
 		}
 		return out
 	}
+	run := func(b [2]int) { copy(out[b[0]:b[1]], e.vectors(ids[b[0]:b[1]], 1)) }
 	var wg sync.WaitGroup
 	next := make(chan [2]int)
 	for range workers {
@@ -239,16 +241,18 @@ func (e *Encoder) Vector(text string) []float32 {
 	if len(ids) > e.maxLen {
 		ids = ids[:e.maxLen]
 	}
-	return e.vectors([][]int{ids})[0]
+	return e.vectors([][]int{ids}, runtime.GOMAXPROCS(0))[0]
 }
 
 // vectors embeds texts given as piece ids, their pieces stacked in one matrix; only
-// attention and pooling look at one text at a time.
-func (e *Encoder) vectors(ids [][]int) [][]float32 {
+// attention and pooling look at one text at a time. Its products run on up to procs
+// goroutines (matmulAddOn): the same vectors, sooner when processors are idle.
+func (e *Encoder) vectors(ids [][]int, procs int) [][]float32 {
 	s, _ := e.scratch.Get().(*scratch)
 	if s == nil {
 		s = new(scratch)
 	}
+	s.procs = procs
 	defer func() {
 		s.reset()
 		e.scratch.Put(s)
@@ -295,7 +299,7 @@ func (e *Encoder) vectors(ids [][]int) [][]float32 {
 	}
 	// The vectors returned are the caller's: not scratch.
 	hidden := withBias(make([]float32, len(ids)*Dimensions), len(ids), e.tanhB)
-	matmulAdd(hidden, pooled, &e.tanhW, len(ids))
+	matmulAddOn(hidden, pooled, &e.tanhW, len(ids), s.procs)
 	out := make([][]float32, len(ids))
 	for i := range ids {
 		v := hidden[i*Dimensions : (i+1)*Dimensions : (i+1)*Dimensions]
@@ -325,7 +329,7 @@ func (ly *layer) forward(s *scratch, x []float32, lens []int) []float32 {
 	d := ly.in
 	h := layerNorm(s.take(n*d), x, n, d, ly.ln1s, ly.ln1b)
 	qkv := withBias(s.take(n*3*d), n, ly.qkvB)
-	matmulAdd(qkv, h, &ly.qkv, n)
+	matmulAddOn(qkv, h, &ly.qkv, n, s.procs)
 	dh := d / ly.heads
 	ctx := s.zeros(n * d)
 	scores := make([]float32, 0, 64)
@@ -366,10 +370,10 @@ func (ly *layer) forward(s *scratch, x []float32, lens []int) []float32 {
 		first += l
 	}
 	x1 := withBias(s.take(n*ly.out), n, ly.projB)
-	matmulAdd(x1, ctx, &ly.proj, n)
+	matmulAddOn(x1, ctx, &ly.proj, n, s.procs)
 	if ly.res != nil {
 		r := withBias(s.take(n*ly.out), n, ly.resB)
-		matmulAdd(r, x, ly.res, n)
+		matmulAddOn(r, x, ly.res, n, s.procs)
 		for i := range x1 {
 			x1[i] += r[i]
 		}
@@ -380,12 +384,12 @@ func (ly *layer) forward(s *scratch, x []float32, lens []int) []float32 {
 	}
 	h2 := layerNorm(s.take(n*ly.out), x1, n, ly.out, ly.ln2s, ly.ln2b)
 	f := withBias(s.take(n*ly.hidden), n, ly.ff1B)
-	matmulAdd(f, h2, &ly.ff1, n)
+	matmulAddOn(f, h2, &ly.ff1, n, s.procs)
 	for i, v := range f {
 		f[i] = max(v, 0)
 	}
 	f2 := withBias(s.take(n*ly.out), n, ly.ff2B)
-	matmulAdd(f2, f, &ly.ff2, n)
+	matmulAddOn(f2, f, &ly.ff2, n, s.procs)
 	for i := range x1 {
 		x1[i] += f2[i]
 	}
@@ -430,6 +434,8 @@ func withBias(out []float32, n int, bias []float32) []float32 {
 type scratch struct {
 	buf  []float32
 	used int
+	// procs is how many goroutines the products of this call may run on.
+	procs int
 }
 
 // take returns n floats of scratch, holding what they last held.

@@ -41,3 +41,36 @@ func TestMatmulIsBitForBitTheOldOne(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedProductIsBitForBitTheProduct holds the product shared out among
+// goroutines, each a share of the panels, to the bits of the one made on one, for
+// shares even and not and row counts through every kernel.
+func TestSharedProductIsBitForBitTheProduct(t *testing.T) {
+	for _, km := range [][2]int{{512, 96}, {700, 160}, {256, 32}} {
+		k, m := km[0], km[1]
+		w := make([]float32, k*m)
+		for i := range w {
+			w[i] = float32(math.Cos(float64(i) * 0.3))
+		}
+		b := newWeight(w, k, m)
+		for _, n := range []int{1, 5, 6, 13, 25, 2*rowBlock + 7} {
+			a := make([]float32, n*k)
+			for i := range a {
+				if i%4 != 0 {
+					a[i] = float32(math.Sin(float64(i)))
+				}
+			}
+			want := make([]float32, n*m)
+			matmulAdd(want, a, &b, n)
+			for _, procs := range []int{2, 3, 4, 64} {
+				got := make([]float32, n*m)
+				matmulAddOn(got, a, &b, n, procs)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("n=%d k=%d m=%d on %d: element %d is %g, not %g", n, k, m, procs, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -212,6 +212,16 @@ func BenchmarkEmbedMethods(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(texts)), "µs/text")
 }
 
+// BenchmarkEmbedPhrasings embeds four short phrasings of a query in one call, as
+// search embeds the phrasings an agent sends beside its query.
+func BenchmarkEmbedPhrasings(b *testing.B) {
+	e := encoder(b)
+	texts := []string{"weather forecast for a city", "city weather api", "find current weather in a city", "weather lookup"}
+	for b.Loop() {
+		e.Embed(texts)
+	}
+}
+
 // vectorsSum is the SHA-256 of the bits of the vectors TestVectorsBitForBit makes, as
 // the encoder computed them on amd64 with AVX2 and FMA when the catalog's stored
 // vectors were embedded. A change to the arithmetic that moves any bit changes it:
