@@ -169,3 +169,53 @@ func scoreText(n *int) string {
 	}
 	return fmt.Sprint(*n)
 }
+
+// TestReportsNeverChangeWhetherAPaymentIsAuthorised: five people report every
+// payment to the seller not delivered, past the floor; the seller's verdict may
+// fall to caution, never to avoid, so a new payment still asks its person's
+// approval alone, no override, and is paid once approved, as before.
+func TestReportsNeverChangeWhetherAPaymentIsAuthorised(t *testing.T) {
+	p := newPayEnv(t)
+	listSeller(t, p)
+	ctx := context.Background()
+	// The seller's probes say it answers well.
+	if _, err := p.store.Pool().Exec(ctx, `
+		INSERT INTO probes (method_id, hostname, probed_at, outcome, http_status, scheme, network, asset, pay_to, amount)
+		SELECT id, hostname, now() - interval '1 hour', 'payment_required', 402, 'exact', 'eip155:8453',
+			'0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', '0xa', '10000' FROM provider_methods WHERE hostname = 'seller.test'`); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		uid, _ := p.user(fmt.Sprintf("payer-%d", i))
+		_, key := p.agent(uid, "buyer")
+		sid := p.openSession(key, "buy")
+		var c created
+		p.call("POST", "/sessions/"+sid+"/x402/payments", key,
+			fmt.Sprintf(`{"clientRequestId":"r","maximumDebit":"0.05","httpRequest":{"url":%q}}`, p.base+"/v2/report?topic=x")).want(t, 201).into(t, &c)
+		userKey := p.key("user", uid, "")
+		p.call("POST", "/sessions/"+sid+"/requests/"+c.Request.ID+"/decision", userKey, `{"decision":"approve"}`).want(t, 200)
+		p.run()
+		p.report(sid, c.Payment.ID, key, `{"outcome":"not_delivered","reason":"empty_answer"}`).want(t, 201)
+	}
+	m := p.merchantRecord()
+	if r := m.Trust.Reports; r == nil || !r.MovesScore || r.Counted != 5 || r.Payers != 5 {
+		t.Fatalf("reports %+v, want five counted past the floor", r)
+	}
+	if m.Trust.Verdict != "caution" {
+		t.Errorf("verdict %s (score %s), want caution: reports alone never make avoid", m.Trust.Verdict, scoreText(m.Trust.Score))
+	}
+	var c created
+	p.ask("after-reports", "/v2/report?topic=y", "0.05").want(t, 201).into(t, &c)
+	if c.Payment.Merchant.Verdict == "avoid" {
+		t.Fatalf("the payment asks for an override: verdict %s", c.Payment.Merchant.Verdict)
+	}
+	p.run()
+	if st, _ := p.payment(c.Payment.ID); st != "awaiting_approval" {
+		t.Errorf("payment %s before its approval: reports authorised it", st)
+	}
+	p.approve(c.Request.ID).want(t, 200)
+	p.run()
+	if st, _ := p.payment(c.Payment.ID); st != "settled" {
+		t.Errorf("payment %s after its approval, want settled", st)
+	}
+}
