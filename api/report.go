@@ -2,7 +2,9 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
+	"github.com/waystation/waystation/internal/directory"
 	"github.com/waystation/waystation/internal/payment"
 )
 
@@ -33,4 +35,26 @@ func (s *Server) handleReportDelivery() http.HandlerFunc {
 		writeJSON(w, http.StatusCreated, out)
 		return nil
 	})
+}
+
+// evidenceReasons say in words what paying agents reported of a seller and the use
+// the service saw of it, for the merchant check.
+func evidenceReasons(t directory.Trust) []string {
+	var out []string
+	if r := t.Reports; r != nil {
+		s := "Delivery reports: " + strconv.Itoa(r.Counted) + " counted (one per person and day) from " + strconv.Itoa(r.Payers) +
+			" people, weighing " + r.Paid + " USD: " + strconv.Itoa(r.Delivered) + " delivered, " + strconv.Itoa(r.Wrong) +
+			" wrong or useless, " + strconv.Itoa(r.NotDelivered) + " not delivered"
+		if r.MovesScore {
+			s += "; they count in the score."
+		} else {
+			s += "; too few to count in the score."
+		}
+		out = append(out, s)
+	}
+	if d := t.Demand; d != nil {
+		out = append(out, "Paid through this service "+strconv.Itoa(d.Settled)+" time(s) in 30 days by "+strconv.Itoa(d.Payers)+
+			" people, "+strconv.Itoa(d.Repeat)+" of them more than once.")
+	}
+	return out
 }

@@ -219,3 +219,40 @@ func TestReportsNeverChangeWhetherAPaymentIsAuthorised(t *testing.T) {
 		t.Errorf("payment %s after its approval, want settled", st)
 	}
 }
+
+// TestAnAgentReportsThroughMCPAndCheckMerchantAnswersIt: report_delivery takes the
+// agent's report of its own payment as the route does, refuses another agent's with
+// not_found, and check_merchant answers the seller's reports and the service's own
+// demand of it.
+func TestAnAgentReportsThroughMCPAndCheckMerchantAnswersIt(t *testing.T) {
+	p := newPayEnv(t)
+	listSeller(t, p)
+	pid := p.paid("mcp-1", "/v2/report?topic=tides")
+	uid, _ := p.user("eve")
+	_, strangerKey := p.agent(uid, "stranger")
+	args := fmt.Sprintf(`{"sessionId":%q,"paymentId":%q,"outcome":"wrong","reason":"stale"}`, p.sid, pid)
+	if _, failure := p.toolCall(t, strangerKey, "report_delivery", args); !strings.HasPrefix(failure, "not_found (404)") {
+		t.Errorf("another agent's report: %q, want not_found", failure)
+	}
+	out, failure := p.toolCall(t, p.agentKey, "report_delivery", args)
+	if failure != "" || out["outcome"] != "wrong" || out["reason"] != "stale" || out["reportedBy"] != "agent" {
+		t.Fatalf("report: %v %q", out, failure)
+	}
+	if _, failure := p.toolCall(t, p.agentKey, "report_delivery", args); !strings.HasPrefix(failure, "already_reported (409)") {
+		t.Errorf("a second report: %q, want already_reported", failure)
+	}
+	if err := p.snaps.Refresh(context.Background(), p.store, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, failure := p.toolCall(t, p.agentKey, "check_merchant", `{"hostname":"seller.test"}`)
+	reports, _ := m["reports"].(map[string]any)
+	demand, _ := m["serviceDemand"].(map[string]any)
+	if failure != "" || reports["wrong"] != float64(1) || reports["counted"] != float64(1) || demand["settled_30d"] != float64(1) {
+		t.Errorf("check_merchant: %v %q", m, failure)
+	}
+	var check struct{ Reasons []string }
+	p.call("POST", "/tools/merchant-checks", p.agentKey, `{"url":"`+p.base+`/v2/report"}`).want(t, 200).into(t, &check)
+	if all := strings.Join(check.Reasons, " "); !strings.Contains(all, "1 wrong or useless") || !strings.Contains(all, "too few to count") {
+		t.Errorf("the merchant check's reasons %q", check.Reasons)
+	}
+}
