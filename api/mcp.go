@@ -21,7 +21,7 @@ const MCPPath = "/mcp"
 // mcpInstructions tell a connected client what the server is for.
 const mcpInstructions = `Waystation: a directory of pay-per-call sellers (x402) with an advisory trust verdict on each, and, with an agent key, the workflow an agent runs for its person: sessions, requests the person approves, payments the service makes for the agent, CAPTCHA tasks.
 Search with search_sellers, read a method with get_method (its guidance says how to call and pay), judge a seller with check_merchant.
-With Authorization: Bearer <agent key>: open_session first; pay with quote_seller then pay_seller, wait for the person with wait_request, and claim_artifact for the seller's answer.
+With Authorization: Bearer <agent key>: open_session first; pay with quote_seller then pay_seller, wait for the person with wait_request, and claim_artifact for the seller's answer; then report_delivery says what the seller gave for it.
 With Authorization: Bearer <user key>: submit_origin lists a seller from its own manifest (/.well-known/x402.json).
 Values the person keeps (addresses, cards, passwords) never come back through these tools: only opaque handles. Your runtime reads approved values with the HTTP route POST /sessions/{id}/materialize, which is not a tool on purpose.`
 
@@ -132,6 +132,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 	}
 	s.addQuoteTools(srv)
 	s.addPaymentTools(srv)
+	s.addReportTools(srv)
 	if s.svc.Captchas != nil {
 		s.addCaptchaTools(srv)
 	}
@@ -139,7 +140,7 @@ func (s *Server) addWorkflowTools(srv *mcp.Server) {
 
 // workflowTools are the tools an agent key adds to the directory's.
 var workflowTools = []string{"open_session", "complete_session", "append_event", "raise_request", "wait_request",
-	"claim_artifact", "resolve_fields", "quote_seller", "pay_seller", "create_captcha_task", "get_captcha_task"}
+	"claim_artifact", "resolve_fields", "quote_seller", "pay_seller", "report_delivery", "create_captcha_task", "get_captcha_task"}
 
 // userTools are the tools a user key adds to the directory's: what the routes of a
 // user key do for a seller, as POST /origins.

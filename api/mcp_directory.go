@@ -21,7 +21,7 @@ func (s *Server) addDirectoryTools(srv *mcp.Server) {
 		Description: "One method of the directory by its slug: how to call it (request, example), what it answers, and how to pay it, with its trust verdict."},
 		s.toolMethod)
 	addTool(srv, &mcp.Tool{Name: "check_merchant", Title: "Check a merchant", Annotations: directoryRead(),
-		Description: "The directory's trust record for a seller's hostname: the advisory verdict and score, the last probes, settled-payment stats and its methods. Advisory: it never authorises a payment."},
+		Description: "The directory's trust record for a seller's hostname: the advisory verdict and score, the last probes, settled-payment stats, what paying agents reported of its deliveries, the use the service saw of it, and its methods. Advisory: it never authorises a payment."},
 		s.toolMerchant)
 	addTool(srv, &mcp.Tool{Name: "list_categories", Title: "List categories", Annotations: directoryRead(),
 		Description: "The directory's categories with how many methods each holds, to narrow a search."},
@@ -123,6 +123,10 @@ type merchantOut struct {
 	LastProbe string           `json:"lastProbe,omitempty"`
 	Stats     *directory.Stats `json:"stats,omitempty"`
 	Methods   []string         `json:"methods" jsonschema:"the slugs of its methods"`
+	// Reports and Demand are the record's trust block's: what payers reported of
+	// the seller's deliveries, and the use the service saw of it.
+	Reports *directory.Reports       `json:"reports,omitempty" jsonschema:"what paying agents and their people reported of its deliveries, with the paid calls the service recorded as not delivered; one person's reports count once a day, weighed by what was paid"`
+	Demand  *directory.ServiceDemand `json:"serviceDemand,omitempty" jsonschema:"payments the service settled with it over 30 days and the people they came from; payers of one call count a quarter in organic_payers_30d"`
 }
 
 func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in merchantIn) (*mcp.CallToolResult, merchantOut, error) {
@@ -144,7 +148,7 @@ func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in me
 	var m directory.Merchant
 	json.Unmarshal(body, &m)
 	out := merchantOut{Hostname: m.Hostname, Providers: m.Providers, Verdict: m.Trust.Verdict, Score: m.Trust.Score,
-		Advisory: m.Trust.Advisory, Stats: m.Stats, Methods: make([]string, 0, len(m.Methods))}
+		Advisory: m.Trust.Advisory, Stats: m.Stats, Methods: make([]string, 0, len(m.Methods)), Reports: m.Trust.Reports, Demand: m.Trust.Demand}
 	if o := m.Trust.Override; o != nil {
 		out.Override = o.Verdict + ": " + o.Reason
 	}

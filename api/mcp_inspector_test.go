@@ -39,7 +39,7 @@ func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
 	for name, c := range map[string]struct {
 		header string
 		tools  int
-	}{"without a key": {"", 4}, "with an agent key": {"Authorization: Bearer " + agentKey, 15}, "with a user key": {"Authorization: Bearer " + userKey, 5}} {
+	}{"without a key": {"", 4}, "with an agent key": {"Authorization: Bearer " + agentKey, 16}, "with a user key": {"Authorization: Bearer " + userKey, 5}} {
 		args := []string{cli, "--cli", srv.URL + base + "/mcp", "--transport", "http", "--method", "tools/list", "--strict", "--format", "json"}
 		if c.header != "" {
 			args = append(args, "--header", c.header)

@@ -176,6 +176,11 @@ func TestASellerThatSettlesAndThenLiesIsRecordedPaidAndNotDelivered(t *testing.T
 	if n := len(p.seller.Ledger()); n != 8 {
 		t.Errorf("%d transfers, want 8", n)
 	}
+	// The seller's record counts the paid calls not delivered without a report:
+	// one person's, on one day, count once.
+	if r := p.merchantRecord().Trust.Reports; r == nil || r.Observed != 8 || r.Received != 0 || r.Counted != 1 || r.NotDelivered != 1 || r.Paid != "0.08" {
+		t.Errorf("the record's reports %+v, want eight paid calls not delivered, counted once", r)
+	}
 }
 
 // TestASolanaSellerThatSettlesAndThenAnswers402LeavesThePaymentUnknown: on Solana a

@@ -87,7 +87,7 @@ func newPayEnv(t *testing.T, opts ...func(*payment.Service)) *payEnv {
 	captchas := &captcha.Service{Log: slog.New(slog.DiscardHandler)}
 	prober := trust.NewProber(trust.ProberConfig{HostSpacing: -1, Client: client}, nil)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.Prober, a.Payments, a.Captchas = prober, svc, captchas })
-	svc.Store, captchas.Store = e.store, e.store
+	svc.Store, svc.Reports, captchas.Store = e.store, e.store, e.store
 	uid, userKey := e.user("ada")
 	agentID, agentKey := e.agent(uid, "scout")
 	p := &payEnv{authEnv: e, svc: svc, seller: sel, base: "http://seller.test" + port, calls: calls,

@@ -118,6 +118,7 @@ func (s *Server) routes() chi.Router {
 			r.With(agent).Post("/tools/x402/quote", s.handleQuote())
 			r.With(agent, paying).Post("/sessions/{id}/x402/payments", s.handleCreatePayment()) // idempotent by clientRequestId
 			read(r.With(paying), "/sessions/{id}/x402/payments/{pid}", s.handlePayment())
+			r.Post("/sessions/{id}/x402/payments/{pid}/report", s.handleReportDelivery()) // once per payment
 			read(r.With(user, paying), "/agents/{id}/spending-limits", s.handleSpendingLimits())
 			if s.svc.Captchas != nil {
 				r.With(agent).Post("/sessions/{id}/captcha/tasks", s.handleCreateTask()) // idempotent by clientTaskId

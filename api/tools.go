@@ -93,5 +93,6 @@ func (s *Server) checkMerchant(u *url.URL) (merchantCheck, error) {
 	if sc := m.Trust.Score; sc != nil {
 		out.Reasons = append(out.Reasons, "Score "+strconv.Itoa(*sc)+" of 100: proceed from 70, caution from 40.")
 	}
+	out.Reasons = append(out.Reasons, evidenceReasons(m.Trust)...)
 	return out, nil
 }

@@ -47,6 +47,10 @@ func Assemble(rec trust.Records, now time.Time, payer trust.Payer) (*directory.S
 
 // assemble is Assemble for the snapshot that follows prev (nil for none), made by newSnap.
 func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directory.Snapshot, newSnap newSnapshot) (*directory.Snapshot, error) {
+	reports := make(map[string]*directory.Reports, len(rec.Reports))
+	for host, rs := range rec.Reports {
+		reports[host] = trust.Tally(rs, now)
+	}
 	// Scored on every processor: a method's trust is its own.
 	methods := make([]directory.Method, len(rec.Methods))
 	parallel.Each(len(rec.Methods), func(i int) {
@@ -63,6 +67,7 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 			Delivered: pay.Delivered,
 			Owner:     trust.OwnerOf(*r, probes),
 			Now:       now,
+			Reports:   reports[m.Hostname],
 		})
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
@@ -94,6 +99,7 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		slices.SortFunc(mr.Methods, func(a, b directory.MerchantEntry) int { return strings.Compare(a.Slug, b.Slug) })
 		pay := rec.Payments[host]
 		mr.Trust = trust.Merchant(trusts, rec.Overrides[host], now)
+		mr.Trust.Reports, mr.Trust.Demand = reports[host], rec.Demand[host]
 		mr.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		for _, o := range rec.HostProbes[host] {
 			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))

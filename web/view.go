@@ -179,6 +179,10 @@ type MerchantView struct {
 	Origin *OriginView
 	// Demand is present when a listing reports the use of the hostname's methods.
 	Demand *DemandView
+	// Reports and ServiceDemand are present when anything was reported of the
+	// seller, and when the service settled a payment with it in 30 days.
+	Reports       *ReportsView
+	ServiceDemand *ServiceDemandView
 }
 
 // DemandView is a hostname's organic demand as its listings report it, summed over
@@ -509,13 +513,15 @@ func (vs Views) merchantPage(snap *directory.Snapshot, v MerchantView, slugs []s
 // the page's frame, its methods and what their owner proofs counted.
 func merchantRecordView(mr directory.Merchant) MerchantView {
 	v := MerchantView{
-		Hostname:  mr.Hostname,
-		HostText:  hostText(mr.Hostname),
-		Providers: strings.Join(mr.Providers, ", "),
-		Trust:     trustView(mr.Trust, ""),
-		Stats:     statsView(mr.Stats),
-		Chart:     probeChart(mr.Probes, ""),
-		Delivery:  deliveryBar(mr.Stats),
+		Hostname:      mr.Hostname,
+		HostText:      hostText(mr.Hostname),
+		Providers:     strings.Join(mr.Providers, ", "),
+		Trust:         trustView(mr.Trust, ""),
+		Stats:         statsView(mr.Stats),
+		Chart:         probeChart(mr.Probes, ""),
+		Delivery:      deliveryBar(mr.Stats),
+		Reports:       reportsView(mr.Trust.Reports),
+		ServiceDemand: serviceDemandView(mr.Trust.Demand),
 	}
 	if d := mr.ListingDemand; d != nil {
 		v.Demand = &DemandView{Calls: strconv.FormatInt(d.Calls30d, 10), Payers: strconv.FormatInt(d.Payers30d, 10), Methods: strconv.Itoa(d.Methods)}

@@ -436,7 +436,8 @@ func TestDocument(t *testing.T) {
 		"precondition_failed", "precondition_required", "approval_required",
 		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type",
 		"payer_not_configured", "spending_limit_exceeded", "agent_paused", "host_not_allowed", "offer_not_payable",
-		"offer_names_payer", "price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused", "submission_rate_limited"}
+		"offer_names_payer", "price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused", "submission_rate_limited",
+		"payment_not_settled", "already_reported"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}
@@ -728,6 +729,10 @@ func TestSchemas(t *testing.T) {
 		"MethodDetail":                {detailBody},
 		"SearchItem":                  {withMember(withMember(listingItem, "similarity", 0.5), "rank_score", 0.61)},
 		"ListingDemand":               {`{"calls_30d": 1018, "unique_payers_30d": 641, "methods": 2}`},
+		"ReportDeliveryRequest":       {`{"outcome": "wrong", "reason": "stale"}`, `{"outcome": "delivered"}`},
+		"DeliveryReport":              {`{"paymentId": "` + uuid1 + `", "hostname": "api.seller.example", "outcome": "not_delivered", "reason": "no_answer", "reportedBy": "agent", "value": "0.01", "createdAt": "2026-11-20T08:00:00Z"}`},
+		"Reports":                     {`{"received": 6, "observed_not_delivered": 1, "counted": 2, "delivered": 1, "wrong": 0, "not_delivered": 1, "payers": 2, "paid": "0.07", "rates": {"delivered": 0.1429, "wrong": 0, "not_delivered": 0.8571}, "moves_score": false, "weeks": [{"week": "2026-11-16", "delivered": 1, "wrong": 0, "not_delivered": 1}]}`},
+		"ServiceDemand":               {`{"settled_30d": 12, "payers_30d": 5, "repeat_payers_30d": 3, "organic_payers_30d": 3}`},
 		"FacetValue":                  {`{"value": "true", "count": 90}`},
 		"Facets":                      {member(listBody, "facets"), `{"category": []}`},
 		"SnapshotRef":                 {snapshotRef},
@@ -889,6 +894,8 @@ func TestSchemas(t *testing.T) {
 		"Hostname":                 {`"API.onesource.io"`, `"api.onesource.io."`, `"a:80"`},
 		"Category":                 {`"Weather"`},
 		"Price":                    {`{"amount": 1000, "decimals": 6, "value": "0.001"}`, `{"amount": "1", "decimals": 6, "value": "0,1"}`},
+		"ReportDeliveryRequest":    {`{"outcome": "great"}`, `{"outcome": "wrong", "reason": "wrong_content", "note": "text"}`},
+		"ServiceDemand":            {`{"settled_30d": 0, "payers_30d": 1, "repeat_payers_30d": 0, "organic_payers_30d": 0}`},
 		"Stats":                    {`null`, `{"settled_payments": 42, "delivered": 41, "delivery_rate": 1.5}`},
 		"SourceListing": {`null`, `{"source": "x402-bazaar", "calls_30d": -1, "unique_payers_30d": 0, "last_called_at": null, "updated_at": null}`,
 			`{"source": "x402-bazaar"}`},

@@ -274,7 +274,7 @@ func withAuthenticated(ctx context.Context, cfg Config, log *slog.Logger, store 
 
 // newPayments is the payment service, sending payments through the sellers' client.
 func newPayments(cfg Config, log *slog.Logger, store *postgres.Store, sellers *outbound.Client) *payment.Service {
-	svc := &payment.Service{Store: store, Payer: cfg.Payment.Payer, Sender: sellers, Log: log, Lease: cfg.Payment.Lease,
+	svc := &payment.Service{Store: store, Reports: store, Payer: cfg.Payment.Payer, Sender: sellers, Log: log, Lease: cfg.Payment.Lease,
 		MaxAuthorization: cfg.Payment.MaxAuthorization}
 	if cfg.Payment.Chains != nil {
 		svc.Chain = cfg.Payment.Chains

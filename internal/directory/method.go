@@ -97,6 +97,10 @@ type Trust struct {
 	// verdict is unknown and nothing but the listing's word says what it asks to be
 	// paid (a listing without an offer says nothing). Absent once a probe is kept.
 	NotYetProbed bool `json:"not_yet_probed,omitempty"`
+	// Reports and Demand are the merchant record's: what payers reported of the
+	// seller's deliveries, and the use the service saw of it; absent without any.
+	Reports *Reports       `json:"reports,omitempty"`
+	Demand  *ServiceDemand `json:"service_demand,omitempty"`
 }
 
 // Owner is a proof of ownership: the payee that signed the origin (EIP-191, over

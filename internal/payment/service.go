@@ -61,6 +61,9 @@ type Service struct {
 	Log    *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Reports keeps the delivery reports on settled payments; without it none is
+	// taken.
+	Reports ReportStore
 	// Chain, when set, settles payments whose outcome is unknown from the chain's
 	// state; without it they stay unknown, counted in spend.
 	Chain Chain

@@ -6,7 +6,7 @@ import (
 
 // Fingerprint is a short text that changes whenever anything the directory snapshot is
 // built from changes: methods (added, edited, enabled or disabled), probes, settled
-// payments, overrides and origins. Each part reads an index, so it is cheap to ask often.
+// payments, delivery reports, overrides and origins. Each part reads an index, so it is cheap to ask often.
 func (s *Store) Fingerprint(ctx context.Context) (string, error) {
 	var fp string
 	err := s.pool.QueryRow(ctx, `
@@ -15,6 +15,7 @@ func (s *Store) Fingerprint(ctx context.Context) (string, error) {
 			(SELECT max(updated_at) FROM provider_methods),
 			(SELECT max(id) FROM probes),
 			(SELECT max(id) FROM settled_payments),
+			(SELECT max(id) FROM delivery_reports),
 			(SELECT max(id) FROM merchant_overrides),
 			(SELECT max(removed_at) FROM merchant_overrides),
 			(SELECT max(updated_at) FROM origins))`).Scan(&fp)

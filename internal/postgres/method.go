@@ -623,6 +623,9 @@ func (s *Store) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev [
 	if err != nil {
 		return rec, fail("directory payments", err)
 	}
+	if err := directoryReports(ctx, tx, &rec, now); err != nil {
+		return rec, err
+	}
 	return rec, nil
 }
 

@@ -138,6 +138,8 @@ const (
 	OriginNotAllowed       = "origin_not_allowed"
 	ManifestRefused        = "manifest_refused"
 	SubmissionRateLimited  = "submission_rate_limited"
+	PaymentNotSettled      = "payment_not_settled"
+	AlreadyReported        = "already_reported"
 )
 
 // Kind is what the table says of a code.
@@ -280,6 +282,12 @@ var kinds = map[string]Kind{
 	OverrideRequired: {http.StatusUnprocessableEntity, "Override required",
 		"The directory's verdict on this seller is avoid: a payment to it is approved only with an explicit override.",
 		"Read the seller's record; approve with overrideVerdict true only if you trust it anyway."},
+	PaymentNotSettled: {http.StatusConflict, "Payment not settled",
+		"A delivery report is about a payment the seller was paid: this one is still waiting, executing or unknown, or it failed, so there is nothing delivered or not to report. Nothing was recorded.",
+		"Wait until the payment settles (GET its payment, or wait on its request), then report; a failed payment moved no money and is never reported."},
+	AlreadyReported: {http.StatusConflict, "Already reported",
+		"This payment has its delivery report already, from its agent or its person: one report per payment, and the first stands.",
+		"Nothing to do: the seller's record counts the first report."},
 }
 
 // Lookup returns what the table says of code.

@@ -38,6 +38,10 @@ type Records struct {
 	Payments   map[string]Payments
 	// Origins are the hostnames listed by their own origin (listed or stale).
 	Origins map[string]*directory.OriginListing
+	// Reports are each hostname's delivery evidence (see Tally), and Demand the use
+	// the service saw of it over 30 days.
+	Reports map[string][]ReportRecord
+	Demand  map[string]*directory.ServiceDemand
 }
 
 // RecordStore reads the records a directory snapshot is built from.
