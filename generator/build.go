@@ -98,7 +98,7 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		for _, o := range rec.HostProbes[host] {
 			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))
 		}
-		mr.Origin = rec.Origins[host]
+		mr.Origin = ownOrigin(rec.Origins[host], rec.Methods, idx)
 		merchants = append(merchants, mr)
 	}
 	return newSnap(prev, now, methods, merchants)
