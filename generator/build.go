@@ -101,5 +101,6 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		mr.Origin = ownOrigin(rec.Origins[host], rec.Methods, idx)
 		merchants = append(merchants, mr)
 	}
+	flagLookalikes(rec.Listed, methods, merchants, byHost)
 	return newSnap(prev, now, methods, merchants)
 }

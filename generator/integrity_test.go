@@ -81,6 +81,9 @@ func TestAnOriginOnAnotherPortNeitherDelistsNorSpeaksForItsNeighbours(t *testing
 		}
 		return urls, mr
 	}
+	if rec, err := store.DirectoryRecords(ctx, now); err != nil || rec.Listed["localhost"].IsZero() {
+		t.Errorf("when localhost was first listed: %v (%v)", rec.Listed, err)
+	}
 	urls, mr := listed()
 	if !slices.Equal(urls, []string{a, b, x}) {
 		t.Errorf("listed after an origin on another port: %v, want the neighbours and the origin's own item", urls)

@@ -97,6 +97,9 @@ type Trust struct {
 	// verdict is unknown and nothing but the listing's word says what it asks to be
 	// paid (a listing without an offer says nothing). Absent once a probe is kept.
 	NotYetProbed bool `json:"not_yet_probed,omitempty"`
+	// Lookalike is present when the seller resembles an established one (see
+	// Lookalike): capped at caution while it stands.
+	Lookalike *Lookalike `json:"lookalike,omitempty"`
 }
 
 // Owner is a proof of ownership: the payee that signed the origin (EIP-191, over

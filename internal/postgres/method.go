@@ -613,6 +613,10 @@ func (s *Store) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev [
 		return rec, fail("directory origins", err)
 	}
 
+	if rec.Listed, err = merchantsListed(ctx, tx); err != nil {
+		return rec, err
+	}
+
 	rows, _ = tx.Query(ctx, `
 		SELECT hostname, count(*), count(*) FILTER (WHERE delivered)
 		FROM settled_payments GROUP BY hostname`)

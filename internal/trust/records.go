@@ -38,6 +38,8 @@ type Records struct {
 	Payments   map[string]Payments
 	// Origins are the hostnames listed by their own origin (listed or stale).
 	Origins map[string]*directory.OriginListing
+	// Listed is when each hostname was first listed, for the look-alike rule.
+	Listed map[string]time.Time
 }
 
 // RecordStore reads the records a directory snapshot is built from.
