@@ -21,7 +21,7 @@ func (s *Server) addDirectoryTools(srv *mcp.Server) {
 		Description: "One method of the directory by its slug: how to call it (request, example), what it answers, and how to pay it, with its trust verdict."},
 		s.toolMethod)
 	addTool(srv, &mcp.Tool{Name: "check_merchant", Title: "Check a merchant", Annotations: directoryRead(),
-		Description: "The directory's trust record for a seller's hostname: the advisory verdict and score, the last probes, settled-payment stats, what paying agents reported of its deliveries, the use the service saw of it, and its methods. Advisory: it never authorises a payment."},
+		Description: "The directory's trust record for a seller's hostname: the advisory verdict and score, the last probes, settled-payment stats, what paying agents reported of its deliveries, the use the service saw of it, its methods, and whether it resembles an established seller (lookalike). Advisory: it never authorises a payment."},
 		s.toolMerchant)
 	addTool(srv, &mcp.Tool{Name: "list_categories", Title: "List categories", Annotations: directoryRead(),
 		Description: "The directory's categories with how many methods each holds, to narrow a search."},
@@ -127,6 +127,8 @@ type merchantOut struct {
 	// the seller's deliveries, and the use the service saw of it.
 	Reports *directory.Reports       `json:"reports,omitempty" jsonschema:"what paying agents and their people reported of its deliveries, with the paid calls the service recorded as not delivered; one person's reports count once a day, weighed by what was paid"`
 	Demand  *directory.ServiceDemand `json:"serviceDemand,omitempty" jsonschema:"payments the service settled with it over 30 days and the people they came from; payers of one call count a quarter in organic_payers_30d"`
+	// Lookalike is the trust block's look-alike flag, when the seller has one.
+	Lookalike *directory.Lookalike `json:"lookalike,omitempty" jsonschema:"present when the seller's hostname or provider name resembles an established seller's (resembles: whom, by which signal); while cleared is null the verdict is capped at caution: check you are paying the seller you meant"`
 }
 
 func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in merchantIn) (*mcp.CallToolResult, merchantOut, error) {
@@ -152,6 +154,7 @@ func (s *Server) toolMerchant(ctx context.Context, _ *mcp.CallToolRequest, in me
 	if o := m.Trust.Override; o != nil {
 		out.Override = o.Verdict + ": " + o.Reason
 	}
+	out.Lookalike = m.Trust.Lookalike
 	if p := m.Trust.Probe; p != nil {
 		out.LastProbe = p.Outcome + " at " + p.ProbedAt.UTC().Format(time.RFC3339)
 	}

@@ -104,8 +104,9 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 		for _, o := range rec.HostProbes[host] {
 			mr.Probes = append(mr.Probes, trust.ProbeRecord(o))
 		}
-		mr.Origin = rec.Origins[host]
+		mr.Origin = ownOrigin(rec.Origins[host], rec.Methods, idx)
 		merchants = append(merchants, mr)
 	}
+	flagLookalikes(rec.Listed, methods, merchants, byHost)
 	return newSnap(prev, now, methods, merchants)
 }

@@ -95,6 +95,8 @@ type TrustView struct {
 	Override              *OverrideView
 	// Owner is the seller's proof that it owns the origin listing the method.
 	Owner *OwnerView
+	// Lookalike is present when the seller resembles an established one.
+	Lookalike *LookalikeView
 	// RuleSteps and RuleNotes are the scoring rule: its numbered steps, then the rest.
 	RuleSteps, RuleNotes []string
 }
@@ -778,6 +780,7 @@ func scoreText(t directory.Trust, long bool) string {
 func trustView(t directory.Trust, kind string) TrustView {
 	v := TrustView{Verdict: t.Verdict, VerdictMeaning: verdictReason(t), Score: scoreText(t, true)}
 	v.RuleSteps, v.RuleNotes = ruleText(trust.Rule)
+	v.Lookalike = lookalikeView(t.Lookalike)
 	if o := t.Owner; o != nil && o.Verified {
 		v.Owner = &OwnerView{PayTo: o.PayTo, Origin: o.Origin, Points: o.Points}
 	}

@@ -101,6 +101,9 @@ type Trust struct {
 	// seller's deliveries, and the use the service saw of it; absent without any.
 	Reports *Reports       `json:"reports,omitempty"`
 	Demand  *ServiceDemand `json:"service_demand,omitempty"`
+	// Lookalike is present when the seller resembles an established one (see
+	// Lookalike): capped at caution while it stands.
+	Lookalike *Lookalike `json:"lookalike,omitempty"`
 }
 
 // Owner is a proof of ownership: the payee that signed the origin (EIP-191, over

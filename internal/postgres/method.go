@@ -481,14 +481,15 @@ func nullInt(v int) *int {
 const HostProbeLimit = 20
 
 // directoryMethods is where the directory's methods are read from: the enabled ones,
-// but a listing's copies of a hostname its own origin lists (the owner's word stands
-// over a listing's copies).
+// but a listing's copies on an origin that lists itself (the owner's word stands over
+// a listing's copies). The word covers that origin alone: a copy on another port or
+// scheme of the hostname is a neighbour the origin never proved, and stays.
 const directoryMethods = `
 	FROM provider_methods m JOIN providers p ON p.id = m.provider_id
 		LEFT JOIN origins o ON o.id = m.origin_id AND m.source = 'origin'
 	WHERE m.enabled
 		AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins lo
-			WHERE lo.hostname = m.hostname AND lo.status <> 'delisted'))`
+			WHERE lo.origin = m.endpoint_origin AND lo.status <> 'delisted'))`
 
 // methodVersion names the versions of the rows a method's record is read from (its
 // own, its provider's and its origin's): any change to one is a new version of it.
@@ -610,6 +611,10 @@ func (s *Store) DirectoryRecordsAfter(ctx context.Context, now time.Time, prev [
 	})
 	if err != nil {
 		return rec, fail("directory origins", err)
+	}
+
+	if rec.Listed, err = merchantsListed(ctx, tx); err != nil {
+		return rec, err
 	}
 
 	rows, _ = tx.Query(ctx, `

@@ -25,7 +25,7 @@ func (s *Store) ProbeTargets(ctx context.Context, before time.Time) ([]trust.Tar
 		WHERE m.enabled AND (last.probed_at IS NULL OR last.probed_at < $1)
 			-- a listing's copy its origin's own listing hides is not listed: not probed
 			AND NOT (m.source = 'x402-bazaar' AND EXISTS (SELECT 1 FROM origins o
-				WHERE o.hostname = m.hostname AND o.status <> 'delisted'))
+				WHERE o.origin = m.endpoint_origin AND o.status <> 'delisted'))
 		ORDER BY m.hostname, m.id`, before)
 	targets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trust.Target, error) {
 		var t trust.Target

@@ -42,6 +42,8 @@ type Records struct {
 	// the service saw of it over 30 days.
 	Reports map[string][]ReportRecord
 	Demand  map[string]*directory.ServiceDemand
+	// Listed is when each hostname was first listed, for the look-alike rule.
+	Listed map[string]time.Time
 }
 
 // RecordStore reads the records a directory snapshot is built from.
