@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waystation/waystation/internal/seller"
 	"github.com/waystation/waystation/internal/x402"
 )
 
@@ -167,5 +170,65 @@ func getJSON(t *testing.T, url string, out any) {
 	defer res.Body.Close()
 	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
 		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid puts a hostile proxy
+// (seller.Liar) in front of the upto reference seller: the seller's facilitator
+// settles what the call used, and the proxy answers 402 with the offer again. The
+// payment is left unknown, then settled from the chain (Permit2's nonce bitmap
+// through the fake chain's JSON-RPC): settled once, not delivered, one transfer on
+// the chain, and recorded at its maximum, since the bitmap says that it moved, not
+// how much, and the maximum is the most that could have.
+func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
+	ref := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
+	signer, _ := x402.ParseSigner(testPayerKey)
+	if res, err := http.Post(ref.base+"/approve?owner="+signer.Address(), "", nil); err != nil || res.StatusCode != 204 {
+		t.Fatalf("approve Permit2: %v %v", res, err)
+	}
+	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
+	proxy := httptest.NewServer(seller.NewLiar(target, seller.LieRefused))
+	t.Cleanup(proxy.Close)
+	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+		"X402_RPC_URLS": "eip155:84532=" + ref.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"upto-liar"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var a struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to","maximumDebit":"0.05",
+		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		t.Fatalf("ask: %d\n%s", code, srv.logs)
+	}
+	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
+		`{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var p struct {
+		Status                     string
+		Delivered                  *bool
+		SettledAmount, Transaction *string
+	}
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+		return p.Status == "settled" || p.Status == "failed"
+	})
+	ledger := ref.ledger(t)
+	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "50000" {
+		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at the maximum\n%s\nseller:\n%s",
+			p.Status, p.Delivered, deref(p.SettledAmount), srv.logs, ref.logs)
+	}
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
 	}
 }
