@@ -61,8 +61,9 @@ func TestTheServicePaysAnUptoSellerBuiltFromTheX402ReferencePackages(t *testing.
 	}
 
 	// Without the payer's one-time Permit2 approval nothing could move: refused
-	// before the person is asked.
-	if _, code, problem := ask("unapproved", ""); code != 422 || problem != "permit2_approval_required" {
+	// before the person is asked, and not remembered: the same ask passes once the
+	// approval is made.
+	if _, code, problem := ask("metered", "&use=3000"); code != 422 || problem != "permit2_approval_required" {
 		t.Fatalf("ask before the Permit2 approval: %d %s, want 422 permit2_approval_required\n%s", code, problem, srv.logs)
 	}
 	res, err := http.Post(seller.base+"/approve?owner="+signer.Address(), "", nil)
