@@ -1,6 +1,7 @@
 // Package payment is the domain of paying sellers: an agent asks to pay for one exact
 // HTTP request, the person approves the payment on its page, and the service signs
-// and sends it itself (x402's exact scheme), within the spending limits the person
+// and sends it itself (x402's exact scheme, or upto, whose maximum is approved and
+// counted until what it moved is known), within the spending limits the person
 // set for the agent. The payer's key stays in the Payer: nothing else here holds it,
 // and no payment, event, artifact or error carries key or signature material.
 package payment

@@ -193,8 +193,9 @@ func (s *Service) now() time.Time {
 const maxOfferRead = 256 << 10
 
 // Ask reads the seller's offer for the agent's request and raises an
-// authorize_payment request for it: only an exact offer the payer can pay, at most
-// the agent's maximumDebit, within the agent's limits.
+// authorize_payment request for it: only an offer one of the payer's families can
+// pay, whose price (or, upto, whose maximum) is at most the agent's maximumDebit,
+// within the agent's limits.
 func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a Ask, v Verdict, maxEvents int) (Payment, request.Request, error) {
 	if err := s.CheckPayer(); err != nil {
 		return Payment{}, request.Request{}, err
