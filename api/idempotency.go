@@ -140,12 +140,14 @@ func (s *Server) idempotencyKey(next http.Handler) http.Handler {
 }
 
 // mayPass reports whether a refusal may pass on a retry with the same body: a rate
-// or a quota, a spending limit the person may raise, a seller's offer that may change.
+// or a quota, a spending limit the person may raise, a seller's offer that may change,
+// a Permit2 approval the operator may make.
 // Such answers are not remembered.
 func mayPass(code string) bool {
 	switch code {
 	case problem.RateLimited, problem.QuotaExceeded, problem.SpendingLimitExceeded, problem.AgentPaused,
-		problem.HostNotAllowed, problem.OfferNotPayable, problem.OfferNamesPayer, problem.PriceAboveMaximum:
+		problem.HostNotAllowed, problem.OfferNotPayable, problem.OfferNamesPayer, problem.PriceAboveMaximum,
+		problem.Permit2ApprovalRequired:
 		return true
 	}
 	return false

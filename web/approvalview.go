@@ -154,6 +154,13 @@ func paymentView(pay *payment.Payment, lim *payment.LimitsAndSpend) *PaymentView
 	if v.StatusLabel == "" {
 		v.StatusLabel = pay.Status
 	}
+	if o.UpTo() {
+		// The person approves the maximum; the seller settles what the call used.
+		v.Amount = "up to " + v.Amount
+	}
+	if pay.SettledValue != nil {
+		v.Amount = pay.SettledValue.String() + " " + o.Symbol + " paid, of " + v.Amount
+	}
 	if pay.Status == payment.StatusSettled && pay.Delivered != nil && !*pay.Delivered {
 		v.StatusLabel = "Paid, and the seller did not deliver: the chain shows the money moved, and the seller " + answered(pay.Answer) +
 			". It counts in the seller's record as a paid call not delivered."

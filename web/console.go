@@ -206,8 +206,16 @@ func ledgerRows(entries []payment.LedgerEntry) ([]SpendRow, payment.Micros) {
 		if e.RequestID != "" {
 			r.RequestURL = requestURL(e.RequestID)
 		}
+		if e.UpTo {
+			r.Amount = "up to " + r.Amount
+		}
+		paid := e.Value
+		if e.Settled != nil {
+			paid = *e.Settled
+			r.Amount = e.Settled.String() + " " + e.Symbol + " of " + r.Amount
+		}
 		if e.Status == payment.StatusSettled {
-			settled += e.Value
+			settled += paid
 		}
 		rows = append(rows, r)
 	}

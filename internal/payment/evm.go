@@ -63,7 +63,7 @@ func (e evm) Pays(network, asset string) bool {
 }
 
 // Quote needs the token's EIP-712 domain, which the signature is made over.
-func (evm) Quote(o x402.Offer) (Quote, error) {
+func (evm) Quote(_ context.Context, o x402.Offer) (Quote, error) {
 	if _, err := x402.DomainOf(o); err != nil {
 		return Quote{}, err
 	}
@@ -99,6 +99,8 @@ func (e evm) sign(p Payment) (x402.ExactPayload, error) {
 		ValidAfter: strconv.FormatInt(p.ValidAfter, 10), ValidBefore: strconv.FormatInt(p.ValidBefore, 10),
 		Nonce: "0x" + hex.EncodeToString(p.Nonce)})
 }
+
+func (evm) Moved(Payment, *x402.Settlement) string { return "" }
 
 func (e evm) Reads() bool { return e.chain != nil }
 

@@ -32,7 +32,7 @@ type Family interface {
 	Pays(network, asset string) bool
 	// Quote checks that the payer can sign o as it stands, before the person is
 	// asked, and says what it is worth; an error when it cannot be paid.
-	Quote(o x402.Offer) (Quote, error)
+	Quote(ctx context.Context, o x402.Offer) (Quote, error)
 	// Window is how long a payment on network signed at now for life may be
 	// settled, and what it is signed with; a refusal when it cannot be signed now.
 	Window(ctx context.Context, network string, now time.Time, life time.Duration) (Window, error)
@@ -41,6 +41,10 @@ type Family interface {
 	// again is the one that may already have settled. A refusal when the family
 	// cannot sign p.
 	Sign(p Payment) (http.Header, error)
+	// Moved is what p moved when it settled, in atomic units, given the seller's
+	// settlement answer st (nil when none came, or the chain told): "" when it is
+	// always the offer's amount (exact); never more than the amount signed.
+	Moved(p Payment, st *x402.Settlement) string
 	// Reads reports whether the family reads its chains at all, so that payments
 	// whose outcome is unknown can be settled.
 	Reads() bool
@@ -52,8 +56,10 @@ type Family interface {
 // families is the registry of the chain families the service pays on, in the order
 // the payer's networks are listed: one line each.
 func (p *Payer) families(chain Chain) []Family {
+	p2, _ := chain.(Permit2)
 	return []Family{
 		evm{payer: p, chain: chain},
+		evmUpto{evm: evm{payer: p, chain: chain}, permit2: p2},
 		svm{payer: p},
 	}
 }
@@ -76,6 +82,8 @@ type Quote struct {
 	Value  Micros
 	Symbol string
 	Named  []string
+	// UpTo says that Value is a maximum: the seller settles what the call used.
+	UpTo bool
 }
 
 // errNoValue is an offer in a token the service does not count in dollars.
@@ -83,7 +91,7 @@ var errNoValue = errors.New("payment: the offer's asset has no dollar value")
 
 // quote is o's worth for a family whose tokens are in x402's asset table.
 func quote(o x402.Offer, named ...string) (Quote, error) {
-	v, ok := Value(o.Network, o.Asset, o.Amount)
+	v, ok := Value(o.Network, o.Asset, o.Most())
 	if !ok {
 		return Quote{}, errNoValue
 	}

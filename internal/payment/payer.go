@@ -9,8 +9,8 @@ import (
 )
 
 // Payer is what the service pays with: the keys' signers and the networks the
-// operator funds each on (CAIP-2). It pays USDC there, by the exact scheme: on EVM
-// networks with Signer, on Solana with Solana, whose transactions take a recent
+// operator funds each on (CAIP-2). It pays USDC there, by the exact scheme (and on
+// EVM networks by upto too): on EVM networks with Signer, on Solana with Solana, whose transactions take a recent
 // blockhash from Blockhashes. Each family of chains reads its own key here (see
 // families).
 type Payer struct {

@@ -1,6 +1,7 @@
 // Package payment is the domain of paying sellers: an agent asks to pay for one exact
 // HTTP request, the person approves the payment on its page, and the service signs
-// and sends it itself (x402's exact scheme), within the spending limits the person
+// and sends it itself (x402's exact scheme, or upto, whose maximum is approved and
+// counted until what it moved is known), within the spending limits the person
 // set for the agent. The payer's key stays in the Payer: nothing else here holds it,
 // and no payment, event, artifact or error carries key or signature material.
 package payment
@@ -288,6 +289,10 @@ type Offer struct {
 	Resource          string `json:"resource"`
 }
 
+// UpTo reports whether o's amount is a maximum: the seller settles what the call
+// used, up to it (x402's upto scheme).
+func (o Offer) UpTo() bool { return o.Scheme == x402.SchemeUpto }
+
 // Same reports whether o asks exactly what approved asked: the version, scheme,
 // network, asset, payee and amount.
 func (o Offer) Same(approved Offer) bool {
@@ -313,24 +318,29 @@ const Avoid = "avoid"
 // the signature: the service signs at the moment it sends, and a signature made
 // again is the same one.
 type Payment struct {
-	ID           string     `json:"id"`
-	RequestID    string     `json:"requestId"`
-	SessionID    string     `json:"sessionId"`
-	AgentID      string     `json:"agentId"`
-	UserID       string     `json:"-"`
-	Status       string     `json:"status"`
-	Failure      *string    `json:"failure"`
-	Host         string     `json:"hostname"`
-	HTTPRequest  Envelope   `json:"httpRequest"`
-	Offer        Offer      `json:"offer"`
-	MaximumDebit Micros     `json:"maximumDebit"`
-	Verdict      Verdict    `json:"merchant"`
-	Override     bool       `json:"overrideVerdict"`
-	Payer        string     `json:"payer"`
-	Transaction  *string    `json:"transaction"`
-	CreatedAt    time.Time  `json:"createdAt"`
-	SignedAt     *time.Time `json:"signedAt"`
-	SettledAt    *time.Time `json:"settledAt"`
+	ID           string   `json:"id"`
+	RequestID    string   `json:"requestId"`
+	SessionID    string   `json:"sessionId"`
+	AgentID      string   `json:"agentId"`
+	UserID       string   `json:"-"`
+	Status       string   `json:"status"`
+	Failure      *string  `json:"failure"`
+	Host         string   `json:"hostname"`
+	HTTPRequest  Envelope `json:"httpRequest"`
+	Offer        Offer    `json:"offer"`
+	MaximumDebit Micros   `json:"maximumDebit"`
+	Verdict      Verdict  `json:"merchant"`
+	Override     bool     `json:"overrideVerdict"`
+	Payer        string   `json:"payer"`
+	Transaction  *string  `json:"transaction"`
+	// SettledAmount and SettledValue are what a settled upto payment moved (atomic
+	// units, dollars): its offer's amount and value are the maximum approved. Nil
+	// for exact payments, and until an upto one settles.
+	SettledAmount *string    `json:"settledAmount,omitempty"`
+	SettledValue  *Micros    `json:"settledValue,omitempty"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	SignedAt      *time.Time `json:"signedAt"`
+	SettledAt     *time.Time `json:"settledAt"`
 	// What the store keeps for signing and sending, never shown.
 	Nonce       []byte          `json:"-"`
 	ValidAfter  int64           `json:"-"`
@@ -361,13 +371,17 @@ var (
 // where, by which agent, how it ended, and the receipt (transaction, the SHA-256 of
 // the seller's answer).
 type LedgerEntry struct {
-	PaymentID      string
-	SessionID      string
-	RequestID      string
-	Agent          string
-	Host           string
-	PayTo          string
-	Value          Micros
+	PaymentID string
+	SessionID string
+	RequestID string
+	Agent     string
+	Host      string
+	PayTo     string
+	Value     Micros
+	// Settled is what a settled upto payment moved, Value being its maximum; nil
+	// otherwise.
+	Settled        *Micros
+	UpTo           bool
 	Symbol         string
 	Network        string
 	Status         string

@@ -51,6 +51,9 @@ type Outcome struct {
 	Delivered   bool
 	Transaction string
 	Receipt     request.Receipt
+	// Moved is what a settled upto payment moved, in atomic units; "" when it
+	// moved its offer's amount.
+	Moved string
 }
 
 // Service asks for payments and carries out the approved ones.
@@ -193,8 +196,9 @@ func (s *Service) now() time.Time {
 const maxOfferRead = 256 << 10
 
 // Ask reads the seller's offer for the agent's request and raises an
-// authorize_payment request for it: only an exact offer the payer can pay, at most
-// the agent's maximumDebit, within the agent's limits.
+// authorize_payment request for it: only an offer one of the payer's families can
+// pay, whose price (or, upto, whose maximum) is at most the agent's maximumDebit,
+// within the agent's limits.
 func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a Ask, v Verdict, maxEvents int) (Payment, request.Request, error) {
 	if err := s.CheckPayer(); err != nil {
 		return Payment{}, request.Request{}, err
@@ -230,7 +234,7 @@ func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a
 	n := request.New{ClientRequestID: a.ClientRequestID, Kind: request.KindAuthorizePayment, TTLSeconds: ttl,
 		Context: request.Context{URL: a.HTTPRequest.URL, MerchantName: host, Reason: a.Reason},
 		Params: request.Params{
-			Summary: "Pay " + offer.Value.String() + " " + offer.Symbol + " to " + host + " for " + a.HTTPRequest.Method + " " + a.HTTPRequest.URL,
+			Summary: "Pay " + upTo(offer.upTo) + offer.Value.String() + " " + offer.Symbol + " to " + host + " for " + a.HTTPRequest.Method + " " + a.HTTPRequest.URL,
 			Amount:  offer.Value.String(), Currency: offer.Symbol, Recipient: offer.PayTo, Verdict: v.Verdict,
 		}}
 	if n.TTLSeconds == nil {
@@ -244,10 +248,19 @@ func (s *Service) Ask(ctx context.Context, p auth.Principal, sessionID string, a
 	return s.Store.CreatePayment(ctx, p, sessionID, pay, n, maxEvents)
 }
 
+// upTo is how a summary says that the amount is a maximum.
+func upTo(maximum bool) string {
+	if maximum {
+		return "up to "
+	}
+	return ""
+}
+
 type readOffer struct {
 	Offer
 	raw    x402.Offer
 	family Family
+	upTo   bool
 }
 
 // offer sends the envelope without payment and reads the offer the payer can pay.
@@ -271,6 +284,7 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 	}
 	fs := s.families()
 	namesPayer := false
+	var unapproved error
 	for _, o := range offers {
 		network := x402.NormalizeNetwork(o.Network)
 		f := familyOf(fs, network, o.Scheme)
@@ -278,7 +292,10 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 			continue
 		}
 		// What the signer needs must be there before the person is asked.
-		q, err := f.Quote(o)
+		q, err := f.Quote(ctx, o)
+		if problem.CodeOf(err) == problem.Permit2ApprovalRequired && unapproved == nil {
+			unapproved = err
+		}
 		if err != nil {
 			continue
 		}
@@ -287,13 +304,16 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 			continue
 		}
 		return readOffer{Offer: Offer{Version: o.Version, Scheme: o.Scheme, Network: network, Asset: o.Asset,
-			Symbol: q.Symbol, PayTo: o.PayTo, Amount: o.Amount, Value: q.Value, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource},
-			raw: o, family: f}, nil
+			Symbol: q.Symbol, PayTo: o.PayTo, Amount: o.Most(), Value: q.Value, MaxTimeoutSeconds: o.MaxTimeoutSeconds, Resource: o.Resource},
+			raw: o, family: f, upTo: q.UpTo}, nil
+	}
+	if unapproved != nil {
+		return readOffer{}, unapproved
 	}
 	if namesPayer {
 		return readOffer{}, problem.New(problem.OfferNamesPayer, "The seller's offer names this server's own payer as its payee or fee payer: it is not paid.")
 	}
-	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact, in USDC, on "+networks(fs)+".")
+	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact (or upto on EVM networks), in USDC, on "+networks(fs)+".")
 }
 
 // DefaultMaxAuthorization is how long a signed authorization is valid at most,
@@ -492,10 +512,10 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		Network: p.Offer.Network, PayTo: p.Offer.PayTo, Response: &answer}
 	switch st := o.Settlement; {
 	case st != nil && st.Success:
-		o.Status, o.Transaction, o.Delivered = StatusSettled, st.Transaction, resp.StatusCode < 300
+		o.Status, o.Transaction, o.Delivered, o.Moved = StatusSettled, st.Transaction, resp.StatusCode < 300, f.Moved(p, st)
 	case resp.StatusCode < 300:
 		// Delivered without a settlement answer: the seller took the payment.
-		o.Status, o.Delivered = StatusSettled, true
+		o.Status, o.Delivered, o.Moved = StatusSettled, true, f.Moved(p, nil)
 	default:
 		// A refusal, an error or garbage says nothing of the authorization that
 		// left: a seller may settle it and answer 402 all the same. Only the chain
@@ -503,6 +523,7 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		return s.unknown(ctx, p, Outcome{Receipt: o.Receipt}, "the seller answered "+strconv.Itoa(resp.StatusCode)+" without a settlement")
 	}
 	o.Receipt.Status, o.Receipt.Delivered = o.Status, &o.Delivered
+	o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(p, o.Moved)
 	if o.Transaction != "" {
 		o.Receipt.Transaction = &o.Transaction
 	}
@@ -512,6 +533,17 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 
 func (s *Service) fail(ctx context.Context, p Payment, why string) error {
 	return s.Store.Finish(ctx, p, Outcome{Status: StatusFailed, Failure: why, Receipt: s.receipt(p, StatusFailed, why)})
+}
+
+// settled is what the receipt says p moved, moved atomic units: nil for a payment
+// that always moves its offer's amount.
+func (s *Service) settled(p Payment, moved string) (amount, value *string) {
+	if moved == "" {
+		return nil, nil
+	}
+	v, _ := Value(p.Offer.Network, p.Offer.Asset, moved)
+	vs := v.String()
+	return &moved, &vs
 }
 
 // receipt is p's receipt without the seller's answer.
@@ -578,6 +610,10 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 	case ev.Used:
 		log.Info("payment settled, as the chain shows", "answered", p.Answer != nil)
 		o := Outcome{Status: StatusSettled, Transaction: tx, Receipt: s.receipt(*p, StatusSettled, "")}
+		if f := s.family(p.Offer); f != nil {
+			o.Moved = f.Moved(*p, nil)
+		}
+		o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(*p, o.Moved)
 		// Paid, and the seller answered something else than what was paid for, or
 		// nothing the service received: nothing was delivered.
 		o.Receipt.Response, o.Receipt.Delivered = p.Answer, &o.Delivered

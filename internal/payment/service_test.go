@@ -184,7 +184,7 @@ func (*fakeChain) Pays(network, asset string) bool {
 	return network == "eip155:8453" && strings.EqualFold(asset, testUSDC)
 }
 
-func (c *fakeChain) Quote(o x402.Offer) (Quote, error) {
+func (c *fakeChain) Quote(_ context.Context, o x402.Offer) (Quote, error) {
 	if c.quoteErr != nil {
 		return Quote{}, c.quoteErr
 	}
@@ -204,6 +204,8 @@ func (c *fakeChain) Sign(p Payment) (http.Header, error) {
 	}
 	return http.Header{http.CanonicalHeaderKey(x402.HeaderPaymentV2): {"signed " + p.ID}}, nil
 }
+
+func (*fakeChain) Moved(Payment, *x402.Settlement) string { return "" }
 
 func (c *fakeChain) Reads() bool { return c.reads }
 

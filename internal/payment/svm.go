@@ -73,7 +73,7 @@ func (s svm) Pays(network, asset string) bool {
 
 // Quote needs a fee payer that is a public key, the network's USDC and an amount a
 // token transfer holds; the fee payer is named.
-func (svm) Quote(o x402.Offer) (Quote, error) {
+func (svm) Quote(_ context.Context, o x402.Offer) (Quote, error) {
 	t, err := x402.SVMTermsOf(o)
 	if err != nil {
 		return Quote{}, err
@@ -116,6 +116,8 @@ func (s svm) sign(p Payment) (x402.ExactSVMPayload, error) {
 	}
 	return s.payer.Solana.Sign(t, p.Blockhash, p.Nonce)
 }
+
+func (svm) Moved(Payment, *x402.Settlement) string { return "" }
 
 func (s svm) Reads() bool { return s.payer != nil && s.payer.Landings != nil }
 

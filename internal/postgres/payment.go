@@ -34,7 +34,8 @@ const paymentStatus = `CASE WHEN p.status <> 'pending' THEN p.status
 const paymentColumns = `p.id, coalesce(p.request_id::text, ''), coalesce(p.session_id::text, ''), p.agent_id, p.user_id,
 	` + paymentStatus + `, p.failure, p.hostname, p.http_request, p.offer, p.raw_offer, p.maximum_debit, p.merchant, p.override,
 	p.payer, p.transaction, p.created_at, p.signed_at, p.settled_at, p.nonce, coalesce(p.valid_after, 0),
-	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), p.attempts, p.delivered, p.answer`
+	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), p.attempts, p.delivered, p.answer,
+	p.settled_amount, p.settled_value`
 
 const paymentFrom = ` FROM payments p LEFT JOIN requests r ON r.id = p.request_id`
 
@@ -42,9 +43,11 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 	var p payment.Payment
 	var env, offer, raw, merchant, answer []byte
 	var maxDebit int64
+	var settledValue *int64
 	err := row.Scan(&p.ID, &p.RequestID, &p.SessionID, &p.AgentID, &p.UserID, &p.Status, &p.Failure, &p.Host, &env, &offer, &raw,
 		&maxDebit, &merchant, &p.Override, &p.Payer, &p.Transaction, &p.CreatedAt, &p.SignedAt, &p.SettledAt, &p.Nonce,
-		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &p.Attempts, &p.Delivered, &answer)
+		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &p.Attempts, &p.Delivered, &answer,
+		&p.SettledAmount, &settledValue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, payment.ErrNotFound
 	}
@@ -52,6 +55,10 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 		return p, err
 	}
 	p.MaximumDebit = payment.Micros(maxDebit)
+	if settledValue != nil {
+		v := payment.Micros(*settledValue)
+		p.SettledValue = &v
+	}
 	if p.Status != payment.StatusSettled {
 		p.Delivered = nil // said of a settled payment only
 	}
@@ -66,6 +73,10 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 	}
 	return p, nil
 }
+
+// spent is what a payment counts in spend: the maximum approved until an upto
+// payment's settled value is known, then that.
+const spent = `coalesce(settled_value, value)`
 
 // spendCounts holds for the payments an agent's spend counts: every payment the
 // service took, unknown ones too, unless the seller refused it, it was never signed,
@@ -93,7 +104,7 @@ func limits(ctx context.Context, q rowQuerier, agentID string, now time.Time) (p
 	}
 	day, month := payment.Periods(now)
 	var today, thisMonth int64
-	err = row(`SELECT coalesce(sum(value) FILTER (WHERE taken_at >= $2), 0), coalesce(sum(value), 0)
+	err = row(`SELECT coalesce(sum(`+spent+`) FILTER (WHERE taken_at >= $2), 0), coalesce(sum(`+spent+`), 0)
 		FROM payments WHERE agent_id = $1 AND taken_at >= $3 AND `+spendCounts,
 		agentID, day, month).Scan(&today, &thisMonth)
 	out.Spent = payment.Spend{Today: payment.Micros(today), ThisMonth: payment.Micros(thisMonth)}
@@ -401,10 +412,21 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 	if o.Status == payment.StatusSettled {
 		delivered = &o.Delivered
 	}
+	var movedAmount *string
+	var movedValue *int64
+	if o.Status == payment.StatusSettled && o.Moved != "" {
+		v, ok := payment.Value(pay.Offer.Network, pay.Offer.Asset, o.Moved)
+		if !ok || v > pay.Offer.Value {
+			v = pay.Offer.Value
+		}
+		n := int64(v)
+		movedAmount, movedValue = &o.Moved, &n
+	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE payments SET status = $2, failure = $3, settlement = $4, transaction = $5, delivered = $6,
-			settled_at = CASE WHEN $2 = 'settled' THEN now() END, answer = coalesce($7, answer)
-		WHERE id = $1`, pay.ID, o.Status, failure, settlement, txHash, delivered, answer); err != nil {
+			settled_at = CASE WHEN $2 = 'settled' THEN now() END, answer = coalesce($7, answer),
+			settled_amount = $8, settled_value = $9
+		WHERE id = $1`, pay.ID, o.Status, failure, settlement, txHash, delivered, answer, movedAmount, movedValue); err != nil {
 		return err
 	}
 	if o.Status == payment.StatusSettled {
@@ -421,7 +443,7 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 		return nil
 	}
 	data, _ := json.Marshal(map[string]any{"paymentId": pay.ID, "requestId": pay.RequestID, "status": o.Status,
-		"failure": failure, "amount": pay.Offer.Amount, "network": x402.NormalizeNetwork(pay.Offer.Network), "transaction": txHash})
+		"failure": failure, "amount": pay.Offer.Amount, "settledAmount": movedAmount, "network": x402.NormalizeNetwork(pay.Offer.Network), "transaction": txHash})
 	ev := map[string]string{payment.StatusSettled: payment.EventSettled, payment.StatusUnknown: payment.EventUnknown}[o.Status]
 	if ev == "" {
 		ev = payment.EventFailed
@@ -453,7 +475,7 @@ func finishPayment(ctx context.Context, tx pgx.Tx, pay payment.Payment, r *reque
 // DailySpend implements payment.Store.
 func (s *Store) DailySpend(ctx context.Context, p auth.Principal, since time.Time) ([]payment.DaySpend, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT agent_id::text, date_trunc('day', taken_at AT TIME ZONE 'UTC') AS day, sum(value)::bigint
+		SELECT agent_id::text, date_trunc('day', taken_at AT TIME ZONE 'UTC') AS day, sum(`+spent+`)::bigint
 		FROM payments WHERE user_id = $1 AND taken_at >= $2 AND `+spendCounts+`
 		GROUP BY 1, 2 ORDER BY 1, 2`, p.UserID, since)
 	if err != nil {
@@ -474,7 +496,8 @@ func (s *Store) Ledger(ctx context.Context, p auth.Principal, limit int) ([]paym
 	rows, err := s.pool.Query(ctx, `
 		SELECT p.id, coalesce(p.session_id::text, ''), coalesce(p.request_id::text, ''), ag.name, p.hostname,
 			p.offer->>'payTo', p.value, coalesce(p.offer->>'symbol', ''), coalesce(p.offer->>'network', ''), `+paymentStatus+`,
-			p.failure, p.transaction, a.data #>> '{payment,response,sha256}', p.created_at, p.settled_at
+			p.failure, p.transaction, a.data #>> '{payment,response,sha256}', p.created_at, p.settled_at, p.settled_value,
+			p.offer->>'scheme' = 'upto'
 		FROM payments p JOIN agents ag ON ag.id = p.agent_id
 		LEFT JOIN requests r ON r.id = p.request_id LEFT JOIN request_artifacts a ON a.request_id = p.request_id
 		WHERE p.user_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2`, p.UserID, limit)
@@ -484,9 +507,14 @@ func (s *Store) Ledger(ctx context.Context, p auth.Principal, limit int) ([]paym
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (payment.LedgerEntry, error) {
 		var e payment.LedgerEntry
 		var value int64
+		var settled *int64
 		err := r.Scan(&e.PaymentID, &e.SessionID, &e.RequestID, &e.Agent, &e.Host, &e.PayTo, &value, &e.Symbol, &e.Network, &e.Status,
-			&e.Failure, &e.Transaction, &e.ResponseSHA256, &e.CreatedAt, &e.SettledAt)
+			&e.Failure, &e.Transaction, &e.ResponseSHA256, &e.CreatedAt, &e.SettledAt, &settled, &e.UpTo)
 		e.Value = payment.Micros(value)
+		if settled != nil {
+			m := payment.Micros(*settled)
+			e.Settled = &m
+		}
 		return e, err
 	})
 	return out, fail("ledger", err)

@@ -106,40 +106,41 @@ const (
 
 // Codes of the authenticated API.
 const (
-	Unauthenticated        = "unauthenticated"
-	InvalidAPIKey          = "invalid_api_key"
-	KeyRevoked             = "key_revoked"
-	WrongKeyScope          = "wrong_key_scope"
-	ValidationFailed       = "validation_failed"
-	IdempotencyConflict    = "idempotency_conflict"
-	IdempotencyInProgress  = "idempotency_in_progress"
-	SessionClosed          = "session_closed"
-	PayloadTooLarge        = "payload_too_large"
-	InvalidStateTransition = "invalid_state_transition"
-	RequestExpired         = "request_expired"
-	ArtifactAlreadyClaimed = "artifact_already_claimed"
-	QuotaExceeded          = "quota_exceeded"
-	PreconditionFailed     = "precondition_failed"
-	PreconditionRequired   = "precondition_required"
-	ApprovalRequired       = "approval_required"
-	ProtectedValueDetected = "protected_value_detected"
-	RedactionUnavailable   = "redaction_unavailable"
-	LLMNotConfigured       = "llm_not_configured"
-	UpstreamError          = "upstream_error"
-	UnsupportedMediaType   = "unsupported_media_type"
-	PayerNotConfigured     = "payer_not_configured"
-	SpendingLimitExceeded  = "spending_limit_exceeded"
-	AgentPaused            = "agent_paused"
-	HostNotAllowed         = "host_not_allowed"
-	OfferNotPayable        = "offer_not_payable"
-	OfferNamesPayer        = "offer_names_payer"
-	PriceAboveMaximum      = "price_above_maximum"
-	OverrideRequired       = "override_required"
-	OriginNotAllowed       = "origin_not_allowed"
-	ManifestRefused        = "manifest_refused"
-	SubmissionRateLimited  = "submission_rate_limited"
-	PaymentNotSettled      = "payment_not_settled"
-	AlreadyReported        = "already_reported"
+	Unauthenticated         = "unauthenticated"
+	InvalidAPIKey           = "invalid_api_key"
+	KeyRevoked              = "key_revoked"
+	WrongKeyScope           = "wrong_key_scope"
+	ValidationFailed        = "validation_failed"
+	IdempotencyConflict     = "idempotency_conflict"
+	IdempotencyInProgress   = "idempotency_in_progress"
+	SessionClosed           = "session_closed"
+	PayloadTooLarge         = "payload_too_large"
+	InvalidStateTransition  = "invalid_state_transition"
+	RequestExpired          = "request_expired"
+	ArtifactAlreadyClaimed  = "artifact_already_claimed"
+	QuotaExceeded           = "quota_exceeded"
+	PreconditionFailed      = "precondition_failed"
+	PreconditionRequired    = "precondition_required"
+	ApprovalRequired        = "approval_required"
+	ProtectedValueDetected  = "protected_value_detected"
+	RedactionUnavailable    = "redaction_unavailable"
+	LLMNotConfigured        = "llm_not_configured"
+	UpstreamError           = "upstream_error"
+	UnsupportedMediaType    = "unsupported_media_type"
+	PayerNotConfigured      = "payer_not_configured"
+	SpendingLimitExceeded   = "spending_limit_exceeded"
+	AgentPaused             = "agent_paused"
+	HostNotAllowed          = "host_not_allowed"
+	OfferNotPayable         = "offer_not_payable"
+	OfferNamesPayer         = "offer_names_payer"
+	Permit2ApprovalRequired = "permit2_approval_required"
+	PriceAboveMaximum       = "price_above_maximum"
+	OverrideRequired        = "override_required"
+	OriginNotAllowed        = "origin_not_allowed"
+	ManifestRefused         = "manifest_refused"
+	SubmissionRateLimited   = "submission_rate_limited"
+	PaymentNotSettled       = "payment_not_settled"
+	AlreadyReported         = "already_reported"
 )
 
 // Kind is what the table says of a code.
@@ -276,6 +277,9 @@ var kinds = map[string]Kind{
 	OfferNamesPayer: {http.StatusUnprocessableEntity, "Offer names the payer",
 		"The seller's offer names one of this server's own payer addresses as its payee (payTo) or as the fee payer that signs and sends the transaction (Solana's extra.feePayer): paying it would send the money back to the payer, or hand the seller a transaction it could only sit on. Nothing was signed or counted.",
 		"Do not pay this seller: its offer is malformed or hostile. Choose another seller, or tell the seller to name its own addresses."},
+	Permit2ApprovalRequired: {http.StatusUnprocessableEntity, "Permit2 approval required",
+		"The seller's offer is upto on an EVM network, which pays through Permit2, and this server's payer has not approved Permit2 on the offer's token for the offer's maximum: without it no settlement can move anything. The approval is a transaction of the payer's own, paid in gas, made once per token and chain; the server never sends it by itself.",
+		"The operator approves Permit2 on the token once (README, Paying upto sellers); then ask again."},
 	PriceAboveMaximum: {http.StatusUnprocessableEntity, "Price above maximum",
 		"The seller asks more than the maximumDebit the agent allowed.",
 		"Quote again and ask with a maximumDebit that covers the price, if the person would pay it."},

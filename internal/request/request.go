@@ -177,16 +177,21 @@ const (
 // Receipt is what a paid request yields: the payment as it settled (or failed) and
 // the seller's answer to the paid request, size-capped and hashed.
 type Receipt struct {
-	PaymentID   string          `json:"paymentId"`
-	Status      string          `json:"status"`
-	Failure     *string         `json:"failure"`
-	Amount      string          `json:"amount"`
-	Value       string          `json:"value"`
-	Asset       string          `json:"asset"`
-	Network     string          `json:"network"`
-	PayTo       string          `json:"payTo"`
-	Transaction *string         `json:"transaction"`
-	Response    *SellerResponse `json:"response"`
+	PaymentID   string  `json:"paymentId"`
+	Status      string  `json:"status"`
+	Failure     *string `json:"failure"`
+	Amount      string  `json:"amount"`
+	Value       string  `json:"value"`
+	Asset       string  `json:"asset"`
+	Network     string  `json:"network"`
+	PayTo       string  `json:"payTo"`
+	Transaction *string `json:"transaction"`
+	// SettledAmount and SettledValue are, for an upto payment that settled, what it
+	// moved (atomic units, and dollars); Amount and Value are then the maximum the
+	// person approved. Absent for exact payments, which move Amount.
+	SettledAmount *string         `json:"settledAmount,omitempty"`
+	SettledValue  *string         `json:"settledValue,omitempty"`
+	Response      *SellerResponse `json:"response"`
 	// Delivered, on a settled payment's receipt, says whether the seller answered
 	// with what was paid for: false when the money moved and the seller answered
 	// a refusal or an error (Response holds it).

@@ -204,12 +204,21 @@ type Payment struct {
 	// beside the EVM fields; empty on EVM. A payment with one is written with the
 	// Solana payload.
 	Transaction string `json:"-"`
+	// Upto is the payload of an upto payment on EVM, written instead of the exact
+	// one when set.
+	Upto *UptoPayload `json:"-"`
 }
 
 // MarshalJSON writes the payment with its payload: the Solana one when it holds a
 // transaction, else the EVM one.
 func (p Payment) MarshalJSON() ([]byte, error) {
 	type plain Payment
+	if p.Upto != nil {
+		return json.Marshal(struct {
+			plain
+			Payload UptoPayload `json:"payload"`
+		}{plain(p), *p.Upto})
+	}
 	if p.Transaction == "" {
 		return json.Marshal(plain(p))
 	}
@@ -237,8 +246,8 @@ func (p *Payment) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// PaymentHeader is the header paying o with p (an ExactPayload on EVM, an
-// ExactSVMPayload on Solana): X-PAYMENT for a v1 offer, PAYMENT-SIGNATURE for a v2 one.
+// PaymentHeader is the header paying o with p (an ExactPayload or UptoPayload on
+// EVM, an ExactSVMPayload on Solana): X-PAYMENT for a v1 offer, PAYMENT-SIGNATURE for a v2 one.
 func (o Offer) PaymentHeader(p any) (name, value string) {
 	doc := Payment{Version: o.Version}
 	switch p := p.(type) {
@@ -246,6 +255,8 @@ func (o Offer) PaymentHeader(p any) (name, value string) {
 		doc.Payload = p
 	case ExactSVMPayload:
 		doc.Transaction = p.Transaction
+	case UptoPayload:
+		doc.Upto = &p
 	}
 	name = HeaderPaymentV2
 	if o.Version == 1 {
@@ -300,6 +311,8 @@ type Settlement struct {
 	Transaction string `json:"transaction"`
 	Network     string `json:"network"`
 	Payer       string `json:"payer,omitempty"`
+	// Amount is what an upto settlement moved, in atomic units, as the seller says.
+	Amount string `json:"amount,omitempty"`
 }
 
 // Header is the settlement answer's header for protocol version v.
@@ -331,6 +344,7 @@ func ReadSettlement(h http.Header) *Settlement {
 			TxHash      String `json:"txHash"` // what some v1 sellers write instead
 			Network     String `json:"network"`
 			Payer       String `json:"payer"`
+			Amount      String `json:"amount"`
 		}
 		if json.Unmarshal(doc, &s) != nil {
 			return nil
@@ -339,7 +353,8 @@ func ReadSettlement(h http.Header) *Settlement {
 			s.Transaction = s.TxHash
 		}
 		return &Settlement{Success: s.Success, ErrorReason: Clean(string(s.ErrorReason), 200),
-			Transaction: Clean(string(s.Transaction), 200), Network: Clean(string(s.Network), 100), Payer: Clean(string(s.Payer), 100)}
+			Transaction: Clean(string(s.Transaction), 200), Network: Clean(string(s.Network), 100), Payer: Clean(string(s.Payer), 100),
+			Amount: Clean(string(s.Amount), 80)}
 	}
 	return nil
 }

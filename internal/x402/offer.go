@@ -57,6 +57,15 @@ type Offer struct {
 	ResourceRaw json.RawMessage
 }
 
+// Most is the most the offer may charge, in atomic units: its price, or its
+// ceiling.
+func (o Offer) Most() string {
+	if o.Scheme == SchemeUpto {
+		return o.Ceiling
+	}
+	return o.Amount
+}
+
 // Reasons an answer carries no offer an x402 client could pay. The first two say
 // there is no x402 document at all; the others name what breaks the document or,
 // when every accepts entry is refused, the first entry.

@@ -11,6 +11,9 @@
 // viem is passed in, so that the chain uses the same copy as the packages do.
 
 const MULTICALL3 = "0xcA11bde05977b3631167028862bE2a173976CA11";
+// Permit2 and x402's upto proxy, which the upto scheme pays through.
+const PERMIT2 = "0x000000000022D473030F116dDEE9F6B43aC78BA3";
+const UPTO_PROXY = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002";
 const START_BALANCE = 1_000_000_000_000n; // a million USDC, in atomic units
 
 const tokenABI = [
@@ -41,6 +44,10 @@ const tokenABI = [
     outputs: [],
   },
   {
+    type: "function", name: "allowance", stateMutability: "view",
+    inputs: [{ name: "owner", type: "address" }, { name: "spender", type: "address" }], outputs: [{ type: "uint256" }],
+  },
+  {
     type: "event", name: "Transfer", anonymous: false,
     inputs: [{ name: "from", type: "address", indexed: true }, { name: "to", type: "address", indexed: true }, { name: "value", type: "uint256", indexed: false }],
   },
@@ -51,6 +58,23 @@ const authorizationTypes = {
     { name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" },
     { name: "validAfter", type: "uint256" }, { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" },
   ],
+};
+
+// Permit2's view of its unordered nonces: a bitmap of 256 per word.
+const permit2ABI = [
+  {
+    type: "function", name: "nonceBitmap", stateMutability: "view",
+    inputs: [{ name: "owner", type: "address" }, { name: "wordPos", type: "uint256" }], outputs: [{ type: "uint256" }],
+  },
+];
+
+const uptoWitnessTypes = {
+  PermitWitnessTransferFrom: [
+    { name: "permitted", type: "TokenPermissions" }, { name: "spender", type: "address" },
+    { name: "nonce", type: "uint256" }, { name: "deadline", type: "uint256" }, { name: "witness", type: "Witness" },
+  ],
+  TokenPermissions: [{ name: "token", type: "address" }, { name: "amount", type: "uint256" }],
+  Witness: [{ name: "to", type: "address" }, { name: "facilitator", type: "address" }, { name: "validAfter", type: "uint256" }],
 };
 
 class Revert extends Error {}
@@ -67,6 +91,9 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
   const receipts = new Map(); // hash -> receipt
   const ledger = [];
   let block = 1_000_000n;
+
+  const allowances = new Map(); // owner -> atomic units Permit2 may move
+  const permit2Used = new Set(); // owner|nonce
 
   const balanceOf = (a) => START_BALANCE - (spent.get(viem.getAddress(a)) ?? 0n) + (received.get(viem.getAddress(a)) ?? 0n);
   const key = (from, nonce) => `${viem.getAddress(from)}|${nonce.toLowerCase()}`;
@@ -133,6 +160,68 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
     return hash;
   }
 
+  // move moves value from from to to, as a mined transaction whose receipt carries
+  // the token's Transfer log, and writes it to the ledger.
+  function move(from, to, value, nonce) {
+    spent.set(viem.getAddress(from), (spent.get(viem.getAddress(from)) ?? 0n) + value);
+    received.set(viem.getAddress(to), (received.get(viem.getAddress(to)) ?? 0n) + value);
+    block += 1n;
+    const hash = viem.keccak256(viem.toHex(`${chainId}|${token}|upto|${viem.getAddress(from)}|${nonce}|${block}`));
+    receipts.set(hash, {
+      status: "success", transactionHash: hash, blockNumber: block, from: facilitator, to: UPTO_PROXY,
+      logs: [{
+        address: token,
+        topics: viem.encodeEventTopics({ abi: tokenABI, eventName: "Transfer", args: { from, to } }),
+        data: viem.encodeAbiParameters([{ type: "uint256" }], [value]),
+        blockNumber: block, blockHash: viem.keccak256(viem.toHex(block)), logIndex: 0,
+        transactionHash: hash, transactionIndex: 0, removed: false,
+      }],
+    });
+    ledger.push({ transaction: hash, from: viem.getAddress(from), to: viem.getAddress(to), value: value.toString(), nonce: String(nonce), asset: token });
+    return hash;
+  }
+
+  // The upto proxy's settle(permit, amount, owner, witness, signature), as Permit2
+  // and the proxy check it: only the witness's facilitator sends it, never more than
+  // the permitted amount, within the window, once per nonce, with the owner's
+  // signature over the witness, its allowance to Permit2 and its balance.
+  async function uptoSettle(args, sender, send) {
+    const [permit, amount, owner, witness, signature] = args;
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    if (!viem.isAddressEqual(sender, witness.facilitator)) throw new Revert("UnauthorizedFacilitator");
+    if (!viem.isAddressEqual(permit.permitted.token, token)) throw new Revert("the fake chain holds one token");
+    if (BigInt(amount) > BigInt(permit.permitted.amount)) throw new Revert("AmountExceedsPermitted");
+    if (now < BigInt(witness.validAfter)) throw new Revert("PaymentTooEarly");
+    if (now > BigInt(permit.deadline)) throw new Revert("SignatureExpired");
+    const k = `${viem.getAddress(owner)}|${BigInt(permit.nonce)}`;
+    if (permit2Used.has(k)) throw new Revert("InvalidNonce");
+    const ok = await viem.verifyTypedData({
+      address: owner,
+      domain: { name: "Permit2", chainId, verifyingContract: PERMIT2 },
+      types: uptoWitnessTypes,
+      primaryType: "PermitWitnessTransferFrom",
+      message: { permitted: permit.permitted, spender: UPTO_PROXY, nonce: BigInt(permit.nonce), deadline: BigInt(permit.deadline), witness },
+      signature,
+    }).catch(() => false);
+    if (!ok) throw new Revert("InvalidSigner");
+    if ((allowances.get(viem.getAddress(owner)) ?? 0n) < BigInt(amount)) throw new Revert("TRANSFER_FROM_FAILED: allowance");
+    if (balanceOf(owner) < BigInt(amount)) throw new Revert("TRANSFER_FROM_FAILED: balance");
+    if (!send) return undefined;
+    permit2Used.add(k);
+    allowances.set(viem.getAddress(owner), allowances.get(viem.getAddress(owner)) - BigInt(amount));
+    return move(owner, witness.to, BigInt(amount), BigInt(permit.nonce));
+  }
+
+  // nonceBitmap is Permit2's word wordPos of owner's used nonces.
+  function nonceBitmap(owner, wordPos) {
+    let bits = 0n;
+    for (const k of permit2Used) {
+      const [o, n] = k.split("|");
+      if (viem.isAddressEqual(o, owner) && BigInt(n) >> 8n === BigInt(wordPos)) bits |= 1n << (BigInt(n) & 255n);
+    }
+    return bits;
+  }
+
   // A call of the contract by name; a revert is thrown.
   async function call(functionName, args = [], send = false) {
     switch (functionName) {
@@ -141,19 +230,22 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
       case "version": return version;
       case "decimals": return 6;
       case "authorizationState": return used.has(key(args[0], args[1]));
+      case "allowance": return viem.isAddressEqual(args[1], PERMIT2) ? allowances.get(viem.getAddress(args[0])) ?? 0n : 0n;
       case "transferWithAuthorization": return transferWithAuthorization(args, send);
       default: throw new Revert(`the token has no function ${functionName}`);
     }
   }
 
   const isToken = (address) => viem.isAddressEqual(address, token);
+  const isProxy = (address) => viem.isAddressEqual(address, UPTO_PROXY);
 
   const client = {
     chain: { id: chainId, name: "fake", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [] } } },
     account: { address: facilitator, type: "json-rpc" },
     getAddresses: () => [facilitator],
     async getCode({ address }) {
-      return isToken(address) || viem.isAddressEqual(address, MULTICALL3) ? "0x6080604052" : undefined;
+      return isToken(address) || isProxy(address) || viem.isAddressEqual(address, PERMIT2) || viem.isAddressEqual(address, MULTICALL3)
+        ? "0x6080604052" : undefined;
     },
     async verifyTypedData(args) {
       return viem.verifyTypedData(args);
@@ -176,6 +268,8 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
         }
         return out;
       }
+      if (isProxy(address) && functionName === "settle") return uptoSettle(args, facilitator, false);
+      if (isProxy(address) && functionName === "PERMIT2") return PERMIT2;
       if (!isToken(address)) throw new Revert("no contract at " + address);
       return call(functionName, args ?? []);
     },
@@ -184,6 +278,7 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
       return { result: await call(functionName, args ?? []), request: { address, functionName, args } };
     },
     async writeContract({ address, functionName, args }) {
+      if (isProxy(address) && functionName === "settle") return uptoSettle(args, facilitator, true);
       if (!isToken(address) || functionName !== "transferWithAuthorization") {
         throw new Error(`the fake chain only sends the token's transferWithAuthorization, not ${functionName} to ${address}`);
       }
@@ -206,6 +301,11 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
       if (method === "eth_chainId") return { jsonrpc: "2.0", id, result: viem.toHex(chainId) };
       if (method !== "eth_call") throw Object.assign(new Error(`the fake chain does not answer ${method}`), { code: -32601 });
       const { to, input, data } = params[0];
+      if (viem.isAddressEqual(to, PERMIT2)) {
+        const { functionName, args } = viem.decodeFunctionData({ abi: permit2ABI, data: input ?? data });
+        const result = nonceBitmap(...args);
+        return { jsonrpc: "2.0", id, result: viem.encodeFunctionResult({ abi: permit2ABI, functionName, result }) };
+      }
       if (!isToken(to)) throw new Revert("no contract at " + to);
       const { functionName, args } = viem.decodeFunctionData({ abi: tokenABI, data: input ?? data });
       if (functionName === "transferWithAuthorization") throw new Revert("eth_call sends nothing");
@@ -215,5 +315,8 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
       return { jsonrpc: "2.0", id, error: { code: e.code ?? 3, message: e.message } };
     }
   }
-  return { client, ledger, rpc };
+  // approvePermit2 stands for owner's own approve(Permit2, max) transaction on the
+  // token: the one-time step the upto scheme needs of a payer.
+  const approvePermit2 = (owner) => allowances.set(viem.getAddress(owner), (1n << 256n) - 1n);
+  return { client, ledger, rpc, approvePermit2 };
 }

@@ -19,11 +19,12 @@ export function inProcess(facilitator) {
 }
 
 // serveReport listens on 127.0.0.1:port with the paid GET /report at one cent on
-// network to payTo, GET /ledger answering ledger, and routes(app, express) added
-// before the payment middleware. require resolves the packages' node_modules. The
+// network to payTo (or as accepts says, answered by report(req, res, express's
+// module) when given), GET /ledger answering ledger, and routes(app, express)
+// added before the payment middleware. require resolves the packages' node_modules. The
 // first line written to stdout names the address listened on; SIGINT and SIGTERM
 // close the listener.
-export function serveReport({ require, server, network, payTo, ledger, port, name, routes = () => {} }) {
+export function serveReport({ require, server, network, payTo, ledger, port, name, routes = () => {}, accepts, report }) {
   const express = require("express");
   const { paymentMiddleware } = require("@x402/express");
   const app = express();
@@ -33,7 +34,7 @@ export function serveReport({ require, server, network, payTo, ledger, port, nam
     paymentMiddleware(
       {
         "GET /report": {
-          accepts: { scheme: "exact", price: "$0.01", network, payTo },
+          accepts: accepts ?? { scheme: "exact", price: "$0.01", network, payTo },
           description: "A short report on a topic",
           mimeType: "application/json",
         },
@@ -42,6 +43,7 @@ export function serveReport({ require, server, network, payTo, ledger, port, nam
     ),
   );
   app.get("/report", (req, res) => {
+    if (report) return report(req, res, require("@x402/express"));
     const topic = String(req.query.topic ?? "everything");
     res.json({ topic, report: `On ${topic}: the reference seller's report.` });
   });

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waystation/waystation/internal/seller"
+	"github.com/waystation/waystation/internal/x402"
+)
+
+// TestTheServicePaysAnUptoSellerBuiltFromTheX402ReferencePackages pays a seller that
+// charges by use, made of the x402 reference packages: @x402/express with @x402/evm's
+// upto scheme, up to five cents, its facilitator @x402/core's with @x402/evm's upto
+// facilitator scheme, paying through Permit2 and x402's upto proxy on a chain faked
+// in memory that checks the payer's Permit2 signature, its allowance, the window, the
+// nonce and the permitted amount. Before the payer approved Permit2 on the token the
+// offer is refused, nothing signed. Once approved, the person approves "up to" the
+// maximum; the seller's verifier accepts the service's payload and settles what the
+// call used, once: one transfer of that amount on the chain, the record and the
+// receipt showing it beside the maximum, the agent's spend counting it. A replay of
+// the very payment moves nothing. A call that would settle more than the maximum
+// moves nothing either: Permit2 refuses it.
+func TestTheServicePaysAnUptoSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
+	seller := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
+	signer, err := x402.ParseSigner(testPayerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(seller.base, "http://")
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+		"X402_RPC_URLS": "eip155:84532=" + seller.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	user := agentCall(t, srv.base, userKey, nil)
+
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"upto"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	type asked struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	ask := func(id, query string) (asked, int, string) {
+		var out struct {
+			asked
+			Code string
+		}
+		code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"`+id+`","maximumDebit":"0.05",
+			"httpRequest":{"url":"`+seller.base+`/report?topic=tides`+query+`"}}`, &out)
+		return out.asked, code, out.Code
+	}
+
+	// Without the payer's one-time Permit2 approval nothing could move: refused
+	// before the person is asked, and not remembered: the same ask passes once the
+	// approval is made.
+	if _, code, problem := ask("metered", "&use=3000"); code != 422 || problem != "permit2_approval_required" {
+		t.Fatalf("ask before the Permit2 approval: %d %s, want 422 permit2_approval_required\n%s", code, problem, srv.logs)
+	}
+	res, err := http.Post(seller.base+"/approve?owner="+signer.Address(), "", nil)
+	if err != nil || res.StatusCode != 204 {
+		t.Fatalf("approve Permit2: %v %v", res, err)
+	}
+	res.Body.Close()
+
+	type paid struct {
+		Status, Payer, AgentID      string
+		Failure, Transaction        *string
+		SettledAmount, SettledValue *string
+		Offer                       struct{ Scheme, Amount, Value string }
+	}
+	pay := func(id, query string) (asked, paid, string) {
+		t.Helper()
+		a, code, problem := ask(id, query)
+		if code != 201 {
+			t.Fatalf("ask %s: %d %s\n%s\nseller:\n%s", id, code, problem, srv.logs, seller.logs)
+		}
+		var req struct {
+			Params struct{ Summary, Amount string }
+		}
+		agent("GET", "/sessions/"+s.ID+"/requests/"+a.Request.ID, "", &req)
+		if !strings.HasPrefix(req.Params.Summary, "Pay up to 0.05 USDC to ") || req.Params.Amount != "0.05" {
+			t.Errorf("the approval request says %+v, want up to 0.05 USDC", req.Params)
+		}
+		if code := user("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
+			t.Fatalf("approve: %d", code)
+		}
+		var p paid
+		eventually(60*time.Second, func() bool {
+			agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+			return p.Status == "settled" || p.Status == "failed" || p.Status == "unknown"
+		})
+		return a, p, req.Params.Summary
+	}
+
+	first, p, _ := pay("metered", "&use=3000")
+	if p.Status != "settled" || p.Offer.Scheme != "upto" || p.Offer.Amount != "50000" || p.Offer.Value != "0.05" ||
+		p.SettledAmount == nil || *p.SettledAmount != "3000" || p.SettledValue == nil || *p.SettledValue != "0.003" {
+		t.Fatalf("the payment %+v (settled %v %v), want settled 3000 (0.003) of up to 50000\n%s\nseller:\n%s",
+			p, deref(p.SettledAmount), deref(p.SettledValue), srv.logs, seller.logs)
+	}
+	ledger := seller.ledger(t)
+	if len(ledger) != 1 || ledger[0].Value != "3000" || !strings.EqualFold(ledger[0].To, referencePayTo) ||
+		!strings.EqualFold(ledger[0].From, signer.Address()) {
+		t.Fatalf("the chain's transfers %+v, want one of 3000 from the payer to the payee", ledger)
+	}
+	if p.Transaction == nil || !strings.EqualFold(*p.Transaction, ledger[0].Transaction) {
+		t.Errorf("the payment names transaction %s, the chain %s", deref(p.Transaction), ledger[0].Transaction)
+	}
+	var art struct {
+		Payment struct{ Amount, Value, SettledAmount, SettledValue, Status string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/requests/"+first.Request.ID+"/claim", "", &art); code != 200 ||
+		art.Payment.Status != "settled" || art.Payment.Amount != "50000" || art.Payment.SettledAmount != "3000" || art.Payment.SettledValue != "0.003" {
+		t.Fatalf("claim: %d %+v", code, art)
+	}
+	var lim struct {
+		Spent struct{ Today string }
+	}
+	if code := user("GET", "/agents/"+p.AgentID+"/spending-limits", "", &lim); code != 200 || lim.Spent.Today != "0.003" {
+		t.Errorf("the agent's spend today: %d %q, want 0.003 (what settled, not the maximum)", code, lim.Spent.Today)
+	}
+
+	// The very payment, sent again, moves nothing: its nonce is used.
+	var headers []string
+	getJSON(t, seller.base+"/payments", &headers)
+	if len(headers) != 1 {
+		t.Fatalf("the seller received %d payments, want 1", len(headers))
+	}
+	req, _ := http.NewRequest("GET", seller.base+"/report?topic=tides&use=3000", nil)
+	req.Header.Set(x402.HeaderPaymentV2, headers[0])
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode == 200 || len(seller.ledger(t)) != 1 {
+		t.Errorf("a replay answered %d and the chain holds %d transfers, want a refusal and 1", res.StatusCode, len(seller.ledger(t)))
+	}
+
+	// A call whose use passes the maximum: the facilitator and Permit2 refuse to
+	// settle more than was signed, so nothing moves. The seller's refusal leaves the
+	// payment unknown until its deadline, counted at its maximum meanwhile.
+	_, over, _ := pay("over", "&use=60000")
+	if over.Status == "settled" || len(seller.ledger(t)) != 1 {
+		t.Errorf("a settlement above the maximum: the payment is %s and the chain holds %d transfers, want nothing moved",
+			over.Status, len(seller.ledger(t)))
+	}
+	user("GET", "/agents/"+p.AgentID+"/spending-limits", "", &lim)
+	t.Logf("above the maximum: the payment is %s, the agent's spend today %s", over.Status, lim.Spent.Today)
+	if over.Status == "unknown" && lim.Spent.Today != "0.053" {
+		t.Errorf("the agent's spend today with a payment open: %q, want 0.053 (0.003 settled and the 0.05 maximum open)", lim.Spent.Today)
+	}
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid puts a hostile proxy
+// (seller.Liar) in front of the upto reference seller: the seller's facilitator
+// settles what the call used, and the proxy answers 402 with the offer again. The
+// payment is left unknown, then settled from the chain (Permit2's nonce bitmap
+// through the fake chain's JSON-RPC): settled once, not delivered, one transfer on
+// the chain, and recorded at its maximum, since the bitmap says that it moved, not
+// how much, and the maximum is the most that could have.
+func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
+	ref := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
+	signer, _ := x402.ParseSigner(testPayerKey)
+	if res, err := http.Post(ref.base+"/approve?owner="+signer.Address(), "", nil); err != nil || res.StatusCode != 204 {
+		t.Fatalf("approve Permit2: %v %v", res, err)
+	}
+	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
+	proxy := httptest.NewServer(seller.NewLiar(target, seller.LieRefused))
+	t.Cleanup(proxy.Close)
+	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+		"X402_RPC_URLS": "eip155:84532=" + ref.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"upto-liar"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var a struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to","maximumDebit":"0.05",
+		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		t.Fatalf("ask: %d\n%s", code, srv.logs)
+	}
+	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
+		`{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var p struct {
+		Status                     string
+		Delivered                  *bool
+		SettledAmount, Transaction *string
+	}
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+		return p.Status == "settled" || p.Status == "failed"
+	})
+	ledger := ref.ledger(t)
+	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "50000" {
+		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at the maximum\n%s\nseller:\n%s",
+			p.Status, p.Delivered, deref(p.SettledAmount), srv.logs, ref.logs)
+	}
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
+	}
+}

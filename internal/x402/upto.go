@@ -1,0 +1,210 @@
+package x402
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/math"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/signer/core/apitypes"
+)
+
+// The contracts the upto scheme pays through on EVM networks (scheme_upto_evm.md):
+// Uniswap's Permit2, the same address on every chain, and x402's upto proxy, the
+// only spender an upto authorization names. The proxy moves at most the signed
+// amount, to the signed payee, when called by the signed facilitator.
+const (
+	Permit2Address   = "0x000000000022D473030F116dDEE9F6B43aC78BA3"
+	UptoProxyAddress = "0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002"
+)
+
+// UptoAuthorization is a Permit2 PermitWitnessTransferFrom as x402's upto scheme
+// signs it: From lets the upto proxy move at most Permitted.Amount of
+// Permitted.Token before Deadline, once for Nonce (a decimal uint256), to
+// Witness.To, settled by Witness.Facilitator no earlier than Witness.ValidAfter.
+type UptoAuthorization struct {
+	From      string        `json:"from"`
+	Permitted UptoPermitted `json:"permitted"`
+	Spender   string        `json:"spender"`
+	Nonce     string        `json:"nonce"`
+	Deadline  string        `json:"deadline"`
+	Witness   UptoWitness   `json:"witness"`
+}
+
+// UptoPermitted is the token and the most that may move.
+type UptoPermitted struct {
+	Token  string `json:"token"`
+	Amount string `json:"amount"`
+}
+
+// UptoWitness binds the payee, the one facilitator that may settle and the start
+// of the window into the signature.
+type UptoWitness struct {
+	To          string `json:"to"`
+	Facilitator string `json:"facilitator"`
+	ValidAfter  string `json:"validAfter"`
+}
+
+// UptoPayload is the payload of the upto scheme on EVM networks.
+type UptoPayload struct {
+	Signature            string            `json:"signature"`
+	Permit2Authorization UptoAuthorization `json:"permit2Authorization"`
+}
+
+// ErrNotUptoEVM is an offer the upto-on-EVM signer cannot pay.
+var ErrNotUptoEVM = errors.New("x402: not an upto offer on an EVM network with a facilitator address")
+
+// UptoTerms are what an upto offer on an EVM network is signed with: the chain, the
+// token, the ceiling and the facilitator its extra names.
+type UptoTerms struct {
+	ChainID     *big.Int
+	Token       string
+	Ceiling     string
+	PayTo       string
+	Facilitator string
+}
+
+// UptoTermsOf reads the terms of an upto offer on an EVM network.
+func UptoTermsOf(o Offer) (UptoTerms, error) {
+	ref, ok := strings.CutPrefix(NormalizeNetwork(o.Network), "eip155:")
+	if o.Scheme != SchemeUpto || !ok || !common.IsHexAddress(o.Asset) || !common.IsHexAddress(o.PayTo) {
+		return UptoTerms{}, ErrNotUptoEVM
+	}
+	chain, ok := new(big.Int).SetString(ref, 10)
+	if !ok {
+		return UptoTerms{}, ErrNotUptoEVM
+	}
+	if _, ok := ReadAmount(json.RawMessage(`"` + o.Ceiling + `"`)); !ok || o.Ceiling == "" || o.Ceiling == "0" {
+		return UptoTerms{}, ErrNotUptoEVM
+	}
+	var extra struct {
+		Facilitator String `json:"facilitatorAddress"`
+	}
+	if json.Unmarshal(o.Extra, &extra) != nil || !common.IsHexAddress(string(extra.Facilitator)) {
+		return UptoTerms{}, ErrNotUptoEVM
+	}
+	return UptoTerms{ChainID: chain, Token: common.HexToAddress(o.Asset).Hex(), Ceiling: o.Ceiling,
+		PayTo: common.HexToAddress(o.PayTo).Hex(), Facilitator: common.HexToAddress(string(extra.Facilitator)).Hex()}, nil
+}
+
+var permitWitnessTransferFrom = apitypes.Types{
+	"EIP712Domain": {
+		{Name: "name", Type: "string"}, {Name: "chainId", Type: "uint256"}, {Name: "verifyingContract", Type: "address"},
+	},
+	"PermitWitnessTransferFrom": {
+		{Name: "permitted", Type: "TokenPermissions"}, {Name: "spender", Type: "address"},
+		{Name: "nonce", Type: "uint256"}, {Name: "deadline", Type: "uint256"}, {Name: "witness", Type: "Witness"},
+	},
+	"TokenPermissions": {{Name: "token", Type: "address"}, {Name: "amount", Type: "uint256"}},
+	"Witness": {
+		{Name: "to", Type: "address"}, {Name: "facilitator", Type: "address"}, {Name: "validAfter", Type: "uint256"},
+	},
+}
+
+// UptoDigest is the EIP-712 hash of a on chain chainID under Permit2's domain: what
+// the payer signs and Permit2 checks.
+func UptoDigest(chainID *big.Int, a UptoAuthorization) ([]byte, error) {
+	td := apitypes.TypedData{
+		Types:       permitWitnessTransferFrom,
+		PrimaryType: "PermitWitnessTransferFrom",
+		Domain: apitypes.TypedDataDomain{Name: "Permit2", ChainId: (*math.HexOrDecimal256)(chainID),
+			VerifyingContract: Permit2Address},
+		Message: apitypes.TypedDataMessage{
+			"permitted": map[string]any{"token": a.Permitted.Token, "amount": a.Permitted.Amount},
+			"spender":   a.Spender, "nonce": a.Nonce, "deadline": a.Deadline,
+			"witness": map[string]any{"to": a.Witness.To, "facilitator": a.Witness.Facilitator, "validAfter": a.Witness.ValidAfter},
+		},
+	}
+	h, _, err := apitypes.TypedDataAndHash(td)
+	return h, err
+}
+
+// UptoNonce is the Permit2 nonce of a payment's 32 random bytes, in decimal.
+func UptoNonce(nonce []byte) string { return new(big.Int).SetBytes(nonce).String() }
+
+// SignUpto signs an upto authorization of terms t from the payer: at most t.Ceiling,
+// to t.PayTo, settled by t.Facilitator between validAfter and deadline, once for
+// nonce. Deterministic, as Sign is.
+func (s *Signer) SignUpto(t UptoTerms, validAfter, deadline int64, nonce []byte) (UptoPayload, error) {
+	if len(nonce) != 32 {
+		return UptoPayload{}, errors.New("x402: an upto nonce is 32 bytes")
+	}
+	a := UptoAuthorization{From: s.address, Permitted: UptoPermitted{Token: t.Token, Amount: t.Ceiling},
+		Spender: common.HexToAddress(UptoProxyAddress).Hex(), Nonce: UptoNonce(nonce), Deadline: fmt.Sprint(deadline),
+		Witness: UptoWitness{To: t.PayTo, Facilitator: t.Facilitator, ValidAfter: fmt.Sprint(max(validAfter, 0))}}
+	digest, err := UptoDigest(t.ChainID, a)
+	if err != nil {
+		return UptoPayload{}, err
+	}
+	sig, err := crypto.Sign(digest, s.key)
+	if err != nil {
+		return UptoPayload{}, err
+	}
+	sig[64] += 27
+	return UptoPayload{Signature: "0x" + common.Bytes2Hex(sig), Permit2Authorization: a}, nil
+}
+
+// The selectors the service reads Permit2's state with: the payer's allowance to
+// Permit2 on a token (its one-time approval), and the bitmap of its used nonces.
+var (
+	allowanceSelector   = crypto.Keccak256([]byte("allowance(address,address)"))[:4]
+	nonceBitmapSelector = crypto.Keccak256([]byte("nonceBitmap(address,uint256)"))[:4]
+)
+
+// Permit2Allowance is how much of the token at asset on network owner lets Permit2
+// move: the one-time approval every upto payment needs, unless the seller sponsors
+// it.
+func (c *Chains) Permit2Allowance(ctx context.Context, network, asset, owner string) (*big.Int, error) {
+	if !common.IsHexAddress(asset) || !common.IsHexAddress(owner) {
+		return nil, errors.New("x402: Permit2 allowance: malformed asset or owner")
+	}
+	data := append(append(append([]byte{}, allowanceSelector...), common.LeftPadBytes(common.HexToAddress(owner).Bytes(), 32)...),
+		common.LeftPadBytes(common.HexToAddress(Permit2Address).Bytes(), 32)...)
+	out, err := c.callOn(ctx, network, common.HexToAddress(asset).Hex(), data)
+	if err != nil {
+		return nil, fmt.Errorf("x402: Permit2 allowance on %s: %w", network, err)
+	}
+	return new(big.Int).SetBytes(out), nil
+}
+
+// Permit2NonceUsed reports whether Permit2 on network has used owner's nonce (32
+// bytes, its uint256): true once an upto settlement carrying it was mined, whatever
+// amount it moved.
+func (c *Chains) Permit2NonceUsed(ctx context.Context, network, owner string, nonce []byte) (bool, error) {
+	if !common.IsHexAddress(owner) || len(nonce) != 32 {
+		return false, errors.New("x402: Permit2 nonce: malformed owner or nonce")
+	}
+	n := new(big.Int).SetBytes(nonce)
+	word, bit := new(big.Int).Rsh(n, 8), uint(n.Uint64()&0xff)
+	data := append(append(append([]byte{}, nonceBitmapSelector...), common.LeftPadBytes(common.HexToAddress(owner).Bytes(), 32)...),
+		common.LeftPadBytes(word.Bytes(), 32)...)
+	out, err := c.callOn(ctx, network, Permit2Address, data)
+	if err != nil {
+		return false, fmt.Errorf("x402: Permit2 nonce on %s: %w", network, err)
+	}
+	return new(big.Int).SetBytes(out).Bit(int(bit)) == 1, nil
+}
+
+// callOn is call on network's endpoint, answering exactly one word.
+func (c *Chains) callOn(ctx context.Context, network, to string, data []byte) ([]byte, error) {
+	endpoint, ok := "", false
+	if c != nil {
+		endpoint, ok = c.urls[NormalizeNetwork(network)]
+	}
+	if !ok {
+		return nil, ErrNoChain
+	}
+	out, err := c.call(ctx, endpoint, to, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != 32 {
+		return nil, fmt.Errorf("answer of %d bytes, want 32", len(out))
+	}
+	return out, nil
+}
