@@ -173,8 +173,9 @@ type sellerNames struct {
 	// hostname that is itself a public suffix (localhost).
 	registrable string
 	// label is the registrable domain less its public suffix, as Unicode; skel its
-	// folded skeleton.
+	// folded skeleton, and runes that skeleton's runes, read once for every pair.
 	label, skel string
+	runes       []rune
 	// host and hostSkel are the whole hostname as Unicode and folded skeleton.
 	host, hostSkel string
 	// providers and providerSkels are the provider names and their skeletons.
@@ -200,21 +201,22 @@ func namesOf(s Seller) sellerNames {
 	n.registrable = reg
 	n.label = unicodeHost(strings.TrimSuffix(reg, "."+suffix))
 	n.skel = fold(n.label)
+	n.runes = []rune(n.skel)
 	return n
 }
 
 // resemble tells whether s resembles b, and how: the first signal that holds.
 func resemble(s, b *sellerNames) (directory.Resemblance, bool) {
 	if s.skel != "" && b.skel != "" {
-		short := min(len([]rune(s.skel)), len([]rune(b.skel)))
-		switch d := distance(s.skel, b.skel, 2); {
+		short := min(len(s.runes), len(b.runes))
+		switch d := distance(s.runes, b.runes, 2); {
 		case d == 0 && short >= minConfusable:
 			return directory.Resemblance{Signal: directory.SignalConfusable, Mine: s.label, Theirs: b.label}, true
 		case d == 1 && short >= minNear, d == 2 && short >= minNearTwo:
 			return directory.Resemblance{Signal: directory.SignalNearDomain, Mine: s.label, Theirs: b.label}, true
 		}
 	}
-	if len([]rune(b.skel)) >= minBrand && strings.Contains(s.hostSkel, b.skel) {
+	if len(b.runes) >= minBrand && strings.Contains(s.hostSkel, b.skel) {
 		return directory.Resemblance{Signal: directory.SignalBrandInHost, Mine: s.host, Theirs: b.label}, true
 	}
 	for i, p := range s.providerSkels {
@@ -250,15 +252,17 @@ func fold(s string) string {
 	}, k)
 }
 
-// distance is the Levenshtein distance of a and b in runes, or limit+1 once it is
+// distance is the Levenshtein distance of the runes ra and rb, or limit+1 once it is
 // past limit.
-func distance(a, b string, limit int) int {
-	ra, rb := []rune(a), []rune(b)
+func distance(ra, rb []rune, limit int) int {
 	if d := len(ra) - len(rb); d > limit || -d > limit {
 		return limit + 1
 	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
+	var rows [2][64]int
+	prev, cur := rows[0][:], rows[1][:]
+	if len(rb) >= len(rows[0]) {
+		prev, cur = make([]int, len(rb)+1), make([]int, len(rb)+1)
+	}
 	for j := range prev {
 		prev[j] = j
 	}
