@@ -205,7 +205,9 @@ func (c *fakeChain) Sign(p Payment) (http.Header, error) {
 	return http.Header{http.CanonicalHeaderKey(x402.HeaderPaymentV2): {"signed " + p.ID}}, nil
 }
 
-func (*fakeChain) Moved(Payment, *x402.Settlement) string { return "" }
+func (*fakeChain) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) {
+	return Moved{}, nil
+}
 
 func (c *fakeChain) Reads() bool { return c.reads }
 
