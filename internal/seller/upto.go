@@ -55,7 +55,7 @@ func (s *Seller) metered(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	use := cmp.Or(r.URL.Query().Get("use"), uptoDefaultUse)
-	st, err := s.settleUpto(header, req, use)
+	st, err := s.settleUpto(header, req, use, resource)
 	if err != nil {
 		s.offer(w, 2, resource, description, req, err.Error())
 		return
@@ -71,8 +71,8 @@ func (s *Seller) metered(w http.ResponseWriter, r *http.Request) {
 }
 
 // settleUpto checks the upto payment in header against req, as the proxy and
-// Permit2 would, and settles use of it into the ledger.
-func (s *Seller) settleUpto(header string, req map[string]any, use string) (x402.Settlement, error) {
+// Permit2 would, and settles use of it for resource into the ledger.
+func (s *Seller) settleUpto(header string, req map[string]any, use, resource string) (x402.Settlement, error) {
 	doc, err := base64.StdEncoding.DecodeString(header)
 	if err != nil {
 		return x402.Settlement{}, fmt.Errorf("invalid_payload")
@@ -138,7 +138,7 @@ func (s *Seller) settleUpto(header string, req map[string]any, use string) (x402
 	tx := "0x" + hex.EncodeToString(sum)
 	s.inputs[tx] = input
 	s.transfers = append(s.transfers, Transfer{ID: id, From: owner, To: common.HexToAddress(s.cfg.PayTo).Hex(), Value: amount.String(),
-		Asset: s.cfg.Asset, Network: network, Nonce: nonce.String(), Transaction: tx, Resource: "/v2/metered",
+		Asset: s.cfg.Asset, Network: network, Nonce: nonce.String(), Transaction: tx, Resource: resource,
 		SettledAt: s.cfg.Now().UTC()})
 	return x402.Settlement{Success: true, Transaction: tx, Network: network, Payer: owner, Amount: amount.String()}, nil
 }
