@@ -288,7 +288,7 @@ func (c *Chains) UptoSettlement(ctx context.Context, q UptoQuery) (Transfer, err
 	for lo := from; lo <= until; lo += logSpan {
 		var logs []rpcLog
 		err := c.rpc(ctx, endpoint, "eth_getLogs", []any{map[string]any{
-			"address": common.HexToAddress(q.Asset).Hex(), "fromBlock": hexutil(lo), "toBlock": hexutil(min(lo+logSpan-1, until)),
+			"address": common.HexToAddress(q.Asset).Hex(), "fromBlock": quantity(lo), "toBlock": quantity(min(lo+logSpan-1, until)),
 			"topics": []string{transferTopic, topicOf(q.Owner), topicOf(q.PayTo)},
 		}}, &logs)
 		if err != nil {
@@ -379,7 +379,7 @@ func (c *Chains) blockAt(ctx context.Context, endpoint string, t int64) (uint64,
 		var b struct {
 			Timestamp string `json:"timestamp"`
 		}
-		if err := c.rpc(ctx, endpoint, "eth_getBlockByNumber", []any{hexutil(n), false}, &b); err != nil {
+		if err := c.rpc(ctx, endpoint, "eth_getBlockByNumber", []any{quantity(n), false}, &b); err != nil {
 			return 0, fmt.Errorf("block %d: %w", n, err)
 		}
 		ts, err := strconv.ParseInt(strings.TrimPrefix(b.Timestamp, "0x"), 16, 64)
@@ -426,7 +426,8 @@ func (c *Chains) blockAt(ctx context.Context, endpoint string, t int64) (uint64,
 	return hi, nil
 }
 
-func hexutil(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }
+// quantity is n as a JSON-RPC quantity.
+func quantity(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }
 
 // topicOf is an address as an indexed event argument.
 func topicOf(address string) string {

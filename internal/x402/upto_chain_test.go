@@ -43,10 +43,10 @@ func (n *node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	str := func(i int) string { var s string; json.Unmarshal(req.Params[i], &s); return s }
 	switch req.Method {
 	case "eth_blockNumber":
-		result = hexutil(n.latest)
+		result = quantity(n.latest)
 	case "eth_getBlockByNumber":
 		b, _ := strconv.ParseUint(strings.TrimPrefix(str(0), "0x"), 16, 64)
-		result = map[string]string{"timestamp": hexutil(2 * b)}
+		result = map[string]string{"timestamp": quantity(2 * b)}
 	case "eth_getTransactionByHash":
 		if t, ok := n.txs[str(0)]; ok {
 			result = map[string]string{"input": "0x" + hex.EncodeToString(t.input)}
