@@ -161,6 +161,7 @@ for want in \
 	'fulfilled' \
 	'settled' \
 	'"today": "0.01"' \
+	'"settledAmount":"3000"' \
 	'"owner_verified":true' \
 	'"warnings": []' \
 	'signature verified' \

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,11 +178,67 @@ func getJSON(t *testing.T, url string, out any) {
 // TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid puts a hostile proxy
 // (seller.Liar) in front of the upto reference seller: the seller's facilitator
 // settles what the call used, and the proxy answers 402 with the offer again. The
-// payment is left unknown, then settled from the chain (Permit2's nonce bitmap
-// through the fake chain's JSON-RPC): settled once, not delivered, one transfer on
-// the chain, and recorded at its maximum, since the bitmap says that it moved, not
-// how much, and the maximum is the most that could have.
+// payment is left unknown, then settled from the chain: Permit2's nonce bitmap says
+// that it moved, and a bounded query of the token's Transfer logs from the payer to
+// the payee, over the blocks of the authorization's window, finds the transaction
+// carrying its nonce and what it moved. Settled once, not delivered, one transfer on
+// the chain, recorded at what moved (3000), not at the maximum.
 func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	p, ledger, spent, logs := payUptoThroughLiar(t, seller.LieRefused, 3000)
+	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "3000" {
+		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at 3000, what moved\n%s",
+			p.Status, p.Delivered, deref(p.SettledAmount), logs)
+	}
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Fatalf("the chain's transfers %+v, want one of 3000", ledger)
+	}
+	if p.Transaction == nil || !strings.EqualFold(*p.Transaction, ledger[0].Transaction) {
+		t.Errorf("the payment names transaction %s, the chain %s", deref(p.Transaction), ledger[0].Transaction)
+	}
+	if spent != "0.003" {
+		t.Errorf("the agent's spend today %q, want 0.003, what moved", spent)
+	}
+}
+
+// TestAnUptoSellerThatUnderstatesWhatItSettledIsRecordedAtWhatTheChainShows puts a
+// hostile proxy in front of the upto reference seller that settles 40000 of the
+// 50000 maximum and answers, with the report, a settlement claiming 4000. The chain's
+// word wins: the settlement transaction's receipt shows 40000 leaving the payer for
+// the payee, so the record, the receipt and the agent's spend say 40000, and the
+// seller's misstatement is recorded as a lie is: paid, not delivered as answered.
+func TestAnUptoSellerThatUnderstatesWhatItSettledIsRecordedAtWhatTheChainShows(t *testing.T) {
+	p, ledger, spent, logs := payUptoThroughLiar(t, seller.LieUnderstated, 40000)
+	if len(ledger) != 1 || ledger[0].Value != "40000" {
+		t.Fatalf("the chain's transfers %+v, want one of 40000", ledger)
+	}
+	if p.Status != "settled" || p.SettledAmount == nil || *p.SettledAmount != "40000" || p.SettledValue == nil || *p.SettledValue != "0.04" {
+		t.Fatalf("the payment %s, settled %s (%s): want settled at 40000 (0.04), what the chain shows\n%s",
+			p.Status, deref(p.SettledAmount), deref(p.SettledValue), logs)
+	}
+	if spent != "0.04" {
+		t.Errorf("the agent's spend today %q, want 0.04, what moved", spent)
+	}
+	if p.Delivered == nil || *p.Delivered {
+		t.Errorf("delivered %v: want the seller's misstatement recorded as a lie, not delivered as answered", p.Delivered)
+	}
+	if p.Transaction == nil || !strings.EqualFold(*p.Transaction, ledger[0].Transaction) {
+		t.Errorf("the payment names transaction %s, the chain %s", deref(p.Transaction), ledger[0].Transaction)
+	}
+}
+
+// uptoPayment is an upto payment as the API shows it.
+type uptoPayment struct {
+	Status                                   string
+	Delivered                                *bool
+	SettledAmount, SettledValue, Transaction *string
+}
+
+// payUptoThroughLiar pays the upto reference seller, behind a seller.Liar telling
+// lie, for a call using use atomic units of its 50000 maximum, and answers the
+// payment once it is settled or failed, the chain's transfers, the agent's spend
+// today and the server's and the seller's logs.
+func payUptoThroughLiar(t *testing.T, lie string, use int) (uptoPayment, []referenceTransfer, string, string) {
+	t.Helper()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
 	ref := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
@@ -190,7 +247,7 @@ func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
 		t.Fatalf("approve Permit2: %v %v", res, err)
 	}
 	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
-	proxy := httptest.NewServer(seller.NewLiar(target, seller.LieRefused))
+	proxy := httptest.NewServer(seller.NewLiar(target, lie))
 	t.Cleanup(proxy.Close)
 	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
 	dbURL := demoDatabase(t)
@@ -199,6 +256,7 @@ func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
 		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
 		"X402_RPC_URLS": "eip155:84532=" + ref.base + "/rpc"})
 	agent := agentCall(t, srv.base, agentKey, nil)
+	user := agentCall(t, srv.base, userKey, nil)
 	var s struct{ ID string }
 	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"upto-liar"}`, &s); code != 201 {
 		t.Fatalf("session: %d", code)
@@ -208,28 +266,24 @@ func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
 		Payment struct{ ID string }
 	}
 	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to","maximumDebit":"0.05",
-		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=`+strconv.Itoa(use)+`"}}`, &a); code != 201 {
 		t.Fatalf("ask: %d\n%s", code, srv.logs)
 	}
-	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
-		`{"decision":"approve"}`, nil); code != 200 {
+	if code := user("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
 		t.Fatalf("approve: %d", code)
 	}
-	var p struct {
-		Status                     string
-		Delivered                  *bool
-		SettledAmount, Transaction *string
-	}
+	var p uptoPayment
+	var agentID struct{ AgentID string }
 	eventually(60*time.Second, func() bool {
 		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
 		return p.Status == "settled" || p.Status == "failed"
 	})
-	ledger := ref.ledger(t)
-	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "50000" {
-		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at the maximum\n%s\nseller:\n%s",
-			p.Status, p.Delivered, deref(p.SettledAmount), srv.logs, ref.logs)
+	agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &agentID)
+	var lim struct {
+		Spent struct{ Today string }
 	}
-	if len(ledger) != 1 || ledger[0].Value != "3000" {
-		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
+	if code := user("GET", "/agents/"+agentID.AgentID+"/spending-limits", "", &lim); code != 200 {
+		t.Fatalf("spending limits: %d", code)
 	}
+	return p, ref.ledger(t), lim.Spent.Today, srv.logs.String() + "\nseller:\n" + ref.logs.String()
 }

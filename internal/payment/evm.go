@@ -100,7 +100,7 @@ func (e evm) sign(p Payment) (x402.ExactPayload, error) {
 		Nonce: "0x" + hex.EncodeToString(p.Nonce)})
 }
 
-func (evm) Moved(Payment, *x402.Settlement) string { return "" }
+func (evm) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) { return Moved{}, nil }
 
 func (e evm) Reads() bool { return e.chain != nil }
 

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/waystation/waystation/internal/problem"
 	"github.com/waystation/waystation/internal/x402"
 )
 
 // Permit2 reads what the upto scheme on EVM networks pays through: the payer's
-// one-time approval of Permit2 on a token, and whether Permit2 used one of its
-// nonces. x402.Chains implements it.
+// one-time approval of Permit2 on a token, whether Permit2 used one of its nonces,
+// and what the settlement that used it moved. x402.Chains implements it.
 type Permit2 interface {
 	// Permit2Allowance is how much of the token at asset owner lets Permit2 move;
 	// x402.ErrNoChain when there is no endpoint for network.
@@ -20,6 +22,10 @@ type Permit2 interface {
 	// Permit2NonceUsed reports whether Permit2 used owner's nonce; x402.ErrNoChain
 	// when there is no endpoint for network.
 	Permit2NonceUsed(ctx context.Context, network, owner string, nonce []byte) (bool, error)
+	// UptoSettlement finds the transaction that settled an upto authorization and
+	// what it moved from the owner to the payee; x402.ErrNoSettlement when the
+	// chain shows none, x402.ErrNoChain when there is no endpoint for the network.
+	UptoSettlement(ctx context.Context, q x402.UptoQuery) (x402.Transfer, error)
 }
 
 // evmUpto pays by the upto scheme on EVM networks: a Permit2
@@ -93,20 +99,40 @@ func (u evmUpto) Sign(p Payment) (http.Header, error) {
 	return paymentHeader(p, sig), nil
 }
 
-// Moved is the amount the seller's settlement names when it is one the
-// authorization could move; else (none named, more than signed, or the chain's
-// word, which says that it moved, not how much) the whole maximum, which is the
-// most it could have.
-func (evmUpto) Moved(p Payment, st *x402.Settlement) string {
-	max, _ := new(big.Int).SetString(p.Offer.Amount, 10)
-	if st == nil || max == nil {
-		return p.Offer.Amount
+// sinceSigned is how long before a payment was signed its settlement is looked for
+// on the chain: the chain's clock may run ahead of the service's.
+const sinceSigned = 2 * time.Minute
+
+// Moved is what the chain shows moved, never the seller's word: the payer's
+// transfer to the payee in the transaction that used the authorization's nonce (the
+// one the seller named, or else found among the token's Transfer logs in the
+// authorization's window), never more than the maximum. A seller's answer naming
+// another amount or another transaction misstated it. When the chain cannot tell,
+// or shows no such transaction, it is the maximum: the most that could have moved.
+func (u evmUpto) Moved(ctx context.Context, p Payment, st *x402.Settlement) (Moved, error) {
+	max, ok := new(big.Int).SetString(p.Offer.Amount, 10)
+	if !ok || u.permit2 == nil {
+		return Moved{Amount: p.Offer.Amount}, x402.ErrNoChain
 	}
-	n, ok := new(big.Int).SetString(st.Amount, 10)
-	if !ok || n.Sign() < 0 || n.Cmp(max) > 0 || n.String() != st.Amount {
-		return p.Offer.Amount
+	q := x402.UptoQuery{Network: p.Offer.Network, Asset: p.Offer.Asset, Owner: p.Payer, PayTo: p.Offer.PayTo, Nonce: p.Nonce,
+		Since: p.ValidAfter, Deadline: p.ValidBefore}
+	if p.SignedAt != nil {
+		q.Since = (*p.SignedAt).Add(-sinceSigned).Unix()
 	}
-	return st.Amount
+	if st != nil {
+		q.Transaction = st.Transaction
+	}
+	t, err := u.permit2.UptoSettlement(ctx, q)
+	if err != nil {
+		return Moved{Amount: p.Offer.Amount}, err
+	}
+	if t.Amount.Cmp(max) > 0 {
+		t.Amount = max // Permit2 and the proxy move no more than signed.
+	}
+	m := Moved{Amount: t.Amount.String(), Transaction: t.Transaction}
+	m.Misstated = st != nil && (st.Amount != "" && st.Amount != m.Amount ||
+		st.Transaction != "" && !strings.EqualFold(st.Transaction, t.Transaction))
+	return m, nil
 }
 
 func (u evmUpto) Reads() bool { return u.permit2 != nil }

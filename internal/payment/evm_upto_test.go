@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
 
@@ -30,6 +32,16 @@ type fakePermit2 struct {
 	used      bool
 	owner     string
 	nonce     []byte
+	// moved is what the chain shows the settlement moved, settleErr its error
+	// instead; asked is the last query.
+	moved     x402.Transfer
+	settleErr error
+	asked     x402.UptoQuery
+}
+
+func (p *fakePermit2) UptoSettlement(_ context.Context, q x402.UptoQuery) (x402.Transfer, error) {
+	p.asked = q
+	return p.moved, p.settleErr
 }
 
 func (p *fakePermit2) Permit2Allowance(context.Context, string, string, string) (*big.Int, error) {
@@ -122,22 +134,49 @@ func common2Bytes(t *testing.T, h string) []byte {
 	return b.FillBytes(make([]byte, 65))
 }
 
-// TestAnUptoSellerThatClaimsMoreThanTheMaximumIsRecordedAtTheMaximum: what a
-// settled upto payment moved is the seller's word only when the authorization could
-// have moved it; a claim above the maximum, a malformed one, or none (the chain's
-// word: its nonce used) is recorded as the whole maximum, the most that could move.
-func TestAnUptoSellerThatClaimsMoreThanTheMaximumIsRecordedAtTheMaximum(t *testing.T) {
-	p := Payment{Offer: Offer{Scheme: x402.SchemeUpto, Amount: "50000"}}
-	for claim, want := range map[string]string{"3000": "3000", "0": "0", "50000": "50000", "50001": "50000",
-		"999999999999999999999": "50000", "-1": "50000", "03000": "50000", "3e3": "50000", "": "50000"} {
-		if got := (evmUpto{}).Moved(p, &x402.Settlement{Success: true, Amount: claim}); got != want {
-			t.Errorf("the seller claims %q: recorded %q, want %q", claim, got, want)
+// TestWhatAnUptoPaymentMovedIsTheChainsWordNotTheSellers: what a settled upto
+// payment moved is what the chain shows its settlement transaction moved, whatever
+// the seller claims: a claim below it (settled 40000, answered 4000) or above it is
+// a misstatement, and so is a transaction named that is not the settlement's; the
+// seller's transaction is what the chain is asked first. Never more than the
+// maximum; the maximum when the chain shows no transaction or cannot tell.
+func TestWhatAnUptoPaymentMovedIsTheChainsWordNotTheSellers(t *testing.T) {
+	const tx, other = "0xaaaa", "0xbbbb"
+	signed := time.Unix(10_000, 0)
+	p := Payment{Offer: Offer{Scheme: x402.SchemeUpto, Network: "eip155:8453", Asset: testUSDC, PayTo: testPayTo, Amount: "50000"},
+		Payer: "0x2c7536E3605D9C16a7a3D7b1898e529396a65c23", Nonce: make([]byte, 32), ValidAfter: 9_400, ValidBefore: 10_300, SignedAt: &signed}
+	for _, c := range []struct {
+		name           string
+		chain          int64
+		claim, claimTx string
+		want           string
+		wantMisstated  bool
+	}{
+		{"honest", 3000, "3000", tx, "3000", false},
+		{"understated", 40000, "4000", tx, "40000", true},
+		{"overstated", 3000, "40000", tx, "3000", true},
+		{"another transaction named", 3000, "3000", other, "3000", true},
+		{"no amount named", 3000, "", "", "3000", false},
+		{"more than the maximum on the chain", 60000, "", tx, "50000", false},
+	} {
+		chain := &fakePermit2{moved: x402.Transfer{Transaction: tx, Amount: big.NewInt(c.chain)}}
+		m, err := (evmUpto{permit2: chain}).Moved(context.Background(), p, &x402.Settlement{Success: true, Amount: c.claim, Transaction: c.claimTx})
+		if err != nil || m.Amount != c.want || m.Misstated != c.wantMisstated || m.Transaction != tx {
+			t.Errorf("%s: moved %+v %v, want %s misstated %v", c.name, m, err, c.want, c.wantMisstated)
+		}
+		if q := chain.asked; q.Transaction != c.claimTx || q.Owner != p.Payer || q.PayTo != testPayTo || q.Asset != testUSDC ||
+			q.Since != signed.Add(-sinceSigned).Unix() || q.Deadline != 10_300 || len(q.Nonce) != 32 {
+			t.Errorf("%s: the chain was asked %+v", c.name, q)
 		}
 	}
-	if got := (evmUpto{}).Moved(p, nil); got != "50000" {
-		t.Errorf("the chain's word: recorded %q, want the maximum", got)
+	for _, err := range []error{x402.ErrNoSettlement, errors.New("the node is down")} {
+		chain := &fakePermit2{settleErr: err}
+		m, got := (evmUpto{permit2: chain}).Moved(context.Background(), p, &x402.Settlement{Success: true, Amount: "3000"})
+		if m.Amount != "50000" || m.Misstated || !errors.Is(got, err) {
+			t.Errorf("the chain answers %v: moved %+v %v, want the maximum", err, m, got)
+		}
 	}
-	if (evm{}).Moved(p, &x402.Settlement{Amount: "1"}) != "" {
+	if m, err := (evm{}).Moved(context.Background(), p, &x402.Settlement{Amount: "1"}); m != (Moved{}) || err != nil {
 		t.Error("an exact payment moves its amount, whatever the seller says")
 	}
 }

@@ -41,10 +41,11 @@ type Family interface {
 	// again is the one that may already have settled. A refusal when the family
 	// cannot sign p.
 	Sign(p Payment) (http.Header, error)
-	// Moved is what p moved when it settled, in atomic units, given the seller's
-	// settlement answer st (nil when none came, or the chain told): "" when it is
-	// always the offer's amount (exact); never more than the amount signed.
-	Moved(p Payment, st *x402.Settlement) string
+	// Moved is what p moved when it settled, given the seller's settlement answer
+	// st (nil when none came, or the chain told), read from the chain when the
+	// amount is not fixed. On an error, it is still an answer: the most p could
+	// have moved.
+	Moved(ctx context.Context, p Payment, st *x402.Settlement) (Moved, error)
 	// Reads reports whether the family reads its chains at all, so that payments
 	// whose outcome is unknown can be settled.
 	Reads() bool
@@ -97,6 +98,18 @@ func quote(o x402.Offer, named ...string) (Quote, error) {
 	}
 	a, _ := x402.LookupAsset(o.Network, o.Asset)
 	return Quote{Value: v, Symbol: a.Symbol, Named: named}, nil
+}
+
+// Moved is what a settled payment moved, as its family tells it.
+type Moved struct {
+	// Amount is in atomic units, never more than the amount signed; "" when it is
+	// always the offer's amount (exact).
+	Amount string
+	// Transaction is the settlement's as the chain shows it; "" when not read.
+	Transaction string
+	// Misstated says that the seller's settlement answer named an amount or a
+	// transaction the chain contradicts: a lie about money, recorded as one.
+	Misstated bool
 }
 
 // Window is when a signed payment may be settled, in Unix seconds, and what beside

@@ -472,6 +472,8 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		case err != nil:
 			return err
 		}
+		signed := s.now()
+		p.SignedAt = &signed
 	}
 	f := s.family(p.Offer)
 	if f == nil {
@@ -511,11 +513,26 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 	o.Receipt = request.Receipt{PaymentID: p.ID, Amount: p.Offer.Amount, Value: p.Offer.Value.String(), Asset: p.Offer.Asset,
 		Network: p.Offer.Network, PayTo: p.Offer.PayTo, Response: &answer}
 	switch st := o.Settlement; {
-	case st != nil && st.Success:
-		o.Status, o.Transaction, o.Delivered, o.Moved = StatusSettled, st.Transaction, resp.StatusCode < 300, f.Moved(p, st)
-	case resp.StatusCode < 300:
-		// Delivered without a settlement answer: the seller took the payment.
-		o.Status, o.Delivered, o.Moved = StatusSettled, true, f.Moved(p, nil)
+	case st != nil && st.Success, resp.StatusCode < 300:
+		// Settled, or delivered without a settlement answer: the seller took the
+		// payment. What moved is the chain's word where it is not fixed; a seller
+		// that misstated it lied about money, and is recorded as a liar is: paid,
+		// not delivered as it answered.
+		m, err := f.Moved(ctx, p, st)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			log.Warn("what the payment moved could not be read from the chain: its maximum is recorded", "err", err)
+		}
+		if m.Misstated {
+			log.Warn("the seller's settlement answer misstates what moved: the chain's word is recorded",
+				"answered_amount", st.Amount, "answered_transaction", st.Transaction, "moved", m.Amount, "transaction", m.Transaction)
+		}
+		o.Status, o.Delivered, o.Moved, o.Transaction = StatusSettled, resp.StatusCode < 300 && !m.Misstated, m.Amount, m.Transaction
+		if o.Transaction == "" && st != nil {
+			o.Transaction = st.Transaction
+		}
 	default:
 		// A refusal, an error or garbage says nothing of the authorization that
 		// left: a seller may settle it and answer 402 all the same. Only the chain
@@ -609,10 +626,20 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		return true, nil
 	case ev.Used:
 		log.Info("payment settled, as the chain shows", "answered", p.Answer != nil)
-		o := Outcome{Status: StatusSettled, Transaction: tx, Receipt: s.receipt(*p, StatusSettled, "")}
-		if f := s.family(p.Offer); f != nil {
-			o.Moved = f.Moved(*p, nil)
+		m, err := s.family(p.Offer).Moved(ctx, *p, nil)
+		switch {
+		case ctx.Err() != nil:
+			return true, ctx.Err()
+		case errors.Is(err, x402.ErrNoSettlement):
+			log.Warn("the chain shows the payment's authorization used and no transaction of it: its maximum is recorded")
+		case err != nil:
+			log.Warn("payment outcome unknown: the chain did not tell what moved", "err", err)
+			return true, nil
 		}
+		if tx == "" {
+			tx = m.Transaction
+		}
+		o := Outcome{Status: StatusSettled, Transaction: tx, Moved: m.Amount, Receipt: s.receipt(*p, StatusSettled, "")}
 		o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(*p, o.Moved)
 		// Paid, and the seller answered something else than what was paid for, or
 		// nothing the service received: nothing was delivered.

@@ -169,6 +169,9 @@ type fakeChain struct {
 	reads     bool
 	evidence  Evidence
 	settleErr error
+	// moved is what the family says a settlement moved, movedErr its error.
+	moved    Moved
+	movedErr error
 }
 
 var _ Family = (*fakeChain)(nil)
@@ -205,7 +208,9 @@ func (c *fakeChain) Sign(p Payment) (http.Header, error) {
 	return http.Header{http.CanonicalHeaderKey(x402.HeaderPaymentV2): {"signed " + p.ID}}, nil
 }
 
-func (*fakeChain) Moved(Payment, *x402.Settlement) string { return "" }
+func (c *fakeChain) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) {
+	return c.moved, c.movedErr
+}
 
 func (c *fakeChain) Reads() bool { return c.reads }
 
@@ -599,6 +604,58 @@ func TestResolveSettlesAnUnknownPaymentFromTheChain(t *testing.T) {
 	store.unknowns = []Payment{unknown}
 	if did, err := newTestService(&fakeChain{}, store, &memSeller{}).Resolve(context.Background()); did || err != nil || len(store.unknowns) != 1 {
 		t.Errorf("Resolve without a chain: %v %v", did, err)
+	}
+}
+
+// TestASellerThatMisstatesWhatMovedIsRecordedAtTheChainsWordAndNotDelivered: the
+// seller answers its report and a settlement; when the family reads on the chain
+// that more moved than the answer says, the chain's amount and transaction are
+// recorded, and the payment as a lie is: settled, not delivered, its answer kept.
+// When the chain shows no settlement of an unknown payment whose nonce is used, the
+// family's answer (the maximum) is recorded; when it cannot tell, the payment stays
+// unknown, to be read again.
+func TestASellerThatMisstatesWhatMovedIsRecordedAtTheChainsWordAndNotDelivered(t *testing.T) {
+	store := newMemStore()
+	seller := &memSeller{offer: asks("50000", testPayTo), paid: answers(200, "0xabc", `{"report":1}`)}
+	chain := &fakeChain{moved: Moved{Amount: "40000", Transaction: "0xdef", Misstated: true}}
+	s := newTestService(chain, store, seller)
+	approved(t, s, store)
+	if did, err := s.Execute(context.Background()); !did || err != nil {
+		t.Fatalf("Execute: %v %v", did, err)
+	}
+	o := store.outcome(t)
+	if o.Status != StatusSettled || o.Delivered || o.Moved != "40000" || o.Transaction != "0xdef" || o.Receipt.SettledAmount == nil ||
+		*o.Receipt.SettledAmount != "40000" || o.Receipt.Response == nil || o.Receipt.Response.Body != `{"report":1}` {
+		t.Errorf("outcome %+v", o)
+	}
+
+	unknown := Payment{ID: "pay_2", Status: StatusUnknown, ValidBefore: testNow.Add(time.Minute).Unix(),
+		Offer: Offer{Version: 2, Scheme: x402.SchemeExact, Network: "eip155:8453", Asset: testUSDC, PayTo: testPayTo, Amount: "50000", Value: 50_000}}
+	for _, c := range []struct {
+		name   string
+		moved  Moved
+		err    error
+		status string
+	}{
+		{"found", Moved{Amount: "3000", Transaction: "0x123"}, nil, StatusSettled},
+		{"no transaction found", Moved{Amount: "50000"}, x402.ErrNoSettlement, StatusSettled},
+		{"the chain silent", Moved{Amount: "50000"}, errors.New("timeout"), ""},
+	} {
+		store := newMemStore()
+		store.unknowns = []Payment{unknown}
+		chain := &fakeChain{reads: true, evidence: Evidence{Used: true}, moved: c.moved, movedErr: c.err}
+		if did, err := newTestService(chain, store, &memSeller{}).Resolve(context.Background()); !did || err != nil {
+			t.Fatalf("%s: Resolve: %v %v", c.name, did, err)
+		}
+		if c.status == "" {
+			if len(store.finished) != 0 {
+				t.Errorf("%s: recorded %+v, want it left unknown", c.name, store.finished)
+			}
+			continue
+		}
+		if o := store.outcome(t); o.Status != c.status || o.Moved != c.moved.Amount || o.Transaction != c.moved.Transaction {
+			t.Errorf("%s: outcome %+v", c.name, o)
+		}
 	}
 }
 

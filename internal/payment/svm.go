@@ -117,7 +117,7 @@ func (s svm) sign(p Payment) (x402.ExactSVMPayload, error) {
 	return s.payer.Solana.Sign(t, p.Blockhash, p.Nonce)
 }
 
-func (svm) Moved(Payment, *x402.Settlement) string { return "" }
+func (svm) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) { return Moved{}, nil }
 
 func (s svm) Reads() bool { return s.payer != nil && s.payer.Landings != nil }
 

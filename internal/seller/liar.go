@@ -3,6 +3,7 @@ package seller
 import (
 	"bytes"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -18,6 +19,11 @@ const (
 	LieClosed  = "closed"  // the connection closed without an answer
 	LieGarbage = "garbage" // bytes that are not HTTP
 )
+
+// LieUnderstated passes the seller's paid answer on with its settlement answer
+// claiming a tenth of what the seller settled: an upto seller's lie about how much
+// left the payer's wallet.
+const LieUnderstated = "understated"
 
 // LieWithheld is no lie: the payment is never passed on, and the answer is the
 // seller's 402, as a seller that refuses without settling answers.
@@ -72,6 +78,10 @@ func (l *Liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lie := l.lie
 	l.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
+	if lie == LieUnderstated {
+		l.understate(w, r, body)
+		return
+	}
 	// The seller takes the payment; what it answered is dropped.
 	if lie != LieWithheld {
 		if res, err := l.send(r, body, true); err == nil {
@@ -105,6 +115,30 @@ func (l *Liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		conn.Close()
 	}
+}
+
+// understate passes r on, paid, and the seller's answer back with the amount of its
+// settlement answer divided by ten.
+func (l *Liar) understate(w http.ResponseWriter, r *http.Request, body []byte) {
+	res, err := l.send(r, body, true)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	for k, vs := range res.Header {
+		w.Header()[k] = vs
+	}
+	if st := x402.ReadSettlement(res.Header); st != nil {
+		if n, ok := new(big.Int).SetString(st.Amount, 10); ok {
+			st.Amount = n.Div(n, big.NewInt(10)).String()
+		}
+		w.Header().Del(x402.HeaderSettlementV1)
+		name, value := st.Header(2)
+		w.Header().Set(name, value)
+	}
+	w.WriteHeader(res.StatusCode)
+	io.Copy(w, res.Body)
 }
 
 // send sends r again to the seller, with its payment or without.

@@ -102,6 +102,12 @@ type Seller struct {
 	// may name.
 	settledSVM  map[string]string
 	blockhashes []string
+	// The upto route's chain: the owners that approved Permit2, the Permit2 nonces
+	// used (owner|nonce), each transaction's call data, and when the chain started.
+	approved map[string]bool
+	uptoUsed map[string]bool
+	inputs   map[string][]byte
+	start    time.Time
 }
 
 // New returns a seller with cfg's settings.
@@ -130,11 +136,13 @@ func New(cfg Config) *Seller {
 		cfg.Now = time.Now
 	}
 	s := &Seller{cfg: cfg, mux: http.NewServeMux(), mode: ModeNone, delivered: map[string][]byte{}, settled: map[string]x402.Authorization{},
-		settledSVM: map[string]string{}}
+		settledSVM: map[string]string{}, approved: map[string]bool{}, uptoUsed: map[string]bool{}, inputs: map[string][]byte{}, start: cfg.Now()}
 	s.mux.HandleFunc("GET /v1/weather", s.paid(1, "The weather for a city, today."))
 	s.mux.HandleFunc("GET /v2/report", s.paid(2, "A short report on a topic."))
 	s.mux.HandleFunc("POST /v2/report", s.paid(2, "A short report on a topic."))
 	s.mux.HandleFunc("GET /v2/solana", s.paid(2, "A short report on a topic, paid on Solana."))
+	s.mux.HandleFunc("GET /v2/metered", s.metered)
+	s.mux.HandleFunc("POST /approve", s.handleApprove)
 	s.mux.HandleFunc("POST /facilitator/verify", s.handleVerify)
 	s.mux.HandleFunc("POST /facilitator/settle", s.handleSettle)
 	s.mux.HandleFunc("GET /facilitator/supported", s.handleSupported)
@@ -515,6 +523,7 @@ func (s *Seller) handleLedger(w http.ResponseWriter, r *http.Request) {
 func (s *Seller) handleClearLedger(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.transfers, s.delivered, s.settled, s.settledSVM = nil, map[string][]byte{}, map[string]x402.Authorization{}, map[string]string{}
+	s.uptoUsed, s.inputs = map[string]bool{}, map[string][]byte{}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -543,6 +552,14 @@ func (s *Seller) handleRPC(w http.ResponseWriter, r *http.Request) {
 			"context": map[string]any{"slot": 1}, "value": map[string]any{"blockhash": h, "lastValidBlockHeight": 151}}})
 		return
 	}
+	if result, ok, err := s.chainRead(call.Method, call.Params); ok {
+		if err != nil {
+			fail(-32602, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "result": result})
+		return
+	}
 	if call.Method != "eth_call" {
 		fail(-32601, "the method "+call.Method+" does not exist")
 		return
@@ -557,6 +574,10 @@ func (s *Seller) handleRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data, err := hex.DecodeString(strings.TrimPrefix(cmp.Or(msg.Input, msg.Data), "0x"))
+	if word, ok := s.permit2Call(msg.To, data); err == nil && ok {
+		writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": call.ID, "result": "0x" + hex.EncodeToString(word)})
+		return
+	}
 	from, nonce, ok := x402.DecodeAuthorizationState(data)
 	if err != nil || !ok || !strings.EqualFold(msg.To, s.cfg.Asset) {
 		fail(3, "execution reverted")

@@ -23,9 +23,10 @@ var ErrNoChain = errors.New("x402: no RPC endpoint for this network")
 // whether the token has used an authorizer's nonce, by transfer or cancellation.
 var authorizationState = crypto.Keccak256([]byte("authorizationState(address,bytes32)"))[:4]
 
-// Chains reads the state of EIP-3009 authorizations from EVM networks through their
-// JSON-RPC endpoints: the evidence that tells whether a payment whose answer was lost
-// settled. It is safe for concurrent use.
+// Chains reads EVM networks through their JSON-RPC endpoints: the state of EIP-3009
+// authorizations and of Permit2's, the evidence that tells whether a payment whose
+// answer was lost settled, and what an upto settlement moved. It is safe for
+// concurrent use.
 type Chains struct {
 	urls   map[string]string // CAIP-2 network to endpoint
 	client *http.Client
@@ -97,39 +98,58 @@ func (c *Chains) AuthorizationUsed(ctx context.Context, network, asset, from str
 // call makes one JSON-RPC eth_call of a contract at the latest block. The call data
 // goes as both input and data: nodes read one or the other.
 func (c *Chains) call(ctx context.Context, endpoint, to string, data []byte) ([]byte, error) {
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "eth_call",
-		"params": []any{map[string]string{"to": to, "input": "0x" + hex.EncodeToString(data),
-			"data": "0x" + hex.EncodeToString(data)}, "latest"}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	var out string
+	err := c.rpc(ctx, endpoint, "eth_call", []any{map[string]string{"to": to, "input": "0x" + hex.EncodeToString(data),
+		"data": "0x" + hex.EncodeToString(data)}, "latest"}, &out)
 	if err != nil {
 		return nil, err
+	}
+	return hex.DecodeString(strings.TrimPrefix(out, "0x"))
+}
+
+// errNull is a JSON-RPC result of null: what a node answers for a transaction or a
+// block it does not know.
+var errNull = errors.New("the endpoint answered null")
+
+// rpc makes one JSON-RPC call of method on endpoint and decodes its result into out;
+// errNull when the result is null.
+func (c *Chains) rpc(ctx context.Context, endpoint, method string, params []any, out any) error {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	res, err := c.client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the endpoint answered %s", res.Status)
+		return fmt.Errorf("the endpoint answered %s", res.Status)
 	}
 	var answer struct {
-		Result *string `json:"result"`
+		Result json.RawMessage `json:"result"`
 		Error  *struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&answer); err != nil {
-		return nil, fmt.Errorf("the endpoint's answer is not JSON-RPC: %w", err)
+	if err := json.NewDecoder(io.LimitReader(res.Body, 8<<20)).Decode(&answer); err != nil {
+		return fmt.Errorf("the endpoint's answer is not JSON-RPC: %w", err)
 	}
 	switch {
 	case answer.Error != nil:
-		return nil, fmt.Errorf("error %d: %s", answer.Error.Code, Clean(answer.Error.Message, 200))
-	case answer.Result == nil:
-		return nil, errors.New("the endpoint answered no result")
+		return fmt.Errorf("error %d: %s", answer.Error.Code, Clean(answer.Error.Message, 200))
+	case len(answer.Result) == 0:
+		return errors.New("the endpoint answered no result")
+	case string(answer.Result) == "null":
+		return errNull
 	}
-	return hex.DecodeString(strings.TrimPrefix(*answer.Result, "0x"))
+	if err := json.Unmarshal(answer.Result, out); err != nil {
+		return fmt.Errorf("the endpoint's %s result: %w", method, err)
+	}
+	return nil
 }
 
 // DecodeAuthorizationState reads the call data of authorizationState(from, nonce), so

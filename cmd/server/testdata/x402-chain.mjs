@@ -68,6 +68,27 @@ const permit2ABI = [
   },
 ];
 
+// x402's upto proxy's settle, as @x402/evm's x402UptoPermit2ProxyABI has it: what a
+// settlement transaction's call data encodes.
+const uptoProxyABI = [{
+  type: "function", name: "settle", stateMutability: "nonpayable", outputs: [],
+  inputs: [
+    {
+      name: "permit", type: "tuple", components: [
+        { name: "permitted", type: "tuple", components: [{ name: "token", type: "address" }, { name: "amount", type: "uint256" }] },
+        { name: "nonce", type: "uint256" }, { name: "deadline", type: "uint256" },
+      ],
+    },
+    { name: "amount", type: "uint256" }, { name: "owner", type: "address" },
+    {
+      name: "witness", type: "tuple", components: [
+        { name: "to", type: "address" }, { name: "facilitator", type: "address" }, { name: "validAfter", type: "uint256" },
+      ],
+    },
+    { name: "signature", type: "bytes" },
+  ],
+}];
+
 const uptoWitnessTypes = {
   PermitWitnessTransferFrom: [
     { name: "permitted", type: "TokenPermissions" }, { name: "spender", type: "address" },
@@ -89,8 +110,19 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
   const spent = new Map(); // address -> atomic units sent
   const received = new Map();
   const receipts = new Map(); // hash -> receipt
+  const transactions = new Map(); // hash -> { to, input, block }
   const ledger = [];
   let block = 1_000_000n;
+  // Blocks up to the first are two seconds apart, the last mined as the chain
+  // starts; each transaction is mined in a block of its own, at the time it is sent.
+  const genesis = BigInt(Math.floor(Date.now() / 1000));
+  const minedAt = new Map(); // block -> Unix seconds
+  const timestampOf = (n) => minedAt.get(n) ?? genesis - (1_000_000n - n) * 2n;
+  const mine = () => {
+    block += 1n;
+    minedAt.set(block, BigInt(Math.floor(Date.now() / 1000)));
+    return block;
+  };
 
   const allowances = new Map(); // owner -> atomic units Permit2 may move
   const permit2Used = new Set(); // owner|nonce
@@ -129,8 +161,9 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
     used.add(key(from, nonce));
     spent.set(viem.getAddress(from), (spent.get(viem.getAddress(from)) ?? 0n) + BigInt(value));
     received.set(viem.getAddress(to), (received.get(viem.getAddress(to)) ?? 0n) + BigInt(value));
-    block += 1n;
+    mine();
     const hash = viem.keccak256(viem.toHex(`${chainId}|${token}|${key(from, nonce)}|${block}`));
+    transactions.set(hash, { to: token, input: "0x", block });
     receipts.set(hash, {
       status: "success",
       transactionHash: hash,
@@ -160,13 +193,14 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
     return hash;
   }
 
-  // move moves value from from to to, as a mined transaction whose receipt carries
-  // the token's Transfer log, and writes it to the ledger.
-  function move(from, to, value, nonce) {
+  // move moves value from from to to, as a mined transaction sent with input whose
+  // receipt carries the token's Transfer log, and writes it to the ledger.
+  function move(from, to, value, nonce, input) {
     spent.set(viem.getAddress(from), (spent.get(viem.getAddress(from)) ?? 0n) + value);
     received.set(viem.getAddress(to), (received.get(viem.getAddress(to)) ?? 0n) + value);
-    block += 1n;
+    mine();
     const hash = viem.keccak256(viem.toHex(`${chainId}|${token}|upto|${viem.getAddress(from)}|${nonce}|${block}`));
+    transactions.set(hash, { to: UPTO_PROXY, input, block });
     receipts.set(hash, {
       status: "success", transactionHash: hash, blockNumber: block, from: facilitator, to: UPTO_PROXY,
       logs: [{
@@ -209,7 +243,8 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
     if (!send) return undefined;
     permit2Used.add(k);
     allowances.set(viem.getAddress(owner), allowances.get(viem.getAddress(owner)) - BigInt(amount));
-    return move(owner, witness.to, BigInt(amount), BigInt(permit.nonce));
+    const input = viem.encodeFunctionData({ abi: uptoProxyABI, functionName: "settle", args });
+    return move(owner, witness.to, BigInt(amount), BigInt(permit.nonce), input);
   }
 
   // nonceBitmap is Permit2's word wordPos of owner's used nonces.
@@ -294,11 +329,15 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
     },
   };
   // rpc answers a node's JSON-RPC for the token: eth_call of its view functions
-  // (authorizationState above all), so that the service can settle from the chain
-  // a payment whose seller's answer said otherwise.
+  // (authorizationState above all) and of Permit2's nonceBitmap, and the reads of
+  // blocks, transactions, receipts and logs (eth_getLogs over at most 10000 blocks,
+  // as public nodes bound it), so that the service can settle from the chain a
+  // payment whose seller's answer said otherwise, and read what it moved.
   async function rpc({ id, method, params }) {
     try {
       if (method === "eth_chainId") return { jsonrpc: "2.0", id, result: viem.toHex(chainId) };
+      const read = reads[method];
+      if (read) return { jsonrpc: "2.0", id, result: read(...(params ?? [])) };
       if (method !== "eth_call") throw Object.assign(new Error(`the fake chain does not answer ${method}`), { code: -32601 });
       const { to, input, data } = params[0];
       if (viem.isAddressEqual(to, PERMIT2)) {
@@ -315,6 +354,32 @@ export function fakeChain(viem, { chainId, asset, name = "USDC", version = "2", 
       return { jsonrpc: "2.0", id, error: { code: e.code ?? 3, message: e.message } };
     }
   }
+  // reads answer what a node answers of the chain's blocks, transactions, receipts
+  // and logs, in its hex quantities; null for what it does not know.
+  const rpcLog = (l) => ({ ...l, blockNumber: viem.toHex(l.blockNumber), logIndex: viem.toHex(l.logIndex), transactionIndex: "0x0" });
+  const matches = (want, got) => want == null || (Array.isArray(want) ? want : [want]).some((w) => w.toLowerCase() === got?.toLowerCase());
+  const reads = {
+    eth_blockNumber: () => viem.toHex(block),
+    eth_getBlockByNumber: (tag) => {
+      const n = tag === "latest" ? block : BigInt(tag);
+      return n > block || n < 0n ? null : { number: viem.toHex(n), timestamp: viem.toHex(timestampOf(n)), transactions: [] };
+    },
+    eth_getTransactionByHash: (hash) => {
+      const t = transactions.get(hash?.toLowerCase());
+      return t ? { hash, from: facilitator, to: t.to, input: t.input, blockNumber: viem.toHex(t.block), value: "0x0" } : null;
+    },
+    eth_getTransactionReceipt: (hash) => {
+      const r = receipts.get(hash?.toLowerCase());
+      return r ? { ...r, status: "0x1", blockNumber: viem.toHex(r.blockNumber), logs: r.logs.map(rpcLog) } : null;
+    },
+    eth_getLogs: ({ address, fromBlock, toBlock, topics = [] }) => {
+      const from = BigInt(fromBlock ?? "0x0"), to = toBlock === undefined || toBlock === "latest" ? block : BigInt(toBlock);
+      if (to - from >= 10_000n) throw Object.assign(new Error("query exceeds the 10000 blocks this node answers"), { code: -32005 });
+      return [...receipts.values()].flatMap((r) => r.logs).filter((l) =>
+        l.blockNumber >= from && l.blockNumber <= to && matches(address, l.address) &&
+        topics.every((t, i) => matches(t, l.topics[i]))).map(rpcLog);
+    },
+  };
   // approvePermit2 stands for owner's own approve(Permit2, max) transaction on the
   // token: the one-time step the upto scheme needs of a payer.
   const approvePermit2 = (owner) => allowances.set(viem.getAddress(owner), (1n << 256n) - 1n);
