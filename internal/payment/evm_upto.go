@@ -97,7 +97,11 @@ func (u evmUpto) Sign(p Payment) (http.Header, error) {
 // authorization could move; else (none named, more than signed, or the chain's
 // word, which says that it moved, not how much) the whole maximum, which is the
 // most it could have.
-func (evmUpto) Moved(p Payment, st *x402.Settlement) string {
+func (evmUpto) Moved(p Payment, st *x402.Settlement) string { return uptoMoved(p, st) }
+
+// uptoMoved is what an upto payment p moved, given the seller's settlement st: its
+// amount when one the payment could move, else the whole maximum.
+func uptoMoved(p Payment, st *x402.Settlement) string {
 	max, _ := new(big.Int).SetString(p.Offer.Amount, 10)
 	if st == nil || max == nil {
 		return p.Offer.Amount
