@@ -5,10 +5,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +161,68 @@ func TestTheNetworksPaidOnAreNamedOnce(t *testing.T) {
 	p.Signer, p.Networks = evmSigner, Networks{"eip155:8453"}
 	if got := networks(p.families(nil)); got != "eip155:8453, "+svmUptoMainnet {
 		t.Errorf("networks %q", got)
+	}
+}
+
+// TestTheReferenceFacilitatorVerifiesTheServicesUptoPaymentOnSolana: the header the
+// family sends, for an offer of the reference server's form, is one the reference
+// facilitator's verify accepts; the same header verified past its expiresAt, or
+// against an offer whose payee another seller names, is refused.
+func TestTheReferenceFacilitatorVerifiesTheServicesUptoPaymentOnSolana(t *testing.T) {
+	node, dir := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_X402_SVM_DIR")
+	if node == "" || dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("WAYSTATION_NODE and WAYSTATION_X402_SVM_DIR must be set under CI (make test sets them)")
+		}
+		t.Skip("WAYSTATION_NODE and WAYSTATION_X402_SVM_DIR are not set: run make test")
+	}
+	f, signer := svmUptoFamily(t)
+	feePayer := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
+	extra := `{"feePayer":"` + solana.PublicKeyFromBytes(feePayer.Public().(ed25519.PublicKey)).String() + `","receiverAuthorizer":"` +
+		svmUptoAuthorizer + `","withdrawDelay":900,"tokenProgram":"` + solana.TokenProgramID.String() +
+		`","recentBlockhash":"EkSnNWid2cvwEVnVx9aBqawnmiCNiDgp3gUdkDPTKN1N","lastValidBlockHeight":"300000000","recentSlot":"345678901"}`
+	o := svmUptoOffer(extra)
+	w, err := f.Window(context.Background(), svmUptoMainnet, testNow, time.Duration(o.MaxTimeoutSeconds)*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := signedPayment(o, w, signer.Address())
+	h, err := f.Sign(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := func(header string, now int64) (valid bool, reason string) {
+		t.Helper()
+		in, _ := json.Marshal(map[string]any{"feePayer": hex.EncodeToString(feePayer), "now": now, "header": header})
+		cmd := exec.Command(node, filepath.Join("testdata", "upto-svm-verify.mjs"), dir)
+		cmd.Stdin = bytes.NewReader(in)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		var r struct {
+			IsValid       bool   `json:"isValid"`
+			InvalidReason string `json:"invalidReason"`
+			Message       string `json:"invalidMessage"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return r.IsValid, r.InvalidReason + " " + r.Message
+	}
+	header := h.Get(x402.HeaderPaymentV2)
+	if ok, why := verify(header, testNow.Unix()+1); !ok {
+		t.Fatalf("the reference facilitator refused the service's payment: %s", why)
+	}
+	if ok, _ := verify(header, w.ValidBefore); ok {
+		t.Error("verified at its expiresAt")
+	}
+	// The same open presented for another payee.
+	doc, _ := base64.StdEncoding.DecodeString(header)
+	other := strings.Replace(string(doc), svmUptoPayTo, svmUptoAuthorizer, 1)
+	if ok, _ := verify(base64.StdEncoding.EncodeToString([]byte(other)), testNow.Unix()+1); ok {
+		t.Error("verified for another payee")
 	}
 }
