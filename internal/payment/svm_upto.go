@@ -17,9 +17,6 @@ import (
 // authorizer's voucher and returns the rest of the deposit to the payer in the same
 // transaction; a seller that never settles leaves the deposit in the channel until
 // the payer closes it, after a grace period the service caps at an hour.
-//
-// The offer parser still refuses upto on Solana: this family is not reached until
-// a seller built of the reference packages is paid through it end to end.
 type svmUpto struct {
 	svm
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,19 +135,14 @@ func TestAnUptoPaymentOnSolanaOpensOneChannelOfItsMaximum(t *testing.T) {
 	}
 }
 
-// TestAnUptoOfferOnSolanaIsStillNotPayable: the family is in the registry, but the
-// parser refuses upto on Solana until a seller built of the reference packages is
-// paid through it end to end.
-func TestAnUptoOfferOnSolanaIsStillNotPayable(t *testing.T) {
-	if familyOf((&Payer{}).families(nil), svmUptoMainnet, x402.SchemeUpto) == nil {
-		t.Fatal("no family pays upto on Solana")
-	}
+// TestAnUptoOfferOnSolanaIsParsedForItsFamily: the reference seller's upto offer on
+// Solana parses, as a ceiling, and the registry has a family that pays it.
+func TestAnUptoOfferOnSolanaIsParsedForItsFamily(t *testing.T) {
 	o := svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", "345678901"))
 	doc := `{"x402Version":2,"error":"pay","resource":{"url":"` + testURL + `"},"accepts":[` + string(o.Raw) + `]}`
-	h := http.Header{}
-	h.Set(x402.HeaderPaymentRequired, base64.StdEncoding.EncodeToString([]byte(doc)))
-	if offers, err := x402.ParseOffers(h, nil); err == nil {
-		t.Fatalf("an upto offer on Solana parsed: %+v", offers)
+	parsed := parsedOffer(t, doc)
+	if parsed.Ceiling != "250000" || familyOf((&Payer{}).families(nil), parsed.Network, parsed.Scheme) == nil {
+		t.Fatalf("the offer %+v has no family", parsed)
 	}
 }
 

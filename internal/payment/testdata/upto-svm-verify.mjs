@@ -23,9 +23,8 @@ const input = JSON.parse(readFileSync(0, "utf8"));
 const feePayer = await kit.createKeyPairSignerFromBytes(Uint8Array.from(Buffer.from(input.feePayer, "hex")));
 const transport = async ({ payload }) => ({ jsonrpc: "2.0", id: payload.id, error: { code: -32601, message: `no RPC here: ${payload.method}` } });
 const rpc = kit.createSolanaRpcFromTransport(transport);
-const facilitator = new UptoSvmScheme(toFacilitatorSvmSigner(feePayer, rpc));
-Date.now = () => input.now * 1000;
-
 const payment = JSON.parse(Buffer.from(input.header, "base64").toString("utf8"));
+const facilitator = new UptoSvmScheme(toFacilitatorSvmSigner(feePayer, { [payment.accepted.network]: rpc }));
+Date.now = () => input.now * 1000;
 const result = await facilitator.verify(payment, payment.accepted);
 process.stdout.write(JSON.stringify(result) + "\n");
