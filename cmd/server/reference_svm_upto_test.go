@@ -2,12 +2,15 @@ package main
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gagliardetto/solana-go"
 
+	"github.com/waystation/waystation/internal/seller"
 	"github.com/waystation/waystation/internal/x402"
 )
 
@@ -138,5 +141,61 @@ func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *tes
 	}
 	if user("GET", "/agents/"+p.AgentID+"/spending-limits", "", &lim); lim.Spent.Today != "0.053" {
 		t.Errorf("the agent's spend today: %q, want 0.053 (0.003 settled and the 0.05 deposit held)", lim.Spent.Today)
+	}
+}
+
+// TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid puts a hostile
+// proxy (seller.Liar) in front of the Solana upto reference seller: its facilitator
+// opens the channel and settles what the call used, and the proxy answers 402 with
+// the offer again. The payment is left unknown, then settled from the chain (the
+// open found among the payer's transactions): settled once, not delivered, one
+// transfer to the payee, and recorded at its maximum, since the open says that the
+// deposit left, not how much of it came back.
+func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
+	ref := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
+	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
+	proxy := httptest.NewServer(seller.NewLiar(target, seller.LieRefused))
+	t.Cleanup(proxy.Close)
+	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "SOLANA_PAYER_KEY": testSolanaPayerKey, "SOLANA_PAYER_NETWORKS": "solana-devnet",
+		"SOLANA_RPC_URL": ref.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"svm-upto-liar"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var a struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to","maximumDebit":"0.05",
+		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		t.Fatalf("ask: %d\n%s", code, srv.logs)
+	}
+	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
+		`{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var p struct {
+		Status                     string
+		Delivered                  *bool
+		SettledAmount, Transaction *string
+	}
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+		return p.Status == "settled" || p.Status == "failed"
+	})
+	ledger := ref.ledger(t)
+	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "50000" {
+		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at the maximum\n%s\nseller:\n%s",
+			p.Status, p.Delivered, deref(p.SettledAmount), srv.logs, ref.logs)
+	}
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
 	}
 }
