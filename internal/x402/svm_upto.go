@@ -69,7 +69,8 @@ var ErrNotUptoSVM = errors.New("x402: not an upto offer on Solana in a known tok
 // ceiling), the mint and its token program, the payee every settled unit goes to,
 // the facilitator's fee payer (the channel's payee and rent payer), the key that
 // signs the seller's vouchers, the grace period, the memo, the slot the seller
-// read (none: the signer's), and the seller's validAfter (none: now).
+// read (nil when it names none: the reference client then reads one), and the
+// seller's validAfter (nil: now).
 type SVMUptoTerms struct {
 	Network           string
 	Mint              solana.PublicKey
