@@ -62,6 +62,7 @@ func (p *Payer) families(chain Chain) []Family {
 		evm{payer: p, chain: chain},
 		evmUpto{evm: evm{payer: p, chain: chain}, permit2: p2},
 		svm{payer: p},
+		svmUpto{svm{payer: p}},
 	}
 }
 

@@ -142,7 +142,7 @@ func TestAFamilyWithoutItsKeyRefusesToSignAndReadsNoChain(t *testing.T) {
 		p := Payment{Offer: Offer{Network: "eip155:8453"}}
 		if _, err := f.Sign(p); err == nil {
 			t.Errorf("%s signed without a key", f.Namespace())
-		} else if why, _ := refused(err); why != FailNoOffer || !errors.Is(err, x402.ErrNotExactEVM) && !errors.Is(err, x402.ErrNotExactSVM) && !errors.Is(err, x402.ErrNotUptoEVM) {
+		} else if why, _ := refused(err); why != FailNoOffer || !errors.Is(err, x402.ErrNotExactEVM) && !errors.Is(err, x402.ErrNotExactSVM) && !errors.Is(err, x402.ErrNotUptoEVM) && !errors.Is(err, x402.ErrNotUptoSVM) {
 			t.Errorf("%s: %q %v", f.Namespace(), why, err)
 		}
 		if _, err := f.Settled(context.Background(), p); !errors.Is(err, x402.ErrNoChain) || f.Reads() {

@@ -101,7 +101,11 @@ func (n Networks) Pays(network, asset string) bool {
 func networks(fs []Family) string {
 	var all []string
 	for _, f := range fs {
-		all = append(all, f.Networks()...)
+		for _, n := range f.Networks() {
+			if !slices.Contains(all, n) {
+				all = append(all, n)
+			}
+		}
 	}
 	if len(all) == 0 {
 		return "no network"

@@ -313,7 +313,7 @@ func (s *Service) offer(ctx context.Context, e Envelope) (readOffer, error) {
 	if namesPayer {
 		return readOffer{}, problem.New(problem.OfferNamesPayer, "The seller's offer names this server's own payer as its payee or fee payer: it is not paid.")
 	}
-	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact (or upto on EVM networks), in USDC, on "+networks(fs)+".")
+	return readOffer{}, problem.New(problem.OfferNotPayable, "None of the seller's offers is one this server's payer pays: exact or upto, in USDC, on "+networks(fs)+".")
 }
 
 // DefaultMaxAuthorization is how long a signed authorization is valid at most,

@@ -207,6 +207,9 @@ type Payment struct {
 	// Upto is the payload of an upto payment on EVM, written instead of the exact
 	// one when set.
 	Upto *UptoPayload `json:"-"`
+	// UptoSVM is the payload of an upto payment on Solana (its channel's open),
+	// written instead of the exact one when set.
+	UptoSVM *UptoSVMPayload `json:"-"`
 }
 
 // MarshalJSON writes the payment with its payload: the Solana one when it holds a
@@ -218,6 +221,12 @@ func (p Payment) MarshalJSON() ([]byte, error) {
 			plain
 			Payload UptoPayload `json:"payload"`
 		}{plain(p), *p.Upto})
+	}
+	if p.UptoSVM != nil {
+		return json.Marshal(struct {
+			plain
+			Payload UptoSVMPayload `json:"payload"`
+		}{plain(p), *p.UptoSVM})
 	}
 	if p.Transaction == "" {
 		return json.Marshal(plain(p))
@@ -257,6 +266,8 @@ func (o Offer) PaymentHeader(p any) (name, value string) {
 		doc.Transaction = p.Transaction
 	case UptoPayload:
 		doc.Upto = &p
+	case UptoSVMPayload:
+		doc.UptoSVM = &p
 	}
 	name = HeaderPaymentV2
 	if o.Version == 1 {

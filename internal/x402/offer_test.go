@@ -126,6 +126,15 @@ func v2Solana() doc {
 	return d
 }
 
+// v2SolanaUpto is an upto offer on Solana as @x402/svm's upto server sends it.
+func v2SolanaUpto() doc {
+	d := v2Solana()
+	d.entry["scheme"] = "upto"
+	d.entry["extra"] = map[string]any{"feePayer": feePayer, "receiverAuthorizer": solanaPayee, "withdrawDelay": 900,
+		"tokenProgram": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "recentSlot": "345678901", "paymentFlow": "escrow"}
+	return d
+}
+
 // v2Upto is the upto offer of scheme_upto_evm.md.
 func v2Upto() doc {
 	d := v2EVM()
@@ -188,7 +197,10 @@ func TestParseOfferFollowsX402(t *testing.T) {
 			d.members["accepts"] = append(d.members["accepts"].([]any), v2EVM().entry)
 		}, "", func(o Offer) bool { return o.Scheme == "exact" && o.Amount == "2500" }},
 		{"upto is not defined in v1", v1EVM, set("scheme", "upto"), ReasonUnknownScheme, nil},
-		{"upto is not defined on Solana", v2Solana, set("scheme", "upto"), ReasonUnknownScheme, nil},
+		{"upto on Solana is a ceiling", v2SolanaUpto, none, "", func(o Offer) bool { return o.Scheme == "upto" && o.Amount == "" && o.Ceiling == "1000" }},
+		{"upto on Solana without receiverAuthorizer", v2SolanaUpto, extra(map[string]any{"feePayer": feePayer, "withdrawDelay": 900}), ReasonBadExtra, nil},
+		{"upto on Solana without withdrawDelay", v2SolanaUpto, extra(map[string]any{"feePayer": feePayer, "receiverAuthorizer": solanaPayee}), ReasonBadExtra, nil},
+		{"upto on Solana with exact's extra", v2Solana, set("scheme", "upto"), ReasonBadExtra, nil},
 		{"unknown scheme", v2EVM, set("scheme", "deferred"), ReasonUnknownScheme, nil},
 		{"scheme in another case", v2EVM, set("scheme", "Exact"), ReasonUnknownScheme, nil},
 		{"exact on a family x402 does not bind", v2EVM, set("network", "cosmos:cosmoshub-4"), ReasonUnknownScheme, nil},

@@ -202,7 +202,7 @@ func checkScheme(c *entryCheck) *OfferError {
 	switch {
 	case c.o.Scheme == SchemeExact && exactNamespaces[c.ns]:
 		c.o.Amount = c.amount
-	case c.o.Scheme == SchemeUpto && c.ns == "eip155" && !c.v1:
+	case c.o.Scheme == SchemeUpto && (c.ns == "eip155" || c.ns == "solana") && !c.v1:
 		c.o.Ceiling = c.amount
 	default:
 		return refuse(ReasonUnknownScheme, "x402 v%d defines no scheme %q on %s", c.o.Version, c.o.Scheme, c.ns)
@@ -263,6 +263,7 @@ var extraRules = []struct {
 	{SchemeExact, "solana", exactSolanaExtra},
 	{SchemeExact, "hedera", exactHederaExtra},
 	{SchemeExact, "stellar", exactStellarExtra},
+	{SchemeUpto, "solana", uptoSolanaExtra},
 	{SchemeUpto, "", uptoExtra},
 }
 
@@ -337,6 +338,22 @@ func uptoExtra(_ int, x extraFields) *OfferError {
 	fa, hasFA := x.str("facilitatorAddress")
 	if !hasName || !hasVersion || !hasFA || !isEVMAddress(fa) {
 		return refuse(ReasonBadExtra, "upto on EVM needs extra.name, extra.version and extra.facilitatorAddress")
+	}
+	return nil
+}
+
+// uptoSolanaExtra (@x402/svm 2.27's upto): feePayer, the facilitator's key that pays
+// the fees and is the channel's payee; receiverAuthorizer, the key that signs the
+// seller's vouchers; withdrawDelay, the channel's grace period, a whole number of
+// seconds above zero.
+func uptoSolanaExtra(_ int, x extraFields) *OfferError {
+	fp, hasFP := x.str("feePayer")
+	ra, hasRA := x.str("receiverAuthorizer")
+	if !hasFP || !hasRA || !isSolanaAddress(fp) || !isSolanaAddress(ra) {
+		return refuse(ReasonBadExtra, "upto on Solana needs extra.feePayer and extra.receiverAuthorizer, base58 keys")
+	}
+	if d, ok := wholeNumber(x["withdrawDelay"]); !ok || d < 1 {
+		return refuse(ReasonBadExtra, "upto on Solana needs extra.withdrawDelay, a whole number of seconds")
 	}
 	return nil
 }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gagliardetto/solana-go"
+
+	"github.com/waystation/waystation/internal/seller"
+	"github.com/waystation/waystation/internal/x402"
+)
+
+// TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages pays a seller
+// that charges by use on Solana, made of the x402 reference packages: @x402/express
+// with @x402/svm's upto server scheme, up to five cents, its facilitator
+// @x402/core's with @x402/svm's upto facilitator scheme, on a chain faked in memory
+// as far as the payment-channels program's open, settle_and_seal and distribute need
+// (x402-seller-svm-upto.mjs). The person approves "up to" the maximum; the seller's
+// verifier accepts the service's open, the facilitator sends it (the maximum leaves
+// the payer's account for the channel), and settles what the call used with the
+// seller's voucher: the payee gets that, once, and the rest comes back to the
+// payer; the record, the receipt and the agent's spend show the settled amount. A
+// replay of the very payment moves nothing: its channel is already open. A call
+// whose use passes the maximum moves nothing to the payee.
+func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
+	seller := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
+	key, err := solana.PrivateKeyFromBase58(testSolanaPayerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payer := key.PublicKey().String()
+	host := strings.TrimPrefix(seller.base, "http://")
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "SOLANA_PAYER_KEY": testSolanaPayerKey, "SOLANA_PAYER_NETWORKS": "solana-devnet",
+		"SOLANA_RPC_URL": seller.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	user := agentCall(t, srv.base, userKey, nil)
+
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"svm-upto"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	type paid struct {
+		Status, Payer, AgentID      string
+		Failure, Transaction        *string
+		SettledAmount, SettledValue *string
+		Offer                       struct{ Scheme, Amount, Value string }
+	}
+	type asked struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	pay := func(id, query string) (asked, paid) {
+		t.Helper()
+		var a asked
+		if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"`+id+`","maximumDebit":"0.05",
+			"httpRequest":{"url":"`+seller.base+`/report?topic=tides`+query+`"}}`, &a); code != 201 {
+			t.Fatalf("ask %s: %d\n%s\nseller:\n%s", id, code, srv.logs, seller.logs)
+		}
+		var req struct {
+			Params struct{ Summary, Amount string }
+		}
+		agent("GET", "/sessions/"+s.ID+"/requests/"+a.Request.ID, "", &req)
+		if !strings.HasPrefix(req.Params.Summary, "Pay up to 0.05 USDC to ") || req.Params.Amount != "0.05" {
+			t.Errorf("the approval request says %+v, want up to 0.05 USDC", req.Params)
+		}
+		if code := user("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
+			t.Fatalf("approve: %d", code)
+		}
+		var p paid
+		eventually(60*time.Second, func() bool {
+			agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+			return p.Status == "settled" || p.Status == "failed" || p.Status == "unknown"
+		})
+		return a, p
+	}
+
+	first, p := pay("metered", "&use=3000")
+	if p.Status != "settled" || p.Offer.Scheme != "upto" || p.Offer.Amount != "50000" || p.Offer.Value != "0.05" || p.Payer != payer ||
+		p.SettledAmount == nil || *p.SettledAmount != "3000" || p.SettledValue == nil || *p.SettledValue != "0.003" {
+		t.Fatalf("the payment %+v (settled %v %v), want settled 3000 (0.003) of up to 50000\n%s\nseller:\n%s",
+			p, deref(p.SettledAmount), deref(p.SettledValue), srv.logs, seller.logs)
+	}
+	ledger := seller.ledger(t)
+	if len(ledger) != 1 || ledger[0].Value != "3000" || ledger[0].To != referenceSolanaPayTo || ledger[0].From != payer {
+		t.Fatalf("the chain's transfers %+v, want one of 3000 from the payer to the payee", ledger)
+	}
+	if p.Transaction == nil || *p.Transaction != ledger[0].Transaction {
+		t.Errorf("the payment names transaction %s, the chain %s", deref(p.Transaction), ledger[0].Transaction)
+	}
+	var art struct {
+		Payment struct{ Amount, Value, SettledAmount, SettledValue, Status string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/requests/"+first.Request.ID+"/claim", "", &art); code != 200 ||
+		art.Payment.Status != "settled" || art.Payment.Amount != "50000" || art.Payment.SettledAmount != "3000" || art.Payment.SettledValue != "0.003" {
+		t.Fatalf("claim: %d %+v", code, art)
+	}
+	var lim struct {
+		Spent struct{ Today string }
+	}
+	if code := user("GET", "/agents/"+p.AgentID+"/spending-limits", "", &lim); code != 200 || lim.Spent.Today != "0.003" {
+		t.Errorf("the agent's spend today: %d %q, want 0.003 (what settled, not the maximum)", code, lim.Spent.Today)
+	}
+
+	// The very payment, sent again, moves nothing: its channel is open already.
+	var headers []string
+	getJSON(t, seller.base+"/payments", &headers)
+	if len(headers) != 1 {
+		t.Fatalf("the seller received %d payments, want 1", len(headers))
+	}
+	req, _ := http.NewRequest("GET", seller.base+"/report?topic=tides&use=3000", nil)
+	req.Header.Set(x402.HeaderPaymentV2, headers[0])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode == 200 || len(seller.ledger(t)) != 1 {
+		t.Errorf("a replay answered %d and the chain holds %d transfers, want a refusal and 1", res.StatusCode, len(seller.ledger(t)))
+	}
+
+	// A call whose use passes the maximum: the facilitator refuses to settle more
+	// than the deposit, so the payee gets nothing. But the open went before the call:
+	// the maximum left the payer's account for the channel, where only a close after
+	// the grace period returns it, so the payment is recorded settled at its
+	// maximum, and the agent's spend counts it.
+	_, over := pay("over", "&use=60000")
+	if len(seller.ledger(t)) != 1 {
+		t.Errorf("a settlement above the maximum: the chain holds %d transfers, want nothing moved to the payee", len(seller.ledger(t)))
+	}
+	if over.Status != "settled" || over.SettledAmount == nil || *over.SettledAmount != "50000" {
+		t.Errorf("a deposit never claimed: the payment is %s, settled %s, want settled at the maximum", over.Status, deref(over.SettledAmount))
+	}
+	if user("GET", "/agents/"+p.AgentID+"/spending-limits", "", &lim); lim.Spent.Today != "0.053" {
+		t.Errorf("the agent's spend today: %q, want 0.053 (0.003 settled and the 0.05 deposit held)", lim.Spent.Today)
+	}
+}
+
+// TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid puts a hostile
+// proxy (seller.Liar) in front of the Solana upto reference seller: its facilitator
+// opens the channel and settles what the call used, and the proxy answers 402 with
+// the offer again. The payment is left unknown, then settled from the chain (the
+// open found among the payer's transactions): settled once, not delivered, one
+// transfer to the payee, and recorded at its maximum, since the open says that the
+// deposit left, not how much of it came back.
+func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
+	ref := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
+	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
+	proxy := httptest.NewServer(seller.NewLiar(target, seller.LieRefused))
+	t.Cleanup(proxy.Close)
+	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "SOLANA_PAYER_KEY": testSolanaPayerKey, "SOLANA_PAYER_NETWORKS": "solana-devnet",
+		"SOLANA_RPC_URL": ref.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"svm-upto-liar"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var a struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to","maximumDebit":"0.05",
+		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		t.Fatalf("ask: %d\n%s", code, srv.logs)
+	}
+	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
+		`{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var p struct {
+		Status                     string
+		Delivered                  *bool
+		SettledAmount, Transaction *string
+	}
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+		return p.Status == "settled" || p.Status == "failed"
+	})
+	ledger := ref.ledger(t)
+	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "50000" {
+		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at the maximum\n%s\nseller:\n%s",
+			p.Status, p.Delivered, deref(p.SettledAmount), srv.logs, ref.logs)
+	}
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
+	}
+}

@@ -1,0 +1,110 @@
+package payment
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"net/http"
+	"time"
+
+	"github.com/waystation/waystation/internal/x402"
+)
+
+// svmUpto pays by the upto scheme on Solana (x402's payment channel, read from
+// @x402/svm 2.27): an open of a channel that deposits the offer's ceiling, the
+// whole of what the person approved, for payTo alone, signed with the payer's
+// Solana key over a recent blockhash and the slot the seller read. The seller's
+// facilitator sends the open, then settles what the call used with its
+// authorizer's voucher and returns the rest of the deposit to the payer in the same
+// transaction; a seller that never settles leaves the deposit in the channel until
+// the payer closes it, after a grace period the service caps at an hour.
+type svmUpto struct {
+	svm
+}
+
+var _ Family = svmUpto{}
+
+func (svmUpto) Scheme() string { return x402.SchemeUpto }
+
+// errNoRecentSlot is an upto offer on Solana that names no slot: the channel is
+// derived from one, and the service signs only what it can sign again the same way.
+var errNoRecentSlot = errors.New("payment: the upto offer on Solana names no extra.recentSlot to open its channel at")
+
+// Quote needs the channel's terms and the seller's slot; the fee payer and the
+// voucher key are named beside the payee. Its value is the deposit, a maximum.
+func (svmUpto) Quote(_ context.Context, o x402.Offer) (Quote, error) {
+	t, err := x402.SVMUptoTermsOf(o)
+	if err != nil {
+		return Quote{}, err
+	}
+	if t.RecentSlot == nil {
+		return Quote{}, errNoRecentSlot
+	}
+	q, err := quote(o, t.FeePayer.String(), t.Authorizer.String())
+	q.UpTo = true
+	return q, err
+}
+
+// Window is the blockhash's, but the channel's vouchers may be settled until the
+// payment's life ends: the payload's expiresAt.
+func (u svmUpto) Window(ctx context.Context, network string, now time.Time, life time.Duration) (Window, error) {
+	w, err := u.svm.Window(ctx, network, now, life)
+	w.ValidBefore = now.Add(life).Unix()
+	return w, err
+}
+
+// Sign is deterministic: the same payment opens the same channel.
+func (u svmUpto) Sign(p Payment) (http.Header, error) {
+	sig, err := u.open(p)
+	switch {
+	case errors.Is(err, x402.ErrNotUptoSVM), errors.Is(err, errNoRecentSlot):
+		return nil, refusal{FailNoOffer, err}
+	case err != nil:
+		return nil, err
+	}
+	return paymentHeader(p, sig), nil
+}
+
+func (u svmUpto) open(p Payment) (x402.UptoSVMPayload, error) {
+	if u.payer == nil || u.payer.Solana == nil {
+		return x402.UptoSVMPayload{}, x402.ErrNotUptoSVM
+	}
+	t, err := x402.SVMUptoTermsOf(p.Raw)
+	if err != nil {
+		return x402.UptoSVMPayload{}, err
+	}
+	if t.RecentSlot == nil {
+		return x402.UptoSVMPayload{}, errNoRecentSlot
+	}
+	return u.payer.Solana.SignUptoOpen(t, p.Blockhash, *t.RecentSlot, p.ValidAfter, p.ValidBefore, p.Nonce)
+}
+
+// Moved is what the seller's settlement names when it is an amount the channel
+// could pay (no more than the deposit), else the whole deposit, which is what left
+// the payer's account when the channel opened. The chain is not read for it yet.
+func (svmUpto) Moved(_ context.Context, p Payment, st *x402.Settlement) (Moved, error) {
+	max, _ := new(big.Int).SetString(p.Offer.Amount, 10)
+	if st == nil || max == nil {
+		return Moved{Amount: p.Offer.Amount}, nil
+	}
+	n, ok := new(big.Int).SetString(st.Amount, 10)
+	if !ok || n.Sign() < 0 || n.Cmp(max) > 0 || n.String() != st.Amount {
+		return Moved{Amount: p.Offer.Amount}, nil
+	}
+	return Moved{Amount: st.Amount}, nil
+}
+
+// Settled looks up whether the open landed: then the deposit left the payer's
+// account, and what came back is not known here, so it moved its maximum. An open
+// whose blockhash expired never lands.
+func (u svmUpto) Settled(ctx context.Context, p Payment) (Evidence, error) {
+	if u.payer == nil || u.payer.Landings == nil || u.payer.Solana == nil {
+		return Evidence{}, x402.ErrNoChain
+	}
+	open, err := u.open(p)
+	if err != nil {
+		return Evidence{}, err
+	}
+	l, err := u.payer.Landings.Landing(ctx, p.Offer.Network, x402.ExactSVMPayload{Transaction: open.OpenTransaction})
+	return Evidence{Used: l.Landed, Closed: l.Expired, Transaction: l.Transaction}, err
+}

@@ -1,0 +1,197 @@
+package x402
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gagliardetto/solana-go"
+)
+
+const (
+	svmAuthorizer = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"
+	svmSlot       = 345678901
+)
+
+// svmUptoOffer is an upto offer on Solana with extra (a JSON object) and a ceiling
+// of 250000 units.
+func svmUptoOffer(extra string) Offer {
+	raw := fmt.Sprintf(`{"scheme":"upto","network":%q,"amount":"250000","asset":%q,"payTo":%q,"maxTimeoutSeconds":300,"extra":%s}`,
+		svmMainnet, usdcMainnet, svmPayTo, extra)
+	return Offer{Version: 2, Scheme: SchemeUpto, Network: svmMainnet, Asset: usdcMainnet, PayTo: svmPayTo, Ceiling: "250000",
+		MaxTimeoutSeconds: 300, Extra: json.RawMessage(extra), Raw: json.RawMessage(raw), Resource: "https://seller.example/x",
+		ResourceRaw: json.RawMessage(`{"url":"https://seller.example/x"}`)}
+}
+
+// svmUptoExtra is a reference upto seller's extra with the fields in more.
+func svmUptoExtra(more string) string {
+	e := `{"feePayer":"` + svmFeePayer + `","receiverAuthorizer":"` + svmAuthorizer + `","withdrawDelay":900`
+	if more != "" {
+		e += "," + more
+	}
+	return e + "}"
+}
+
+// A seller's offer that would have the payer deposit more than its ceiling, pay
+// another recipient or mint, hold the deposit for long, or sign for the payer
+// itself is refused before anything is signed.
+func TestSVMUptoTermsRefuseBeforeSigning(t *testing.T) {
+	for name, o := range map[string]Offer{
+		"exact":                    svmOffer(2, `{"feePayer":"`+svmFeePayer+`"}`),
+		"unknown mint":             func() Offer { o := svmUptoOffer(svmUptoExtra("")); o.Asset = svmPayTo; return o }(),
+		"no ceiling":               func() Offer { o := svmUptoOffer(svmUptoExtra("")); o.Ceiling = ""; return o }(),
+		"zero ceiling":             func() Offer { o := svmUptoOffer(svmUptoExtra("")); o.Ceiling = "0"; return o }(),
+		"ceiling over 64 bits":     func() Offer { o := svmUptoOffer(svmUptoExtra("")); o.Ceiling = "18446744073709551616"; return o }(),
+		"ceiling not canonical":    func() Offer { o := svmUptoOffer(svmUptoExtra("")); o.Ceiling = "0250000"; return o }(),
+		"no fee payer":             svmUptoOffer(`{"receiverAuthorizer":"` + svmAuthorizer + `","withdrawDelay":900}`),
+		"no authorizer":            svmUptoOffer(`{"feePayer":"` + svmFeePayer + `","withdrawDelay":900}`),
+		"no grace period":          svmUptoOffer(`{"feePayer":"` + svmFeePayer + `","receiverAuthorizer":"` + svmAuthorizer + `"}`),
+		"grace period of a year":   svmUptoOffer(`{"feePayer":"` + svmFeePayer + `","receiverAuthorizer":"` + svmAuthorizer + `","withdrawDelay":31536000}`),
+		"grace period in a string": svmUptoOffer(`{"feePayer":"` + svmFeePayer + `","receiverAuthorizer":"` + svmAuthorizer + `","withdrawDelay":"900"}`),
+		"token-2022":               svmUptoOffer(svmUptoExtra(`"tokenProgram":"TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"`)),
+		"long memo":                svmUptoOffer(svmUptoExtra(`"memo":"` + strings.Repeat("m", 257) + `"`)),
+	} {
+		if _, err := SVMUptoTermsOf(o); !errors.Is(err, ErrNotUptoSVM) {
+			t.Errorf("%s: %v, want ErrNotUptoSVM", name, err)
+		}
+	}
+	s := testSolanaSigner(t)
+	for name, extra := range map[string]string{
+		"fee payer":  `{"feePayer":"` + s.Address() + `","receiverAuthorizer":"` + svmAuthorizer + `","withdrawDelay":900}`,
+		"authorizer": `{"feePayer":"` + svmFeePayer + `","receiverAuthorizer":"` + s.Address() + `","withdrawDelay":900}`,
+	} {
+		terms, err := SVMUptoTermsOf(svmUptoOffer(extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SignUptoOpen(terms, svmHash, svmSlot, 1_700_000_000, 1_700_000_300, bytes.Repeat([]byte{1}, 32)); err == nil {
+			t.Errorf("signed an open whose %s is the payer itself", name)
+		}
+	}
+}
+
+// The open deposits the ceiling and no more, whatever else the seller's extra says,
+// into a channel whose one recipient is payTo, of the offer's mint.
+func TestSVMUptoOpenDepositsTheCeilingForPayToOnly(t *testing.T) {
+	s := testSolanaSigner(t)
+	terms, err := SVMUptoTermsOf(svmUptoOffer(svmUptoExtra(`"deposit":"99999999","maxAmount":"99999999","amount":"99999999",` +
+		`"splits":[{"recipient":"` + svmFeePayer + `","bps":10000}],"payTo":"` + svmFeePayer + `","mint":"` + svmFeePayer + `"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := bytes.Repeat([]byte{0xcd}, 32)
+	p, err := s.SignUptoOpen(terms, svmHash, svmSlot, 1_700_000_000, 1_700_000_300, nonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Deposit != "250000" || p.MaxAmount != "250000" || p.From != s.Address() || p.AuthorizedSigner != svmAuthorizer {
+		t.Fatalf("payload %+v", p)
+	}
+	tx, err := solana.TransactionFromBase64(p.OpenTransaction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tx.Message
+	var open []byte
+	var accounts []solana.PublicKey
+	for _, ix := range m.Instructions {
+		if m.AccountKeys[ix.ProgramIDIndex].Equals(paymentChannels) {
+			open = ix.Data
+			for _, a := range ix.Accounts {
+				accounts = append(accounts, m.AccountKeys[a])
+			}
+		}
+	}
+	if len(open) != 1+8+8+4+8+4+34 || open[0] != openDiscriminator {
+		t.Fatalf("open data %x", open)
+	}
+	if d := binary.LittleEndian.Uint64(open[9:17]); d != 250000 {
+		t.Fatalf("deposit %d, want the ceiling", d)
+	}
+	if g := binary.LittleEndian.Uint32(open[17:21]); g != 900 {
+		t.Fatalf("grace period %d", g)
+	}
+	if n := binary.LittleEndian.Uint32(open[29:33]); n != 1 || !solana.PublicKeyFromBytes(open[33:65]).Equals(solana.MustPublicKeyFromBase58(svmPayTo)) ||
+		binary.LittleEndian.Uint16(open[65:67]) != svmBasisPoints {
+		t.Fatalf("recipients %x", open[29:])
+	}
+	if !accounts[3].Equals(solana.MustPublicKeyFromBase58(usdcMainnet)) || !accounts[0].Equals(solana.MustPublicKeyFromBase58(s.Address())) {
+		t.Fatalf("accounts %v", accounts)
+	}
+	// Signed again, the very same payment.
+	again, _ := s.SignUptoOpen(terms, svmHash, svmSlot, 1_700_000_000, 1_700_000_300, nonce)
+	if again != p {
+		t.Fatal("signing again gave another open")
+	}
+}
+
+// The service's open is the reference client's, byte for byte, for the same key,
+// terms, blockhash, slot, clock and random draws.
+func TestSVMUptoOpenIsTheReferenceClients(t *testing.T) {
+	node, dir := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_X402_SVM_DIR")
+	if node == "" || dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("WAYSTATION_NODE and WAYSTATION_X402_SVM_DIR must be set under CI (make test sets them)")
+		}
+		t.Skip("WAYSTATION_NODE and WAYSTATION_X402_SVM_DIR are not set: run make test")
+	}
+	s := testSolanaSigner(t)
+	const now = 1_700_000_000
+	for _, more := range []string{"", `"memo":"order-42"`, `"validAfter":1699999000`} {
+		extra := svmUptoExtra(`"tokenProgram":"` + solana.TokenProgramID.String() + `","recentBlockhash":"` + svmHash +
+			`","lastValidBlockHeight":"300000000","recentSlot":"` + fmt.Sprint(svmSlot) + `"`)
+		if more != "" {
+			extra = strings.TrimSuffix(extra, "}") + "," + more + "}"
+		}
+		o := svmUptoOffer(extra)
+		terms, err := SVMUptoTermsOf(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nonce := make([]byte, 32)
+		for i := range nonce {
+			nonce[i] = byte(i*37 + 11)
+		}
+		ours, err := s.SignUptoOpen(terms, svmHash, *terms.RecentSlot, now, now+int64(o.MaxTimeoutSeconds), nonce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req map[string]any
+		if err := json.Unmarshal(o.Raw, &req); err != nil {
+			t.Fatal(err)
+		}
+		in, _ := json.Marshal(map[string]any{"keypair": hex.EncodeToString(testSolanaKey()), "now": now, "requirements": req,
+			"random": hex.EncodeToString(append(append([]byte{}, nonce[16:24]...), nonce[:16]...))})
+		cmd := exec.Command(node, filepath.Join("testdata", "upto-svm-client.mjs"), dir)
+		cmd.Stdin = bytes.NewReader(in)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		var ref struct {
+			Payload UptoSVMPayload `json:"payload"`
+		}
+		if err := json.Unmarshal(out, &ref); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if ref.Payload.OpenTransaction != ours.OpenTransaction {
+			a, _ := solana.TransactionFromBase64(ref.Payload.OpenTransaction)
+			b, _ := solana.TransactionFromBase64(ours.OpenTransaction)
+			t.Errorf("%s: the open differs:\nreference %v\nours      %v", more, a, b)
+		}
+		ref.Payload.OpenTransaction, ours.OpenTransaction = "", ""
+		if ref.Payload != ours {
+			t.Errorf("%s: the payload differs:\nreference %+v\nours      %+v", more, ref.Payload, ours)
+		}
+	}
+}
