@@ -190,13 +190,13 @@ type AgentRow struct {
 	SpentToday, SpentMonth, Action             string
 }
 
-func ledgerRows(entries []payment.LedgerEntry) ([]SpendRow, payment.Micros) {
+func ledgerRows(entries []payment.LedgerEntry, now time.Time) ([]SpendRow, payment.Micros) {
 	var settled payment.Micros
 	rows := make([]SpendRow, 0, len(entries))
 	for _, e := range entries {
 		r := SpendRow{When: formatTime(e.CreatedAt), Agent: e.Agent, Seller: e.Host, Amount: e.Value.String() + " " + e.Symbol,
 			Network: networkLabel(e.Network), PayTo: e.PayTo, Status: e.Status, Transaction: "-", AnswerHash: "-", ID: e.PaymentID}
-		r.Reported, r.ReportAction = reportCell(e)
+		r.Reported, r.ReportAction = reportCell(e, now)
 		if e.Failure != nil {
 			r.Status += ": " + *e.Failure
 		}
@@ -264,7 +264,7 @@ func (s *Server) spendPage(w http.ResponseWriter, r *http.Request, ws auth.WebSe
 		s.fail(w, r, err)
 		return
 	}
-	rows, settled := ledgerRows(entries)
+	rows, settled := ledgerRows(entries, s.approvals.Payments.Clock())
 	v := SpendView{Page: s.appPage("Spending"), Bar: appBar(ws), Charts: charts, Rows: rows, Settled: settled.String() + " USD", Limit: ledgerLimit,
 		Message: message, ReportChoices: reportChoices}
 	s.renderApp(w, r, SpendPage(v), status)

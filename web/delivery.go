@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -75,16 +76,23 @@ func reportWords(r payment.LedgerReport) string {
 	return out + " (reported by you)"
 }
 
-// reportCell is what a ledger row shows of e's delivery report: the report made, or
-// for a settled payment without one the action its form posts to.
-func reportCell(e payment.LedgerEntry) (reported, action string) {
+// reportTooLate is what a ledger row says of a settled payment past its report
+// window.
+const reportTooLate = "Not reported; reports are taken within 30 days of a payment settling"
+
+// reportCell is what a ledger row shows of e's delivery report at now: the report
+// made, or for a settled payment without one the action its form posts to while
+// it is in its window.
+func reportCell(e payment.LedgerEntry, now time.Time) (reported, action string) {
 	switch {
 	case e.Report != nil:
 		return reportWords(*e.Report), ""
-	case e.Status == payment.StatusSettled && e.SessionID != "":
-		return "", reportURL(e.SessionID, e.PaymentID)
+	case e.Status != payment.StatusSettled || e.SessionID == "" || e.SettledAt == nil:
+		return "", ""
+	case now.Sub(*e.SettledAt) > payment.ReportWindow:
+		return reportTooLate, ""
 	}
-	return "", ""
+	return "", reportURL(e.SessionID, e.PaymentID)
 }
 
 // reportURL is where the person reports payment pid of session sid.
@@ -118,7 +126,7 @@ func (s *Server) handleReport() http.HandlerFunc {
 			}
 			s.spendPage(w, r, ws, entries, message, status)
 		}, refusals: append(detailed("Nothing was reported: ", http.StatusUnprocessableEntity, problem.ValidationFailed),
-			detailed("Nothing was reported: ", http.StatusConflict, problem.AlreadyReported, problem.PaymentNotSettled)...)}
+			detailed("Nothing was reported: ", http.StatusConflict, problem.AlreadyReported, problem.PaymentNotSettled, problem.ReportWindowClosed)...)}
 		s.answer(w, r, f, err, seeOther(w, r, appPath+"/spend#payment-"+pid))
 	}
 }

@@ -158,6 +158,23 @@ func TestThePersonReportsASettledPaymentFromTheSpendPageOnce(t *testing.T) {
 	if got := e.reports(paid.ID); len(got) != 1 || got[0] != "wrong:stale:user" {
 		t.Errorf("after a second report: %v", got)
 	}
+
+	// A payment settled more than 30 days ago has no form, and its report is refused.
+	late := e.payFor(ada, scout, "late.example", "p3", true)
+	if _, err := e.db.Exec(context.Background(), `UPDATE payments SET settled_at = now() - interval '31 days' WHERE id = $1`, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	page = b.get("/app/spend")
+	if strings.Contains(page.body, reportURL(late.SessionID, late.ID)) || !strings.Contains(page.body, reportTooLate) {
+		t.Errorf("a payment past its report window has a form: %.3000s", page.body)
+	}
+	if p := b.post(reportURL(late.SessionID, late.ID), url.Values{"csrf": {csrf}, "report": {"not_delivered:no_answer"}}); p.status != http.StatusConflict ||
+		!strings.Contains(p.body, "within 30 days") {
+		t.Errorf("a report past its window: %d", p.status)
+	}
+	if got := e.reports(late.ID); len(got) != 0 {
+		t.Errorf("a report past its window was recorded: %v", got)
+	}
 	for _, body := range e.bodies {
 		if strings.Contains(body, "4111") {
 			t.Fatal("a value sent with a report came back on a page")
