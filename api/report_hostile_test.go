@@ -256,3 +256,40 @@ func TestAnAgentReportsThroughMCPAndCheckMerchantAnswersIt(t *testing.T) {
 		t.Errorf("the merchant check's reasons %q", check.Reasons)
 	}
 }
+
+// settledAgo moves payment pid's settlement age into the past.
+func (p *payEnv) settledAgo(pid string, age time.Duration) {
+	p.t.Helper()
+	if _, err := p.store.Pool().Exec(context.Background(), `UPDATE payments SET settled_at = now() - make_interval(secs => $2) WHERE id = $1`,
+		pid, age.Seconds()); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// TestAReportComesWithinThirtyDaysAndCountsForHalfAYear: a payment settled more than
+// thirty days ago is no longer reported (409 report_window_closed, nothing
+// recorded), one of twenty-nine days is; and a seller's record counts the reports of
+// payments settled in the last 180 days, so that old complaints stop counting.
+func TestAReportComesWithinThirtyDaysAndCountsForHalfAYear(t *testing.T) {
+	p := newPayEnv(t)
+	listSeller(t, p)
+	late := p.paid("late", "/v2/report?topic=late")
+	p.settledAgo(late, 31*24*time.Hour)
+	bad := `{"outcome":"not_delivered","reason":"no_answer"}`
+	p.report(p.sid, late, p.agentKey, bad).want(t, 409, "report_window_closed")
+	p.report(p.sid, late, p.userKey, bad).want(t, 409, "report_window_closed")
+	if r := p.merchantRecord().Trust.Reports; r != nil {
+		t.Fatalf("a report out of its window counts: %+v", r)
+	}
+	inTime := p.paid("in-time", "/v2/report?topic=soon")
+	p.settledAgo(inTime, 29*24*time.Hour)
+	p.report(p.sid, inTime, p.agentKey, bad).want(t, 201)
+	if r := p.merchantRecord().Trust.Reports; r == nil || r.Counted != 1 || r.NotDelivered != 1 {
+		t.Fatalf("a report in its window: %+v", r)
+	}
+	// Half a year on, the report no longer counts.
+	p.settledAgo(inTime, 181*24*time.Hour)
+	if r := p.merchantRecord().Trust.Reports; r != nil {
+		t.Errorf("a report of a payment settled 181 days ago counts: %+v", r)
+	}
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"testing"
+	"time"
 
 	"github.com/waystation/waystation/internal/payment"
 	"github.com/waystation/waystation/internal/x402"
@@ -27,7 +28,7 @@ func TestAnUptoPaymentShowsItsMaximumAndWhatSettled(t *testing.T) {
 		{Value: 50_000, Settled: &settled, UpTo: true, Symbol: "USDC", Status: payment.StatusSettled},
 		{Value: 50_000, UpTo: true, Symbol: "USDC", Status: payment.StatusUnknown},
 		{Value: 10_000, Symbol: "USDC", Status: payment.StatusSettled},
-	})
+	}, time.Now())
 	if rows[0].Amount != "0.003 USDC of up to 0.05 USDC" || rows[1].Amount != "up to 0.05 USDC" || rows[2].Amount != "0.01 USDC" || total != 13_000 {
 		t.Errorf("ledger %q %q %q, total %s", rows[0].Amount, rows[1].Amount, rows[2].Amount, total)
 	}

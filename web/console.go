@@ -28,6 +28,10 @@ type SpendView struct {
 	Rows    []SpendRow
 	Settled string
 	Limit   int
+	// Message is what the page says on top: a report the person could not make.
+	Message string
+	// ReportChoices are what a delivery report may say, for each row's form.
+	ReportChoices []ReportChoiceGroup
 }
 
 // spendDays is how many UTC days, today included, the spend charts draw.
@@ -138,6 +142,9 @@ type SpendRow struct {
 	// The payee, transaction and hash as the table shows them, shortened (the full
 	// value is the cell's title), and the status in the words of the request pages.
 	PayToShort, TransactionShort, AnswerHashShort, StatusLabel string
+	// ID is the payment's id; Reported says its delivery report, and ReportAction,
+	// for a settled payment without one, is where its report form posts.
+	ID, Reported, ReportAction string
 }
 
 // shortened is a long identifier (an address, a transaction, a hash) as a table cell
@@ -183,12 +190,13 @@ type AgentRow struct {
 	SpentToday, SpentMonth, Action             string
 }
 
-func ledgerRows(entries []payment.LedgerEntry) ([]SpendRow, payment.Micros) {
+func ledgerRows(entries []payment.LedgerEntry, now time.Time) ([]SpendRow, payment.Micros) {
 	var settled payment.Micros
 	rows := make([]SpendRow, 0, len(entries))
 	for _, e := range entries {
 		r := SpendRow{When: formatTime(e.CreatedAt), Agent: e.Agent, Seller: e.Host, Amount: e.Value.String() + " " + e.Symbol,
-			Network: networkLabel(e.Network), PayTo: e.PayTo, Status: e.Status, Transaction: "-", AnswerHash: "-"}
+			Network: networkLabel(e.Network), PayTo: e.PayTo, Status: e.Status, Transaction: "-", AnswerHash: "-", ID: e.PaymentID}
+		r.Reported, r.ReportAction = reportCell(e, now)
 		if e.Failure != nil {
 			r.Status += ": " + *e.Failure
 		}
@@ -244,15 +252,22 @@ func (s *Server) handleSpend() http.HandlerFunc {
 		if !ok {
 			return
 		}
-		charts, err := s.spendCharts(r, ws)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		rows, settled := ledgerRows(entries)
-		v := SpendView{Page: s.appPage("Spending"), Bar: appBar(ws), Charts: charts, Rows: rows, Settled: settled.String() + " USD", Limit: ledgerLimit}
-		s.renderApp(w, r, SpendPage(v), http.StatusOK)
+		s.spendPage(w, r, ws, entries, "", http.StatusOK)
 	}
+}
+
+// spendPage draws the spend page of the ledger's entries with message on top, at
+// status.
+func (s *Server) spendPage(w http.ResponseWriter, r *http.Request, ws auth.WebSession, entries []payment.LedgerEntry, message string, status int) {
+	charts, err := s.spendCharts(r, ws)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rows, settled := ledgerRows(entries, s.approvals.Payments.Clock())
+	v := SpendView{Page: s.appPage("Spending"), Bar: appBar(ws), Charts: charts, Rows: rows, Settled: settled.String() + " USD", Limit: ledgerLimit,
+		Message: message, ReportChoices: reportChoices}
+	s.renderApp(w, r, SpendPage(v), status)
 }
 
 // handleSpendCSV answers the same ledger as CSV, for a spreadsheet.

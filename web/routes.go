@@ -57,6 +57,7 @@ func (s *Server) routes() http.Handler {
 				get("/spend", s.handleSpend())
 				get("/spend.csv", s.handleSpendCSV())
 				r.Post("/agents/{id}/limits", s.handleSetLimits())
+				r.Post("/sessions/{id}/payments/{pid}/report", s.handleReport())
 			}
 			if s.approvals.Memory != nil {
 				get("/memory", s.handleMemory())

@@ -437,7 +437,7 @@ func TestDocument(t *testing.T) {
 		"protected_value_detected", "redaction_unavailable", "llm_not_configured", "upstream_error", "unsupported_media_type",
 		"payer_not_configured", "spending_limit_exceeded", "agent_paused", "host_not_allowed", "offer_not_payable",
 		"offer_names_payer", "permit2_approval_required", "price_above_maximum", "override_required", "origin_not_allowed", "manifest_refused",
-		"submission_rate_limited", "payment_not_settled", "already_reported"}
+		"submission_rate_limited", "payment_not_settled", "already_reported", "report_window_closed"}
 	if got := enum("ProblemCode"); !slices.Equal(got, wantCodes) {
 		t.Errorf("problem codes %v", got)
 	}

@@ -390,4 +390,11 @@ type LedgerEntry struct {
 	ResponseSHA256 *string
 	CreatedAt      time.Time
 	SettledAt      *time.Time
+	// Report is the payment's delivery report, nil while it has none.
+	Report *LedgerReport
+}
+
+// LedgerReport is a delivery report as the ledger shows it beside its payment.
+type LedgerReport struct {
+	Outcome, Reason, ReportedBy string
 }

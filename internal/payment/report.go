@@ -64,8 +64,15 @@ type Report struct {
 	CreatedAt  time.Time `json:"createdAt"`
 }
 
+// ReportWindow is how long after its payment settled a report is taken: what the
+// seller gave is then fresh, and a seller's record is not rewritten by reports on
+// payments of long ago.
+const ReportWindow = 30 * 24 * time.Hour
+
 // Errors of a report.
 var (
+	ErrReportWindowClosed = problem.New(problem.ReportWindowClosed,
+		"This payment settled more than 30 days ago: a report is taken within 30 days of its payment settling.")
 	ErrNotSettled = problem.New(problem.PaymentNotSettled,
 		"This payment is not settled: only a payment the seller was paid can be reported.")
 	ErrAlreadyReported = problem.New(problem.AlreadyReported,
@@ -77,6 +84,7 @@ type ReportStore interface {
 	// ReportDelivery records in's report on payment id of session sessionID, if p
 	// may see the payment (its own agent, or its person): ErrNotFound for a
 	// payment p may not see, ErrNotSettled for one that is not settled,
+	// ErrReportWindowClosed for one settled over ReportWindow ago,
 	// ErrAlreadyReported for one reported before.
 	ReportDelivery(ctx context.Context, p auth.Principal, sessionID, id string, in ReportInput) (Report, error)
 }

@@ -497,9 +497,10 @@ func (s *Store) Ledger(ctx context.Context, p auth.Principal, limit int) ([]paym
 		SELECT p.id, coalesce(p.session_id::text, ''), coalesce(p.request_id::text, ''), ag.name, p.hostname,
 			p.offer->>'payTo', p.value, coalesce(p.offer->>'symbol', ''), coalesce(p.offer->>'network', ''), `+paymentStatus+`,
 			p.failure, p.transaction, a.data #>> '{payment,response,sha256}', p.created_at, p.settled_at, p.settled_value,
-			p.offer->>'scheme' = 'upto'
+			p.offer->>'scheme' = 'upto', d.outcome, d.reason, d.reported_by
 		FROM payments p JOIN agents ag ON ag.id = p.agent_id
 		LEFT JOIN requests r ON r.id = p.request_id LEFT JOIN request_artifacts a ON a.request_id = p.request_id
+		LEFT JOIN delivery_reports d ON d.payment_id = p.id
 		WHERE p.user_id = $1 ORDER BY p.created_at DESC, p.id LIMIT $2`, p.UserID, limit)
 	if err != nil {
 		return nil, fail("ledger", err)
@@ -508,9 +509,13 @@ func (s *Store) Ledger(ctx context.Context, p auth.Principal, limit int) ([]paym
 		var e payment.LedgerEntry
 		var value int64
 		var settled *int64
+		var outcome, reason, by *string
 		err := r.Scan(&e.PaymentID, &e.SessionID, &e.RequestID, &e.Agent, &e.Host, &e.PayTo, &value, &e.Symbol, &e.Network, &e.Status,
-			&e.Failure, &e.Transaction, &e.ResponseSHA256, &e.CreatedAt, &e.SettledAt, &settled, &e.UpTo)
+			&e.Failure, &e.Transaction, &e.ResponseSHA256, &e.CreatedAt, &e.SettledAt, &settled, &e.UpTo, &outcome, &reason, &by)
 		e.Value = payment.Micros(value)
+		if outcome != nil && reason != nil && by != nil {
+			e.Report = &payment.LedgerReport{Outcome: *outcome, Reason: *reason, ReportedBy: *by}
+		}
 		if settled != nil {
 			m := payment.Micros(*settled)
 			e.Settled = &m

@@ -28,9 +28,10 @@ func (s *Store) ReportDelivery(ctx context.Context, p auth.Principal, sessionID,
 		var status string
 		var value int64
 		var settledAt *time.Time
-		err := tx.QueryRow(ctx, `SELECT p.status, p.hostname, p.value, p.settled_at FROM payments p
-			WHERE p.id = $1 AND p.session_id = $2 AND `+where+` FOR UPDATE OF p`, id, sessionID, arg).
-			Scan(&status, &out.Hostname, &value, &settledAt)
+		var late bool
+		err := tx.QueryRow(ctx, `SELECT p.status, p.hostname, p.value, p.settled_at, coalesce(p.settled_at < now() - make_interval(secs => $4), false)
+			FROM payments p WHERE p.id = $1 AND p.session_id = $2 AND `+where+` FOR UPDATE OF p`, id, sessionID, arg, payment.ReportWindow.Seconds()).
+			Scan(&status, &out.Hostname, &value, &settledAt, &late)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return payment.ErrNotFound
 		}
@@ -39,6 +40,9 @@ func (s *Store) ReportDelivery(ctx context.Context, p auth.Principal, sessionID,
 		}
 		if status != payment.StatusSettled || settledAt == nil {
 			return payment.ErrNotSettled
+		}
+		if late {
+			return payment.ErrReportWindowClosed
 		}
 		out.Value = payment.Micros(value)
 		err = tx.QueryRow(ctx, `
@@ -62,9 +66,10 @@ func (s *Store) ReportDelivery(ctx context.Context, p auth.Principal, sessionID,
 // DemandWindow is how far back the service's own demand of a seller counts.
 const DemandWindow = 30 * 24 * time.Hour
 
-// directoryReports reads into rec each hostname's delivery evidence (every settled
-// payment reported, or recorded as not delivered) and the service's own demand of
-// the last DemandWindow, in tx, the directory records' transaction.
+// directoryReports reads into rec each hostname's delivery evidence (every payment
+// settled in the last trust.ReportAge that was reported, or recorded as not
+// delivered) and the service's own demand of the last DemandWindow, in tx, the
+// directory records' transaction.
 func directoryReports(ctx context.Context, tx pgx.Tx, rec *trust.Records, now time.Time) error {
 	rec.Reports = map[string][]trust.ReportRecord{}
 	rec.Demand = map[string]*directory.ServiceDemand{}
@@ -72,8 +77,8 @@ func directoryReports(ctx context.Context, tx pgx.Tx, rec *trust.Records, now ti
 		SELECT p.hostname, p.user_id::text, p.settled_at, p.value, r.outcome IS NOT NULL, NOT p.delivered,
 			CASE WHEN NOT p.delivered THEN 'not_delivered' ELSE r.outcome END
 		FROM payments p LEFT JOIN delivery_reports r ON r.payment_id = p.id
-		WHERE p.status = 'settled' AND p.settled_at IS NOT NULL AND (r.id IS NOT NULL OR NOT p.delivered)
-		ORDER BY p.hostname, p.settled_at, p.id`)
+		WHERE p.status = 'settled' AND p.settled_at > $1 AND (r.id IS NOT NULL OR NOT p.delivered)
+		ORDER BY p.hostname, p.settled_at, p.id`, now.Add(-trust.ReportAge))
 	var host string
 	var r trust.ReportRecord
 	_, err := pgx.ForEachRow(rows, []any{&host, &r.Payer, &r.SettledAt, &r.Value, &r.Reported, &r.Observed, &r.Outcome}, func() error {

@@ -141,6 +141,7 @@ const (
 	SubmissionRateLimited   = "submission_rate_limited"
 	PaymentNotSettled       = "payment_not_settled"
 	AlreadyReported         = "already_reported"
+	ReportWindowClosed      = "report_window_closed"
 )
 
 // Kind is what the table says of a code.
@@ -292,6 +293,9 @@ var kinds = map[string]Kind{
 	AlreadyReported: {http.StatusConflict, "Already reported",
 		"This payment has its delivery report already, from its agent or its person: one report per payment, and the first stands.",
 		"Nothing to do: the seller's record counts the first report."},
+	ReportWindowClosed: {http.StatusConflict, "Report window closed",
+		"A delivery report is taken within 30 days of its payment settling, while what came back is fresh in mind; this payment settled earlier. Nothing was recorded.",
+		"Nothing to do: report a payment soon after it settles."},
 }
 
 // Lookup returns what the table says of code.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mtibben/confusables"
 	"golang.org/x/net/idna"
@@ -67,7 +68,13 @@ type Seller struct {
 //   - near_domain: their registrable names' skeletons are one edit apart (from five
 //     characters on) or two (from nine);
 //   - brand_in_host: the established seller's registrable name (from five
-//     characters on) stands inside the other's hostname (tidewatch.pay-now.example).
+//     characters on) stands inside one label of the other's hostname
+//     (tidewatch.pay-now.example, tidewatch-x402.example), never across two.
+//
+// A registrable name's characters are counted less the trade's common words it
+// begins or ends with (x402, 402, agent, agents, agentic; see core): x402.example,
+// 402agent.example and agent402.example are no one's brand, and x-402.example or
+// x402-agent-tools.example resemble none of them.
 //
 // The flag caps the seller's score at LookalikeCap while it stands. It is cleared
 // by an operator's override on the seller, or by an owner proof: the seller and every
@@ -173,18 +180,25 @@ type sellerNames struct {
 	// hostname that is itself a public suffix (localhost).
 	registrable string
 	// label is the registrable domain less its public suffix, as Unicode; skel its
-	// folded skeleton, and runes that skeleton's runes, read once for every pair.
+	// folded skeleton, and runes that skeleton's runes, read once for every pair;
+	// distinct is how many runes are left of it less the trade's common words at
+	// its ends (see core): the part that can be a brand.
 	label, skel string
 	runes       []rune
-	// host and hostSkel are the whole hostname as Unicode and folded skeleton.
-	host, hostSkel string
+	distinct    int
+	// host is the whole hostname as Unicode, and hostLabels the folded skeleton of
+	// each of its labels.
+	host       string
+	hostLabels []string
 	// providers and providerSkels are the provider names and their skeletons.
 	providers, providerSkels []string
 }
 
 func namesOf(s Seller) sellerNames {
 	n := sellerNames{host: unicodeHost(s.Hostname)}
-	n.hostSkel = fold(n.host)
+	for l := range strings.SplitSeq(n.host, ".") {
+		n.hostLabels = append(n.hostLabels, fold(l))
+	}
 	for _, p := range s.Providers {
 		if k := fold(p); len([]rune(k)) >= minConfusable {
 			n.providers, n.providerSkels = append(n.providers, p), append(n.providerSkels, k)
@@ -202,13 +216,14 @@ func namesOf(s Seller) sellerNames {
 	n.label = unicodeHost(strings.TrimSuffix(reg, "."+suffix))
 	n.skel = fold(n.label)
 	n.runes = []rune(n.skel)
+	n.distinct = utf8.RuneCountInString(core(n.skel))
 	return n
 }
 
 // resemble tells whether s resembles b, and how: the first signal that holds.
 func resemble(s, b *sellerNames) (directory.Resemblance, bool) {
 	if s.skel != "" && b.skel != "" {
-		short := min(len(s.runes), len(b.runes))
+		short := min(s.distinct, b.distinct)
 		switch d := distance(s.runes, b.runes, 2); {
 		case d == 0 && short >= minConfusable:
 			return directory.Resemblance{Signal: directory.SignalConfusable, Mine: s.label, Theirs: b.label}, true
@@ -216,7 +231,7 @@ func resemble(s, b *sellerNames) (directory.Resemblance, bool) {
 			return directory.Resemblance{Signal: directory.SignalNearDomain, Mine: s.label, Theirs: b.label}, true
 		}
 	}
-	if len(b.runes) >= minBrand && strings.Contains(s.hostSkel, b.skel) {
+	if b.distinct >= minBrand && slices.ContainsFunc(s.hostLabels, func(l string) bool { return strings.Contains(l, b.skel) }) {
 		return directory.Resemblance{Signal: directory.SignalBrandInHost, Mine: s.host, Theirs: b.label}, true
 	}
 	for i, p := range s.providerSkels {
@@ -227,6 +242,33 @@ func resemble(s, b *sellerNames) (directory.Resemblance, bool) {
 		}
 	}
 	return directory.Resemblance{}, false
+}
+
+// commonWords are the words of the trade that sellers' names are made of (the
+// protocol's name, "agent"), folded as fold folds them, longest first: no one's
+// brand, so a name is compared less those it begins or ends with.
+var commonWords = func() []string {
+	words := []string{"agentic", "agents", "agent", "x402", "402"}
+	for i, w := range words {
+		words[i] = fold(w)
+	}
+	return words
+}()
+
+// core is a folded name less the trade's common words at its start and end, taken
+// off for as long as one is there: "x402agent" and "402agent" are "", "agenttoll"
+// "toll", "x402tidewatch" "tidewatch". Names are compared whole; their core's
+// length is what the signals' bounds count.
+func core(skel string) string {
+	for {
+		before := skel
+		for _, w := range commonWords {
+			skel = strings.TrimSuffix(strings.TrimPrefix(skel, w), w)
+		}
+		if skel == before {
+			return skel
+		}
+	}
 }
 
 // unicodeHost is a hostname as Unicode, for names in punycode (xn--); as given when

@@ -169,3 +169,44 @@ func TestFoldReadsTheConfusablesTable(t *testing.T) {
 		t.Error("tidewatch and tidewatcb fold alike")
 	}
 }
+
+// TestLookalikesLeaveTheTradesCommonWordsAndLabelsApart: names made of the trade's
+// common words (x402, 402, agent, agents, agentic) are no one's brand, and a brand
+// is found inside one label of a hostname, not across two: the false positives
+// measured on the real Bazaar (TestLookalikesOnTheRealBazaar) take these shapes,
+// here on made-up names. An impostor that adds those words to a brand is still
+// flagged.
+func TestLookalikesLeaveTheTradesCommonWordsAndLabelsApart(t *testing.T) {
+	t0 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	later := t0.AddDate(0, 1, 0)
+	sellers := []Seller{
+		{Hostname: "402agent.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "x402-agent-tools.example", Listed: later, Verdict: directory.VerdictProceed},
+		{Hostname: "agent402.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "api.agentx402.example", Listed: later, Verdict: directory.VerdictProceed},
+		{Hostname: "x402.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "api.x-402.test", Listed: later, Verdict: directory.VerdictProceed},
+		{Hostname: "agenticfi.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "weather.agentic-jp.example", Listed: later, Verdict: directory.VerdictProceed},
+		{Hostname: "agentready.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "agentreader.example", Listed: later, Verdict: directory.VerdictProceed},
+		{Hostname: "10adwave.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "apollo.adwave.paymesh.example", Listed: later, Verdict: directory.VerdictProceed},
+		// A brand with the trade's words around it is still the brand.
+		{Hostname: "tidewatch.example", Listed: t0, Verdict: directory.VerdictProceed},
+		{Hostname: "tidewatch-x402.test", Listed: later, Verdict: directory.VerdictProceed},
+		{Hostname: "tidewatch-agent.x402.example", Listed: later, Verdict: directory.VerdictProceed},
+	}
+	got := Lookalikes(sellers)
+	want := map[string]string{"tidewatch-x402.test": directory.SignalBrandInHost, "tidewatch-agent.x402.example": directory.SignalBrandInHost}
+	for host, signal := range want {
+		if l := got[host]; l == nil || len(l.Resembles) != 1 || l.Resembles[0].Hostname != "tidewatch.example" || l.Resembles[0].Signal != signal {
+			t.Errorf("%s: %+v, want it resembling tidewatch.example by %s", host, l, signal)
+		}
+	}
+	for host, l := range got {
+		if _, ok := want[host]; !ok {
+			t.Errorf("%s flagged: %+v", host, l.Resembles)
+		}
+	}
+}

@@ -28,6 +28,10 @@ const (
 	// ReportPoints is the most reports take off a score: all of the money they weigh
 	// reported wrong or not delivered.
 	ReportPoints = 40
+	// ReportAge is how far back a seller's reports count, by their payments'
+	// settlement: a seller that mended its ways recovers once its old reports are
+	// this old.
+	ReportAge = 180 * 24 * time.Hour
 	// reportWeeks is how many weeks a record's plot shows.
 	reportWeeks = 12
 )
@@ -49,11 +53,13 @@ type ReportRecord struct {
 	Reported, Observed bool
 }
 
-// Tally is the reports block of a seller from its records: each payer's records of
-// one UTC day fold into one counted report, whose outcome is the one the day's
-// money says most (ties to the worse) and whose weight is all of the day's money.
-// nil without any record.
+// Tally is the reports block of a seller from its records of payments settled in
+// the last ReportAge (older ones are left out): each payer's records of one UTC
+// day fold into one counted report, whose outcome is the one the day's money says
+// most (ties to the worse) and whose weight is all of the day's money. nil without
+// any record in that time.
 func Tally(records []ReportRecord, now time.Time) *directory.Reports {
+	records = slices.DeleteFunc(slices.Clone(records), func(r ReportRecord) bool { return !r.SettledAt.After(now.Add(-ReportAge)) })
 	if len(records) == 0 {
 		return nil
 	}

@@ -107,3 +107,28 @@ func TestAPaidCallNotDeliveredCountsWithoutAReport(t *testing.T) {
 		t.Errorf("this week %+v", w)
 	}
 }
+
+// TestOldReportsStopCounting: a seller past the floor on reports of payments settled
+// over ReportAge ago is scored as if they were never made, and one whose old
+// reports were bad and recent ones good recovers.
+func TestOldReportsStopCounting(t *testing.T) {
+	old := ReportAge + 24*time.Hour
+	var stale, mended []ReportRecord
+	for _, p := range []string{"a", "b", "c", "d", "e"} {
+		stale = append(stale, reported(p, old, ReportNotDelivered, 10_000))
+		mended = append(mended, reported(p, old, ReportNotDelivered, 10_000), reported(p, 24*time.Hour, ReportDelivered, 10_000))
+	}
+	if r := Tally(stale, now); r != nil {
+		t.Errorf("reports over %v old: %+v", ReportAge, r)
+	}
+	r := Tally(mended, now)
+	if r == nil || r.Counted != 5 || r.Delivered != 5 || r.NotDelivered != 0 || r.Received != 5 || r.Rates.NotDelivered != 0 {
+		t.Fatalf("a seller that mended its ways: %+v", r)
+	}
+	in := Input{Kind: "x402", Now: now, Probes: []Observation{offer(time.Hour, "0xa", "1000")}}
+	want := *Score(in).Score
+	in.Reports = r
+	if got := *Score(in).Score; got != want {
+		t.Errorf("old reports still move the score: %d, want %d", got, want)
+	}
+}

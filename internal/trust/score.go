@@ -114,7 +114,7 @@ const Rule = `1. Only probes of the last seven days count, each weighted by half
 4. Freshness, up to 10 points: the newest probe succeeded and is under a day old (10), or under three days old (5).
 5. Delivery: from five settled payments on, what buyers got weighs as much as what probes saw: the score becomes half the above plus 50 points times the delivery rate.
 6. Ownership, 5 points: an owner-verified x402 seller (the payee its newest valid offer names signed the origin that lists it, in the origin's own manifest) gains 5 points, up to 100, while its newest probe gets a valid offer. The proof says who answers for the seller, not how well it serves, so it weighs half as much as freshness: it can tip a seller on the edge of a band, never rescue a failing one. A seller whose newest probe failed gains nothing, and the caps of steps 2 and 3 still hold: a new payee's own signature does not vouch for the move, since whoever runs the origin's server can sign.
-7. Reports: after a payment the service settled, its agent or its person may report what the seller gave for it, in codes alone: delivered as described, delivered but wrong or useless, or not delivered. A paid call the service itself recorded as not delivered counts as not delivered without a report. Each weighs the money it paid, and one person's reports on a seller count once a UTC day. From five counted reports by three people on, the share of their money saying wrong or not delivered takes up to 40 points off the score, never below 40 on their account: reports alone can bring a seller to caution, never to avoid, which would change what a person must do to approve a payment. Reports saying delivered add nothing: a seller paying itself through a friend's agent gets its money back, while a payer who accuses a seller paid it.
+7. Reports: within 30 days after a payment the service settled, its agent or its person may report what the seller gave for it, in codes alone: delivered as described, delivered but wrong or useless, or not delivered. A paid call the service itself recorded as not delivered counts as not delivered without a report. Only payments settled in the last 180 days count, so a seller that mended its ways recovers. Each weighs the money it paid, and one person's reports on a seller count once a UTC day. From five counted reports by three people on, the share of their money saying wrong or not delivered takes up to 40 points off the score, never below 40 on their account: reports alone can bring a seller to caution, never to avoid, which would change what a person must do to approve a payment. Reports saying delivered add nothing: a seller paying itself through a friend's agent gets its money back, while a payer who accuses a seller paid it.
 The verdict is proceed from 70, caution from 40, avoid below; unknown when there is no probe at all (score null) or the newest probe is older than three days. An operator override decides the verdict while it lasts, whatever the score, and is shown with its reason. The verdict is advisory: it never authorises a payment.`
 
 // Score computes the advisory trust block.
@@ -153,11 +153,13 @@ The verdict is proceed from 70, caution from 40, avoid below; unknown when there
 //     nothing, and the caps of steps 2 and 3 still hold: a new payee's own
 //     signature does not vouch for the move, since whoever runs the origin's
 //     server can sign.
-//  7. Reports: after a payment the service settled, its agent or its person may report
-//     what the seller gave for it, in codes alone: delivered as described, delivered
-//     but wrong or useless, or not delivered. A paid call the service itself recorded
-//     as not delivered counts as not delivered without a report. Each weighs the money
-//     it paid, and one person's reports on a seller count once a UTC day. From five
+//  7. Reports: within 30 days after a payment the service settled, its agent or its
+//     person may report what the seller gave for it, in codes alone: delivered as
+//     described, delivered but wrong or useless, or not delivered. A paid call the
+//     service itself recorded as not delivered counts as not delivered without a
+//     report. Only payments settled in the last 180 days count, so a seller that
+//     mended its ways recovers. Each weighs the money it paid, and one person's
+//     reports on a seller count once a UTC day. From five
 //     counted reports by three people on, the share of their money saying wrong or not
 //     delivered takes up to 40 points off the score, never below 40 on their account:
 //     reports alone can bring a seller to caution, never to avoid, which would change
