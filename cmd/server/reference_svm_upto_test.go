@@ -27,6 +27,7 @@ import (
 // replay of the very payment moves nothing: its channel is already open. A call
 // whose use passes the maximum moves nothing to the payee.
 func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	seller := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
@@ -152,6 +153,7 @@ func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *tes
 // transfer to the payee, and recorded at its maximum, since the open says that the
 // deposit left, not how much of it came back.
 func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	ref := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
