@@ -443,9 +443,13 @@ tools:
 # takes minutes to embed the real catalog. A package may take longer than go test's
 # default ten minutes on a busy two-core machine (cmd/server starts real replicas,
 # nginx and browsers): -timeout bounds each at 45, within CI's 90 for the whole run.
+# Most tests of api and cmd/server spend their time waiting (on PostgreSQL, on the
+# servers, sellers and browsers they start), so they run side by side, four at a time
+# (-parallel 4; go test's default is one per core); those that time the service or bound
+# its provider tightly do not call t.Parallel and run alone first.
 RELEVANCE := ./internal/search/eval
 test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(MCP_SDK) $(NODE) llm-clients
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 -timeout 45m $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 -timeout 45m -parallel 4 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk

@@ -13,6 +13,7 @@ import (
 // authenticated API, answering and failing, through the real router and validates
 // each response against the served document.
 func TestAuthenticatedResponsesMatchTheOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
@@ -94,6 +95,7 @@ func TestAuthenticatedResponsesMatchTheOpenAPIDocument(t *testing.T) {
 // TestRequestResponsesMatchTheOpenAPIDocument does the same for the request routes,
 // through every status they answer.
 func TestRequestResponsesMatchTheOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")

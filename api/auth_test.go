@@ -202,6 +202,7 @@ const (
 )
 
 func TestMissingAndInvalidKeysGet401WithTheirChallenges(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -237,6 +238,7 @@ func TestMissingAndInvalidKeysGet401WithTheirChallenges(t *testing.T) {
 }
 
 func TestWithoutAuthEveryKeyIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := api.NewServer(api.Config{}, slog.New(slog.DiscardHandler), generator.NewHolder(), nil)
 	k, _ := auth.Generate(auth.ScopeAgent, []byte("test-pepper-of-at-least-32-bytes!!"))
 	req := httptest.NewRequest("GET", base+"/agent/me", nil)
@@ -250,6 +252,7 @@ func TestWithoutAuthEveryKeyIsRefused(t *testing.T) {
 
 // Invariant 8: a revoked key gets 401 on its very next call, with the stated headers.
 func TestRevokedKeysGet401Immediately(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -281,6 +284,7 @@ func TestRevokedKeysGet401Immediately(t *testing.T) {
 // Invariant 5: user keys get 403 on session creation, agent-only session routes and
 // /agent/*; agent keys get 403 on the user's routes.
 func TestKeysOfTheWrongScopeGet403(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -317,6 +321,7 @@ func TestKeysOfTheWrongScopeGet403(t *testing.T) {
 // Invariant 4: another tenant's (or another agent's) ids are 404 on every route, and
 // lists never mix tenants.
 func TestOtherTenantsAndAgentsObjectsAre404(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	ada, adaKey := e.user("ada")
 	adaAgent, scoutKey := e.agent(ada, "scout")
@@ -388,6 +393,7 @@ func TestOtherTenantsAndAgentsObjectsAre404(t *testing.T) {
 
 // Invariant 11: a replay is byte-identical, and a changed body gets 409.
 func TestIdempotentReplaysAreByteIdenticalAndChangedBodiesConflict(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -435,6 +441,7 @@ func TestIdempotentReplaysAreByteIdenticalAndChangedBodiesConflict(t *testing.T)
 }
 
 func TestKeysAreShownOnceAndWork(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	_, userKey := e.user("ada")
 	agent := e.call("POST", "/agents", userKey, `{"name":"scout"}`).want(t, 201).decode(t)
@@ -469,6 +476,7 @@ func TestKeysAreShownOnceAndWork(t *testing.T) {
 }
 
 func TestBodiesAreBoundedAndValidated(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -502,6 +510,7 @@ func TestBodiesAreBoundedAndValidated(t *testing.T) {
 }
 
 func TestSessionsPageNewestFirstWithOpaqueCursors(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -538,6 +547,7 @@ func TestSessionsPageNewestFirstWithOpaqueCursors(t *testing.T) {
 }
 
 func TestUserStopsASessionAndTheLogRecordsIt(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -566,6 +576,7 @@ func TestUserStopsASessionAndTheLogRecordsIt(t *testing.T) {
 // TestKeysAndAgentsPerUserAreCapped: past the caps, creating a key or an agent is
 // 409 quota_exceeded, as the OpenAPI document says, and a revoked key frees a place.
 func TestKeysAndAgentsPerUserAreCapped(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.Auth = auth.NewService(a.Requests.Store.(auth.Store), auth.Config{Pepper: a.Pepper, MaxKeys: 2, MaxAgents: 1})
@@ -596,6 +607,7 @@ func TestKeysAndAgentsPerUserAreCapped(t *testing.T) {
 // resumes it. Another user's agent, an agent key, a status that is not one and an id
 // that is not one are refused, each with its problem.
 func TestAUserPausesAndResumesAnAgent(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")

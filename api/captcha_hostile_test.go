@@ -59,6 +59,7 @@ func deflated(s string) string {
 // (everythingGiven), so that each form is refused where an image would keep it
 // rather than the agent paused after the third (protect_test.go).
 func TestACaptchaImageCarriesNoSavedValueInItsMetadata(t *testing.T) {
+	t.Parallel()
 	solver := &fakeSolver{}
 	e, agentKey, userKey, sid := newCaptchaEnv(t, solver, 0, everythingGiven)
 	const canary = "Quartz_Canary_4417"

@@ -100,6 +100,7 @@ func (e *authEnv) awaitTask(key, sid, id string) task {
 // Without a solver, the person reads an image CAPTCHA on the approval page and the
 // agent gets the answer; a widget CAPTCHA cannot be answered so, and says why.
 func TestThePersonAnswersAnImageCaptcha(t *testing.T) {
+	t.Parallel()
 	e, agentKey, userKey, sid := newCaptchaEnv(t, nil, 0)
 	var tk task
 	e.call("POST", "/sessions/"+sid+"/captcha/tasks", agentKey,
@@ -157,6 +158,7 @@ func TestThePersonAnswersAnImageCaptcha(t *testing.T) {
 // With a solver, tasks go to it: its answer reaches the agent, its failure and its
 // silence past the time limit say so, and its key is never answered.
 func TestASolverAnswersTasksWithinItsTime(t *testing.T) {
+	t.Parallel()
 	solver := &fakeSolver{after: 2}
 	e, agentKey, _, sid := newCaptchaEnv(t, solver, 2*time.Second)
 	var tk task

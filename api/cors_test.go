@@ -11,6 +11,7 @@ import (
 // only the origins it serves (its own and loopback pages); a path that does not exist
 // is still 404.
 func TestBrowserPagesMayCallTheKeyedAPIWithAKey(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -12,6 +12,7 @@ import (
 // an absolute http or https URL of at most 2048 bytes, or validation_failed naming
 // the input.
 func TestSellerURLsAreAbsoluteHTTPAndBounded(t *testing.T) {
+	t.Parallel()
 	inputs := []struct {
 		name string
 		req  func(string) validator

@@ -120,6 +120,7 @@ func (r response) problem(t *testing.T, status int, code string) problemBody {
 const services = base + "/api/public/v1/services"
 
 func TestDirectoryContract(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	snap := e.snaps.Current()
 	if snap.Len() < 50 {
@@ -547,6 +548,7 @@ func TestDirectoryContract(t *testing.T) {
 // once a record's files are gone (a damaged site), it answers a logged internal
 // error as problem+json, not cached, and nothing of the record.
 func TestMerchantRecordsAnswerFromTheirFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	snap := e.snaps.Current()
 	host := snap.Methods()[0].Hostname

@@ -18,6 +18,7 @@ import (
 // UUID or 32 hex digits (else a new id is), and the language model upstream never
 // gets its traceparent, nor the trace id in it.
 func TestCallerHeadersAreNotEchoedOrForwarded(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var upstream []string
 	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

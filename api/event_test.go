@@ -18,6 +18,7 @@ import (
 // Invariant 10: concurrent appends get gap-free, increasing seqs, and the database
 // refuses to change or remove an event.
 func TestEventSeqIsGapFreeUnderConcurrentAppendsAndTheLogIsAppendOnly(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -91,6 +92,7 @@ func TestEventSeqIsGapFreeUnderConcurrentAppendsAndTheLogIsAppendOnly(t *testing
 }
 
 func TestLongPollWakesOnANewEvent(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -122,6 +124,7 @@ func TestLongPollWakesOnANewEvent(t *testing.T) {
 }
 
 func TestEventStreamResumesFromLastEventIDAndSendsHeartbeats(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -208,6 +211,7 @@ func endsByItself(t *testing.T, ctx context.Context, lines *bufio.Scanner) {
 }
 
 func TestEventStreamEndsWhenItsKeyIsRevokedOrItsLifeIsOver(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.StreamLife = 300 * time.Millisecond })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -237,6 +241,7 @@ func TestEventStreamEndsWhenItsKeyIsRevokedOrItsLifeIsOver(t *testing.T) {
 }
 
 func TestEventStreamsAndLongPollsAreCappedPerKey(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.MaxWaitsPerKey = 1 })
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -38,6 +38,7 @@ func fastPathServer(t testing.TB) *Server {
 // ServeHTTP looks at, hits and near misses, to ServeHTTP and to the router alone: the
 // status, headers and body must be the same.
 func TestSnapshotFastPathAnswersAsTheRouter(t *testing.T) {
+	t.Parallel()
 	s := fastPathServer(t)
 	const dir = BasePath + "/api/public/v1"
 	type req struct{ method, target, header, value string }

@@ -11,6 +11,7 @@ import (
 // agents read how to call and pay, and fails on a route the OpenAPI document lacks:
 // guidance must never send an agent to a 404.
 func TestGuidanceNamesOnlyRoutesTheAPIHas(t *testing.T) {
+	t.Parallel()
 	paths := openapitest.Paths(t, "openapi.json")
 	cat, err := catalog.Demo()
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // is what drops the body of a HEAD): the status and the headers must be the same,
 // the HEAD must carry no body, and both must match the OpenAPI document.
 func TestHeadAnswersLikeGetOnEveryAuthenticatedRoute(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t)
 	streamed := make(chan struct{}, 1) // the HEAD of the event stream has been answered

@@ -159,6 +159,7 @@ func checkSearchAnswer(t *testing.T, spec *openapitest.Doc, target string, body 
 // TestProblemInstanceIsTheEscapedPath: instance is a URI reference, so the path goes
 // in as the client sent it, escaped, never decoded.
 func TestProblemInstanceIsTheEscapedPath(t *testing.T) {
+	t.Parallel()
 	s := fastPathServer(t)
 	for _, target := range []string{
 		BasePath + "/api/public/v1/services/BAD%20SLUG",

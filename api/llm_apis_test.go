@@ -84,6 +84,7 @@ func quoteJSON(v string) string { b, _ := json.Marshal(v); return string(b) }
 // previous response) it is refused and nothing is forwarded. The count comes back in
 // X-Redactions and as an llm.redacted event.
 func TestLLMResponsesNeverForwardAProtectedValue(t *testing.T) {
+	t.Parallel()
 	up := newEchoUpstream(t)
 	e, _, agentKey := protectedEnv(t, up)
 	sid := e.openSession(agentKey, "s1")
@@ -179,6 +180,7 @@ func TestLLMResponsesNeverForwardAProtectedValue(t *testing.T) {
 // refused and nothing is forwarded. Upstream, the call carries the upstream's key as
 // x-api-key and the client's anthropic-version (2023-06-01 when it sent none).
 func TestLLMMessagesNeverForwardAProtectedValue(t *testing.T) {
+	t.Parallel()
 	up := newEchoUpstream(t)
 	e, _, agentKey := protectedEnv(t, up)
 	sid := e.openSession(agentKey, "s1")
@@ -275,6 +277,7 @@ func TestLLMMessagesNeverForwardAProtectedValue(t *testing.T) {
 // x-api-key is taken on the Messages route only, and never together with another
 // Bearer key.
 func TestLLMMessagesErrorsAreInAnthropicsShape(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	up := newEchoUpstream(t)
 	e, userKey, agentKey := protectedEnv(t, up)

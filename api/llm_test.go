@@ -96,6 +96,7 @@ func (s *stubLLM) all() string {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
 	uid, userKey := e.user("ada")
@@ -200,6 +201,7 @@ func TestLLMProxyNeverForwardsAProtectedValue(t *testing.T) {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestLLMProxyBlanksOrRefusesAProtectedValueWhereverItIs(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} }, everythingGiven)
 	uid, userKey := e.user("ada")
@@ -271,6 +273,7 @@ func TestLLMProxyBlanksOrRefusesAProtectedValueWhereverItIs(t *testing.T) {
 // The proxy fails closed: without the protected values it forwards nothing, and
 // without an upstream it says so.
 func TestLLMProxyFailsClosed(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey}
@@ -302,6 +305,7 @@ func (failing) Protected(context.Context, string) ([]string, error) {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	}, everythingGiven)
@@ -340,6 +344,7 @@ func TestEveryBodyHoldingAProtectedValueIsRefused(t *testing.T) {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -371,6 +376,7 @@ func TestEventsAndRequestContextsRefuseProtectedValues(t *testing.T) {
 // OpenAPI document says: a missing key, a user key, a body that is not a chat, a
 // protected value, no upstream configured.
 func TestLLMProxyErrorsAreInOpenAIsShape(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })

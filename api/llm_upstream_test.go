@@ -86,6 +86,7 @@ func refusingUpstream(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // 5xx, a 401 for the gateway's own key, a body that is no error of its API or
 // larger than the bound, no answer at all) is still 502 upstream_error.
 func TestLLMUpstreamRefusalsPassThroughInEachAPIsShape(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	up, _ := refusingUpstream(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
@@ -183,6 +184,7 @@ func TestLLMUpstreamRefusalsPassThroughInEachAPIsShape(t *testing.T) {
 // as the upstream would refuse it: 400 invalid_parameter, param model, in the route's
 // API's shape (invalid_request_error).
 func TestLLMModelMustBeAName(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	up, calls := refusingUpstream(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
@@ -219,6 +221,7 @@ func TestLLMModelMustBeAName(t *testing.T) {
 // Older Anthropic clients send the key as x-api-key and as a Bearer key: the same key
 // in both is taken, two different ones are refused, saying so.
 func TestLLMMessagesRouteSpeaksAsAnthropicDoes(t *testing.T) {
+	t.Parallel()
 	up, _ := refusingUpstream(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{AnthropicURL: up.URL} })
 	uid, _ := e.user("ada")

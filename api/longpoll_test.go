@@ -11,6 +11,7 @@ import (
 // answers 401 key_revoked as the key's next call would, and wait_request the same
 // failure.
 func TestARequestWaitEndsWhenItsKeyIsRevokedOrItsAgentPaused(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	cases := []struct {

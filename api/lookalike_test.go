@@ -49,6 +49,7 @@ func lookalikeSnapshot(t *testing.T) *directory.Snapshot {
 // check_merchant: all three show the flag standing, whom it resembles and the verdict
 // capped at caution; the brand's record carries no flag.
 func TestALookalikesRecordShowsWhomItResembles(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := &env{t: t, srv: api.NewServer(api.Config{}, slog.New(slog.DiscardHandler), heldSnapshot{lookalikeSnapshot(t)}, nil)}
 	for _, target := range []string{

@@ -62,6 +62,7 @@ func problemSaid(t *testing.T, r response) string {
 // similarities, the same merchant, the same facets) and refuses what its route
 // refuses, in the route's words.
 func TestMCPDirectoryToolsAnswerWhatTheirRoutesAnswer(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	snap := e.snaps.Current()
 

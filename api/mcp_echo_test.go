@@ -68,6 +68,7 @@ func postMCP(s http.Handler, body string, header ...string) *httptest.ResponseRe
 // protocol version it does not speak) say what failed by their code and a fixed
 // text, never what was sent; and logging/setLevel's level goes to no log line.
 func TestMCPErrorsRepeatNothingOfTheRequest(t *testing.T) {
+	t.Parallel()
 	var logs lockedLog
 	s := loggedServer(&logs)
 	call := func(method, params string) string {
@@ -112,6 +113,7 @@ func TestMCPErrorsRepeatNothingOfTheRequest(t *testing.T) {
 // card comes back as an error of its code that says nothing of it, a level set to
 // it is logged nowhere, and the tools still list and answer.
 func TestMCPErrorsToTheOfficialClientRepeatNothing(t *testing.T) {
+	t.Parallel()
 	var logs lockedLog
 	srv := httptest.NewServer(loggedServer(&logs))
 	t.Cleanup(srv.Close)

@@ -18,6 +18,7 @@ import (
 // --strict: no finding, so that hosts that read a schema's type as one string, or
 // refuse unconstrained ones, take every tool.
 func TestTheInspectorFindsEveryToolSchemaPortable(t *testing.T) {
+	t.Parallel()
 	node, cli := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_MCP_INSPECTOR")
 	if node == "" || cli == "" {
 		if os.Getenv("CI") != "" {

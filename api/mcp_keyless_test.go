@@ -40,6 +40,7 @@ func toolNames(t *testing.T, srv *mcp.Server) []string {
 // being an unknown tool; workflowTools are exactly the tools an agent key adds to a
 // server with every service configured.
 func TestKeylessCallsOfWorkflowToolsSayTheyTakeAKey(t *testing.T) {
+	t.Parallel()
 	s := everyRoute()
 	public, agent := toolNames(t, s.newMCPServer(false)), toolNames(t, s.newMCPServer(true))
 	var added []string

@@ -12,6 +12,7 @@ import (
 // rebinding page is, gets 403 origin_not_allowed as the OpenAPI document says, keyed
 // or not.
 func TestMCPRefusesPagesOfOtherOrigins(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.PublicURL = "https://waystation.example" })
 	uid, _ := e.user("ada")

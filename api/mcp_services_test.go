@@ -40,6 +40,7 @@ func (e *authEnv) toolCall(t *testing.T, agentKey, tool, args string) (out map[s
 // under the same id conflicts; a body holding a protected value is refused; the
 // caps are the routes'.
 func TestMCPWorkflowToolsKeepTheRoutesRules(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -48,6 +48,7 @@ func mcpSession(t *testing.T, base, key string) *mcp.ClientSession {
 // tool's output schema). An agent key and no key do not list it, and a call of it
 // says it takes a user key, with the route's code.
 func TestSubmitOriginToolListsAsTheRouteDoes(t *testing.T) {
+	t.Parallel()
 	e, o := originEnv(t, seller.New(seller.Config{PayeeKey: sellerKey}))
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -21,6 +21,7 @@ const (
 // and never a value; a ciphertext moved to another row does not open. If-Match
 // guards every change.
 func TestMemoryItemsAreValueFreeAndRevisioned(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -166,6 +167,7 @@ func handlesIn(t *testing.T, e *authEnv, agentKey, sid, url string) map[string]s
 // never without a payment approval; every success writes exactly one audit row, and
 // no value reaches an event, an audit row or an idempotency row.
 func TestMaterializeNeedsTheSessionItsHandleAndAnApproval(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -282,6 +284,7 @@ func TestMaterializeNeedsTheSessionItsHandleAndAnApproval(t *testing.T) {
 // a later session finds them in its catalog, and, as saved to ask before use,
 // needs one approval before materialize.
 func TestProvidedValuesSavedForNextTime(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -311,6 +314,7 @@ func TestProvidedValuesSavedForNextTime(t *testing.T) {
 // Resolution matches wanted fields against the user's saved values for the target's
 // site, as this session's handles, and says what is missing and what comes next.
 func TestResolveFindsSavedValuesAsHandles(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -362,6 +366,7 @@ func TestResolveFindsSavedValuesAsHandles(t *testing.T) {
 // choose_candidate: the user picks which of several saved values fills a field; the
 // chosen handle, and only it, is covered for materialize.
 func TestChooseCandidateCoversOnlyTheChosenValue(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -444,6 +449,7 @@ func noCanaryAnywhere(t *testing.T, e *authEnv, canaries ...string) {
 // (catalog, resolve, requests, approvals, claims, materialize, errors), no table
 // holds a canary in the clear and neither does the log.
 func TestNoValueIsStoredInTheClearByAnyPath(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -130,6 +130,7 @@ func (e *authEnv) mcpTools(token string) (int, string, string) {
 }
 
 func TestOAuthMetadataNamesTheAuthorizationServerAndEachResource(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	var prm struct {
 		Resource             string   `json:"resource"`
@@ -161,6 +162,7 @@ func TestOAuthMetadataNamesTheAuthorizationServerAndEachResource(t *testing.T) {
 
 // An MCP host that calls without a valid token learns where to sign in.
 func TestMCP401sNameTheResourceMetadataAndTheScope(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	want := `Bearer realm="api", resource_metadata="http://example.com/.well-known/oauth-protected-resource` + base + `/mcp", scope="agent", error="invalid_token"`
 	for _, token := range []string{"sk_agent_nonsense", "wsat_made-up"} {
@@ -174,6 +176,7 @@ func TestMCP401sNameTheResourceMetadataAndTheScope(t *testing.T) {
 // A host registers, the person approves it as their agent, and its token acts as
 // that agent on the MCP server; a refreshed token keeps working.
 func TestAHostSignsInAndActsAsTheAgent(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
 	if tok.Scope != "agent" || tok.ExpiresIn <= 0 {
@@ -197,6 +200,7 @@ func TestAHostSignsInAndActsAsTheAgent(t *testing.T) {
 }
 
 func TestMadeUpCodesAndWrongVerifiersAreInvalidGrants(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	e.form("/oauth/token", exchange(client, "wsac_made-up")).oauthError(t, 400, "invalid_grant")
 
@@ -211,6 +215,7 @@ func TestMadeUpCodesAndWrongVerifiersAreInvalidGrants(t *testing.T) {
 // A code used twice is refused, and what its first use got is revoked: one of the
 // two holders stole it.
 func TestACodeUsedTwiceIsRefusedAndRevokesItsFirstTokens(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	code := e.consent(authorizeQuery(client), uid, aid)
 	first := e.tokens(exchange(client, code))
@@ -225,6 +230,7 @@ func TestACodeUsedTwiceIsRefusedAndRevokesItsFirstTokens(t *testing.T) {
 // endpoint, one other than the code's is an invalid grant; another client's code is
 // too.
 func TestForeignRedirectURIsAreRefused(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	q := authorizeQuery(client)
 	q.Set("redirect_uri", "https://evil.example/callback")
@@ -257,6 +263,7 @@ func TestForeignRedirectURIsAreRefused(t *testing.T) {
 
 // PKCE is S256 or nothing: plain, or no challenge, goes back as invalid_request.
 func TestAuthorizationWithoutS256IsRefused(t *testing.T) {
+	t.Parallel()
 	e, _, _, client := hostEnv(t)
 	for _, change := range []func(url.Values){
 		func(q url.Values) { q.Set("code_challenge_method", "plain") },
@@ -275,6 +282,7 @@ func TestAuthorizationWithoutS256IsRefused(t *testing.T) {
 // on the MCP server and the MCP server's on the API; a resource not ours is refused
 // at both endpoints.
 func TestTokensForAnotherResourceAreRefused(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	q := authorizeQuery(client)
 	q.Set("resource", apiResource)
@@ -300,6 +308,7 @@ func TestTokensForAnotherResourceAreRefused(t *testing.T) {
 // A refresh token rotates; presenting a spent one revokes the whole grant, the
 // tokens its rotation gave included.
 func TestARefreshTokenReplayedAfterRotationRevokesTheGrant(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	first := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
 	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {first.RefreshToken}, "client_id": {client}}
@@ -318,6 +327,7 @@ func TestARefreshTokenReplayedAfterRotationRevokesTheGrant(t *testing.T) {
 // Revoking a token (RFC 7009) ends its grant at once: the next call on the MCP
 // server is refused, and so is a refresh.
 func TestARevokedTokenIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
 	if status, body, _ := e.mcpTools(tok.AccessToken); status != 200 {
@@ -335,6 +345,7 @@ func TestARevokedTokenIsRefusedAtOnce(t *testing.T) {
 // The person who revokes the grant's key on the console ends the host's tokens as
 // they would a key's.
 func TestRevokingTheGrantsKeyEndsItsTokens(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
 	kid := e.grantKID(uid)
@@ -350,6 +361,7 @@ func TestRevokingTheGrantsKeyEndsItsTokens(t *testing.T) {
 // code's loser is told it was used, and since one of the two holders stole it, what
 // the winner got is revoked too.
 func TestConcurrentUsesOfOneCodeOrRefreshTokenGetOneAnswer(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	race := func(v url.Values) (ok []string) {
 		var mu sync.Mutex
@@ -388,6 +400,7 @@ func TestConcurrentUsesOfOneCodeOrRefreshTokenGetOneAnswer(t *testing.T) {
 
 // The authorization server's answers, refusals included, are the document's.
 func TestOAuthAnswersMatchTheOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e, uid, aid, client := hostEnv(t)
 	tok := e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
@@ -417,6 +430,7 @@ func TestOAuthAnswersMatchTheOpenAPIDocument(t *testing.T) {
 // (all zeroes, whose hash nothing stores), is refused like any key that does not
 // verify, on the API and on the MCP server.
 func TestAGrantsKidIsNoKeyWhateverTheSecret(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	e.tokens(exchange(client, e.consent(authorizeQuery(client), uid, aid)))
 	kid := e.grantKID(uid)
@@ -456,6 +470,7 @@ func (e *authEnv) grantKID(userID string) string {
 // registrations for everyone: past its own budget it is refused, and a host from
 // another address still registers.
 func TestOneAddressCannotUseUpTheDaysRegistrations(t *testing.T) {
+	t.Parallel()
 	proxies, _ := clientip.ParseProxies("192.0.2.1/32") // the test's peer, a proxy
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.OAuth = oauth.NewService(a.Idempotency.(*postgres.Store), a.Auth, oauth.Config{Pepper: []byte("test-pepper-of-at-least-32-bytes!!"),
@@ -485,6 +500,7 @@ func TestOneAddressCannotUseUpTheDaysRegistrations(t *testing.T) {
 // will, so that a host talking to several authorization servers cannot be sent a
 // code from another one (a mix-up).
 func TestAuthorizationResponsesNameTheirIssuer(t *testing.T) {
+	t.Parallel()
 	e, uid, aid, client := hostEnv(t)
 	var as map[string]any
 	json.Unmarshal(e.root("GET", "/.well-known/oauth-authorization-server").want(t, 200).body, &as)

@@ -20,6 +20,7 @@ import (
 // through the real router and validates status, headers and body against the
 // document the service itself serves.
 func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newEnv(t)
 	snap := e.snaps.Current()
@@ -101,6 +102,7 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 // imported from the real Bazaar snapshot, whose items carry what the demo's do not
 // (the listing's own figures, guidance made from a listing).
 func TestImportedListingsMatchTheOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	store, _ := pgtest.LoadRealCatalog(t)
 	snaps := generator.NewHolder()
@@ -135,6 +137,7 @@ func TestImportedListingsMatchTheOpenAPIDocument(t *testing.T) {
 // as the callback of POST /webhooks, which code generators walk from the paths (so
 // that WebhookEvent is generated without flags of theirs); both say the same.
 func TestTheWebhookCallbackIsTheWebhook(t *testing.T) {
+	t.Parallel()
 	var d struct {
 		Webhooks map[string]map[string]map[string]json.RawMessage `json:"webhooks"`
 		Paths    map[string]map[string]json.RawMessage            `json:"paths"`

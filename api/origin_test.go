@@ -52,6 +52,7 @@ func originEnv(t *testing.T, h http.Handler, opts ...func(*origin.Config)) (*aut
 // the owner fact, in place of a Bazaar copy of one of them; every answer is the one
 // the OpenAPI document describes.
 func TestSubmittingAnOriginListsItsItemsOwnerVerified(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e, o := originEnv(t, seller.New(seller.Config{PayeeKey: sellerKey}))
 	ctx := context.Background()
@@ -141,6 +142,7 @@ func TestSubmittingAnOriginListsItsItemsOwnerVerified(t *testing.T) {
 // A manifest refused as a whole is a 422 manifest_refused naming the reason, and
 // lists nothing; a body that is no origin is validation_failed.
 func TestARefusedManifestIsAProblemAndListsNothing(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -189,6 +191,7 @@ func (f *fewTakes) Take(_ context.Context, caller string) (time.Duration, bool) 
 // describes it, before anything is fetched, through the route and the MCP tool
 // alike; a body that is no origin costs no submission.
 func TestSubmissionsPastTheUsersRateAreRefusedBeforeAnyFetch(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	var fetches atomic.Int32
 	sell := seller.New(seller.Config{PayeeKey: sellerKey})

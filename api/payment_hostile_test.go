@@ -72,6 +72,7 @@ func undelivered(t *testing.T, p *payEnv) int {
 // and the seller's trust record counting a paid call not delivered. One
 // authorization is signed per approval, however often it is sent again.
 func TestASellerThatSettlesAndThenLiesIsRecordedPaidAndNotDelivered(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 	listing := fmt.Sprintf(`{"resource":%q,"type":"http","x402Version":2,"accepts":[{"scheme":"exact","network":"eip155:84532","amount":"10000","asset":%q,"payTo":%q,"maxTimeoutSeconds":60,"extra":{"name":"USDC","version":"2"}}]}`,
@@ -187,6 +188,7 @@ func TestASellerThatSettlesAndThenLiesIsRecordedPaidAndNotDelivered(t *testing.T
 // seller that settles and answers 402 leaves the payment unknown and its spend
 // held; without the chain's word it stays so.
 func TestASolanaSellerThatSettlesAndThenAnswers402LeavesThePaymentUnknown(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t, withSolanaPayer(t, &counter{}))
 	ctx := context.Background()
 	liar, base := liarBase(t, p, seller.LieRefused)
@@ -269,6 +271,7 @@ func (o *offerRewriter) Send(ctx context.Context, req *http.Request) (*http.Resp
 // most (ten minutes by default), and one asking less gets what it asked; none is
 // valid from a time to come.
 func TestNoAuthorizationOutlivesTheCeiling(t *testing.T) {
+	t.Parallel()
 	rw := &offerRewriter{rewrite: func(e map[string]any) { e["maxTimeoutSeconds"] = 999999999 }}
 	p := newPayEnv(t, func(s *payment.Service) { rw.Sender, s.Sender = s.Sender, rw })
 	for i, c := range []struct {
@@ -311,6 +314,7 @@ func TestNoAuthorizationOutlivesTheCeiling(t *testing.T) {
 // refused when the agent asks, with offer_names_payer: nothing is raised, signed or
 // counted.
 func TestAnOfferNamingThePayerIsRefusedAtTheAsk(t *testing.T) {
+	t.Parallel()
 	rw := &offerRewriter{rewrite: func(map[string]any) {}}
 	p := newPayEnv(t, withSolanaPayer(t, &counter{}), func(s *payment.Service) { rw.Sender, s.Sender = s.Sender, rw })
 	evm, sol := p.svc.Payer.Address(), p.svc.Payer.AddressOn(seller.DefaultSolanaNetwork)
@@ -344,6 +348,7 @@ func TestAnOfferNamingThePayerIsRefusedAtTheAsk(t *testing.T) {
 // canceled, nothing is paid or counted. A payment the executor took before the
 // agent was disabled is checked again before it is signed, and fails unsigned.
 func TestDisablingAnAgentCancelsItsPayments(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 	var waiting, approved, taken created

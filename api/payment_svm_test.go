@@ -46,6 +46,7 @@ func withSolanaPayer(t *testing.T, reads *counter) func(*payment.Service) {
 // sends the very same transaction again, which the seller settles once; spend counts
 // each payment once; the key is nowhere.
 func TestASolanaPaymentIsApprovedAndPaidOnce(t *testing.T) {
+	t.Parallel()
 	reads := &counter{}
 	p := newPayEnv(t, withSolanaPayer(t, reads))
 	ctx := context.Background()

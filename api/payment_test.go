@@ -160,6 +160,7 @@ var signature = regexp.MustCompile(`(?i)0x[0-9a-f]{130}`)
 // versions: the ask, the person's approval, the service's payment, the claim of the
 // seller's answer, the seller's ledger, the agent's spend and the seller's stats.
 func TestAPaymentIsApprovedPaidOnceAndClaimed(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 	// The seller is in the directory, so that its stats move.
@@ -281,6 +282,7 @@ func tableText(t *testing.T, s *postgres.Store, table string) string {
 // between the ask and the payment, limits lowered after the approval, a replay with
 // another body, and no payer at all. None moves money.
 func TestEveryRefusalOfAPayment(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 
@@ -409,6 +411,7 @@ func TestEveryRefusalOfAPayment(t *testing.T) {
 // answer lost after the seller settled, and a stop between signing and sending each
 // end in exactly one transfer.
 func TestAPaymentIsNeverMadeTwice(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 
@@ -533,6 +536,7 @@ func executeTaken(t *testing.T, svc *payment.Service, what string) {
 // request is fulfilled and the agent claims the receipt. A payment the chain shows
 // unused once its window closed fails as not settled, and stops counting.
 func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 	if err := p.seller.SetMode(seller.ModeReplayRefused); err != nil {
@@ -675,6 +679,7 @@ func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) 
 // executor after the first stopped renewing is the second's; the first can neither
 // renew it nor record an outcome.
 func TestAnExecutorThatLostItsLeaseRecordsNothing(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	ctx := context.Background()
 	var c created
@@ -724,6 +729,7 @@ func (d dropAnswer) Send(ctx context.Context, req *http.Request) (*http.Response
 // TestASolvedCaptchaAuthorisesNoPayment: the person answers a CAPTCHA in the session of
 // a payment waiting for approval; the payment still waits, and nothing is paid.
 func TestASolvedCaptchaAuthorisesNoPayment(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	var c created
 	p.ask("pay", "/v2/report", "0.05").want(t, 201).into(t, &c)
@@ -749,6 +755,7 @@ func TestASolvedCaptchaAuthorisesNoPayment(t *testing.T) {
 // an approved payment answers once the payment ends (fulfilled), not at once with
 // approved or executing.
 func TestAWaitOnAPaymentsRequestLastsUntilItEnds(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	var c created
 	p.ask("wait", "/v2/report", "0.05").want(t, 201).into(t, &c)
@@ -780,6 +787,7 @@ func TestAWaitOnAPaymentsRequestLastsUntilItEnds(t *testing.T) {
 // answers 501 payer_not_configured, the payment service's own word, before it reads
 // the path or the body.
 func TestEveryPaymentRouteSaysItHasNoPayerFirst(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("bo")
 	agentID, agentKey := e.agent(uid, "scout")

@@ -15,6 +15,7 @@ import (
 // approved "up to" 0.05 and settled at what the call used, as the chain's receipt of
 // the settlement shows, the spend counting that.
 func TestTheServicePaysTheLocalSellersMeteredRouteWhatItsChainShows(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	rpc := strings.Replace(p.base, "seller.test", "127.0.0.1", 1) + "/rpc"
 	c, err := x402.ParseChains(seller.DefaultNetwork+"="+rpc, nil)

@@ -18,6 +18,7 @@ import (
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -70,6 +71,7 @@ func TestErrorBodiesNeverRepeatAProtectedValue(t *testing.T) {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given is refused and counted before any of this (protect_test.go).
 func TestMCPToolErrorsNeverRepeatAProtectedValue(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -40,6 +40,7 @@ func chatWith(text string) string {
 // nothing reaches the model; and the person is told, by the agent's record and a
 // webhook, and resumes it.
 func TestAnAgentBisectingForACardIsPausedBeforeItKnowsIt(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey}
@@ -117,6 +118,7 @@ paused:
 // path), and its budget runs out all the same: each right guess is counted, and after
 // the third the agent is paused.
 func TestAnAgentTestingGuessesAFewAtATimeIsPausedAfterItsBudget(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
@@ -160,6 +162,7 @@ func TestAnAgentTestingGuessesAFewAtATimeIsPausedAfterItsBudget(t *testing.T) {
 // address is refused and counted whether or not the right one is among them: a flood
 // is how guesses are tested in bulk. A prompt that quotes a few is forwarded.
 func TestAFloodOfCandidatesIsRefusedWhetherOrNotOneIsRight(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
@@ -179,6 +182,7 @@ func TestAFloodOfCandidatesIsRefusedWhetherOrNotOneIsRight(t *testing.T) {
 // blanks it before the model, as many times as the agent sends it, and a write that
 // would keep it is refused without counting.
 func TestAnAgentRepeatingAValueItWasGivenIsNotAnAttacker(t *testing.T) {
+	t.Parallel()
 	stub := newStubLLM(t)
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.LLM = llm.Config{URL: stub.URL + "/v1", Key: upstreamKey} })
 	uid, userKey := e.user("ada")
@@ -224,6 +228,7 @@ func contains(list []string, s string) bool {
 // guess in any argument is refused with the one refusal and counted, and after the
 // budget the agent's key is refused by the MCP server too.
 func TestAnAgentGuessingThroughMCPToolsIsPausedAlike(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -248,6 +253,7 @@ func TestAnAgentGuessingThroughMCPToolsIsPausedAlike(t *testing.T) {
 // one refusal (a rejected span would tell the agent its guess was right) and counts;
 // after the budget the agent is paused.
 func TestATraceHoldingAValueNeverGivenIsRefusedAndCounted(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseServicesQueryReadsEveryFilter(t *testing.T) {
+	t.Parallel()
 	sq, p := parseServicesQuery("category=Blockchain,finance&verdict=proceed&kind=x402&payable=No&hostname=API.Example.&limit=5&offset=2")
 	if p != nil {
 		t.Fatal(p)
@@ -27,6 +28,7 @@ func TestParseServicesQueryReadsEveryFilter(t *testing.T) {
 }
 
 func TestFilterKeyIgnoresValueOrder(t *testing.T) {
+	t.Parallel()
 	a, _ := parseServicesQuery("category=ai,data&kind=x402")
 	b, _ := parseServicesQuery("kind=x402&category=data,ai")
 	if a.Filter.Key() != b.Filter.Key() {

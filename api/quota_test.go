@@ -14,6 +14,7 @@ import (
 // (the same request succeeds once a place is free), and the service's own events,
 // such as the completion, still go in.
 func TestOpenSessionsAndSessionEventsAreCappedPerAgent(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, func(a *api.Authenticated) { a.Sessions.Limits = session.Limits{OpenSessions: 2, Events: 4} })
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -28,6 +28,7 @@ const (
 // until when it holds, with the directory's word on the seller; a seller at a
 // private address is refused by the same dialer as the prober's.
 func TestQuoteProbesTheSellerWithoutPaying(t *testing.T) {
+	t.Parallel()
 	var paid, calls int
 	seller := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls++

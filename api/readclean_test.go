@@ -39,6 +39,7 @@ func (s switchable) Protected(ctx context.Context, user string) ([]string, error
 // blanks it with the values of now, as traces are, and a read whose values cannot
 // be loaded answers redaction_unavailable rather than the text.
 func TestTextWrittenBeforeAValueWasSavedIsBlankedOnEveryRead(t *testing.T) {
+	t.Parallel()
 	var broken atomic.Bool
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		src := switchable{a.Protected, &broken}

@@ -101,6 +101,7 @@ func TestListThroughputHoldsWhileTheEmbeddingProviderFailsOrStalls(t *testing.T)
 // database_unavailable problem with Retry-After and no-store, as documented, and the
 // error is not logged as an internal one.
 func TestAuthenticatedAPIAnswers503WhenTheDatabaseIsUnreachable(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	dir := t.TempDir()
 	store, err := postgres.Open(context.Background(), "postgres://postgres@/waystation?host="+url.QueryEscape(filepath.Join(dir, "no-server"))+"&sslmode=disable&connect_timeout=5")

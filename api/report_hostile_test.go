@@ -87,6 +87,7 @@ type merchantJSON struct {
 // second report of it is refused, and a payment waiting for approval or failed
 // cannot be reported at all. A report is codes only: text is refused.
 func TestNoOneReportsAPaymentNotTheirsNorOneNotSettled(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	listSeller(t, p)
 	pid := p.paid("paid-1", "/v2/report?topic=tides")
@@ -138,6 +139,7 @@ func TestNoOneReportsAPaymentNotTheirsNorOneNotSettled(t *testing.T) {
 // the seller count once that day, under the floor, so the score is what it was
 // before the reports; the record says what was received and what counted.
 func TestAFloodOfReportsFromOneAgentCountsOnceADayAndMovesNothing(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	listSeller(t, p)
 	var pids []string
@@ -175,6 +177,7 @@ func scoreText(n *int) string {
 // fall to caution, never to avoid, so a new payment still asks its person's
 // approval alone, no override, and is paid once approved, as before.
 func TestReportsNeverChangeWhetherAPaymentIsAuthorised(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	listSeller(t, p)
 	ctx := context.Background()
@@ -225,6 +228,7 @@ func TestReportsNeverChangeWhetherAPaymentIsAuthorised(t *testing.T) {
 // not_found, and check_merchant answers the seller's reports and the service's own
 // demand of it.
 func TestAnAgentReportsThroughMCPAndCheckMerchantAnswersIt(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	listSeller(t, p)
 	pid := p.paid("mcp-1", "/v2/report?topic=tides")
@@ -271,6 +275,7 @@ func (p *payEnv) settledAgo(pid string, age time.Duration) {
 // recorded), one of twenty-nine days is; and a seller's record counts the reports of
 // payments settled in the last 180 days, so that old complaints stop counting.
 func TestAReportComesWithinThirtyDaysAndCountsForHalfAYear(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	listSeller(t, p)
 	late := p.paid("late", "/v2/report?topic=late")

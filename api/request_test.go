@@ -51,6 +51,7 @@ func (e *authEnv) statusEvents(sid, rid, key string) []string {
 }
 
 func TestRequestsOfEachKindMoveThroughTheStateMachineWithOneEventPerTransition(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -122,6 +123,7 @@ func TestRequestsOfEachKindMoveThroughTheStateMachineWithOneEventPerTransition(t
 }
 
 func TestRequestsAreValidatedForTheirKind(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -163,6 +165,7 @@ func TestRequestsAreValidatedForTheirKind(t *testing.T) {
 // Invariant 3: an agent key cannot approve, whatever link it holds; and invariant 5
 // for requests: a user key cannot raise, cancel or claim.
 func TestAnAgentKeyCannotDecideAndAUserKeyCannotActForTheAgent(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -185,6 +188,7 @@ func TestAnAgentKeyCannotDecideAndAUserKeyCannotActForTheAgent(t *testing.T) {
 // Invariant 4 for requests: other tenants' and other agents' requests are 404 on
 // every request route.
 func TestOtherTenantsRequestsAre404(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	ada, _ := e.user("ada")
 	_, scoutKey := e.agent(ada, "scout")
@@ -219,6 +223,7 @@ func TestOtherTenantsRequestsAre404(t *testing.T) {
 
 // Invariant 6: of concurrent claims, exactly one succeeds.
 func TestConcurrentClaimsYieldExactlyOneArtifact(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -268,6 +273,7 @@ func TestConcurrentClaimsYieldExactlyOneArtifact(t *testing.T) {
 // Invariant 9: terminal states are final, an expired request cannot be decided, and
 // each transition emits exactly one event.
 func TestTerminalStatesAreFinalAndExpiredRequestsCannotBeDecided(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -333,6 +339,7 @@ func TestTerminalStatesAreFinalAndExpiredRequestsCannotBeDecided(t *testing.T) {
 }
 
 func TestCompletingOrStoppingASessionCancelsItsOpenRequests(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -360,6 +367,7 @@ func TestCompletingOrStoppingASessionCancelsItsOpenRequests(t *testing.T) {
 }
 
 func TestARequestLongPollWakesWhenTheUserDecides(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -386,6 +394,7 @@ func TestARequestLongPollWakesWhenTheUserDecides(t *testing.T) {
 }
 
 func TestARequestLongPollEndsWhenTheRequestExpires(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -404,6 +413,7 @@ func TestARequestLongPollEndsWhenTheRequestExpires(t *testing.T) {
 // any response, log line, event, artifact, idempotency record or error body, nor in
 // plaintext anywhere in the database; they are stored sealed, bound to their row.
 func TestProvidedValuesNeverLeaveTheVault(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -516,6 +526,7 @@ func TestProvidedValuesNeverLeaveTheVault(t *testing.T) {
 // Decisions, cancels and the session's completion race without deadlocks or 5xx: each
 // request ends in exactly one terminal status, reached by transitions the log records.
 func TestConcurrentDecisionsAndSessionCloseEndEachRequestOnce(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -562,6 +573,7 @@ func TestConcurrentDecisionsAndSessionCloseEndEachRequestOnce(t *testing.T) {
 // A retry whose first answer was lost (the server stopped after committing, before
 // recording the answer) gets the request it created; another body still conflicts.
 func TestARequestRetriedAfterALostAnswerIsTheSameRequest(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -585,6 +597,7 @@ func TestARequestRetriedAfterALostAnswerIsTheSameRequest(t *testing.T) {
 // thousand candidates; the record holds a keyed fingerprint, which the retry still
 // matches.
 func TestIdempotencyKeepsNoValueRecoverable(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

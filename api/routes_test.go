@@ -28,6 +28,7 @@ func everyRoute() *Server {
 // TestEveryRouteIsInTheOpenAPIDocument walks the router and finds each route, with
 // its method, in the document, so that a new route cannot ship undocumented.
 func TestEveryRouteIsInTheOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	doc := struct {
 		Paths map[string]map[string]json.RawMessage
 	}{openapitest.Paths(t, "openapi.json")}
@@ -64,6 +65,7 @@ func TestEveryRouteIsInTheOpenAPIDocument(t *testing.T) {
 // method of the document, so that the document describes nothing the API does not
 // answer: the human pages, outside the base path, are not in it.
 func TestEveryOperationOfTheOpenAPIDocumentIsARoute(t *testing.T) {
+	t.Parallel()
 	doc := struct {
 		Paths map[string]map[string]json.RawMessage
 	}{openapitest.Paths(t, "openapi.json")}

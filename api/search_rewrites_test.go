@@ -18,6 +18,7 @@ func rewrites(rs ...string) string {
 // TestSearchRewritesAreBoundedAndStrict: a caller's phrasings go with q, at most four,
 // each 1 to 256 bytes; anything else is a 400 with a stable code, never a search.
 func TestSearchRewritesAreBoundedAndStrict(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{calibrated: true})
 	for _, c := range []struct {
 		name, query, code string
@@ -62,6 +63,7 @@ func TestSearchRewritesAreBoundedAndStrict(t *testing.T) {
 // takes one more search from the caller's bucket and one more from the allowance, so
 // that phrasings buy no free embeddings; cached ones cost the bucket nothing more.
 func TestSearchRewritesAreChargedEachNovelOne(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{calibrated: true, perMin: 1, burst: 3, allowance: 100})
 	e.get(services+"?q=ocean+tides"+rewrites("tide tables", "sea level", "tide API")).problem(t, 429, "rate_limited")
 

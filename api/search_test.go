@@ -230,6 +230,7 @@ func TestSearchExactMatchesCostNoEmbedding(t *testing.T) {
 }
 
 func TestSearchItemsAreSnapshotItemsWithSimilarity(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	snap := e.snaps.Current()
 	b := e.search(t, "weather forecast for a city")
@@ -345,6 +346,7 @@ func TestSearchDegradesWhenTheProviderFailsAndRecovers(t *testing.T) {
 var searchPepper = []byte("search-test-pepper-of-32-bytes-or-more")
 
 func TestSearchRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{perMin: 1, burst: 2})
 	for i := range 2 {
 		r := e.get(services + "?q=weather")
@@ -378,6 +380,7 @@ func TestSearchRateLimit(t *testing.T) {
 }
 
 func TestSearchDailyAllowance(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{allowance: 2})
 	slug := e.snaps.Current().Methods()[0].Slug
 	e.search(t, "weather forecast")
@@ -411,6 +414,7 @@ func TestSearchDailyAllowance(t *testing.T) {
 }
 
 func TestSearchUnavailableWhenNothingCanAnswer(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	e.store.Close()
 	r := e.get(services + "?q=weather")
@@ -431,6 +435,7 @@ func TestSearchUnavailableWhenNothingCanAnswer(t *testing.T) {
 }
 
 func TestSearchCallerIsTheClientOrWhatATrustedProxySaw(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{perMin: 1, burst: 1, trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
 	status := func(remote, xff string) int {
 		req := httptest.NewRequest(http.MethodGet, services+"?q=weather", nil)
@@ -462,6 +467,7 @@ func TestSearchCallerIsTheClientOrWhatATrustedProxySaw(t *testing.T) {
 // A search answer is gzipped only for clients that take gzip, and its two ETags
 // are the same whichever client asked: each names the other's representation too.
 func TestSearchAnswersAreGzippedOnlyForClientsThatTakeIt(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	target := services + "?q=" + url.QueryEscape(e.snaps.Current().Methods()[0].Slug)
 	plain := e.get(target)
@@ -494,6 +500,7 @@ func TestSearchAnswersAreGzippedOnlyForClientsThatTakeIt(t *testing.T) {
 // database round trip (here the vectors are gone from the database, and the repeat
 // still answers as before), while each filter is a search of its own.
 func TestSearchRepeatedQueriesComeFromTheNeighbourCache(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	const q = "current weather conditions"
 	first := e.search(t, q)
@@ -515,6 +522,7 @@ func TestSearchRepeatedQueriesComeFromTheNeighbourCache(t *testing.T) {
 // TestKeyedSearchesAreTheCallersOwn: a caller with a valid key is charged by key, and
 // its answers, which then tell its quota, are private.
 func TestKeyedSearchesAreTheCallersOwn(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{perMin: 60, burst: 5})
 	ctx := context.Background()
 	u, err := e.store.EnsureUser(ctx, "searcher")
@@ -550,6 +558,7 @@ func TestKeyedSearchesAreTheCallersOwn(t *testing.T) {
 // every key of it is refused as when the allowance is spent, while an address still
 // searches.
 func TestKeysOfOneUserShareItsSearchQuota(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{perMin: 60, burst: 3, allowance: 10, share: 0.2})
 	ctx := context.Background()
 	u, err := e.store.EnsureUser(ctx, "minter")
@@ -600,6 +609,7 @@ func TestKeysOfOneUserShareItsSearchQuota(t *testing.T) {
 // and not_a_match, which says why, never one of the items; items stay the band's. An
 // exact match and the list have no nearest, and every answer is the document's.
 func TestSearchCarriesTheNearestMethodsWhenTheBandKeepsFewerThanThree(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	doc := openapitest.Load(t, "openapi.json")
 	snap := e.snaps.Current()
@@ -718,6 +728,7 @@ func TestSearchCarriesTheNearestMethodsWhenTheBandKeepsFewerThanThree(t *testing
 // methods of a query nothing matches in nearest, each saying why it is no match, and
 // its results stay the matches alone.
 func TestMCPSearchSellersCarriesTheNearestApart(t *testing.T) {
+	t.Parallel()
 	e := newSearchEnv(t, searchOptions{})
 	call := func(query string) map[string]any {
 		t.Helper()

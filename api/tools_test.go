@@ -12,6 +12,7 @@ import (
 // A merchant check gives the directory's advisory verdict on the seller behind any
 // URL, with its reasons in words; an unknown seller is unknown, never trusted.
 func TestMerchantCheckGivesTheDirectorysVerdictAndWhy(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -64,6 +64,7 @@ func cardSpans(sid string, n byte) *tracepb.TracesData {
 // the agent (everythingGiven): one it was never given refuses the export whole and
 // counts against its budget (TestATraceHoldingAValueNeverGivenIsRefusedAndCounted).
 func TestTracesKeepNoSavedValueInNumbersIDsOrTimes(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

@@ -97,6 +97,7 @@ func TestTheOfficialGoExporterSendsSpansIntoASession(t *testing.T) {
 // exports into the session too: JSON as an SDK writes it (hex ids, numbers as
 // strings), read by the same protos. The card counts as given, as above.
 func TestTheOfficialJSONExporterSendsSpansIntoASession(t *testing.T) {
+	t.Parallel()
 	node, modules := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_OTEL_JS")
 	if node == "" || modules == "" {
 		if os.Getenv("CI") != "" {
@@ -171,6 +172,7 @@ func protoSpan(sid string, n int, name string) *tracepb.Span {
 // An export answers OTLP's ExportTraceServiceResponse in the request's encoding,
 // with partial_success counting the rejected spans; a bad body is a clear problem.
 func TestTraceExportsAnswerInTheirEncoding(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

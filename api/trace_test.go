@@ -37,6 +37,7 @@ func exportOf(spans ...string) string {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given refuses the export whole (protect_test.go).
 func TestTracesAreTiedToSessionsAndCleaned(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -101,6 +102,7 @@ func TestTracesAreTiedToSessionsAndCleaned(t *testing.T) {
 // The values count as given to the agent (everythingGiven): a value it was never
 // given refuses the export whole (protect_test.go).
 func TestTraceAttributeKeysAreCleanedWhenKeptAndWhenAnswered(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, everythingGiven)
 	uid, userKey := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")
@@ -169,6 +171,7 @@ func TestTraceAttributeKeysAreCleanedWhenKeptAndWhenAnswered(t *testing.T) {
 }
 
 func TestTraceExportsAreBounded(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t)
 	uid, _ := e.user("ada")
 	_, agentKey := e.agent(uid, "scout")

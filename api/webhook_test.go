@@ -50,6 +50,7 @@ func (rc *receiver) received() ([]http.Header, [][]byte) {
 // shown once; a failing receiver is tried again and the delivery log says so; no
 // payload holds a provided value.
 func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
+	t.Parallel()
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer)})
 	})
@@ -166,6 +167,7 @@ func TestWebhooksDeliverSignedEventsAndRetry(t *testing.T) {
 // so in warnings, as the OpenAPI document describes; a host the operator allows, or a
 // public one, gets none.
 func TestRegisteringAWebhookWarnsOfAHostDeliveriesWillBeRefusedOn(t *testing.T) {
+	t.Parallel()
 	doc := openapitest.Load(t, "openapi.json")
 	e := newAuthEnv(t, func(a *api.Authenticated) {
 		a.Webhooks = webhook.NewService(a.Requests.Store.(webhook.Store), webhook.Config{Sealer: a.Requests.Sealer.(webhook.Sealer),

@@ -16,6 +16,7 @@ import (
 // user and agent are created on first use, and each run prints a new key whose
 // secret the database holds only as a hash.
 func TestKeyCommandIssuesAWorkingKeyOnce(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	pepper := "test-pepper-of-at-least-32-bytes!!"
 	env := map[string]string{"DATABASE_URL": dbURL, "AUTH_PEPPER": pepper, "SITE_DIR": t.TempDir()}
@@ -63,6 +64,7 @@ func TestKeyCommandIssuesAWorkingKeyOnce(t *testing.T) {
 }
 
 func TestSecretsKeyIsRequiredWithAPepperAndChecked(t *testing.T) {
+	t.Parallel()
 	pepper := []byte("test-pepper-of-at-least-32-bytes!!")
 	env := func(v string) func(string) string {
 		return func(k string) string { return map[string]string{"SECRETS_KEY": v}[k] }
@@ -82,6 +84,7 @@ func TestSecretsKeyIsRequiredWithAPepperAndChecked(t *testing.T) {
 }
 
 func TestPublicURLIsAnOrigin(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]string{"": "", "https://waystation.example": "https://waystation.example",
 		"https://waystation.example/": "https://waystation.example", "http://127.0.0.1:8080": "http://127.0.0.1:8080"} {
 		got, err := loadPublicURL(func(string) string { return v })
@@ -97,6 +100,7 @@ func TestPublicURLIsAnOrigin(t *testing.T) {
 }
 
 func TestCapsAreReadFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	keys, agents, err := loadCaps(func(string) string { return "" })
 	if keys != 0 || agents != 0 || err != nil { // unset: the auth service's defaults
 		t.Errorf("defaults: %d keys, %d agents, %v", keys, agents, err)
@@ -113,6 +117,7 @@ func TestCapsAreReadFromTheEnvironment(t *testing.T) {
 }
 
 func TestCallerShareIsReadFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	c, err := loadSearchConfig(func(string) string { return "" })
 	if c.CallerShare != 0.1 || err != nil {
 		t.Errorf("default caller share %v %v", c.CallerShare, err)
@@ -128,6 +133,7 @@ func TestCallerShareIsReadFromTheEnvironment(t *testing.T) {
 }
 
 func TestLoopbackHTTPIsExplicit(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]bool{"": false, "false": false, "true": true} {
 		if got, err := loadLoopbackHTTP(func(string) string { return v }); err != nil || got != want {
 			t.Errorf("%q: %v %v", v, got, err)
@@ -141,6 +147,7 @@ func TestLoopbackHTTPIsExplicit(t *testing.T) {
 }
 
 func TestSessionLimitsAreReadFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	l, keep, err := loadSessionLimits(func(string) string { return "" })
 	if err != nil || l.OpenSessions != 100 || l.Events != 10000 || keep != 90*24*time.Hour {
 		t.Fatalf("defaults: %+v %s %v", l, keep, err)
@@ -164,6 +171,7 @@ func TestSessionLimitsAreReadFromTheEnvironment(t *testing.T) {
 }
 
 func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	c, err := loadLLM(func(k string) string {
 		return map[string]string{"LLM_UPSTREAM_URL": "https://api.openai.com/v1", "LLM_UPSTREAM_KEY": "sk-x", "LLM_TIMEOUT": "30s",
 			"LLM_ANTHROPIC_URL": "https://api.anthropic.com", "LLM_ANTHROPIC_KEY": "sk-ant-x"}[k]
@@ -189,6 +197,7 @@ func TestLLMConfigIsReadFromTheEnvironment(t *testing.T) {
 // SECURITY_CONTACT takes URIs security.txt may name, a bare address as mailto:, and
 // defaults to security@ the public host.
 func TestSecurityContactIsAURIOrRefused(t *testing.T) {
+	t.Parallel()
 	env := func(v string) func(string) string {
 		return func(k string) string {
 			if k == "SECURITY_CONTACT" {

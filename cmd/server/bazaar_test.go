@@ -58,6 +58,7 @@ func bazaarItem(i int) string {
 // disables what vanished from it (and never a demo method), and one whose page fails
 // loads what it read and disables nothing.
 func TestImportSyncsFromADiscoveryEndpoint(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	fake := &fakeBazaar{failAt: -1}
@@ -171,6 +172,7 @@ func TestImportSyncsFromADiscoveryEndpoint(t *testing.T) {
 }
 
 func TestBazaarConfigRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	for _, env := range []map[string]string{
 		{"BAZAAR_URL": "ftp://a.example/x"},
 		{"BAZAAR_URL": "https://user:pw@a.example/discovery/resources"},

@@ -15,6 +15,7 @@ import (
 // ask_before_use is approved at once, and materialize returns the value to the agent,
 // which no other answer ever held.
 func TestBrowserSavesAValueAndALaterSessionUsesItWithoutAsking(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)

@@ -69,6 +69,7 @@ func virtualAuthenticator(t *testing.T, ctx context.Context) webauthn.Authentica
 // session's timeline, while the agent's long poll wakes. Every console page it passes
 // is saved as a screenshot; any console error fails it.
 func TestBrowserSignsInWithAPasskeyAndApprovesFromTheConsole(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)

@@ -28,6 +28,7 @@ var signatureHex = regexp.MustCompile(`(?i)0x[0-9a-f]{130}`)
 // exactly one transfer of the approved amount to the approved payee; and no answer,
 // log line, stored span or table holds the payer's key or a signature.
 func TestBrowserAgentPaysASellerThePersonApproved(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	if err := os.MkdirAll(browserOutput, 0o755); err != nil {
 		t.Fatal(err)

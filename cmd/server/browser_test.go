@@ -20,6 +20,7 @@ var browserOutput = filepath.Join("..", "..", "var", "test-output", "browser")
 // through the pages the live service generated, as a person would: home, a category,
 // a method, a search. Any console error fails it; screenshots are saved.
 func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	srv := startServer(t, map[string]string{})
 	if err := os.MkdirAll(browserOutput, 0o755); err != nil {
@@ -149,6 +150,7 @@ func TestBrowserWalksFromTheHomePageToAMethodAndSearches(t *testing.T) {
 // agent's poll wakes with the request fulfilled, and its claim yields a handle, never
 // the value. Any console error other than the refused sign-in's 403 fails it.
 func TestBrowserApprovesAnAgentsRequestForAValueTheAgentNeverSees(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)

@@ -25,6 +25,7 @@ import (
 // calibration as the builtin's, stored in its embedding_models row, and the server's
 // search answers with it once it registers the model again.
 func TestCalibrateWritesTheProvidersBand(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Input []string }

@@ -122,6 +122,7 @@ http {
 // files with the service's bytes, headers and ETags, revalidation gets 304, and the
 // dynamic routes pass through.
 func TestNginxServesTheSiteAndPassesTheRestToTheService(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, map[string]string{})
 	dir, man := readManifest(t, srv.siteDir)
 	edge, _ := startNginx(t, srv.siteDir, strings.TrimPrefix(srv.base, "http://"))

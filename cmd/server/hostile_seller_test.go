@@ -28,6 +28,7 @@ import (
 // deliver. On Solana a payment the seller never settled stays unknown while its
 // blockhash may still land it, and fails, its spend released, once it expired.
 func TestAReferenceSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	solanaKey := solana.PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x42}, 32))).String()
 	bin := buildServer(t)

@@ -549,6 +549,7 @@ func rawRequest(addr, raw string, halfClose bool) (int, error) {
 // address, invalid signatures. Each is refused with its reason (422 manifest_refused,
 // or 200 with every item refused and why), none gets a 5xx, and nothing is listed.
 func TestHostileManifestsAreRefusedAndListNothing(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var manifest []byte
 	var redirect string

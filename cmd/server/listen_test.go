@@ -14,6 +14,7 @@ import (
 // the name systemd gives it; a wrong count, a missing or other process's LISTEN_PID
 // and names that do not match the count are errors that say which variable is wrong.
 func TestLoadSocketReadsSystemdsVariables(t *testing.T) {
+	t.Parallel()
 	const pid = 4242
 	for _, tc := range []struct {
 		name string
@@ -50,6 +51,7 @@ func TestLoadSocketReadsSystemdsVariables(t *testing.T) {
 // a connected socket, a datagram socket and a descriptor that is no socket are
 // refused with the socket's name.
 func TestFileListenerTakesAListeningSocket(t *testing.T) {
+	t.Parallel()
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
 			addr := "127.0.0.1:0"

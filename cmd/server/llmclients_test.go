@@ -61,6 +61,7 @@ func llmClientTools(t *testing.T) (node, nodePath string) {
 // bad key) is read by each client as an API error with the proxy's status, message
 // and code.
 func TestOfficialLLMClientsThroughTheProxy(t *testing.T) {
+	t.Parallel()
 	node, nodePath := llmClientTools(t)
 	dbURL := pgtest.URL(t)
 	userKey, agentKey := apiKeys(t, dbURL)
@@ -290,6 +291,7 @@ func materialize(t *testing.T, api, agentKey, sid, field, want string) {
 // Anthropic client with the same key in both of its headers is served; with two
 // different keys it reads a 401 saying so.
 func TestOfficialLLMClientsReadTheUpstreamsRefusals(t *testing.T) {
+	t.Parallel()
 	node, nodePath := llmClientTools(t)
 	dbURL := pgtest.URL(t)
 	userKey, agentKey := apiKeys(t, dbURL)

@@ -30,6 +30,7 @@ import (
 // TestRunServesTheDemoEndToEnd runs the real program: migrate, load the demo, serve
 // on a free loopback port, answer the directory, and shut down cleanly on cancel.
 func TestRunServesTheDemoEndToEnd(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "HOST": "127.0.0.1", "PORT": "0", "SITE_DIR": t.TempDir()}
 	getenv := func(k string) string { return env[k] }
@@ -112,6 +113,7 @@ func TestRunServesTheDemoEndToEnd(t *testing.T) {
 }
 
 func TestConfigRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	for _, env := range []map[string]string{
 		{},
 		{"DATABASE_URL": "x", "PORT": "http"},
@@ -176,6 +178,7 @@ func TestConfigRefusesBadValues(t *testing.T) {
 // The server listens on loopback unless HOST says otherwise, and its metrics answer
 // loopback alone unless METRICS_TOKEN or METRICS_PUBLIC says otherwise.
 func TestConfigListensOnLoopbackUnlessTold(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env    map[string]string
 		addr   string
@@ -199,6 +202,7 @@ func TestConfigListensOnLoopbackUnlessTold(t *testing.T) {
 // file), X402_PAYER_NETWORKS, PAYMENT_ALLOW_HOSTS and X402_MAX_AUTHORIZATION, and
 // refuses bad values without quoting the key.
 func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
+	t.Parallel()
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -253,6 +257,7 @@ func TestPaymentConfigReadsThePayerWithoutShowingItsKey(t *testing.T) {
 // or CAIP-2, and SOLANA_RPC_URL; it refuses bad values without quoting the key or the
 // RPC's URL, and pays a Solana network only with a key, the network named and an RPC.
 func TestPaymentConfigReadsTheSolanaPayer(t *testing.T) {
+	t.Parallel()
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {

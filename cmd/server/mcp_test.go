@@ -109,6 +109,7 @@ func toolNames(t *testing.T, c *mcpClient) []string {
 // TestMCPDirectoryToolsWithoutAKey: the SDK's client initialises, lists the four
 // directory tools, and calls each; a wrong key is refused at the door.
 func TestMCPDirectoryToolsWithoutAKey(t *testing.T) {
+	t.Parallel()
 	dbURL := demoDatabase(t)
 	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL})
 	c, err := connectMCP(t, srv.base, "")
@@ -164,6 +165,7 @@ func TestMCPDirectoryToolsWithoutAKey(t *testing.T) {
 // while the agent waits with progress notifications, and the claim of the seller's
 // answer. No tool result or notification holds the canary.
 func TestMCPAgentPaysAndNoValueReachesTheModel(t *testing.T) {
+	t.Parallel()
 	chromium := tool(t, "chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 	stack := startPayStack(t)
 	api := stack.srv.base + "/functions/v1/api"

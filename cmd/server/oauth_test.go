@@ -106,6 +106,7 @@ func (h hostClient) consent(base, authorize, key, redirectHost, host string) *ur
 // lists the agent's tools with the token; a refreshed token works, and once revoked
 // it is refused at once.
 func TestAnMCPHostConnectsFromNothingWithOAuth(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true"})
 	var key strings.Builder
@@ -198,6 +199,7 @@ func TestAnMCPHostConnectsFromNothingWithOAuth(t *testing.T) {
 // lists the agent's tools and refreshes; the person finds the grant on the Keys page
 // under the host's name and revokes it, and the host is refused at once.
 func TestTheMCPTypeScriptSDKConnectsWithOAuth(t *testing.T) {
+	t.Parallel()
 	node, modules := os.Getenv("WAYSTATION_NODE"), os.Getenv("WAYSTATION_MCP_SDK")
 	if node == "" || modules == "" {
 		if os.Getenv("CI") != "" {

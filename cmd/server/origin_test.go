@@ -14,6 +14,7 @@ import (
 // between them, refusing the next with the time until the bucket holds one again,
 // while another user keeps a bucket of its own.
 func TestOriginSubmissionsShareOneBucketPerUserAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	// The store is given all the time it needs: past the limiter's bound on a take
 	// (a loaded machine), a replica's own bucket would decide, and this test is
 	// about the shared one.

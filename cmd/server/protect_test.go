@@ -26,6 +26,7 @@ import (
 // wherever (the card in a path included); the model saw no candidate, the person's
 // agent list says why, and no table of the database holds the card.
 func TestAnAgentPausedForGuessingAnswersAlikeWhateverItSends(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	userKey, agentKey := apiKeys(t, dbURL)
 	var mu sync.Mutex

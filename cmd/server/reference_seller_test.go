@@ -32,6 +32,7 @@ const referencePayTo = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 // service's record must say settled with that transaction, and the claim must carry
 // the seller's answer.
 func TestTheServicePaysSellersBuiltFromTheX402ReferencePackages(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	for _, v := range []struct {
 		name, script, dirEnv, dirGlob string
@@ -60,6 +61,7 @@ const referenceSolanaPayTo = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4"
 // recent blockhash from the same RPC. The chain must hold exactly one transfer of the
 // price to the payee from the service's Solana payer.
 func TestTheServicePaysASolanaSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 SVM reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	seller := startReferenceSeller(t, node, "x402-seller-svm.mjs", dir, referenceSolanaPayTo)

@@ -27,6 +27,7 @@ import (
 // replay of the very payment moves nothing: its channel is already open. A call
 // whose use passes the maximum moves nothing to the payee.
 func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	seller := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
@@ -132,7 +133,13 @@ func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *tes
 	// the maximum left the payer's account for the channel, where only a close after
 	// the grace period returns it, so the payment is recorded settled at its
 	// maximum, and the agent's spend counts it.
-	_, over := pay("over", "&use=60000")
+	overAsked, over := pay("over", "&use=60000")
+	// The seller answers an error after the open went: the outcome is unknown until the
+	// service reads the chain, which it does on its own schedule.
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+overAsked.Payment.ID, "", &over)
+		return over.Status != "unknown"
+	})
 	if len(seller.ledger(t)) != 1 {
 		t.Errorf("a settlement above the maximum: the chain holds %d transfers, want nothing moved to the payee", len(seller.ledger(t)))
 	}
@@ -152,6 +159,7 @@ func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *tes
 // transfer to the payee, and recorded at its maximum, since the open says that the
 // deposit left, not how much of it came back.
 func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	ref := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)

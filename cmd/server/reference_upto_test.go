@@ -27,6 +27,7 @@ import (
 // the very payment moves nothing. A call that would settle more than the maximum
 // moves nothing either: Permit2 refuses it.
 func TestTheServicePaysAnUptoSellerBuiltFromTheX402ReferencePackages(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
 	seller := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
@@ -184,6 +185,7 @@ func getJSON(t *testing.T, url string, out any) {
 // carrying its nonce and what it moved. Settled once, not delivered, one transfer on
 // the chain, recorded at what moved (3000), not at the maximum.
 func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
+	t.Parallel()
 	p, ledger, spent, logs := payUptoThroughLiar(t, seller.LieRefused, 3000)
 	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "3000" {
 		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at 3000, what moved\n%s",
@@ -207,6 +209,7 @@ func TestAnUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
 // the payee, so the record, the receipt and the agent's spend say 40000, and the
 // seller's misstatement is recorded as a lie is: paid, not delivered as answered.
 func TestAnUptoSellerThatUnderstatesWhatItSettledIsRecordedAtWhatTheChainShows(t *testing.T) {
+	t.Parallel()
 	p, ledger, spent, logs := payUptoThroughLiar(t, seller.LieUnderstated, 40000)
 	if len(ledger) != 1 || ledger[0].Value != "40000" {
 		t.Fatalf("the chain's transfers %+v, want one of 40000", ledger)

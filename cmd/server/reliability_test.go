@@ -377,6 +377,7 @@ func eventually(d time.Duration, f func() bool) bool {
 // and once PostgreSQL is back writes succeed and long polls are woken again, without
 // restarting the server.
 func TestDatabaseOutageKeepsTheDirectoryUpAndTheAPIRecoversWithoutRestart(t *testing.T) {
+	t.Parallel()
 	pg := startThrowawayPostgres(t)
 	pg.exec(t, "postgres", "CREATE DATABASE waystation")
 	dbURL := pg.url("waystation")

@@ -41,6 +41,7 @@ import (
 // service's record in agreement with it, the request fulfilled and its receipt
 // claimable, the agent's spend counting it once.
 func TestAReplicaKilledAtEveryStepOfAPayment(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
 		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, false) })
@@ -54,6 +55,7 @@ func TestAReplicaKilledAtEveryStepOfAPayment(t *testing.T) {
 // before it left): the seller, which would settle another transaction a second time,
 // holds exactly one transfer.
 func TestAReplicaKilledBetweenSigningAndSettlingASolanaPayment(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	for _, step := range []string{"signed", "sent"} {
 		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, true) })
@@ -391,6 +393,7 @@ func TestLongPollsWakeAcrossReplicas(t *testing.T) {
 // claim, a webhook delivery, spans and an MCP call. Both replicas answer some of it,
 // the payment is made once, and the webhook's receiver gets each event once.
 func TestTwoReplicasBehindNginx(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	ts := httptest.NewUnstartedServer(nil)
 	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
@@ -524,6 +527,7 @@ func TestTwoReplicasBehindNginx(t *testing.T) {
 // process in turn, as systemd's socket units do: the port never closes, and the
 // connections nginx opens as one process stops wait for the next.
 func TestRollingRestartsBehindNginx(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	dbURL := demoDatabase(t)
 	_, agentKey := apiKeys(t, dbURL)
@@ -703,6 +707,7 @@ func TestRollingRestartsBehindNginx(t *testing.T) {
 // sends it again once the delivery's lease runs out, with the same id, which the
 // receiver drops repeats by; the delivery ends delivered.
 func TestAReplicaKilledMidDeliveryLeavesTheWebhookToTheOther(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	var mu sync.Mutex
 	var ids []string

@@ -21,6 +21,7 @@ import (
 // saying why in band, in the documented shape. A directory that is set but unreadable
 // stops the server.
 func TestServeSearchesWithTheHybridModel(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("WAYSTATION_SENTENCE_MODEL")
 	if dir == "" {
 		t.Skip("WAYSTATION_SENTENCE_MODEL is not set (make test sets it)")

@@ -147,6 +147,7 @@ func fetch(t *testing.T, url string, hdr ...string) (*http.Response, []byte) {
 // the unfiltered list, every slug and every merchant, and every page, answer with
 // exactly the bytes and ETags of the files the generator wrote.
 func TestLiveServiceAnswersTheGeneratedFilesByteForByte(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, map[string]string{})
 	dir, man := readManifest(t, srv.siteDir)
 	if man.Counts.Methods < 50 || man.Counts.Merchants < 10 {
@@ -197,6 +198,7 @@ func TestLiveServiceAnswersTheGeneratedFilesByteForByte(t *testing.T) {
 // database that does not exist, over a site published earlier: the directory answers
 // from the files, and /health says the database is unavailable.
 func TestServerBootsFromTheSiteOnDiskWhileTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
 	first := startServer(t, map[string]string{})
 	first.stop()
 	dir, man := readManifest(t, first.siteDir)

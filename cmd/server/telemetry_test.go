@@ -14,6 +14,7 @@ import (
 // request under that id, and serves its metrics at /metrics behind METRICS_TOKEN with
 // every family docs/operations.md lists, the directory's snapshot routes counted by pattern.
 func TestServerLogsEveryRequestAndServesItsMetrics(t *testing.T) {
+	t.Parallel()
 	srv := serveLogged(t, map[string]string{"DATABASE_URL": demoDatabase(t), "LOG_FORMAT": "json", "METRICS_TOKEN": "scrape-me"})
 	api := srv.base + "/functions/v1/api"
 	get := func(url string, header ...string) (*http.Response, string) {

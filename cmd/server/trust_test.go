@@ -14,6 +14,7 @@ import (
 // an override is set with who and until when, removed, and a second removal fails;
 // a probe round leaves the demo's reserved hostnames alone.
 func TestOverrideAndProbeCommands(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtest.URL(t), "USER": "tester"}
 	getenv := func(k string) string { return env[k] }
 	ctx := context.Background()
@@ -56,6 +57,7 @@ func TestOverrideAndProbeCommands(t *testing.T) {
 }
 
 func TestProbeConfig(t *testing.T) {
+	t.Parallel()
 	c, err := loadProbeConfig(func(string) string { return "" })
 	if err != nil || c.Interval != 30*time.Minute || c.Concurrency != 0 || c.Timeout != 0 || // the prober's defaults
 		c.PerHost != 10 || c.PerRound != 1000 {
