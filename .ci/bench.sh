@@ -31,6 +31,21 @@
 # it; unset: none), SERVE_MEMLIMIT (its soft memory limit between generations, as a
 # server of that size is given it; unset: none), SERVE_GOGC (its collector's pacing
 # between generations; unset: auto).
+#
+# BENCH_SERVERS names server binaries to compare instead (built beforehand, e.g. the
+# code before and after a change): for each catalog each starts on a site of its own,
+# one after the other, and the routes are measured on each in turn, route by route,
+# so that the machine's noise falls on all alike; nginx is not run. Each row gives the
+# requests/s and CPU a request of a binary over the first's, and the memory table a
+# row per binary. The 100k load run alone, the code before against after, twice:
+#
+#   BENCH_SIZES=100000 BENCH_SERVERS="before after before after" .ci/bench.sh
+#
+# with SEARCH_MODEL_DIR and SNAPSHOT_MEMLIMIT as make bench passes them (the bench
+# database is loaded first with the first binary when it does not hold the catalog).
+# BENCH_AFTER, when set, is a command run after the load run and its memory read,
+# with each server's address, pid and number as arguments, before the servers stop: to read a heap
+# profile from a binary built with one, say.
 set -euo pipefail
 
 cd "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -42,6 +57,7 @@ DURATION=${BENCH_DURATION:-8s}
 THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-64}
 SEARCH=${BENCH_SEARCH:-1}
+SERVERS=${BENCH_SERVERS:-}
 API=/functions/v1/api/api/public/v1
 
 note() { printf 'bench.sh: %s\n' "$*" >&2; }
@@ -84,10 +100,20 @@ fi
 [[ -r $CATALOG ]] || die "the real catalog $CATALOG is missing"
 
 mkdir -p "$OUT/bin" "$OUT/wrk"
-note "building the server"
-"${GO:-go}" build -o "$OUT/bin/waystation" ./cmd/server
+if [[ -z $SERVERS ]]; then
+	note "building the server"
+	"${GO:-go}" build -o "$OUT/bin/waystation" ./cmd/server
+	SERVER=$OUT/bin/waystation
+else
+	bins=()
+	for bin in $SERVERS; do
+		[[ -x $bin ]] || die "BENCH_SERVERS: $bin is not an executable"
+		bins+=("$(realpath -- "$bin")")
+	done
+	SERVERS=${bins[*]}
+	SERVER=${bins[0]}
+fi
 "${GO:-go}" build -o "$OUT/bin/growcatalog" ./internal/cmd/growcatalog
-SERVER=$OUT/bin/waystation
 
 ADMIN_URL=${WAYSTATION_TEST_DATABASE_URL:-$(.ci/db.sh url postgres)}
 # db_url NAME: the URL of database NAME on the same server.
@@ -123,16 +149,17 @@ load_db() {
 
 # ---------------------------------------------------------------------------- servers
 
-# start_service NAME: the server on the database, its site in OUT/site-NAME; sets
-# SERVICE (host:port) and SERVICE_PID. Search limits are raised so that they never
-# refuse, yet are counted as in production.
+# start_service NAME [TAG]: SERVER on database NAME, its site in OUT/site-TAG and its
+# log in OUT/service-TAG.log (TAG: NAME unless given); sets SERVICE (host:port) and
+# SERVICE_PID. Search limits are raised so that they never refuse, yet are counted as
+# in production.
 start_service() {
-	local name=$1 log=$OUT/service-$1.log
-	rm -rf -- "$OUT/site-$name"
+	local name=$1 tag=${2:-$1} log=$OUT/service-${2:-$1}.log
+	rm -rf -- "$OUT/site-$tag"
 	: >"$log" # here, not only in the background: the last run's log must not be read
 	# Appended, so that truncating the file between runs (truncate_logs) leaves no hole.
 	env -i PATH="$PATH" HOME="${HOME:-/}" DATABASE_URL="$(db_url "$name")" HOST=127.0.0.1 PORT=0 \
-		SITE_DIR="$OUT/site-$name" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=1s PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
+		SITE_DIR="$OUT/site-$tag" SNAPSHOT_INTERVAL=24h SNAPSHOT_WATCH=1s PROBE_INTERVAL=0 LOG_LEVEL=INFO ACCESS_LOG=true \
 		SEARCH_RATE_PER_MIN=1000000000 SEARCH_BURST=1000000000 SEARCH_DAILY_ALLOWANCE=1000000000 \
 		SEARCH_MODEL_DIR="${SEARCH_MODEL_DIR:-}" SNAPSHOT_MEMLIMIT="${SNAPSHOT_MEMLIMIT:-}" SERVE_MEMLIMIT="${SERVE_MEMLIMIT:-}" SERVE_GOGC="${SERVE_GOGC:-}" "$SERVER" serve >>"$log" 2>&1 &
 	SERVICE_PID=$!
@@ -260,23 +287,29 @@ same() {
 rss() { awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 
 # generation SQL: the statement run on the catalog's database, then the generation
-# the service's watch makes of the change waited for.
+# each service's watch makes of the change waited for (the services TAGS names, whose
+# pids are SPIDS; the one service of database name unless set).
 generation() {
-	: >"$OUT/service-$name.log"
+	local tags=("${TAGS[@]:-$name}") spids=("${SPIDS[@]:-$SERVICE_PID}") i
+	for i in "${!tags[@]}"; do : >"$OUT/service-${tags[i]}.log"; done
 	psql_db "$name" -c "$1" >/dev/null
-	for _ in $(seq 6000); do
-		grep -q 'msg="snapshot generated" why="catalog changed"' "$OUT/service-$name.log" && return
-		kill -0 "$SERVICE_PID" 2>/dev/null || die "the server exited"
-		sleep 0.1
+	for i in "${!tags[@]}"; do
+		for _ in $(seq 6001); do
+			grep -q 'msg="snapshot generated" why="catalog changed"' "$OUT/service-${tags[i]}.log" && break
+			kill -0 "${spids[i]}" 2>/dev/null || die "the server exited"
+			sleep 0.1
+		done
+		grep -q 'msg="snapshot generated" why="catalog changed"' "$OUT/service-${tags[i]}.log" ||
+			die "the service made no snapshot of a change within 10 minutes"
 	done
-	die "the service made no snapshot of a change within 10 minutes"
 }
 
-# truncate_logs: the access logs of the service and nginx emptied, so that a run's
+# truncate_logs: the access logs of the services and nginx emptied, so that a run's
 # lines do not pile up on disk.
 truncate_logs() {
-	: >"$OUT/service-$name.log"
-	: >"$OUT/nginx-$name-log-on/access.log"
+	local tag
+	for tag in "${TAGS[@]:-$name}"; do : >"$OUT/service-$tag.log"; done
+	[[ ! -d $OUT/nginx-$name-log-on ]] || : >"$OUT/nginx-$name-log-on/access.log"
 }
 
 # cpu_ticks PID...: the user and system clock ticks the processes spent so far.
@@ -346,9 +379,78 @@ row() {
 
 # ---------------------------------------------------------------------------- the run
 
+# compare NAME SIZE: BENCH_SERVERS's binaries on database NAME, each on a site of its
+# own, the routes measured on each in turn (see the top of this file).
+TAGS=() SPIDS=()
+compare() {
+	local name=$1 size=$2 bins=($SERVERS) addrs=() boots=() gens=() i tag
+	TAGS=() SPIDS=()
+	for i in "${!bins[@]}"; do
+		tag=$name-$((i + 1))
+		note "the $size catalog: starting ${bins[i]} as server $((i + 1)) (it publishes the site first)"
+		SERVER=${bins[i]} start_service "$name" "$tag"
+		TAGS+=("$tag") SPIDS+=("$SERVICE_PID") addrs+=("$SERVICE") boots+=("$(rss "$SERVICE_PID")")
+		note "$size: server $((i + 1)) resident memory after boot: ${boots[i]} MB"
+	done
+	first_id=$(psql_db "$name" -c "SELECT min(id) FROM provider_methods WHERE enabled")
+	generation "UPDATE provider_methods SET description = description || ' ', updated_at = now() WHERE id = $first_id"
+	for i in "${!bins[@]}"; do gens+=("$(rss "${SPIDS[i]}")"); done
+	note "$size: resident memory after one generation: ${gens[*]} MB"
+	generation "UPDATE provider_methods SET description = left(description, -1), updated_at = now() WHERE id = $first_id"
+	local label first slug host
+	label=$(curl -s "http://${addrs[0]}$API/services?limit=1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p')
+	[[ $size == real ]] || label=$((label / 1000))k
+	first=$(curl -s "http://${addrs[0]}$API/services?limit=1" | sed -n 's/^{"object":"list","items":\[{"slug":"\([^"]*\)".*"hostname":"\([^"]*\)".*/\1 \2/p')
+	slug=${first% *} host=${first#* }
+	[[ -n $slug && -n $host ]] || die "no method in the $name catalog"
+	local routes=("unfiltered list|$API/services|" "unfiltered list gzip|$API/services|Accept-Encoding: gzip"
+		"slug|$API/services/$slug|" "merchant|$API/merchants/$host|")
+	((SEARCH == 0)) || routes+=("filtered list|$API/services?category=blockchain,finance&payable=true&limit=20|"
+		"exact search|$API/services?q=$slug|" "cached search|$API/services?q=ethereum+block+height|" "novel search||")
+	local route what path hdr rps0 cpu0 nonce
+	for route in "${routes[@]}"; do
+		IFS='|' read -r what path hdr <<<"$route"
+		hdr=${hdr:-X-Bench: 1}
+		nonce=$RANDOM$RANDOM
+		for i in "${!bins[@]}"; do
+			if [[ $what == "novel search" ]]; then
+				check service "http://${addrs[i]}$API/services?q=flight+prices+$RANDOM"
+				CPU_PIDS=${SPIDS[i]} run_wrk "$OUT/wrk/$label-novel-search-server$((i + 1)).txt" -s "$OUT/novel.lua" "http://${addrs[i]}" "$API/services?q=" "$nonce$i"
+			else
+				check service "http://${addrs[i]}$path" "$hdr"
+				CPU_PIDS=${SPIDS[i]} run_wrk "$OUT/wrk/$label-${what// /-}-server$((i + 1)).txt" -H "$hdr" "http://${addrs[i]}$path"
+			fi
+			((i > 0)) || rps0=$RPS cpu0=$CPU
+			ROWS+=("| $label | $what | $((i + 1)) $(basename -- "${bins[i]}") | $BYTES | $RPS | $P99 | $CPU | $(awk -v a="$RPS" -v b="$rps0" 'BEGIN {printf "%.2f", b ? a / b : 0}') | $(awk -v a="$CPU" -v b="$cpu0" 'BEGIN {printf "%.2f", b ? a / b : 0}') | $ERRORS | $LOAD |")
+			printf '%-5s %-21s server %d %-20s %9s B   %6s req/s p99 %7s ms   CPU µs/req %s   errors %s   load %s\n' \
+				"$label" "$what" $((i + 1)) "$(basename -- "${bins[i]}")" "$BYTES" "$RPS" "$P99" "$CPU" "$ERRORS" "$LOAD"
+		done
+	done
+	for i in "${!bins[@]}"; do
+		local rss hwm
+		rss=$(rss "${SPIDS[i]}")
+		hwm=$(awk '/^VmHWM:/ {printf "%.0f", $2 / 1024}' "/proc/${SPIDS[i]}/status")
+		MEMORY+=("| $label | $((i + 1)) $(basename -- "${bins[i]}") | ${boots[i]} | ${gens[i]} | $rss | $hwm |")
+		note "$label: server $((i + 1)) ($(basename -- "${bins[i]}")) resident memory ${boots[i]} MB after boot, ${gens[i]} after a generation, $rss after the run, $hwm at its peak"
+	done
+	for i in "${!bins[@]}"; do
+		[[ -z ${BENCH_AFTER:-} ]] || $BENCH_AFTER "${addrs[i]}" "${SPIDS[i]}" $((i + 1)) || note "BENCH_AFTER failed for server $((i + 1))"
+	done
+	cleanup
+	TAGS=() SPIDS=()
+	[[ $size == real ]] || for tag in "${!bins[@]}"; do rm -rf -- "$OUT/site-$name-$((tag + 1))"; done
+}
+
 STARTED=$(date -u +%FT%TZ)
 LOAD_STARTED=$(cut -d' ' -f1-3 /proc/loadavg)
 for size in $SIZES; do
+	if [[ -n $SERVERS ]]; then
+		name=waystation_bench
+		[[ $size == real ]] || name=waystation_bench_$((size / 1000))k
+		load_db "$name" "$size"
+		compare "$name" "$size"
+		continue
+	fi
 	name=waystation_bench
 	[[ $size == real ]] || name=waystation_bench_$((size / 1000))k
 	load_db "$name" "$size"
@@ -435,6 +537,24 @@ done
 	echo "Each wrk command is the first line of its raw output. Load average (1, 5, 15 min): $LOAD_STARTED"
 	echo "at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end; each row's is the 1-minute one after its service run."
 	echo
+	if [[ -n $SERVERS ]]; then
+		echo "## Load (wrk), the servers compared (BENCH_SERVERS), each route on each in turn"
+		echo
+		echo "| catalog | route | server | body bytes | req/s | p99 ms | CPU µs/req | req/s over server 1's | CPU over server 1's | errors | load |"
+		echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		printf '%s\n' "${ROWS[@]}"
+		echo
+		echo "## Resident memory of the servers (MB)"
+		echo
+		echo "As below; SERVE_MEMLIMIT ${SERVE_MEMLIMIT:-none}, SERVE_GOGC ${SERVE_GOGC:-auto}, SNAPSHOT_MEMLIMIT ${SNAPSHOT_MEMLIMIT:-none}."
+		echo
+		echo "| catalog | server | VmRSS after boot | VmRSS after a generation | VmRSS after the run | VmHWM |"
+		echo "|---|---|---:|---:|---:|---:|"
+		printf '%s\n' "${MEMORY[@]}"
+		echo
+		echo "Raw outputs: wrk/*.txt beside this file."
+	fi
+	[[ -z $SERVERS ]] || exit 0
 	echo "## Load (wrk)"
 	echo
 	echo "| catalog | route | body bytes | nginx req/s | nginx p99 ms | nginx+log req/s | nginx+log p99 ms | service req/s | service p99 ms | service/nginx | service/nginx+log | nginx CPU µs/req | nginx+log CPU µs/req | service CPU µs/req | errors | load |"

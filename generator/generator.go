@@ -156,6 +156,7 @@ func (g *Generator) Load() (*directory.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.Site.Rest()
 	g.last = snap
 	if g.Holder != nil {
 		g.Holder.Set(snap)
@@ -248,6 +249,9 @@ func (g *Generator) once(ctx context.Context, sameClock bool) (Stats, error) {
 		}
 		st.Directory, st.Publish = dir, time.Since(start)
 		st.Written, st.Files = g.Site.Written()
+		// What the site remembers of its files waits in a file for the next
+		// publication, not in the heap the server serves from.
+		g.Site.Rest()
 		snap = serving
 	} else {
 		heldSlugs(kept, snap)

@@ -131,6 +131,10 @@ type Site struct {
 type published struct {
 	name  string
 	files fileTable // served files by path
+	// away, when set, holds files instead, between publications (see Site.Rest);
+	// count is how many there are.
+	away  *spilledTable
+	count int
 	// changed are the paths whose file that publication wrote, linked or removed: the
 	// directory before it (before, "" when there is none) has every file of this one
 	// but these.
@@ -434,7 +438,7 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 	// The table of the directory in force, which the manifest was the last to read, is
 	// not held from here on (nor last, lastFiles or from, which are not read again),
 	// while what serves this directory is made beside the snapshot in force.
-	next := &published{name: name, files: table, manifest: spans}
+	next := &published{name: name, files: table, count: table.len(), manifest: spans}
 	if last != nil {
 		next.before, next.changed = last.name, changed
 	}
@@ -456,6 +460,10 @@ func (s *Site) publish(snap *directory.Snapshot, ready func(written, dir string,
 func (s *Site) inForce() *published {
 	cur := s.Current()
 	if s.last != nil && filepath.Base(cur) == s.last.name {
+		if !s.last.back() {
+			s.last = nil
+			return nil
+		}
 		return s.last
 	}
 	if cur == "" {
@@ -465,7 +473,7 @@ func (s *Site) inForce() *published {
 	if err != nil {
 		return nil
 	}
-	return &published{name: filepath.Base(cur), files: files}
+	return &published{name: filepath.Base(cur), files: files, count: files.len()}
 }
 
 // republish makes current the snapshot name, published already (the ID hashes every
@@ -478,7 +486,7 @@ func (s *Site) republish(name string, last *published, ready func(written, dir s
 	if last == nil || last.name != name {
 		s.last = nil
 		if files, err := readManifest(final); err == nil {
-			s.last = &published{name: name, files: files}
+			s.last = &published{name: name, files: files, count: files.len()}
 		}
 	}
 	if err := s.link(name); err != nil {
@@ -627,7 +635,7 @@ func (s *Site) Written() (written, files int) {
 	if s.last == nil {
 		return 0, 0
 	}
-	return s.last.written, s.last.files.len()
+	return s.last.written, s.last.count
 }
 
 // link points current at name: a new symbolic link renamed over the old one, so
@@ -1582,7 +1590,7 @@ func (s *Site) Load(cache *resource.Cache) (*directory.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.last = &published{name: filepath.Base(cur), files: files}
+	s.last = &published{name: filepath.Base(cur), files: files, count: files.len()}
 	return served(snap, cur, cur, cache, nil, files), nil
 }
 
@@ -1607,7 +1615,7 @@ func sameList(path string, snap *directory.Snapshot) error {
 
 // files are what the site published last holds; none when it knows nothing of it.
 func (s *Site) files() fileTable {
-	if s.last == nil {
+	if s.last == nil || !s.last.back() {
 		return fileTable{}
 	}
 	return s.last.files
