@@ -126,7 +126,7 @@ type merchantOut struct {
 	// Reports and Demand are the record's trust block's: what payers reported of
 	// the seller's deliveries, and the use the service saw of it.
 	Reports *directory.Reports       `json:"reports,omitempty" jsonschema:"what paying agents and their people reported of its deliveries, with the paid calls the service recorded as not delivered; one person's reports count once a day, weighed by what was paid"`
-	Demand  *directory.ServiceDemand `json:"serviceDemand,omitempty" jsonschema:"payments the service settled with it over 30 days and the people they came from; payers of one call count a quarter in organic_payers_30d"`
+	Demand  *directory.ServiceDemand `json:"serviceDemand,omitempty" jsonschema:"payments the service settled with it over 30 days and the people they came from; payers seen on one day only count a quarter in organic_payers_30d"`
 	// Lookalike is the trust block's look-alike flag, when the seller has one.
 	Lookalike *directory.Lookalike `json:"lookalike,omitempty" jsonschema:"present when the seller's hostname or provider name resembles an established seller's (resembles: whom, by which signal); while cleared is null the verdict is capped at caution: check you are paying the seller you meant"`
 }

@@ -54,7 +54,7 @@ func evidenceReasons(t directory.Trust) []string {
 	}
 	if d := t.Demand; d != nil {
 		out = append(out, "Paid through this service "+strconv.Itoa(d.Settled)+" time(s) in 30 days by "+strconv.Itoa(d.Payers)+
-			" people, "+strconv.Itoa(d.Repeat)+" of them more than once.")
+			" people, "+strconv.Itoa(d.Repeat)+" of them on more than one day.")
 	}
 	return out
 }

@@ -159,10 +159,71 @@ func TestAFloodOfReportsFromOneAgentCountsOnceADayAndMovesNothing(t *testing.T) 
 	if scoreText(before.Trust.Score) != scoreText(after.Trust.Score) || before.Trust.Verdict != after.Trust.Verdict {
 		t.Errorf("the flood moved the score from %s %s to %s %s", scoreText(before.Trust.Score), before.Trust.Verdict, scoreText(after.Trust.Score), after.Trust.Verdict)
 	}
-	// The service's own demand: six payments, one payer who came back.
-	if d := after.Trust.Demand; d == nil || d.Settled != 6 || d.Payers != 1 || d.Repeat != 1 || d.Organic != 1 {
+	// The service's own demand: six payments from one payer on one day, a burst,
+	// not a payer who came back.
+	if d := after.Trust.Demand; d == nil || d.Settled != 6 || d.Payers != 1 || d.Repeat != 0 || d.Organic != 0 {
 		t.Errorf("service demand %+v", d)
 	}
+}
+
+// TestABurstOfPaymentsIsNotDemandAndComingBackIs: one agent paying a seller five
+// times in a day is one payer of one day, which counts a quarter (rounded down: no
+// organic payer), so it cannot buy a tie in search; the same payer seen again on
+// another day came back, and counts in full. The seller's methods carry the demand
+// their record shows, where search reads it.
+func TestABurstOfPaymentsIsNotDemandAndComingBackIs(t *testing.T) {
+	p := newPayEnv(t)
+	listSeller(t, p)
+	var pids []string
+	for i := range 5 {
+		pids = append(pids, p.paid(fmt.Sprintf("burst-%d", i), fmt.Sprintf("/v2/report?topic=b%d", i)))
+	}
+	type demand struct {
+		Settled int `json:"settled_30d"`
+		Payers  int `json:"payers_30d"`
+		Repeat  int `json:"repeat_payers_30d"`
+		Organic int `json:"organic_payers_30d"`
+	}
+	check := func(want demand) {
+		t.Helper()
+		if d := p.merchantRecord().Trust.Demand; d == nil || demand(*d) != want {
+			t.Errorf("the record's service demand %+v, want %+v", d, want)
+		}
+		var list struct {
+			Items []struct {
+				Hostname string
+				Trust    struct {
+					Demand *demand `json:"service_demand"`
+				}
+			}
+		}
+		p.call("GET", "/api/public/v1/services", "", "").want(t, 200).into(t, &list)
+		seen := 0
+		for _, it := range list.Items {
+			if it.Hostname == "seller.test" {
+				seen++
+				if d := it.Trust.Demand; d == nil || *d != want {
+					t.Errorf("a listing item's service demand %+v, want %+v", d, want)
+				}
+			}
+		}
+		if seen == 0 {
+			t.Error("the seller is not listed")
+		}
+	}
+	// At one instant, so that no midnight falls between them.
+	if _, err := p.store.Pool().Exec(context.Background(),
+		`UPDATE payments SET settled_at = (SELECT min(settled_at) FROM payments WHERE id = ANY($1::uuid[])) WHERE id = ANY($1::uuid[])`, pids); err != nil {
+		t.Fatal(err)
+	}
+	check(demand{Settled: 5, Payers: 1, Repeat: 0, Organic: 0})
+
+	// Two of the payments were a day earlier: the payer came back.
+	if _, err := p.store.Pool().Exec(context.Background(),
+		`UPDATE payments SET settled_at = settled_at - interval '1 day' WHERE id = ANY($1::uuid[])`, pids[:2]); err != nil {
+		t.Fatal(err)
+	}
+	check(demand{Settled: 5, Payers: 1, Repeat: 1, Organic: 1})
 }
 
 func scoreText(n *int) string {

@@ -69,6 +69,9 @@ func assemble(rec trust.Records, now time.Time, payer trust.Payer, prev *directo
 			Now:       now,
 			Reports:   reports[m.Hostname],
 		})
+		// The seller's own demand goes with each of its methods, where search reads
+		// it to break ties (directory.Method.Use); the score never counts it.
+		m.Trust.Demand = rec.Demand[m.Hostname]
 		m.Stats = directory.NewStats(pay.Settled, pay.Delivered)
 		m.Payable = trust.Payable(m.Kind, probes, payer)
 	})

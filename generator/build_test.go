@@ -3,6 +3,7 @@ package generator
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -128,4 +129,48 @@ func TestAssembleSumsTheListingsDemandAndSaysWhatWasNeverProbed(t *testing.T) {
 			t.Errorf("%s: trust %+v", m.Slug, m.Trust)
 		}
 	}
+}
+
+// TestAssembleGivesEachMethodItsSellersOwnDemand: the use the service saw of a
+// seller is on its merchant record and on each of its methods, where search reads
+// it to break ties, and on no other seller's; it moves no score.
+func TestAssembleGivesEachMethodItsSellersOwnDemand(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	method := func(id int64, host string) trust.MethodRecord {
+		slug := fmt.Sprintf("%s-%d", host, id)
+		return trust.MethodRecord{ID: id, Method: directory.Method{Slug: slug, Name: slug, Provider: "P",
+			Hostname: host, Category: "data", Kind: "x402", Endpoint: directory.Endpoint{Method: "GET", URL: "https://" + host + "/" + slug}}}
+	}
+	rec := trust.Records{
+		Methods: []trust.MethodRecord{method(1, "a.example"), method(2, "a.example"), method(3, "b.example")},
+		Demand:  map[string]*directory.ServiceDemand{"a.example": directory.NewServiceDemand(7, 3, 2)},
+	}
+	without, err := Assemble(trust.Records{Methods: rec.Methods}, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := Assemble(rec, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := directory.ServiceDemand{Settled: 7, Payers: 3, Repeat: 2, Organic: 2}
+	for i, m := range snap.Methods() {
+		if d := m.Trust.Demand; (m.Hostname == "a.example") != (d != nil && *d == want) {
+			t.Errorf("%s: service demand %+v", m.Slug, d)
+		}
+		if was := without.Methods()[i]; was.Slug != m.Slug || scoreOf(was.Trust.Score) != scoreOf(m.Trust.Score) || was.Trust.Verdict != m.Trust.Verdict {
+			t.Errorf("%s: the demand moved the trust from %+v to %+v", m.Slug, was.Trust, m.Trust)
+		}
+	}
+	res, _ := snap.Merchant("a.example")
+	if !bytes.Contains(res.Body, []byte(`"service_demand":{"settled_30d":7,"payers_30d":3,"repeat_payers_30d":2,"organic_payers_30d":2}`)) {
+		t.Errorf("a.example record %s", res.Body)
+	}
+}
+
+func scoreOf(n *int) int {
+	if n == nil {
+		return -1
+	}
+	return *n
 }

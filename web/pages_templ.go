@@ -3994,7 +3994,7 @@ func serviceDemandSection(d ServiceDemandView) templ.Component {
 			templ_7745c5c3_Var215 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 329, "<h2 id=\"service-demand\">Paid through Waystation</h2><p>Payments Waystation settled with this seller over the last 30 days. A payer of one call is what wallets made to look like demand do, so organic payers count those of two calls or more in full and those of one call a quarter each.</p><dl class=\"facts\"><dt>Settled payments</dt><dd>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 329, "<h2 id=\"service-demand\">Paid through Waystation</h2><p>Payments Waystation settled with this seller over the last 30 days. A payer seen on one day only, for one call or a burst of them, is what wallets made to look like demand do, so organic payers count those who came back on another day in full and the others a quarter each. Search counts them beside the listing's payers to choose between sellers of the same thing.</p><dl class=\"facts\"><dt>Settled payments</dt><dd>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -4033,7 +4033,7 @@ func serviceDemandSection(d ServiceDemandView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 332, " of them more than once</dd><dt>Organic payers</dt><dd>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 332, " of them on more than one day</dd><dt>Organic payers</dt><dd>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

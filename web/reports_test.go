@@ -34,7 +34,7 @@ func TestTheMerchantPageShowsReportsAndTheirPlot(t *testing.T) {
 	page := b.String()
 	for _, want := range []string{"<dd>6, from 4 people, weighing 0.6 USD</dd>", "Paid calls seen undelivered", "They count in the score",
 		`<svg role="img" aria-labelledby="report-chart-title"`, "Week of 2026-11-16: 3 delivered, 1 wrong or useless, 0 not delivered",
-		`class="report-not-delivered"`, "6 counted reports over the last 12 weeks", "5, 3 of them more than once", "Organic payers"} {
+		`class="report-not-delivered"`, "6 counted reports over the last 12 weeks", "5, 3 of them on more than one day", "Organic payers"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q:\n%s", want, page)
 		}

@@ -124,6 +124,7 @@ type copies struct {
 	prices     []Price
 	overrides  []Override
 	owners     []Owner
+	demands    []ServiceDemand
 	stats      []Stats
 	listings   []Listing
 }
@@ -189,6 +190,9 @@ func (h *copies) trust(t Trust) Trust {
 	}
 	if o := t.Owner; o != nil {
 		t.Owner = blocks.Put(&h.owners, Owner{Verified: o.Verified, PayTo: h.string(o.PayTo), Origin: h.string(o.Origin), Points: o.Points})
+	}
+	if d := t.Demand; d != nil {
+		t.Demand = blocks.Put(&h.demands, *d)
 	}
 	return t
 }

@@ -60,6 +60,17 @@ func (m *Method) Demand() (calls, payers int64) {
 	return calls, payers
 }
 
+// Use is the evidence of real use that breaks ties between methods the service's
+// trust cannot tell apart: payers, the listing's 30-day unique payers and the
+// service's own organic payers of the seller (Trust.Demand) beside them, then
+// calls, the listing's alone. The service's settled payments never count as calls:
+// one payer paying many times is one payer, and one who came on a single day only a
+// quarter of one (see ServiceDemand).
+func (m *Method) Use() (payers, calls int64) {
+	calls, payers = m.Demand()
+	return payers + m.Trust.Demand.OrganicPayers(), calls
+}
+
 // Listing is what a discovery listing (the x402 Bazaar) reports about a method: its
 // own counts of paid calls and of payers over the last 30 days, when it saw the
 // last call and when it last updated the entry. It is the listing's word, not
@@ -97,8 +108,10 @@ type Trust struct {
 	// verdict is unknown and nothing but the listing's word says what it asks to be
 	// paid (a listing without an offer says nothing). Absent once a probe is kept.
 	NotYetProbed bool `json:"not_yet_probed,omitempty"`
-	// Reports and Demand are the merchant record's: what payers reported of the
-	// seller's deliveries, and the use the service saw of it; absent without any.
+	// Reports are the merchant record's: what payers reported of the seller's
+	// deliveries; absent without any. Demand is the use the service saw of the
+	// seller, on its merchant record and on each of its methods (where it breaks
+	// ties, see Method.Use); absent without any.
 	Reports *Reports       `json:"reports,omitempty"`
 	Demand  *ServiceDemand `json:"service_demand,omitempty"`
 	// Lookalike is present when the seller resembles an established one (see

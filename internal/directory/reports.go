@@ -47,9 +47,11 @@ type ReportWeek struct {
 }
 
 // ServiceDemand is the use the service itself saw of a seller over the last 30 days:
-// the payments it settled and the people they came from. A payer of one call is
-// the pattern of a wallet made to look like demand, so Organic counts payers of
-// two calls or more in full and payers of one call a quarter each (rounded down).
+// the payments it settled and the people they came from. Demand is people coming
+// back: a payer of one call, or of a burst of calls on one day, is the pattern of a
+// wallet made to look like demand. So Repeat counts the payers who paid on two UTC
+// days or more, and Organic counts those in full and the others a quarter each
+// (rounded down), however many times they paid on their one day.
 type ServiceDemand struct {
 	Settled int `json:"settled_30d"`
 	Payers  int `json:"payers_30d"`
@@ -58,10 +60,18 @@ type ServiceDemand struct {
 }
 
 // NewServiceDemand is the demand of settled payments from payers of whom repeat paid
-// more than once; nil without any.
+// on two UTC days or more; nil without any.
 func NewServiceDemand(settled, payers, repeat int) *ServiceDemand {
 	if settled == 0 {
 		return nil
 	}
 	return &ServiceDemand{Settled: settled, Payers: payers, Repeat: repeat, Organic: repeat + (payers-repeat)/4}
+}
+
+// OrganicPayers is d's organic payers, 0 for none (d nil).
+func (d *ServiceDemand) OrganicPayers() int64 {
+	if d == nil {
+		return 0
+	}
+	return int64(d.Organic)
 }

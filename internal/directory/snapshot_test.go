@@ -282,6 +282,7 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 		Price: &Price{Amount: s("1000"), Decimals: &d, Value: s("0.001")}, Reason: s("none")}
 	methods[0].Trust.Override = &Override{Verdict: VerdictAvoid, Reason: "fraud", SetAt: at, ExpiresAt: &at}
 	methods[0].Trust.Owner = &Owner{Verified: true, PayTo: "0xdef", Origin: "https://a.example", Points: 5}
+	methods[0].Trust.Demand = NewServiceDemand(9, 3, 2)
 	got := held(make([]Method, len(methods)), methods, nil)
 	if !reflect.DeepEqual(got, methods) {
 		t.Fatal("the held methods differ from the built ones")
@@ -289,7 +290,7 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 	m, h := methods[0], got[0]
 	if unsafe.StringData(m.Slug) == unsafe.StringData(h.Slug) || m.Trust.Probe == h.Trust.Probe ||
 		m.Trust.Probe.Network == h.Trust.Probe.Network || m.Trust.Probe.Price == h.Trust.Probe.Price ||
-		m.Trust.Override == h.Trust.Override || m.Trust.Owner == h.Trust.Owner || m.Stats == h.Stats ||
+		m.Trust.Override == h.Trust.Override || m.Trust.Owner == h.Trust.Owner || m.Trust.Demand == h.Trust.Demand || m.Stats == h.Stats ||
 		m.SourceListing == h.SourceListing || m.SourceListing.LastCalledAt == h.SourceListing.LastCalledAt {
 		t.Error("a held method shares memory with the built one")
 	}

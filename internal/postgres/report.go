@@ -89,9 +89,9 @@ func directoryReports(ctx context.Context, tx pgx.Tx, rec *trust.Records, now ti
 		return fail("directory reports", err)
 	}
 	rows, _ = tx.Query(ctx, `
-		SELECT hostname, sum(n)::int, count(*)::int, count(*) FILTER (WHERE n > 1)::int
-		FROM (SELECT hostname, user_id, count(*) AS n FROM payments
-			WHERE status = 'settled' AND settled_at > $1 GROUP BY hostname, user_id) per
+		SELECT hostname, sum(n)::int, count(*)::int, count(*) FILTER (WHERE days > 1)::int
+		FROM (SELECT hostname, user_id, count(*) AS n, count(DISTINCT (settled_at AT TIME ZONE 'UTC')::date) AS days
+			FROM payments WHERE status = 'settled' AND settled_at > $1 GROUP BY hostname, user_id) per
 		GROUP BY hostname`, now.Add(-DemandWindow))
 	var settled, payers, repeat int
 	_, err = pgx.ForEachRow(rows, []any{&host, &settled, &payers, &repeat}, func() error {

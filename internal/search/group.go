@@ -204,16 +204,17 @@ func (x *textIndex) Collapse(near []Neighbour) []Neighbour {
 }
 
 // preferred tells whether the method at p makes a better face for its group than
-// the one at q: more trusted, then more in demand (the listing's 30-day payers, then
-// calls).
+// the one at q: more trusted, then more in demand (directory.Method.Use: the 30-day
+// payers the listing reports and the organic payers the service itself settled with,
+// then the listing's calls).
 func (x *textIndex) preferred(p, q int) bool {
 	ms := x.snap.Methods()
 	a, b := &ms[p], &ms[q]
 	if c := cmp.Compare(trustScore(a), trustScore(b)); c != 0 {
 		return c > 0
 	}
-	ac, ap := a.Demand()
-	bc, bp := b.Demand()
+	ap, ac := a.Use()
+	bp, bc := b.Use()
 	if ap != bp {
 		return ap > bp
 	}

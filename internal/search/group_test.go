@@ -102,3 +102,61 @@ func TestNearDuplicatesAreOneAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestOurOwnOrganicPayersChooseATwinsFace: near-twins that tie on everything the
+// query, the score and the listing say differ only in the use the service itself
+// saw of their sellers. The seller paying agents came back to (on another day) leads
+// the group; one agent paying a seller forty times in one day buys nothing over
+// that (a burst is one payer of one day: a quarter, rounded down), nor over a twin
+// nobody paid.
+func TestOurOwnOrganicPayersChooseATwinsFace(t *testing.T) {
+	score := 70
+	n := int64(12)
+	listing := &directory.Listing{Source: "x402-bazaar", Calls30d: &n, Payers30d: &n}
+	desc := "Hourly air quality index and pollutant readings for any city, from public monitoring stations."
+	twin := func(slug string, demand *directory.ServiceDemand) directory.Method {
+		host := slug + ".example"
+		return directory.Method{Slug: slug, Name: "Air quality", Provider: host, Hostname: host, Description: desc, Category: "data", Kind: "x402",
+			Trust: directory.Trust{Verdict: directory.VerdictCaution, Score: &score, Advisory: true, Demand: demand}, SourceListing: listing}
+	}
+	var (
+		burst    = directory.NewServiceDemand(40, 1, 0) // one agent, forty payments, one day
+		cameBack = directory.NewServiceDemand(4, 2, 2)  // two agents, each back on another day
+	)
+	cases := []struct {
+		name          string
+		first, second *directory.ServiceDemand
+		face          string
+	}{
+		{"agents came back to the second", nil, cameBack, "second"},
+		{"a burst against agents that came back", burst, cameBack, "second"},
+		{"a burst against nobody: the tie stands", nil, burst, "first"},
+		{"nobody against a burst: the tie stands", burst, nil, "first"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap, err := directory.NewSnapshot(time.Unix(1, 0), []directory.Method{twin("first", c.first), twin("second", c.second)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked int
+			near := []search.Neighbour{{Slug: "first", Similarity: 0.9}, {Slug: "second", Similarity: 0.9}}
+			model := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.5, Margin: 0.2}}
+			eng, err := search.NewEngine(search.Config{}, fixedStore{near, &asked}, model, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := eng.Search(context.Background(), "", snap, "air quality in a city", directory.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Hits) != 1 || snap.Methods()[res.Hits[0].Pos].Slug != c.face || len(res.Hits[0].Similar) != 1 {
+				var got []string
+				for _, h := range res.Hits {
+					got = append(got, snap.Methods()[h.Pos].Slug)
+				}
+				t.Errorf("hits %v, want the face %s and its twin named similar", got, c.face)
+			}
+		})
+	}
+}
