@@ -194,5 +194,15 @@ func (h *copies) trust(t Trust) Trust {
 	if d := t.Demand; d != nil {
 		t.Demand = blocks.Put(&h.demands, *d)
 	}
+	if l := t.Lookalike; l != nil {
+		c := Lookalike{Cleared: h.stringPtr(l.Cleared)}
+		if l.Resembles != nil {
+			c.Resembles = make([]Resemblance, len(l.Resembles))
+		}
+		for i, r := range l.Resembles {
+			c.Resembles[i] = Resemblance{Hostname: h.string(r.Hostname), Signal: h.string(r.Signal), Mine: h.string(r.Mine), Theirs: h.string(r.Theirs)}
+		}
+		t.Lookalike = &c
+	}
 	return t
 }

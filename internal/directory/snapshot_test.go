@@ -283,6 +283,8 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 	methods[0].Trust.Override = &Override{Verdict: VerdictAvoid, Reason: "fraud", SetAt: at, ExpiresAt: &at}
 	methods[0].Trust.Owner = &Owner{Verified: true, PayTo: "0xdef", Origin: "https://a.example", Points: 5}
 	methods[0].Trust.Demand = NewServiceDemand(9, 3, 2)
+	methods[0].Trust.Lookalike = &Lookalike{Resembles: []Resemblance{{Hostname: "b.example", Signal: SignalNearDomain, Mine: "a", Theirs: "b"}},
+		Cleared: s(ClearedByOverride)}
 	got := held(make([]Method, len(methods)), methods, nil)
 	if !reflect.DeepEqual(got, methods) {
 		t.Fatal("the held methods differ from the built ones")
@@ -291,6 +293,7 @@ func TestHeldMethodsAreEqualCopies(t *testing.T) {
 	if unsafe.StringData(m.Slug) == unsafe.StringData(h.Slug) || m.Trust.Probe == h.Trust.Probe ||
 		m.Trust.Probe.Network == h.Trust.Probe.Network || m.Trust.Probe.Price == h.Trust.Probe.Price ||
 		m.Trust.Override == h.Trust.Override || m.Trust.Owner == h.Trust.Owner || m.Trust.Demand == h.Trust.Demand || m.Stats == h.Stats ||
+		m.Trust.Lookalike == h.Trust.Lookalike || &m.Trust.Lookalike.Resembles[0] == &h.Trust.Lookalike.Resembles[0] ||
 		m.SourceListing == h.SourceListing || m.SourceListing.LastCalledAt == h.SourceListing.LastCalledAt {
 		t.Error("a held method shares memory with the built one")
 	}
