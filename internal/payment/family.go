@@ -150,7 +150,10 @@ func refused(err error) (string, bool) {
 }
 
 // paymentHeader is the header carrying sig, p's signed payment, to the seller.
-func paymentHeader(p Payment, sig any) http.Header {
-	name, value := p.Raw.PaymentHeader(sig)
-	return http.Header{http.CanonicalHeaderKey(name): {value}}
+func paymentHeader(p Payment, sig any) (http.Header, error) {
+	name, value, err := p.Raw.PaymentHeader(sig)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{http.CanonicalHeaderKey(name): {value}}, nil
 }

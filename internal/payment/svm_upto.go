@@ -62,7 +62,7 @@ func (u svmUpto) Sign(p Payment) (http.Header, error) {
 	case err != nil:
 		return nil, err
 	}
-	return paymentHeader(p, sig), nil
+	return paymentHeader(p, sig)
 }
 
 func (u svmUpto) open(p Payment) (x402.UptoSVMPayload, error) {
