@@ -346,6 +346,7 @@ type Payment struct {
 	ValidAfter  int64           `json:"-"`
 	ValidBefore int64           `json:"-"`
 	Blockhash   string          `json:"-"` // Solana: the recent blockhash it is signed with
+	Slot        uint64          `json:"-"` // Solana upto: the slot read beside it (0: none read)
 	Raw         x402.Offer      `json:"-"`
 	Attempts    int             `json:"-"`
 	Limits      *LimitsAndSpend `json:"-"`
