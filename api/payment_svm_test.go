@@ -112,8 +112,14 @@ func TestASolanaPaymentIsApprovedAndPaidOnce(t *testing.T) {
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now, now+120, seller.DefaultSolanaBlockhash); err != nil {
+	// The store keeps what it was signed with, a slot read beside the blockhash too.
+	if err := p.store.MarkSigned(ctx, taken.ID, payment.Window{ValidAfter: now, ValidBefore: now + 120, Blockhash: seller.DefaultSolanaBlockhash, Slot: 345678901}); err != nil {
 		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if again, err := p.store.Take(ctx, time.Millisecond); err != nil || again == nil || again.Slot != 345678901 || again.Blockhash != seller.DefaultSolanaBlockhash ||
+		again.ValidBefore != now+120 {
+		t.Fatalf("taken again: %+v %v", again, err)
 	}
 	time.Sleep(5 * time.Millisecond)
 	if did, err := retry.Execute(ctx); !did || err != nil {

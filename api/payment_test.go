@@ -494,7 +494,7 @@ func TestAPaymentIsNeverMadeTwice(t *testing.T) {
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now+60, ""); err != nil {
+	if err := p.store.MarkSigned(ctx, taken.ID, payment.Window{ValidAfter: now - 600, ValidBefore: now + 60}); err != nil {
 		t.Fatal(err)
 	}
 	executeTaken(t, retry, "after the stop")
@@ -643,7 +643,7 @@ func TestASettledPaymentWhoseAnswerWasLostIsNeverRecordedAsFailed(t *testing.T) 
 		t.Fatalf("take: %+v %v", taken, err)
 	}
 	now := time.Now().Unix()
-	if err := p.store.MarkSigned(ctx, taken.ID, now-600, now-1, ""); err != nil {
+	if err := p.store.MarkSigned(ctx, taken.ID, payment.Window{ValidAfter: now - 600, ValidBefore: now - 1}); err != nil {
 		t.Fatal(err)
 	}
 	executeTaken(t, service(p.svc.Sender, nil, nil), "late sending")

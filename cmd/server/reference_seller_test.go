@@ -217,12 +217,12 @@ func (s referenceSeller) ledger(t *testing.T) []referenceTransfer {
 	return l
 }
 
-// startReferenceSeller runs testdata/script with node, its packages in dir, and
-// returns once it listens. It is killed by its pid when the test ends.
-func startReferenceSeller(t *testing.T, node, script, dir, payTo string) referenceSeller {
+// startReferenceSeller runs testdata/script with node, its packages in dir, payTo
+// and args, and returns once it listens. It is killed by its pid when the test ends.
+func startReferenceSeller(t *testing.T, node, script, dir, payTo string, args ...string) referenceSeller {
 	t.Helper()
 	s := referenceSeller{logs: &lockedBuffer{}}
-	cmd := exec.Command(node, filepath.Join("testdata", script), dir, "0", payTo)
+	cmd := exec.Command(node, append([]string{filepath.Join("testdata", script), dir, "0", payTo}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NODE_ENV=production"}
 	cmd.Stderr = s.logs
 	stdout, err := cmd.StdoutPipe()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -205,5 +207,67 @@ func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.
 	}
 	if len(ledger) != 1 || ledger[0].Value != "3000" {
 		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
+	}
+}
+
+// TestTheServicePaysASolanaUptoSellerThatNamesNoSlot pays the Solana upto reference
+// seller run as the reference server runs without an rpcUrl: its offer names no
+// extra.recentSlot. The service reads the slot beside the blockhash and opens the
+// channel there; the seller's facilitator, reading its own slot, accepts the open,
+// and settles what the call used, once.
+func TestTheServicePaysASolanaUptoSellerThatNamesNoSlot(t *testing.T) {
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
+	seller := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo, "no-slot")
+	host := strings.TrimPrefix(seller.base, "http://")
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "SOLANA_PAYER_KEY": testSolanaPayerKey, "SOLANA_PAYER_NETWORKS": "solana-devnet",
+		"SOLANA_RPC_URL": seller.base + "/rpc"})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"svm-upto-no-slot"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var a struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"no-slot","maximumDebit":"0.05",
+		"httpRequest":{"url":"`+seller.base+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		t.Fatalf("ask: %d\n%s\nseller:\n%s", code, srv.logs, seller.logs)
+	}
+	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
+		`{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var p struct {
+		Status        string
+		SettledAmount *string
+	}
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+		return p.Status == "settled" || p.Status == "failed" || p.Status == "unknown"
+	})
+	if p.Status != "settled" || p.SettledAmount == nil || *p.SettledAmount != "3000" {
+		t.Fatalf("the payment %s, settled %s: want settled 3000\n%s\nseller:\n%s", p.Status, deref(p.SettledAmount), srv.logs, seller.logs)
+	}
+	if ledger := seller.ledger(t); len(ledger) != 1 || ledger[0].Value != "3000" || ledger[0].To != referenceSolanaPayTo {
+		t.Fatalf("the chain's transfers %+v, want one of 3000 to the payee", ledger)
+	}
+	var headers []string
+	getJSON(t, seller.base+"/payments", &headers)
+	if len(headers) != 1 {
+		t.Fatalf("the seller received %d payments, want 1", len(headers))
+	}
+	doc, _ := base64.StdEncoding.DecodeString(headers[0])
+	var sent struct {
+		Accepted struct{ Extra map[string]any }
+		Payload  struct{ OpenSlot string }
+	}
+	if err := json.Unmarshal(doc, &sent); err != nil || sent.Accepted.Extra["recentSlot"] != nil || sent.Payload.OpenSlot != "345678901" {
+		t.Errorf("the offer paid named slot %v, the open is at %q: want none named and the chain's 345678901 (%v)",
+			sent.Accepted.Extra["recentSlot"], sent.Payload.OpenSlot, err)
 	}
 }

@@ -44,7 +44,21 @@ func TestAReplicaKilledAtEveryStepOfAPayment(t *testing.T) {
 	t.Parallel()
 	bin := buildServer(t)
 	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
-		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, false) })
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, payEVM) })
+	}
+}
+
+// TestAReplicaKilledAtEveryStepOfAnUptoPayment kills the replica paying the local
+// seller's metered route (upto on EVM, up to 0.05, the call using 0.003) at each step
+// of the payment, as TestAReplicaKilledAtEveryStepOfAPayment does. The other replica
+// sends the very same authorization again (its nonce and window were recorded before
+// it left), or, when the seller refuses it as used, settles it from the chain: one
+// payment for the approval, one transfer, of what the call used, and the record, the
+// receipt and the agent's spend saying that amount, not the maximum.
+func TestAReplicaKilledAtEveryStepOfAnUptoPayment(t *testing.T) {
+	bin := buildServer(t)
+	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, payEVMUpto) })
 	}
 }
 
@@ -58,7 +72,7 @@ func TestAReplicaKilledBetweenSigningAndSettlingASolanaPayment(t *testing.T) {
 	t.Parallel()
 	bin := buildServer(t)
 	for _, step := range []string{"signed", "sent"} {
-		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, true) })
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, paySVM) })
 	}
 }
 
@@ -69,17 +83,32 @@ var testSolanaPayerKey = solana.PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([
 // replica is taken up within it.
 const paymentLease = 3 * time.Second
 
-func killAtStep(t *testing.T, bin, step string, svm bool) {
+// What killAtStep pays: exact on EVM, exact on Solana, or upto on EVM.
+const (
+	payEVM     = "evm"
+	paySVM     = "svm"
+	payEVMUpto = "evm-upto"
+)
+
+func killAtStep(t *testing.T, bin, step, kind string) {
 	ts := httptest.NewUnstartedServer(nil)
 	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
+	svm := kind == paySVM
 	// A sending repeated after a settlement is refused, as the reference stack
-	// refuses a used nonce. On Solana the seller answers the same transaction again
-	// (as Solana lands it once), and would settle another one a second time.
-	route := "/v2/report"
-	if svm {
+	// refuses a used nonce (and the metered route refuses a used upto nonce). On
+	// Solana the seller answers the same transaction again (as Solana lands it
+	// once), and would settle another one a second time.
+	route, query, maximum, amount, spent := "/v2/report", "?topic=tides", "0.02", "10000", "0.01"
+	switch kind {
+	case paySVM:
 		route = "/v2/solana"
-	} else if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
-		t.Fatal(err)
+	case payEVMUpto:
+		route, query, maximum, amount, spent = "/v2/metered", "?topic=tides&use=3000", "0.05", seller.UptoMaximum, "0.003"
+	}
+	if !svm {
+		if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var armed, fired atomic.Bool
 	reached := make(chan string, 1) // the address of the replica at the step
@@ -124,6 +153,18 @@ func killAtStep(t *testing.T, bin, step string, svm bool) {
 		}
 		return m
 	}
+	if kind == payEVMUpto {
+		// The payer's one-time approval of Permit2 on the token, made beforehand.
+		signer, err := x402.ParseSigner(testPayerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.Post(ts.URL+"/approve?owner="+signer.Address(), "", nil)
+		if err != nil || res.StatusCode != 204 {
+			t.Fatalf("approve Permit2: %v %v", res, err)
+		}
+		res.Body.Close()
+	}
 	a, b := startChild(t, bin, env()), startChild(t, bin, env())
 	kill := func(c *child) (survivor *child) {
 		t.Helper()
@@ -146,8 +187,8 @@ func killAtStep(t *testing.T, bin, step string, svm bool) {
 		Request struct{ ID string }
 		Payment struct{ ID string }
 	}
-	if code := agentA("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"0.02",
-		"httpRequest":{"url":"http://`+host+route+`?topic=tides"}}`, &asked); code != 201 {
+	if code := agentA("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"`+maximum+`",
+		"httpRequest":{"url":"http://`+host+route+query+`"}}`, &asked); code != 201 {
 		t.Fatalf("ask: %d", code)
 	}
 	approve := func(c *child) {
@@ -187,9 +228,10 @@ func killAtStep(t *testing.T, bin, step string, svm bool) {
 
 	call := agentCall(t, survivor.base, agentKey, nil)
 	var pay struct {
-		Status      string
-		Failure     *string
-		Transaction *string
+		Status        string
+		Failure       *string
+		Transaction   *string
+		SettledAmount *string
 	}
 	if !eventually(30*time.Second, func() bool {
 		call("GET", "/sessions/"+s.ID+"/x402/payments/"+asked.Payment.ID, "", &pay)
@@ -202,6 +244,9 @@ func killAtStep(t *testing.T, bin, step string, svm bool) {
 	if len(ledger) != 1 {
 		t.Fatalf("%d transfers, want 1", len(ledger))
 	}
+	if kind == payEVMUpto && (ledger[0].Value != "3000" || pay.SettledAmount == nil || *pay.SettledAmount != "3000") {
+		t.Errorf("the chain moved %s, the record says settled %s: want 3000 both", ledger[0].Value, deref(pay.SettledAmount))
+	}
 	if pay.Transaction != nil && *pay.Transaction != ledger[0].Transaction {
 		t.Errorf("the record says transaction %s, the ledger %s", *pay.Transaction, ledger[0].Transaction)
 	}
@@ -212,10 +257,11 @@ func killAtStep(t *testing.T, bin, step string, svm bool) {
 	}
 	var art struct {
 		Type    string
-		Payment struct{ Status, Amount string }
+		Payment struct{ Status, Amount, SettledAmount string }
 	}
 	if code := call("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/claim", "", &art); code != 200 ||
-		art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != "10000" {
+		art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != amount ||
+		(kind == payEVMUpto && art.Payment.SettledAmount != "3000") {
 		t.Errorf("claim: %d %+v", code, art)
 	}
 	var me struct {
@@ -224,8 +270,8 @@ func killAtStep(t *testing.T, bin, step string, svm bool) {
 		}
 	}
 	call("GET", "/agent/me", "", &me)
-	if got := me.Limits.Spending.Spent.Today; got != "0.01" {
-		t.Errorf("spent today %s, want 0.01", got)
+	if got := me.Limits.Spending.Spent.Today; got != spent {
+		t.Errorf("spent today %s, want %s", got, spent)
 	}
 }
 

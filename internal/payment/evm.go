@@ -84,7 +84,7 @@ func (e evm) Sign(p Payment) (http.Header, error) {
 	case err != nil:
 		return nil, err
 	}
-	return paymentHeader(p, sig), nil
+	return paymentHeader(p, sig)
 }
 
 func (e evm) sign(p Payment) (x402.ExactPayload, error) {

@@ -96,7 +96,7 @@ func (u evmUpto) Sign(p Payment) (http.Header, error) {
 	if err != nil {
 		return nil, err
 	}
-	return paymentHeader(p, sig), nil
+	return paymentHeader(p, sig)
 }
 
 // sinceSigned is how long before a payment was signed its settlement is looked for

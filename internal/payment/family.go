@@ -114,11 +114,13 @@ type Moved struct {
 }
 
 // Window is when a signed payment may be settled, in Unix seconds, and what beside
-// the payment itself it is signed with (on Solana, a recent blockhash).
+// the payment itself it is signed with (on Solana, a recent blockhash, and for an
+// upto channel the slot read beside it).
 type Window struct {
 	ValidAfter  int64
 	ValidBefore int64
 	Blockhash   string
+	Slot        uint64
 }
 
 // Evidence is a chain's word on a payment whose outcome is unknown: used (its
@@ -150,7 +152,10 @@ func refused(err error) (string, bool) {
 }
 
 // paymentHeader is the header carrying sig, p's signed payment, to the seller.
-func paymentHeader(p Payment, sig any) http.Header {
-	name, value := p.Raw.PaymentHeader(sig)
-	return http.Header{http.CanonicalHeaderKey(name): {value}}
+func paymentHeader(p Payment, sig any) (http.Header, error) {
+	name, value, err := p.Raw.PaymentHeader(sig)
+	if err != nil {
+		return nil, err
+	}
+	return http.Header{http.CanonicalHeaderKey(name): {value}}, nil
 }

@@ -31,7 +31,7 @@ func parsedOffer(t *testing.T, doc string) x402.Offer {
 // signedPayment is p recorded as the service records it before signing.
 func signedPayment(o x402.Offer, w Window, payer string) Payment {
 	return Payment{ID: "pay_1", Raw: o, Nonce: bytes.Repeat([]byte{7}, 32), Payer: payer,
-		ValidAfter: w.ValidAfter, ValidBefore: w.ValidBefore, Blockhash: w.Blockhash,
+		ValidAfter: w.ValidAfter, ValidBefore: w.ValidBefore, Blockhash: w.Blockhash, Slot: w.Slot,
 		Offer: Offer{Version: o.Version, Scheme: o.Scheme, Network: x402.NormalizeNetwork(o.Network), Asset: o.Asset, PayTo: o.PayTo, Amount: o.Amount}}
 }
 

@@ -21,6 +21,9 @@ type Payer struct {
 	Solana         *x402.SolanaSigner
 	SolanaNetworks Networks
 	Blockhashes    Blockhashes
+	// Slots are where an upto channel on Solana opens when its seller names no
+	// slot, and what a slot the seller names is checked against.
+	Slots Slots
 	// Landings tell whether a Solana payment whose outcome is unknown landed (nil:
 	// such payments stay unknown).
 	Landings Landings

@@ -264,7 +264,7 @@ const (
 	FailNoOffer       = "no_offer"       // the seller no longer answers with a payable offer: nothing signed
 	FailLimit         = "limit_exceeded" // a spending limit would be passed at signing time: nothing signed
 	FailUnreachable   = "unreachable"    // the seller could not be reached with the payment
-	FailNoBlockhash   = "no_blockhash"   // Solana's RPC gave no recent blockhash to sign with: nothing signed
+	FailNoBlockhash   = "no_blockhash"   // Solana's RPC gave no recent blockhash (or upto slot) to sign with: nothing signed
 	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed: nothing moved
 	FailAgentDisabled = "agent_disabled" // its agent was disabled, or its payments paused, before it was signed: nothing signed
 	// FailSellerRefused is how payments the seller answered 402 were recorded before
@@ -346,6 +346,7 @@ type Payment struct {
 	ValidAfter  int64           `json:"-"`
 	ValidBefore int64           `json:"-"`
 	Blockhash   string          `json:"-"` // Solana: the recent blockhash it is signed with
+	Slot        uint64          `json:"-"` // Solana upto: the slot read beside it (0: none read)
 	Raw         x402.Offer      `json:"-"`
 	Attempts    int             `json:"-"`
 	Limits      *LimitsAndSpend `json:"-"`

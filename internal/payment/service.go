@@ -464,8 +464,8 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 			log.Warn("payment not signed", "failure", why, "err", err)
 			return s.fail(ctx, p, why)
 		}
-		p.ValidAfter, p.ValidBefore, p.Blockhash = w.ValidAfter, w.ValidBefore, w.Blockhash
-		switch err := s.Store.MarkSigned(ctx, p.ID, p.ValidAfter, p.ValidBefore, p.Blockhash); {
+		p.ValidAfter, p.ValidBefore, p.Blockhash, p.Slot = w.ValidAfter, w.ValidBefore, w.Blockhash, w.Slot
+		switch err := s.Store.MarkSigned(ctx, p.ID, w); {
 		case errors.Is(err, ErrAgentStopped):
 			log.Info("payment not signed: its agent is disabled or its payments paused")
 			return s.fail(ctx, p, FailAgentDisabled)

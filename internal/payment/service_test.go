@@ -116,13 +116,13 @@ func (m *memStore) Renew(context.Context, Payment) (bool, error) {
 	return m.renew, nil
 }
 
-func (m *memStore) MarkSigned(_ context.Context, _ string, after, before int64, blockhash string) error {
+func (m *memStore) MarkSigned(_ context.Context, _ string, w Window) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.markErr != nil {
 		return m.markErr
 	}
-	m.signed = append(m.signed, Window{after, before, blockhash})
+	m.signed = append(m.signed, w)
 	return nil
 }
 
@@ -399,7 +399,7 @@ func TestExecuteSignsWithinTheFamilysWindowAndRecordsTheSettlement(t *testing.T)
 		t.Errorf("taken with a lease of %s", store.taken)
 	}
 	life := s.Lifetime(60)
-	if len(store.signed) != 1 || store.signed[0] != (Window{testNow.Unix(), testNow.Add(life).Unix(), "hash"}) {
+	if len(store.signed) != 1 || store.signed[0] != (Window{ValidAfter: testNow.Unix(), ValidBefore: testNow.Add(life).Unix(), Blockhash: "hash"}) {
 		t.Errorf("signed %+v", store.signed)
 	}
 	if len(seller.sent) != 3 || seller.sent[2] != "signed pay_1" {

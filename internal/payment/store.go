@@ -38,10 +38,10 @@ type Store interface {
 	// executor must record nothing.
 	Renew(ctx context.Context, p Payment) (bool, error)
 	// MarkSigned records, before the payment leaves, that it is signed with this
-	// validity window (and on Solana this recent blockhash): a crash after it sends
-	// the same payment again, never another. ErrAgentStopped, and nothing recorded,
-	// when the payment's agent is disabled or its payments paused.
-	MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error
+	// window (its validity, and on Solana its recent blockhash and slot): a crash
+	// after it sends the same payment again, never another. ErrAgentStopped, and
+	// nothing recorded, when the payment's agent is disabled or its payments paused.
+	MarkSigned(ctx context.Context, id string, w Window) error
 	// Finish records how payment p, executing (in p's attempt) or unknown, ended or
 	// stands: settled or failed, fulfilling or failing its request with the receipt
 	// and feeding the seller's stats (delivered or not); or unknown, its request

@@ -103,7 +103,7 @@ func (s svm) Sign(p Payment) (http.Header, error) {
 	case err != nil:
 		return nil, err
 	}
-	return paymentHeader(p, sig), nil
+	return paymentHeader(p, sig)
 }
 
 func (s svm) sign(p Payment) (x402.ExactSVMPayload, error) {

@@ -13,7 +13,8 @@ import (
 // svmUpto pays by the upto scheme on Solana (x402's payment channel, read from
 // @x402/svm 2.27): an open of a channel that deposits the offer's ceiling, the
 // whole of what the person approved, for payTo alone, signed with the payer's
-// Solana key over a recent blockhash and the slot the seller read. The seller's
+// Solana key over a recent blockhash and a recent slot (the seller's, checked
+// against the one the service reads beside the blockhash, else that one). The seller's
 // facilitator sends the open, then settles what the call used with its
 // authorizer's voucher and returns the rest of the deposit to the payer in the same
 // transaction; a seller that never settles leaves the deposit in the channel until
@@ -26,19 +27,19 @@ var _ Family = svmUpto{}
 
 func (svmUpto) Scheme() string { return x402.SchemeUpto }
 
-// errNoRecentSlot is an upto offer on Solana that names no slot: the channel is
-// derived from one, and the service signs only what it can sign again the same way.
-var errNoRecentSlot = errors.New("payment: the upto offer on Solana names no extra.recentSlot to open its channel at")
+// Slots are Solana's recent slots, per network: an upto channel is derived from
+// the slot it opens at. x402.SolanaRPC implements it.
+type Slots interface {
+	// Slot is network's latest finalized slot.
+	Slot(ctx context.Context, network string) (uint64, error)
+}
 
-// Quote needs the channel's terms and the seller's slot; the fee payer and the
-// voucher key are named beside the payee. Its value is the deposit, a maximum.
+// Quote needs the channel's terms; the fee payer and the voucher key are named
+// beside the payee. Its value is the deposit, a maximum.
 func (svmUpto) Quote(_ context.Context, o x402.Offer) (Quote, error) {
 	t, err := x402.SVMUptoTermsOf(o)
 	if err != nil {
 		return Quote{}, err
-	}
-	if t.RecentSlot == nil {
-		return Quote{}, errNoRecentSlot
 	}
 	q, err := quote(o, t.FeePayer.String(), t.Authorizer.String())
 	q.UpTo = true
@@ -46,23 +47,34 @@ func (svmUpto) Quote(_ context.Context, o x402.Offer) (Quote, error) {
 }
 
 // Window is the blockhash's, but the channel's vouchers may be settled until the
-// payment's life ends: the payload's expiresAt.
+// payment's life ends: the payload's expiresAt. The slot is read beside the
+// blockhash and kept with it, so that the payment signed again opens the same
+// channel; without one, nothing is signed.
 func (u svmUpto) Window(ctx context.Context, network string, now time.Time, life time.Duration) (Window, error) {
 	w, err := u.svm.Window(ctx, network, now, life)
+	if err != nil {
+		return w, err
+	}
 	w.ValidBefore = now.Add(life).Unix()
-	return w, err
+	if u.payer.Slots == nil {
+		return Window{}, refusal{FailNoBlockhash, errors.New("payment: no Solana RPC to read slots from")}
+	}
+	if w.Slot, err = u.payer.Slots.Slot(ctx, network); err != nil {
+		return Window{}, refusal{FailNoBlockhash, err}
+	}
+	return w, nil
 }
 
 // Sign is deterministic: the same payment opens the same channel.
 func (u svmUpto) Sign(p Payment) (http.Header, error) {
 	sig, err := u.open(p)
 	switch {
-	case errors.Is(err, x402.ErrNotUptoSVM), errors.Is(err, errNoRecentSlot):
+	case errors.Is(err, x402.ErrNotUptoSVM):
 		return nil, refusal{FailNoOffer, err}
 	case err != nil:
 		return nil, err
 	}
-	return paymentHeader(p, sig), nil
+	return paymentHeader(p, sig)
 }
 
 func (u svmUpto) open(p Payment) (x402.UptoSVMPayload, error) {
@@ -73,10 +85,11 @@ func (u svmUpto) open(p Payment) (x402.UptoSVMPayload, error) {
 	if err != nil {
 		return x402.UptoSVMPayload{}, err
 	}
-	if t.RecentSlot == nil {
-		return x402.UptoSVMPayload{}, errNoRecentSlot
+	slot, err := x402.OpenSlot(t, p.Slot)
+	if err != nil {
+		return x402.UptoSVMPayload{}, err
 	}
-	return u.payer.Solana.SignUptoOpen(t, p.Blockhash, *t.RecentSlot, p.ValidAfter, p.ValidBefore, p.Nonce)
+	return u.payer.Solana.SignUptoOpen(t, p.Blockhash, slot, p.ValidAfter, p.ValidBefore, p.Nonce)
 }
 
 // Moved is what the seller's settlement names when it is an amount the channel

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,13 +55,13 @@ func svmUptoFamily(t *testing.T) (svmUpto, *x402.SolanaSigner) {
 		t.Fatal(err)
 	}
 	return svmUpto{svm{payer: &Payer{Solana: signer, SolanaNetworks: Networks{svmUptoMainnet}, Blockhashes: hashes{svmUptoMainnet: true},
-		Landings: fixedLanding{x402.Landing{Landed: true, Transaction: "sig"}}}}}, signer
+		Slots: fixedSlot(345678901), Landings: fixedLanding{x402.Landing{Landed: true, Transaction: "sig"}}}}}, signer
 }
 
 // TestAnUptoOfferOnSolanaIsQuotedAtItsDeposit: the quote is the ceiling, as a
 // maximum, naming the fee payer and the voucher key beside the payee; an offer that
-// would hold the deposit past an hour's grace, or names no slot to open at, is
-// refused before the person is asked.
+// would hold the deposit past an hour's grace is refused before the person is
+// asked; one that names no slot to open at is paid at the slot the service reads.
 func TestAnUptoOfferOnSolanaIsQuotedAtItsDeposit(t *testing.T) {
 	f, _ := svmUptoFamily(t)
 	q, err := f.Quote(context.Background(), svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", "345678901")))
@@ -70,8 +71,8 @@ func TestAnUptoOfferOnSolanaIsQuotedAtItsDeposit(t *testing.T) {
 	if _, err := f.Quote(context.Background(), svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "31536000", "345678901"))); !errors.Is(err, x402.ErrNotUptoSVM) {
 		t.Errorf("a grace period of a year: %v", err)
 	}
-	if _, err := f.Quote(context.Background(), svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", ""))); !errors.Is(err, errNoRecentSlot) {
-		t.Errorf("no slot: %v", err)
+	if q, err := f.Quote(context.Background(), svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", ""))); err != nil || q.Value != 250_000 {
+		t.Errorf("no slot: %+v %v", q, err)
 	}
 	if f.Scheme() != x402.SchemeUpto || f.Namespace() != "solana" || !f.Pays(svmUptoMainnet, svmUptoUSDC) {
 		t.Error("scheme, namespace or pays")
@@ -86,7 +87,7 @@ func TestAnUptoPaymentOnSolanaOpensOneChannelOfItsMaximum(t *testing.T) {
 	f, signer := svmUptoFamily(t)
 	o := svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", "345678901"))
 	w, err := f.Window(context.Background(), svmUptoMainnet, testNow, 5*time.Minute)
-	if err != nil || w.ValidAfter != testNow.Unix() || w.ValidBefore != testNow.Add(5*time.Minute).Unix() || w.Blockhash == "" {
+	if err != nil || w.ValidAfter != testNow.Unix() || w.ValidBefore != testNow.Add(5*time.Minute).Unix() || w.Blockhash == "" || w.Slot != 345678901 {
 		t.Fatalf("window %+v %v", w, err)
 	}
 	p := signedPayment(o, w, signer.Address())
@@ -185,9 +186,13 @@ func TestTheReferenceFacilitatorVerifiesTheServicesUptoPaymentOnSolana(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	verify := func(header string, now int64) (valid bool, reason string) {
+	verify := func(header string, now int64, slot ...uint64) (valid bool, reason string) {
 		t.Helper()
-		in, _ := json.Marshal(map[string]any{"feePayer": hex.EncodeToString(feePayer), "now": now, "header": header})
+		doc := map[string]any{"feePayer": hex.EncodeToString(feePayer), "now": now, "header": header}
+		if len(slot) > 0 {
+			doc["slot"] = slot[0]
+		}
+		in, _ := json.Marshal(doc)
 		cmd := exec.Command(node, filepath.Join("testdata", "upto-svm-verify.mjs"), dir)
 		cmd.Stdin = bytes.NewReader(in)
 		var stderr bytes.Buffer
@@ -218,5 +223,115 @@ func TestTheReferenceFacilitatorVerifiesTheServicesUptoPaymentOnSolana(t *testin
 	other := strings.Replace(string(doc), svmUptoPayTo, svmUptoAuthorizer, 1)
 	if ok, _ := verify(base64.StdEncoding.EncodeToString([]byte(other)), testNow.Unix()+1); ok {
 		t.Error("verified for another payee")
+	}
+	// A seller that names no slot (the reference server without an rpcUrl): the
+	// channel opens at the slot the service read, which the facilitator, reading its
+	// own, accepts a little later, and refuses when the service's is ahead of its
+	// own or too far behind.
+	o = svmUptoOffer(strings.Replace(extra, `,"recentSlot":"345678901"`, "", 1))
+	f.payer.Slots = fixedSlot(345679999)
+	if w, err = f.Window(context.Background(), svmUptoMainnet, testNow, time.Duration(o.MaxTimeoutSeconds)*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = f.Sign(signedPayment(o, w, signer.Address())); err != nil {
+		t.Fatal(err)
+	}
+	header = h.Get(x402.HeaderPaymentV2)
+	if ok, why := verify(header, testNow.Unix()+1, 345679999+40); !ok {
+		t.Fatalf("the reference facilitator refused an open at the service's slot: %s", why)
+	}
+	if ok, _ := verify(header, testNow.Unix()+1, 345679998); ok {
+		t.Error("verified an open at a slot ahead of the facilitator's")
+	}
+	if ok, _ := verify(header, testNow.Unix()+1, 345679999+1501); ok {
+		t.Error("verified an open at a slot too far behind the facilitator's")
+	}
+}
+
+type fixedSlot uint64
+
+func (s fixedSlot) Slot(context.Context, string) (uint64, error) {
+	if s == 0 {
+		return 0, errors.New("getSlot: the node is behind")
+	}
+	return uint64(s), nil
+}
+
+// sentOpen is the open a header carries.
+func sentOpen(t *testing.T, h http.Header) x402.UptoSVMPayload {
+	t.Helper()
+	doc, _ := base64.StdEncoding.DecodeString(h.Get(x402.HeaderPaymentV2))
+	var sent struct {
+		Payload x402.UptoSVMPayload `json:"payload"`
+	}
+	if err := json.Unmarshal(doc, &sent); err != nil {
+		t.Fatal(err)
+	}
+	return sent.Payload
+}
+
+// TestAnUptoOfferOnSolanaWithoutASlotOpensAtTheSlotTheServiceRead: a seller that
+// names no recentSlot (the reference server without an rpcUrl) is paid: the slot is
+// read beside the blockhash when the payment is signed, kept with it, and the
+// channel opens there, the same channel every time it is signed again; the chain's
+// word is that open's landing. Without a slot to read, nothing is signed.
+func TestAnUptoOfferOnSolanaWithoutASlotOpensAtTheSlotTheServiceRead(t *testing.T) {
+	f, signer := svmUptoFamily(t)
+	f.payer.Slots = fixedSlot(345679999)
+	o := svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", ""))
+	w, err := f.Window(context.Background(), svmUptoMainnet, testNow, 5*time.Minute)
+	if err != nil || w.Slot != 345679999 {
+		t.Fatalf("window %+v %v", w, err)
+	}
+	p := signedPayment(o, w, signer.Address())
+	h, err := f.Sign(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.payer.Slots = fixedSlot(345689999) // the chain moved on; the payment did not
+	again, err := f.Sign(p)
+	if err != nil || h.Get(x402.HeaderPaymentV2) != again.Get(x402.HeaderPaymentV2) {
+		t.Fatalf("signed again, another open: %v", err)
+	}
+	if s := sentOpen(t, h); s.OpenSlot != "345679999" || s.Deposit != "250000" {
+		t.Fatalf("payload %+v", s)
+	}
+	if ev, err := f.Settled(context.Background(), p); err != nil || !ev.Used {
+		t.Errorf("Settled: %+v %v", ev, err)
+	}
+	f.payer.Slots = fixedSlot(0)
+	if _, err := f.Window(context.Background(), svmUptoMainnet, testNow, 5*time.Minute); err == nil {
+		t.Error("a window without a slot")
+	} else if why, ok := refused(err); !ok || why != FailNoBlockhash {
+		t.Errorf("no slot: %v", err)
+	}
+	f.payer.Slots = nil
+	if _, err := f.Window(context.Background(), svmUptoMainnet, testNow, 5*time.Minute); err == nil {
+		t.Error("a window without a slot reader")
+	}
+}
+
+// TestASellersSlotFarFromTheChainsIsNotSigned: a seller's recentSlot is opened at
+// when it is within the reference facilitator's window of the slot the service
+// read, and refused, nothing signed, when it is further behind or ahead; a payment
+// signed before the service read slots is signed again as it was, at the seller's.
+func TestASellersSlotFarFromTheChainsIsNotSigned(t *testing.T) {
+	f, signer := svmUptoFamily(t)
+	const seller = 345678901
+	for read, ok := range map[uint64]bool{seller: true, seller + 1500: true, seller - 1500: true, seller + 1501: false, seller - 1501: false, 0: true} {
+		o := svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", "345678901"))
+		w, _ := f.Window(context.Background(), svmUptoMainnet, testNow, 5*time.Minute)
+		w.Slot = read
+		p := signedPayment(o, w, signer.Address())
+		h, err := f.Sign(p)
+		if !ok {
+			if why, refusedIt := refused(err); !refusedIt || why != FailNoOffer || h != nil {
+				t.Errorf("read %d: signed the seller's slot %d: %v", read, seller, err)
+			}
+			continue
+		}
+		if err != nil || sentOpen(t, h).OpenSlot != "345678901" {
+			t.Errorf("read %d: %v", read, err)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +36,7 @@ const paymentStatus = `CASE WHEN p.status <> 'pending' THEN p.status
 const paymentColumns = `p.id, coalesce(p.request_id::text, ''), coalesce(p.session_id::text, ''), p.agent_id, p.user_id,
 	` + paymentStatus + `, p.failure, p.hostname, p.http_request, p.offer, p.raw_offer, p.maximum_debit, p.merchant, p.override,
 	p.payer, p.transaction, p.created_at, p.signed_at, p.settled_at, p.nonce, coalesce(p.valid_after, 0),
-	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), p.attempts, p.delivered, p.answer,
+	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), coalesce(p.slot, 0), p.attempts, p.delivered, p.answer,
 	p.settled_amount, p.settled_value`
 
 const paymentFrom = ` FROM payments p LEFT JOIN requests r ON r.id = p.request_id`
@@ -42,11 +44,11 @@ const paymentFrom = ` FROM payments p LEFT JOIN requests r ON r.id = p.request_i
 func scanPayment(row pgx.Row) (payment.Payment, error) {
 	var p payment.Payment
 	var env, offer, raw, merchant, answer []byte
-	var maxDebit int64
+	var maxDebit, slot int64
 	var settledValue *int64
 	err := row.Scan(&p.ID, &p.RequestID, &p.SessionID, &p.AgentID, &p.UserID, &p.Status, &p.Failure, &p.Host, &env, &offer, &raw,
 		&maxDebit, &merchant, &p.Override, &p.Payer, &p.Transaction, &p.CreatedAt, &p.SignedAt, &p.SettledAt, &p.Nonce,
-		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &p.Attempts, &p.Delivered, &answer,
+		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &slot, &p.Attempts, &p.Delivered, &answer,
 		&p.SettledAmount, &settledValue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, payment.ErrNotFound
@@ -54,7 +56,7 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 	if err != nil {
 		return p, err
 	}
-	p.MaximumDebit = payment.Micros(maxDebit)
+	p.MaximumDebit, p.Slot = payment.Micros(maxDebit), uint64(slot)
 	if settledValue != nil {
 		v := payment.Micros(*settledValue)
 		p.SettledValue = &v
@@ -333,7 +335,10 @@ func (s *Store) TakeUnknown(ctx context.Context, every time.Duration) (*payment.
 // MarkSigned implements payment.Store. The agent's row is read under a share lock,
 // so that a payment is signed only while its agent is active and its payments not
 // paused, and a disabling waits for a signing under way to be recorded.
-func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefore int64, blockhash string) error {
+func (s *Store) MarkSigned(ctx context.Context, id string, w payment.Window) error {
+	if w.Slot > math.MaxInt64 {
+		return fail("mark payment signed", fmt.Errorf("slot %d is out of range", w.Slot))
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var stopped bool
 		err := tx.QueryRow(ctx, `
@@ -347,7 +352,8 @@ func (s *Store) MarkSigned(ctx context.Context, id string, validAfter, validBefo
 			return payment.ErrAgentStopped
 		}
 		tag, err := tx.Exec(ctx, `UPDATE payments SET signed_at = now(), valid_after = $2, valid_before = $3,
-			blockhash = nullif($4, '') WHERE id = $1 AND status = 'executing' AND signed_at IS NULL`, id, validAfter, validBefore, blockhash)
+			blockhash = nullif($4, ''), slot = nullif($5, 0) WHERE id = $1 AND status = 'executing' AND signed_at IS NULL`,
+			id, w.ValidAfter, w.ValidBefore, w.Blockhash, int64(w.Slot))
 		if err == nil && tag.RowsAffected() != 1 {
 			err = errors.New("payment is not executing unsigned")
 		}

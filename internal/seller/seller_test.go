@@ -57,7 +57,10 @@ func pay(t *testing.T, url string, o x402.Offer, s *x402.Signer, a x402.Authoriz
 
 func send(t *testing.T, url string, o x402.Offer, p x402.ExactPayload) (*http.Response, string) {
 	t.Helper()
-	name, value := o.PaymentHeader(p)
+	name, value, err := o.PaymentHeader(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set(name, value)
 	resp, err := http.DefaultClient.Do(req)

@@ -26,7 +26,10 @@ func solanaPayer(t *testing.T, seed byte) *x402.SolanaSigner {
 
 func sendSVM(t *testing.T, url string, o x402.Offer, p x402.ExactSVMPayload) (*http.Response, string) {
 	t.Helper()
-	name, value := o.PaymentHeader(p)
+	name, value, err := o.PaymentHeader(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set(name, value)
 	resp, err := http.DefaultClient.Do(req)

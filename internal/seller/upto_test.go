@@ -38,7 +38,10 @@ func TestTheLocalSellerSettlesWhatAnUptoCallUsedAndItsChainShowsIt(t *testing.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		name, value := o.PaymentHeader(p)
+		name, value, err := o.PaymentHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		req, _ := http.NewRequest("GET", srv.URL+"/v2/metered"+query, nil)
 		req.Header.Set(name, value)
 		res, err := http.DefaultClient.Do(req)

@@ -256,18 +256,27 @@ func (p *Payment) UnmarshalJSON(b []byte) error {
 }
 
 // PaymentHeader is the header paying o with p (an ExactPayload or UptoPayload on
-// EVM, an ExactSVMPayload on Solana): X-PAYMENT for a v1 offer, PAYMENT-SIGNATURE for a v2 one.
-func (o Offer) PaymentHeader(p any) (name, value string) {
+// EVM, an ExactSVMPayload or UptoSVMPayload on Solana): X-PAYMENT for a v1 offer,
+// PAYMENT-SIGNATURE for a v2 one. A payload it does not know, or one of another
+// scheme or chain family than o's, is an error: the header would otherwise carry an
+// empty payment, or one signed for terms the seller did not offer.
+func (o Offer) PaymentHeader(p any) (name, value string, err error) {
 	doc := Payment{Version: o.Version}
+	var scheme, ns string
 	switch p := p.(type) {
 	case ExactPayload:
-		doc.Payload = p
+		doc.Payload, scheme, ns = p, SchemeExact, "eip155"
 	case ExactSVMPayload:
-		doc.Transaction = p.Transaction
+		doc.Transaction, scheme, ns = p.Transaction, SchemeExact, "solana"
 	case UptoPayload:
-		doc.Upto = &p
+		doc.Upto, scheme, ns = &p, SchemeUpto, "eip155"
 	case UptoSVMPayload:
-		doc.UptoSVM = &p
+		doc.UptoSVM, scheme, ns = &p, SchemeUpto, "solana"
+	default:
+		return "", "", fmt.Errorf("x402: no payment header for a %T payload", p)
+	}
+	if o.Scheme != scheme || Namespace(o.Network) != ns {
+		return "", "", fmt.Errorf("x402: a %s payload on %s cannot pay a %s offer on %s", scheme, ns, o.Scheme, o.Network)
 	}
 	name = HeaderPaymentV2
 	if o.Version == 1 {
@@ -275,8 +284,11 @@ func (o Offer) PaymentHeader(p any) (name, value string) {
 	} else {
 		doc.Resource, doc.Accepted = o.ResourceRaw, o.Raw
 	}
-	b, _ := json.Marshal(doc)
-	return name, base64.StdEncoding.EncodeToString(b)
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", "", fmt.Errorf("x402: payment header: %w", err)
+	}
+	return name, base64.StdEncoding.EncodeToString(b), nil
 }
 
 // rawNetwork is the network as the seller wrote it (a v1 name), else the CAIP-2 form.

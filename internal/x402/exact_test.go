@@ -142,7 +142,10 @@ func TestPaymentHeadersCarryWhatEachVersionNeeds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name, value := o.PaymentHeader(p)
+		name, value, err := o.PaymentHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if name != c.want {
 			t.Errorf("%s: header %s", c.name, name)
 		}
@@ -201,5 +204,27 @@ func TestSettlementHeadersRoundTrip(t *testing.T) {
 	}
 	if ReadSettlement(http.Header{}) != nil {
 		t.Error("no header read as a settlement")
+	}
+}
+
+func TestAPaymentHeaderOfAnUnknownOrMismatchedPayloadIsRefused(t *testing.T) {
+	offers, err := ParseOffers(b64(v2Doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := ParseSigner(testKey)
+	d, _ := DomainOf(offers[0])
+	p, _ := s.Sign(d, testAuthorization(s))
+	// A payload the offer's header does not know (a pointer, a future scheme's, none),
+	// or one of another scheme or family than the offer's, must not go out as a
+	// payment: the first would carry an empty exact payload.
+	for _, bad := range []any{&p, struct{ Scheme string }{"batch-settlement"}, nil,
+		UptoPayload{Signature: "0x01"}, ExactSVMPayload{Transaction: "AQ=="}, UptoSVMPayload{}} {
+		if name, value, err := offers[0].PaymentHeader(bad); err == nil || name != "" || value != "" {
+			t.Errorf("%T: wrote %s: %s (%v)", bad, name, value, err)
+		}
+	}
+	if _, _, err := offers[0].PaymentHeader(p); err != nil {
+		t.Errorf("the exact payload it signed: %v", err)
 	}
 }

@@ -431,6 +431,24 @@ func (r *SolanaRPC) Landing(ctx context.Context, network string, tx ExactSVMPayl
 	return Landing{Expired: !valid.Value && exhaustive}, nil
 }
 
+// Slot is the network's latest finalized slot, as the reference client reads the
+// slot an upto channel opens at when the seller names none: the reference
+// facilitator refuses an open at a slot ahead of its own, which it reads finalized.
+// Errors never quote the endpoint.
+func (r *SolanaRPC) Slot(ctx context.Context, network string) (uint64, error) {
+	if !r.Has(network) {
+		return 0, ErrNoChain
+	}
+	var slot uint64
+	if err := r.call(ctx, network, "getSlot", []any{map[string]string{"commitment": "finalized"}}, &slot); err != nil {
+		return 0, err
+	}
+	if slot == 0 {
+		return 0, fmt.Errorf("x402: getSlot on %s: slot 0", network)
+	}
+	return slot, nil
+}
+
 // call makes one JSON-RPC call on network's endpoint and reads its result into out.
 // Errors never quote the endpoint.
 func (r *SolanaRPC) call(ctx context.Context, network, method string, params []any, out any) error {

@@ -265,7 +265,10 @@ func TestSVMPaymentHeader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		name, value := o.PaymentHeader(p)
+		name, value, err := o.PaymentHeader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		h := http.Header{}
 		h.Set(name, value)
 		got, ok, err := ReadPayment(h)

@@ -37,6 +37,11 @@ const (
 	SVMUptoMaxGracePeriod = 3600
 	// svmBasisPoints is a whole split: the reference client sends the whole settled
 	// amount to payTo.
+	// SVMOpenSlotWindow is how far, in slots, the slot a channel opens at may be from
+	// a recent one: the reference facilitator refuses an open more than this behind
+	// the slot it challenged or read, and the service a seller's slot more than this
+	// from the one it read.
+	SVMOpenSlotWindow = 1500
 	svmBasisPoints    = 10_000
 	openDiscriminator = 1
 )
@@ -191,6 +196,29 @@ func unsignedInteger(raw json.RawMessage) (uint64, bool) {
 	}
 	v, ok := wholeNumber(raw)
 	return uint64(v), ok && v >= 0
+}
+
+// OpenSlot is the slot t's channel opens at, given read, the slot the service read
+// from the chain when it signed (0 for a payment signed before it read one): the
+// seller's, as the reference client takes it, when it is within SVMOpenSlotWindow
+// of read; read when the seller names none. A seller's slot further off is refused:
+// it is not one the seller read recently, and the channel it derives would be one
+// the program or the seller's facilitator refuses, or a channel of a slot no one
+// can check.
+func OpenSlot(t SVMUptoTerms, read uint64) (uint64, error) {
+	switch {
+	case t.RecentSlot == nil && read == 0:
+		return 0, fmt.Errorf("%w: the offer names no slot and none was read", ErrNotUptoSVM)
+	case t.RecentSlot == nil:
+		return read, nil
+	case read == 0:
+		return *t.RecentSlot, nil
+	}
+	s := *t.RecentSlot
+	if max(s, read)-min(s, read) > SVMOpenSlotWindow {
+		return 0, fmt.Errorf("%w: extra.recentSlot %d is more than %d slots from the chain's %d", ErrNotUptoSVM, s, SVMOpenSlotWindow, read)
+	}
+	return s, nil
 }
 
 // OpenSalt is the channel's salt a payment's nonce gives: its bytes 16 to 24, read

@@ -2,11 +2,14 @@ package x402
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,5 +196,76 @@ func TestSVMUptoOpenIsTheReferenceClients(t *testing.T) {
 		if ref.Payload != ours {
 			t.Errorf("%s: the payload differs:\nreference %+v\nours      %+v", more, ref.Payload, ours)
 		}
+	}
+}
+
+// TestTheSlotAnUptoChannelOpensAtIsTheSellersWithinTheWindowElseTheChains: the slot
+// is the seller's when it names one within the reference facilitator's window of the
+// slot the service read, the service's when it names none, and refused when the
+// seller's is too far behind or ahead; a payment signed before the service read
+// slots opens at the seller's, as it was signed.
+func TestTheSlotAnUptoChannelOpensAtIsTheSellersWithinTheWindowElseTheChains(t *testing.T) {
+	slot := func(s uint64) SVMUptoTerms { return SVMUptoTerms{RecentSlot: &s} }
+	const read = 345_678_901
+	for _, c := range []struct {
+		name  string
+		terms SVMUptoTerms
+		read  uint64
+		want  uint64
+		ok    bool
+	}{
+		{"none named", SVMUptoTerms{}, read, read, true},
+		{"the seller's", slot(read - 40), read, read - 40, true},
+		{"the seller's at the window's edge behind", slot(read - SVMOpenSlotWindow), read, read - SVMOpenSlotWindow, true},
+		{"the seller's at the window's edge ahead", slot(read + SVMOpenSlotWindow), read, read + SVMOpenSlotWindow, true},
+		{"the seller's too far behind", slot(read - SVMOpenSlotWindow - 1), read, 0, false},
+		{"the seller's too far ahead", slot(read + SVMOpenSlotWindow + 1), read, 0, false},
+		{"the seller's at zero", slot(0), read, 0, false},
+		{"the seller's at the end of time", slot(1<<64 - 1), read, 0, false},
+		{"signed before slots were read", slot(read), 0, read, true},
+		{"none named and none read", SVMUptoTerms{}, 0, 0, false},
+	} {
+		got, err := OpenSlot(c.terms, c.read)
+		if c.ok && (err != nil || got != c.want) {
+			t.Errorf("%s: OpenSlot = %d, %v; want %d", c.name, got, err, c.want)
+		}
+		if !c.ok && (err == nil || !errors.Is(err, ErrNotUptoSVM)) {
+			t.Errorf("%s: OpenSlot = %d, %v; want a refusal", c.name, got, err)
+		}
+	}
+}
+
+func TestSolanaRPCReadsTheFinalizedSlot(t *testing.T) {
+	var got struct {
+		Method string           `json:"method"`
+		Params []map[string]any `json:"params"`
+	}
+	answer := `{"jsonrpc":"2.0","id":1,"result":345678901}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&got)
+		w.Write([]byte(answer))
+	}))
+	defer srv.Close()
+	r, err := ParseSolanaRPC(srv.URL+"/?api-key=secret", []string{"solana"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Slot(context.Background(), "solana")
+	if err != nil || s != 345678901 || got.Method != "getSlot" || len(got.Params) != 1 || got.Params[0]["commitment"] != "finalized" {
+		t.Fatalf("Slot = %d, %v (%+v)", s, err, got)
+	}
+	if _, err := r.Slot(context.Background(), "solana-devnet"); err != ErrNoChain {
+		t.Errorf("an unlisted network: %v", err)
+	}
+	for _, bad := range []string{`{"jsonrpc":"2.0","id":1,"result":-1}`, `{"jsonrpc":"2.0","id":1,"result":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"result":0}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"behind"}}`} {
+		answer = bad
+		if s, err := r.Slot(context.Background(), "solana"); err == nil {
+			t.Errorf("%s: read slot %d", bad, s)
+		}
+	}
+	down, _ := ParseSolanaRPC("http://127.0.0.1:1/?api-key=secret", []string{"solana"}, nil)
+	if _, err := down.Slot(context.Background(), "solana"); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("unreachable: %v", err)
 	}
 }

@@ -9,16 +9,18 @@
 // settle_and_seal and distribute need: token balances by associated token account,
 // channel accounts in the program's layout, the Ed25519 precompile's voucher check,
 // transactions landed once by their first signature. GET /ledger lists what moved;
-// GET /payments the payment headers received, so that a test can replay one.
+// GET /payments the payment headers received, so that a test can replay one. With
+// no-slot, its server is given no rpcUrl, as the reference server runs by default:
+// its offers name no recentSlot, and its facilitator reads its own slot.
 //
-//   node x402-seller-svm-upto.mjs PACKAGES_DIR PORT PAYTO
+//   node x402-seller-svm-upto.mjs PACKAGES_DIR PORT PAYTO [no-slot]
 import { createRequire } from "node:module";
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { inProcess, serveReport } from "./x402-seller-app.mjs";
 
-const [dir, port = "0", payTo = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4"] = process.argv.slice(2);
+const [dir, port = "0", payTo = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4", mode = ""] = process.argv.slice(2);
 if (!dir) {
   console.error("usage: node x402-seller-svm-upto.mjs PACKAGES_DIR [PORT] [PAYTO]");
   process.exit(2);
@@ -251,7 +253,10 @@ const rpcListener = createServer((req, res) => {
 });
 await new Promise((resolve) => rpcListener.listen(0, "127.0.0.1", resolve));
 rpcListener.unref();
-const uptoServer = new UptoSvmServer({ receiverAuthorizerSigner: authorizer, rpcUrl: `http://127.0.0.1:${rpcListener.address().port}` });
+const uptoServer = new UptoSvmServer({
+  receiverAuthorizerSigner: authorizer,
+  rpcUrl: mode === "no-slot" ? undefined : `http://127.0.0.1:${rpcListener.address().port}`,
+});
 const server = new x402ResourceServer(inProcess(facilitator)).register(network, uptoServer);
 const payments = [];
 
