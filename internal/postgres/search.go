@@ -22,6 +22,7 @@ var (
 	_ search.Store          = (*Store)(nil)
 	_ search.ModelStore     = (*Store)(nil)
 	_ search.EmbeddingStore = (*Store)(nil)
+	_ search.VectorStore    = (*Store)(nil)
 )
 
 var modelID = regexp.MustCompile(`^[A-Za-z0-9:._/-]{1,100}$`)
@@ -278,6 +279,27 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 		for j := i; j > 0 && out[j].Similarity > out[j-1].Similarity; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
+	}
+	return out, nil
+}
+
+// MethodVectors returns the vector of every enabled method under model m, as
+// stored (single precision), for a search that scans them in memory.
+func (s *Store) MethodVectors(ctx context.Context, m search.ModelRecord) ([]search.SlugVector, error) {
+	rows, _ := s.pool.Query(ctx, `
+		SELECT m.slug, e.embedding
+		FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
+		WHERE e.model_id = $1 AND m.enabled
+		ORDER BY m.id`, m.ID)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (search.SlugVector, error) {
+		var sv search.SlugVector
+		var v pgvector.Vector
+		err := r.Scan(&sv.Slug, &v)
+		sv.Vector = v.Slice()
+		return sv, err
+	})
+	if err != nil {
+		return nil, fail("method vectors", err)
 	}
 	return out, nil
 }
