@@ -304,6 +304,22 @@ func (s *Store) MethodVectors(ctx context.Context, m search.ModelRecord) ([]sear
 	return out, nil
 }
 
+// VectorsVersion changes whenever a vector under model m is stored or removed: their
+// count and the time the last was stored.
+func (s *Store) VectorsVersion(ctx context.Context, m search.ModelRecord) (string, error) {
+	var n int64
+	var last *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT count(*), max(updated_at) FROM method_embeddings WHERE model_id = $1`, m.ID).Scan(&n, &last)
+	if err != nil {
+		return "", fail("vectors version", err)
+	}
+	v := strconv.FormatInt(n, 10)
+	if last != nil {
+		v += "@" + last.UTC().Format(time.RFC3339Nano)
+	}
+	return v, nil
+}
+
 // exactRankLimit is the largest candidate set Nearest ranks without the index: each
 // vector compared costs about 25 µs (cast to halfvec and cosine over 1,536 dimensions),
 // so 250 of them cost about what a walk of the graph does.

@@ -285,4 +285,25 @@ func TestMethodVectorsAreTheEnabledMethodsAsStored(t *testing.T) {
 			t.Errorf("the vector of %s listed is not the one Nearest returns", n.Slug)
 		}
 	}
+	// The version changes when a method is embedded again, and only then.
+	v1, err := store.VectorsVersion(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := store.VectorsVersion(ctx, m); err != nil || v != v1 {
+		t.Fatalf("a sync that embedded nothing changed the version from %s to %s: %v", v1, v, err)
+	}
+	cat.Providers[0].Methods[0].Description += " Now with hourly updates."
+	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil || n != 1 {
+		t.Fatalf("sync after a changed description embedded %d: %v", n, err)
+	}
+	if v, err := store.VectorsVersion(ctx, m); err != nil || v == v1 {
+		t.Errorf("a method embedded again left the version at %s: %v", v, err)
+	}
 }

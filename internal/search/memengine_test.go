@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 type vectorStore struct {
 	vs    []search.SlugVector
 	asked *atomic.Int64
+	// version, when set, is the vectors' version; else they never change.
+	version *atomic.Int64
 }
 
 func (s vectorStore) Nearest(_ context.Context, _ search.ModelRecord, v []float32, k int, only []string) ([]search.Neighbour, error) {
@@ -52,7 +55,14 @@ func (vectorStore) UseAllowance(context.Context, time.Time, int, string, int) (b
 }
 
 func (s vectorStore) MethodVectors(context.Context, search.ModelRecord) ([]search.SlugVector, error) {
-	return s.vs, nil
+	return slices.Clone(s.vs), nil
+}
+
+func (s vectorStore) VectorsVersion(context.Context, search.ModelRecord) (string, error) {
+	if s.version == nil {
+		return "1", nil
+	}
+	return strconv.FormatInt(s.version.Load(), 10), nil
 }
 
 // vectorCatalog is a snapshot of a few methods and their builtin model's vectors.
@@ -111,15 +121,15 @@ func TestEngineSearchesVectorsInMemory(t *testing.T) {
 	ctx := context.Background()
 	snap, vs := vectorCatalog(t)
 	var storeAsked, memAsked, bigAsked atomic.Int64
-	viaStore, err := search.NewEngine(search.Config{}, vectorStore{vs, &storeAsked}, builtinModel(), nil)
+	viaStore, err := search.NewEngine(search.Config{}, vectorStore{vs: vs, asked: &storeAsked}, builtinModel(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inMemory, err := search.NewEngine(search.Config{MemoryVectors: 100}, vectorStore{vs, &memAsked}, builtinModel(), nil)
+	inMemory, err := search.NewEngine(search.Config{MemoryVectors: 100}, vectorStore{vs: vs, asked: &memAsked}, builtinModel(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tooBig, err := search.NewEngine(search.Config{MemoryVectors: snap.Len() - 1}, vectorStore{vs, &bigAsked}, builtinModel(), nil)
+	tooBig, err := search.NewEngine(search.Config{MemoryVectors: snap.Len() - 1}, vectorStore{vs: vs, asked: &bigAsked}, builtinModel(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +184,7 @@ func TestEngineLoadsVectorsInTheBackground(t *testing.T) {
 	ctx := context.Background()
 	snap, vs := vectorCatalog(t)
 	var asked atomic.Int64
-	e, err := search.NewEngine(search.Config{MemoryVectors: 100}, vectorStore{vs, &asked}, builtinModel(), nil)
+	e, err := search.NewEngine(search.Config{MemoryVectors: 100}, vectorStore{vs: vs, asked: &asked}, builtinModel(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,5 +207,71 @@ func TestEngineLoadsVectorsInTheBackground(t *testing.T) {
 			t.Fatal("the vectors were never loaded into memory")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEngineReloadsVectorsThatChanged: a method embedded again after its snapshot
+// was loaded (its text changed, or its vector was still missing) is searched by its
+// new vector once the store says the vectors changed, within the minute the
+// neighbour cache keeps an answer; not before the engine asks.
+func TestEngineReloadsVectorsThatChanged(t *testing.T) {
+	ctx := context.Background()
+	snap, vs := vectorCatalog(t)
+	var asked, version atomic.Int64
+	now := time.Unix(1000, 0)
+	var clock atomic.Pointer[time.Time]
+	clock.Store(&now)
+	store := &vectorStore{vs: vs, asked: &asked, version: &version}
+	e, err := search.NewEngine(search.Config{MemoryVectors: 100, Now: func() time.Time { return *clock.Load() }}, store, builtinModel(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.LoadVectors(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	first := func(q string) string {
+		res, err := e.Search(ctx, "", snap, q, directory.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) == 0 {
+			return ""
+		}
+		return snap.Methods()[res.Hits[0].Pos].Slug
+	}
+	if got := first("whois record of a domain"); got != "whois" {
+		t.Fatalf("first hit %q, want whois", got)
+	}
+	// The whois method is embedded again as the weather alerts' text.
+	var alerts []float32
+	for _, v := range vs {
+		if v.Slug == "weather-alert" {
+			alerts = v.Vector
+		}
+	}
+	store.vs = slices.Clone(vs)
+	for i := range store.vs {
+		if store.vs[i].Slug == "whois" {
+			store.vs[i] = search.SlugVector{Slug: "whois", Vector: alerts}
+		}
+	}
+	version.Add(1)
+	if got := first("whois record of the domain"); got != "whois" {
+		t.Fatalf("before the engine asks, first hit %q, want whois as held", got)
+	}
+	later := now.Add(time.Minute)
+	clock.Store(&later)
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; ; i++ {
+		if got := first("whois record for domain " + strconv.Itoa(i)); got != "whois" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the vector embedded again was never loaded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if asked.Load() != 0 {
+		t.Errorf("the store was asked %d vector searches", asked.Load())
 	}
 }

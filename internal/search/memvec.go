@@ -20,6 +20,9 @@ type SlugVector struct {
 type VectorStore interface {
 	// MethodVectors returns the vector of every enabled method under m.
 	MethodVectors(ctx context.Context, m ModelRecord) ([]SlugVector, error)
+	// VectorsVersion changes whenever a vector under m is stored: a vector held in
+	// memory is stale once it has.
+	VectorsVersion(ctx context.Context, m ModelRecord) (string, error)
 }
 
 // DefaultMemoryVectors is the largest catalog whose vectors the engine holds in
@@ -192,7 +195,9 @@ type memVectors struct {
 type memHeld struct {
 	snap    *directory.Snapshot
 	x       *memIndex
-	loaded  time.Time
+	version string
+	// checked is when the store was last asked whether x is stale.
+	checked time.Time
 	loading bool
 }
 
@@ -223,13 +228,13 @@ func (e *Engine) memIndex(snap *directory.Snapshot, m ModelRecord) *memIndex {
 		h = &memHeld{}
 		e.mem.byModel[m.ID] = h
 	}
+	// A snapshot's vectors may still be catching up just after it is published, and a
+	// method's text changed is embedded again after: the store is asked whether they
+	// changed as often as the neighbour cache forgets, and they are loaded again
+	// when they did.
 	now := e.cfg.Now()
-	// A snapshot's vectors may still be catching up just after it is published: an
-	// index that holds fewer than its methods is loaded again, as often as the
-	// neighbour cache forgets.
-	stale := h.snap != snap || (h.x.Len() < snap.Len() && now.Sub(h.loaded) >= neighbourCacheTTL)
-	if stale && !h.loading {
-		h.loading = true
+	if !h.loading && (h.snap != snap || now.Sub(h.checked) >= neighbourCacheTTL) {
+		h.loading, h.checked = true, now
 		go e.loadVectors(vs, h, snap, m)
 	}
 	if h.snap != snap {
@@ -238,22 +243,39 @@ func (e *Engine) memIndex(snap *directory.Snapshot, m ModelRecord) *memIndex {
 	return h.x
 }
 
-// loadVectors loads snap's vectors under m into h.
+// loadVectors loads snap's vectors under m into h, unless h holds them already and
+// they have not changed since.
 func (e *Engine) loadVectors(vs VectorStore, h *memHeld, snap *directory.Snapshot, m ModelRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	all, err := vs.MethodVectors(ctx, m)
-	var x *memIndex
-	if err == nil {
-		x = newMemIndex(m.Dimensions, all)
-	}
+	x, version, err := loadMemIndex(ctx, vs, m, func(version string) bool {
+		e.mem.mu.Lock()
+		defer e.mem.mu.Unlock()
+		return h.snap == snap && h.version == version
+	})
 	e.mem.mu.Lock()
 	defer e.mem.mu.Unlock()
 	h.loading = false
-	if err != nil {
+	if err != nil || x == nil {
 		return
 	}
-	h.snap, h.x, h.loaded = snap, x, e.cfg.Now()
+	h.snap, h.x, h.version = snap, x, version
+}
+
+// loadMemIndex reads the vectors under m into an index, with their version, unless
+// held tells that the version is held already (it returns no index then).
+func loadMemIndex(ctx context.Context, vs VectorStore, m ModelRecord, held func(version string) bool) (*memIndex, string, error) {
+	// The version is read first: a vector stored while they are read changes it
+	// again, and the next check loads it.
+	version, err := vs.VectorsVersion(ctx, m)
+	if err != nil || held(version) {
+		return nil, version, err
+	}
+	all, err := vs.MethodVectors(ctx, m)
+	if err != nil {
+		return nil, "", err
+	}
+	return newMemIndex(m.Dimensions, all), version, nil
 }
 
 // LoadVectors loads the vectors of snap's methods under every model into memory
@@ -265,16 +287,15 @@ func (e *Engine) LoadVectors(ctx context.Context, snap *directory.Snapshot) (n, 
 		return 0, 0, nil
 	}
 	for _, m := range e.Models() {
-		all, err := vs.MethodVectors(ctx, m.Record)
+		x, version, err := loadMemIndex(ctx, vs, m.Record, func(string) bool { return false })
 		if err != nil {
 			return n, bytes, err
 		}
-		x := newMemIndex(m.Record.Dimensions, all)
 		e.mem.mu.Lock()
 		if e.mem.byModel == nil {
 			e.mem.byModel = make(map[string]*memHeld)
 		}
-		e.mem.byModel[m.Record.ID] = &memHeld{snap: snap, x: x, loaded: e.cfg.Now()}
+		e.mem.byModel[m.Record.ID] = &memHeld{snap: snap, x: x, version: version, checked: e.cfg.Now()}
 		e.mem.mu.Unlock()
 		n, bytes = n+x.Len(), bytes+x.Bytes()
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -127,5 +128,28 @@ func TestMemIndexKeepsProviderVectorsDense(t *testing.T) {
 	}
 	if x := newMemIndex(64, sparse); x.dense != 0 {
 		t.Errorf("sparse vectors: dense prefix %d, want 0", x.dense)
+	}
+}
+
+// BenchmarkMemIndexScan times the scan in memory alone at the catalog sizes that
+// matter (the real listings, the Bazaar's 15,000, 100,000), over vectors shaped as the
+// hybrid model's, and reports what the index takes: the size at which the store's
+// index walk wins (make bench: BenchmarkSearch100k's vector-search) is where
+// DefaultMemoryVectors stops.
+func BenchmarkMemIndexScan(b *testing.B) {
+	for _, n := range []int{4_762, 15_000, 100_000} {
+		r := rand.New(rand.NewPCG(5, 6))
+		vs := hybridLike(r, n)
+		x := newMemIndex(1536, vs)
+		vs = nil
+		qs := hybridLike(r, 16)
+		b.Run("methods="+strconv.Itoa(n), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				x.Nearest(qs[i%len(qs)].Vector, Reranked, nil)
+				i++
+			}
+			b.ReportMetric(float64(x.Bytes())/1e6, "MB")
+		})
 	}
 }
