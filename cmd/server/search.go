@@ -167,7 +167,8 @@ func startSearch(ctx context.Context, cfg SearchConfig, every time.Duration, log
 		syncer.Once(ctx)
 		syncer.Run(ctx)
 	}()
-	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance, CallerShare: cfg.CallerShare, Observer: observer}, store, primary, fallback)
+	return search.NewEngine(search.Config{DailyAllowance: cfg.DailyAllowance, CallerShare: cfg.CallerShare, Observer: observer,
+		MemoryVectors: search.DefaultMemoryVectors}, store, primary, fallback)
 }
 
 // embedCatalog embeds the methods an import changed, under every configured model.

@@ -22,6 +22,7 @@ var (
 	_ search.Store          = (*Store)(nil)
 	_ search.ModelStore     = (*Store)(nil)
 	_ search.EmbeddingStore = (*Store)(nil)
+	_ search.VectorStore    = (*Store)(nil)
 )
 
 var modelID = regexp.MustCompile(`^[A-Za-z0-9:._/-]{1,100}$`)
@@ -280,6 +281,43 @@ func (s *Store) Nearest(ctx context.Context, m search.ModelRecord, v []float32, 
 		}
 	}
 	return out, nil
+}
+
+// MethodVectors returns the vector of every enabled method under model m, as
+// stored (single precision), for a search that scans them in memory.
+func (s *Store) MethodVectors(ctx context.Context, m search.ModelRecord) ([]search.SlugVector, error) {
+	rows, _ := s.pool.Query(ctx, `
+		SELECT m.slug, e.embedding
+		FROM method_embeddings e JOIN provider_methods m ON m.id = e.method_id
+		WHERE e.model_id = $1 AND m.enabled
+		ORDER BY m.id`, m.ID)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (search.SlugVector, error) {
+		var sv search.SlugVector
+		var v pgvector.Vector
+		err := r.Scan(&sv.Slug, &v)
+		sv.Vector = v.Slice()
+		return sv, err
+	})
+	if err != nil {
+		return nil, fail("method vectors", err)
+	}
+	return out, nil
+}
+
+// VectorsVersion changes whenever a vector under model m is stored or removed: their
+// count and the time the last was stored.
+func (s *Store) VectorsVersion(ctx context.Context, m search.ModelRecord) (string, error) {
+	var n int64
+	var last *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT count(*), max(updated_at) FROM method_embeddings WHERE model_id = $1`, m.ID).Scan(&n, &last)
+	if err != nil {
+		return "", fail("vectors version", err)
+	}
+	v := strconv.FormatInt(n, 10)
+	if last != nil {
+		v += "@" + last.UTC().Format(time.RFC3339Nano)
+	}
+	return v, nil
 }
 
 // exactRankLimit is the largest candidate set Nearest ranks without the index: each

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,5 +238,72 @@ func TestAModelKeepsItsCalibrationWhileItsEvidenceIsTheSame(t *testing.T) {
 	}
 	if err := store.SetCalibration(ctx, "test:none", tuned); err == nil {
 		t.Error("a calibration was set on a model that is not registered")
+	}
+}
+
+// TestMethodVectorsAreTheEnabledMethodsAsStored: the vectors a search scans in memory
+// are every enabled method's, each as Nearest returns it, and no disabled one's.
+func TestMethodVectorsAreTheEnabledMethodsAsStored(t *testing.T) {
+	ctx := context.Background()
+	store, cat := pgtest.LoadDemo(t, time.Now())
+	m := search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.2, Margin: 0.1}
+	if _, err := store.RegisterModel(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
+		t.Fatal(err)
+	}
+	off := cat.Providers[1].Methods[0].Slug
+	if _, err := store.Pool().Exec(ctx, `UPDATE provider_methods SET enabled = false WHERE slug = $1`, off); err != nil {
+		t.Fatal(err)
+	}
+	var enabled int
+	if err := store.Pool().QueryRow(ctx, `SELECT count(*) FROM provider_methods WHERE enabled`).Scan(&enabled); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := store.MethodVectors(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != enabled {
+		t.Fatalf("%d vectors, want one for each of the %d enabled methods", len(vs), enabled)
+	}
+	byslug := map[string][]float32{}
+	for _, v := range vs {
+		byslug[v.Slug] = v.Vector
+	}
+	if _, ok := byslug[off]; ok {
+		t.Errorf("the disabled method %s has a vector listed", off)
+	}
+	want := cat.Providers[0].Methods[0]
+	near, err := store.Nearest(ctx, m, embedding.Lexhash{}.Vector(want.Name+" "+want.Description), 5, nil)
+	if err != nil || len(near) == 0 {
+		t.Fatalf("nearest: %+v %v", near, err)
+	}
+	for _, n := range near {
+		if !slices.Equal(byslug[n.Slug], n.Vector) {
+			t.Errorf("the vector of %s listed is not the one Nearest returns", n.Slug)
+		}
+	}
+	// The version changes when a method is embedded again, and only then.
+	v1, err := store.VectorsVersion(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := store.VectorsVersion(ctx, m); err != nil || v != v1 {
+		t.Fatalf("a sync that embedded nothing changed the version from %s to %s: %v", v1, v, err)
+	}
+	cat.Providers[0].Methods[0].Description += " Now with hourly updates."
+	if _, err := store.LoadCatalog(ctx, cat, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := search.Sync(ctx, store, embedding.Lexhash{}); err != nil || n != 1 {
+		t.Fatalf("sync after a changed description embedded %d: %v", n, err)
+	}
+	if v, err := store.VectorsVersion(ctx, m); err != nil || v == v1 {
+		t.Errorf("a method embedded again left the version at %s: %v", v, err)
 	}
 }

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -23,10 +24,13 @@ import (
 )
 
 type benchEnv struct {
-	store    *postgres.Store
-	model    search.ModelRecord
-	snap     *directory.Snapshot
-	engine   *search.Engine
+	store  *postgres.Store
+	model  search.ModelRecord
+	snap   *directory.Snapshot
+	engine *search.Engine
+	// memory is an engine like engine that scans the vectors in memory
+	// (search.Config.MemoryVectors), at any size, to compare with it.
+	memory   *search.Engine
 	embedder embedding.Embedder
 	// embeddings counts the query embeddings the engine made.
 	embeddings *embeddingCounter
@@ -116,7 +120,18 @@ func serveEnv(b *testing.B, store *postgres.Store, builtin embedding.Embedder, m
 	if err != nil {
 		b.Fatal(err)
 	}
-	return benchEnv{store: store, model: model, snap: holder.Current(), engine: engine, embedder: builtin, embeddings: counter, novel: new(atomic.Int64)}
+	memory, err := search.NewEngine(search.Config{Observer: counter, MemoryVectors: math.MaxInt}, store, &search.Model{Embedder: embedding.WithCache(builtin, 100_000), Record: model}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := holder.Current()
+	start := time.Now()
+	n, bytes, err := memory.LoadVectors(ctx, snap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("loaded %d vectors into memory (%.1f MB) in %v", n, float64(bytes)/1e6, time.Since(start).Round(time.Millisecond))
+	return benchEnv{store: store, model: model, snap: snap, engine: engine, memory: memory, embedder: builtin, embeddings: counter, novel: new(atomic.Int64)}
 }
 
 // embeddingCounter is the engine's observer in benchmarks: it counts the queries
@@ -261,19 +276,38 @@ func benchSearch(b *testing.B, env benchEnv) {
 		}
 	}
 	queries := benchQueries
-	b.Run("novel", novel(benchQueries))
-	// A query never seen with four phrasings never seen either, as an agent sends
-	// them (rewrite): five embeddings and vector searches, read and fused.
-	b.Run("novel-four-rewrites", func(b *testing.B) {
-		latency(b, env, func(i int) {
-			n := " " + strconv.FormatInt(env.novel.Add(1), 10)
-			q := benchQueries[i%len(benchQueries)]
-			rewrites := []string{benchQueries[(i+1)%len(benchQueries)] + n, q + " api" + n, "find " + q + n, q + " lookup" + n}
-			if _, err := env.engine.SearchPhrased(ctx, "", env.snap, q+n, rewrites, directory.Filter{}); err != nil {
-				b.Fatal(err)
-			}
-		})
-	})
+	// The store's vector search and the scan in memory, alternately, so that both
+	// meet the same machine.
+	for range 2 {
+		for _, eng := range []struct {
+			name   string
+			engine *search.Engine
+		}{{"", env.engine}, {"-memory", env.memory}} {
+			b.Run("novel"+eng.name, func(b *testing.B) {
+				latency(b, env, func(i int) {
+					q := benchQueries[i%len(benchQueries)] + " " + strconv.FormatInt(env.novel.Add(1), 10)
+					if _, err := eng.engine.Search(ctx, "", env.snap, q, directory.Filter{}); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+			// A query never seen with four phrasings never seen either, as an agent
+			// sends them (rewrite): five embeddings and vector searches, read and fused.
+			b.Run("novel-four-rewrites"+eng.name, func(b *testing.B) {
+				latency(b, env, func(i int) {
+					n := " " + strconv.FormatInt(env.novel.Add(1), 10)
+					q := benchQueries[i%len(benchQueries)]
+					rewrites := []string{benchQueries[(i+1)%len(benchQueries)] + n, q + " api" + n, "find " + q + n, q + " lookup" + n}
+					if _, err := eng.engine.SearchPhrased(ctx, "", env.snap, q+n, rewrites, directory.Filter{}); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+		}
+	}
+	if dev != nil {
+		b.Run("memory-agreement", func(b *testing.B) { memoryAgreement(b, env, dev, devRewrites(b)) })
+	}
 	if dev != nil {
 		queries = nil
 		for _, q := range dev {
@@ -282,22 +316,79 @@ func benchSearch(b *testing.B, env benchEnv) {
 		b.Run("novel-dev-set", novel(queries))
 	}
 	// The vector search alone, as a novel query makes it (through the index, the
-	// neighbours the band reads): what the size of the catalog costs a query.
+	// neighbours the band reads): what the size of the catalog costs a query; and the
+	// same search scanned in memory.
+	norm := make([]string, len(queries))
+	for i, q := range queries {
+		norm[i] = embedding.NormalizeQuery(q)
+	}
+	vecs, err := env.embedder.Embed(ctx, norm)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("vector-search", func(b *testing.B) {
-		norm := make([]string, len(queries))
-		for i, q := range queries {
-			norm[i] = embedding.NormalizeQuery(q)
-		}
-		vecs, err := env.embedder.Embed(ctx, norm)
-		if err != nil {
-			b.Fatal(err)
-		}
 		latency(b, env, func(i int) {
 			if _, err := env.store.Nearest(ctx, env.model, vecs[i%len(vecs)], search.Neighbours, nil); err != nil {
 				b.Fatal(err)
 			}
 		})
 	})
+	b.Run("vector-search-memory", func(b *testing.B) {
+		latency(b, env, func(i int) {
+			if _, err := env.memory.NearestInMemory(env.snap, env.model, vecs[i%len(vecs)], search.Neighbours); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
+// memoryAgreement reports how many of the development queries, alone and with
+// their rewrites, the engine that scans vectors in memory answers otherwise than
+// the one that asks the store (other methods, in another order, or another match),
+// and the largest difference of a hit's similarity between the two.
+func memoryAgreement(b *testing.B, env benchEnv, dev []search.Query, rewrites map[string][]string) {
+	ctx := context.Background()
+	var differ, total int
+	var worst float64
+	for _, q := range dev {
+		phrasings := [][]string{nil}
+		if rewrites[q.ID] != nil {
+			phrasings = append(phrasings, rewrites[q.ID])
+		}
+		for _, rw := range phrasings {
+			a, err := env.engine.SearchPhrased(ctx, "", env.snap, q.Text, rw, directory.Filter{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := env.memory.SearchPhrased(ctx, "", env.snap, q.Text, rw, directory.Filter{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			total++
+			same := a.Match == m.Match && len(a.Hits) == len(m.Hits)
+			for i := 0; same && i < len(a.Hits); i++ {
+				same = a.Hits[i].Pos == m.Hits[i].Pos
+				worst = max(worst, math.Abs(a.Hits[i].Similarity-m.Hits[i].Similarity))
+			}
+			if !same {
+				differ++
+				b.Logf("%s %q: store %v, memory %v", q.ID, q.Text, hitPositions(a), hitPositions(m))
+			}
+		}
+	}
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(total), "searches")
+	b.ReportMetric(float64(differ), "differ")
+	b.ReportMetric(worst, "max-sim-diff")
+}
+
+func hitPositions(r search.Result) []int {
+	var p []int
+	for _, h := range r.Hits {
+		p = append(p, h.Pos)
+	}
+	return p
 }
 
 // BenchmarkSearch measures search latency on the real catalog.

@@ -73,6 +73,11 @@ type Config struct {
 	// method, as search engines expand documents by the queries that find them.
 	// Without it, as the service runs, a method's words are its own.
 	Expansion map[string][]string
+	// MemoryVectors is the largest catalog (in methods) whose vectors the engine
+	// holds in memory, when its store lists them (VectorStore), and scans exactly in
+	// place of the store's vector search; 0 holds none (DefaultMemoryVectors is the
+	// service's).
+	MemoryVectors int
 }
 
 // Observer hears what search does, for metrics. Its methods must be cheap and safe
@@ -109,6 +114,7 @@ type Engine struct {
 	fallback *Model // the builtin model, or nil
 	exact    perSnapshot[*exactIndex]
 	text     perSnapshot[*textIndex]
+	mem      memVectors
 	// neighbours keeps recent vector searches, so that a repeated query costs
 	// neither an embedding nor a database round trip.
 	neighbours *expirable.LRU[neighbourKey, []Neighbour]
@@ -485,7 +491,7 @@ func (e *Engine) nearest(ctx context.Context, caller string, snap *directory.Sna
 			only[i] = snap.Methods()[p].Slug
 		}
 	}
-	near, err := e.store.Nearest(ctx, m.Record, vec, fetched, only)
+	near, err := e.vectorSearch(ctx, snap, m.Record, vec, fetched, only)
 	if err != nil {
 		return nil, m, degraded, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
