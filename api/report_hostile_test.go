@@ -172,6 +172,7 @@ func TestAFloodOfReportsFromOneAgentCountsOnceADayAndMovesNothing(t *testing.T) 
 // another day came back, and counts in full. The seller's methods carry the demand
 // their record shows, where search reads it.
 func TestABurstOfPaymentsIsNotDemandAndComingBackIs(t *testing.T) {
+	t.Parallel()
 	p := newPayEnv(t)
 	listSeller(t, p)
 	var pids []string

@@ -216,6 +216,7 @@ func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.
 // channel there; the seller's facilitator, reading its own slot, accepts the open,
 // and settles what the call used, once.
 func TestTheServicePaysASolanaUptoSellerThatNamesNoSlot(t *testing.T) {
+	t.Parallel()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	seller := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo, "no-slot")

@@ -56,6 +56,7 @@ func TestAReplicaKilledAtEveryStepOfAPayment(t *testing.T) {
 // payment for the approval, one transfer, of what the call used, and the record, the
 // receipt and the agent's spend saying that amount, not the maximum.
 func TestAReplicaKilledAtEveryStepOfAnUptoPayment(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
 		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, payEVMUpto) })
