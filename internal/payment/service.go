@@ -636,8 +636,8 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 			log.Warn("payment outcome unknown: the chain did not tell what moved", "err", err)
 			return true, nil
 		}
-		if tx == "" {
-			tx = m.Transaction
+		if m.Transaction != "" {
+			tx = m.Transaction // the settlement's, where the evidence names the open's
 		}
 		o := Outcome{Status: StatusSettled, Transaction: tx, Moved: m.Amount, Receipt: s.receipt(*p, StatusSettled, "")}
 		o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(*p, o.Moved)
