@@ -124,8 +124,8 @@ func loadPaymentConfig(getenv func(string) string) (PaymentConfig, error) {
 			return c, errors.New("SOLANA_RPC_URL: want an http(s) URL, or Solana network=URL pairs separated by commas")
 		}
 		// The same RPC gives the slots upto channels open at, and tells whether a
-		// payment whose outcome is unknown landed.
-		payer.Blockhashes, payer.Slots, payer.Landings = rpc, rpc, rpc
+		// payment whose outcome is unknown landed, and what an upto channel moved.
+		payer.Blockhashes, payer.Slots, payer.Landings, payer.Channels = rpc, rpc, rpc, rpc
 	} else if getenv("SOLANA_PAYER_NETWORKS") != "" || getenv("SOLANA_RPC_URL") != "" {
 		return c, errors.New("SOLANA_PAYER_NETWORKS or SOLANA_RPC_URL is set without SOLANA_PAYER_KEY or SOLANA_PAYER_KEY_FILE")
 	}

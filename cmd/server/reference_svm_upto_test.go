@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,16 +158,86 @@ func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *tes
 // proxy (seller.Liar) in front of the Solana upto reference seller: its facilitator
 // opens the channel and settles what the call used, and the proxy answers 402 with
 // the offer again. The payment is left unknown, then settled from the chain (the
-// open found among the payer's transactions): settled once, not delivered, one
-// transfer to the payee, and recorded at its maximum, since the open says that the
-// deposit left, not how much of it came back.
+// open found among the payer's transactions, the distribute among the channel's):
+// settled once, not delivered, one transfer to the payee, and recorded at what the
+// distribute kept of the deposit (3000), not at the maximum.
 func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.T) {
 	t.Parallel()
+	ps, ledger, spent, logs := paySolanaUptoThroughLiar(t, seller.LieRefused, 3000)
+	p := ps[0]
+	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "3000" {
+		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at 3000, what moved\n%s",
+			p.Status, p.Delivered, deref(p.SettledAmount), logs)
+	}
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Fatalf("the chain's transfers %+v, want one of 3000", ledger)
+	}
+	if p.Transaction == nil || *p.Transaction != ledger[0].Transaction || spent != "0.003" {
+		t.Errorf("the payment names transaction %s, the chain %s; the agent's spend %q, want 0.003",
+			deref(p.Transaction), ledger[0].Transaction, spent)
+	}
+}
+
+// TestASolanaUptoSellerThatMisstatesWhatMovedIsRecordedAtWhatTheChainShows puts a
+// hostile proxy in front of the Solana upto reference seller that passes its report
+// on with a settlement answer that lies: a tenth of what settled, ten times it, or
+// (on the second of two payments) the transaction of the first, another channel's.
+// The chain's word wins: the distribute of the payment's own channel, read from
+// the chain, shows what the payer kept back of its deposit, so the record, the
+// receipt and the agent's spend say what moved, the transaction is the channel's
+// settlement, and the seller's misstatement is recorded as a lie is: paid, not
+// delivered as answered.
+func TestASolanaUptoSellerThatMisstatesWhatMovedIsRecordedAtWhatTheChainShows(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		lie   string
+		uses  []int
+		spent string
+	}{
+		{seller.LieUnderstated, []int{40000}, "0.04"},
+		{seller.LieOverstated, []int{3000}, "0.003"},
+		{seller.LieOtherTransaction, []int{3000, 7000}, "0.01"},
+	} {
+		t.Run(c.lie, func(t *testing.T) {
+			t.Parallel()
+			ps, ledger, spent, logs := paySolanaUptoThroughLiar(t, c.lie, c.uses...)
+			if len(ledger) != len(c.uses) {
+				t.Fatalf("the chain's transfers %+v, want %d", ledger, len(c.uses))
+			}
+			for i, p := range ps {
+				use := strconv.Itoa(c.uses[i])
+				lied := c.lie != seller.LieOtherTransaction || i > 0 // its first settlement is passed on as it is
+				if ledger[i].Value != use {
+					t.Errorf("payment %d: the chain moved %s, want %s", i, ledger[i].Value, use)
+				}
+				if p.Status != "settled" || p.SettledAmount == nil || *p.SettledAmount != use {
+					t.Fatalf("payment %d: %s, settled %s: want settled at %s, what the chain shows\n%s", i, p.Status, deref(p.SettledAmount), use, logs)
+				}
+				if p.Transaction == nil || *p.Transaction != ledger[i].Transaction {
+					t.Errorf("payment %d names transaction %s, the chain's settlement %s", i, deref(p.Transaction), ledger[i].Transaction)
+				}
+				if p.Delivered == nil || *p.Delivered == lied {
+					t.Errorf("payment %d: delivered %v, want %v (a misstatement is recorded as a lie)", i, p.Delivered != nil && *p.Delivered, !lied)
+				}
+			}
+			if spent != c.spent {
+				t.Errorf("the agent's spend today %q, want %s, what moved", spent, c.spent)
+			}
+		})
+	}
+}
+
+// paySolanaUptoThroughLiar pays the Solana upto reference seller, behind a
+// seller.Liar telling lie, once for each of uses (atomic units of its 50000
+// maximum), and answers the payments once each is settled or failed, the chain's
+// transfers, the agent's spend today and the server's and the seller's logs.
+func paySolanaUptoThroughLiar(t *testing.T, lie string, uses ...int) ([]uptoPayment, []referenceTransfer, string, string) {
+	t.Helper()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
 	ref := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
 	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
-	proxy := httptest.NewServer(seller.NewLiar(target, seller.LieRefused))
+	proxy := httptest.NewServer(seller.NewLiar(target, lie))
 	t.Cleanup(proxy.Close)
 	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
 	dbURL := demoDatabase(t)
@@ -175,39 +246,40 @@ func TestASolanaUptoSellerThatSettlesAndThenAnswers402IsRecordedPaid(t *testing.
 		"PAYMENT_ALLOW_HOSTS": host, "SOLANA_PAYER_KEY": testSolanaPayerKey, "SOLANA_PAYER_NETWORKS": "solana-devnet",
 		"SOLANA_RPC_URL": ref.base + "/rpc"})
 	agent := agentCall(t, srv.base, agentKey, nil)
+	user := agentCall(t, srv.base, userKey, nil)
 	var s struct{ ID string }
 	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"svm-upto-liar"}`, &s); code != 201 {
 		t.Fatalf("session: %d", code)
 	}
-	var a struct {
-		Request struct{ ID string }
-		Payment struct{ ID string }
+	var out []uptoPayment
+	var agentID struct{ AgentID string }
+	for i, use := range uses {
+		var a struct {
+			Request struct{ ID string }
+			Payment struct{ ID string }
+		}
+		if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to-`+strconv.Itoa(i)+`","maximumDebit":"0.05",
+			"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=`+strconv.Itoa(use)+`"}}`, &a); code != 201 {
+			t.Fatalf("ask: %d\n%s", code, srv.logs)
+		}
+		if code := user("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
+			t.Fatalf("approve: %d", code)
+		}
+		var p uptoPayment
+		eventually(60*time.Second, func() bool {
+			agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+			return p.Status == "settled" || p.Status == "failed"
+		})
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &agentID)
+		out = append(out, p)
 	}
-	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"lied-to","maximumDebit":"0.05",
-		"httpRequest":{"url":"http://`+host+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
-		t.Fatalf("ask: %d\n%s", code, srv.logs)
+	var lim struct {
+		Spent struct{ Today string }
 	}
-	if code := agentCall(t, srv.base, userKey, nil)("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision",
-		`{"decision":"approve"}`, nil); code != 200 {
-		t.Fatalf("approve: %d", code)
+	if code := user("GET", "/agents/"+agentID.AgentID+"/spending-limits", "", &lim); code != 200 {
+		t.Fatalf("spending limits: %d", code)
 	}
-	var p struct {
-		Status                     string
-		Delivered                  *bool
-		SettledAmount, Transaction *string
-	}
-	eventually(60*time.Second, func() bool {
-		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
-		return p.Status == "settled" || p.Status == "failed"
-	})
-	ledger := ref.ledger(t)
-	if p.Status != "settled" || p.Delivered == nil || *p.Delivered || p.SettledAmount == nil || *p.SettledAmount != "50000" {
-		t.Fatalf("the payment %s, delivered %v, settled %s: want settled, not delivered, at the maximum\n%s\nseller:\n%s",
-			p.Status, p.Delivered, deref(p.SettledAmount), srv.logs, ref.logs)
-	}
-	if len(ledger) != 1 || ledger[0].Value != "3000" {
-		t.Errorf("the chain's transfers %+v, want one of 3000", ledger)
-	}
+	return out, ref.ledger(t), lim.Spent.Today, srv.logs.String() + "\nseller:\n" + ref.logs.String()
 }
 
 // TestTheServicePaysASolanaUptoSellerThatNamesNoSlot pays the Solana upto reference

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,4 +292,104 @@ func payUptoThroughLiar(t *testing.T, lie string, use int) (uptoPayment, []refer
 		t.Fatalf("spending limits: %d", code)
 	}
 	return p, ref.ledger(t), lim.Spent.Today, srv.logs.String() + "\nseller:\n" + ref.logs.String()
+}
+
+// TestAnUptoPaymentWhoseChainIsSilentAtFirstIsRecordedAtWhatMovedOnceItAnswers pays
+// the upto reference seller with the chain's RPC failing the first time the
+// settlement the seller named is read, right after its success answer. What moved
+// is not known then: the payment is left unknown, counted at its maximum, with the
+// seller's answer kept; once the chain answers, it is recorded at what moved (3000,
+// not the maximum), delivered, the report given to the agent.
+func TestAnUptoPaymentWhoseChainIsSilentAtFirstIsRecordedAtWhatMovedOnceItAnswers(t *testing.T) {
+	t.Parallel()
+	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
+	ref := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
+	signer, _ := x402.ParseSigner(testPayerKey)
+	if res, err := http.Post(ref.base+"/approve?owner="+signer.Address(), "", nil); err != nil || res.StatusCode != 204 {
+		t.Fatalf("approve Permit2: %v %v", res, err)
+	}
+	// The chain's RPC, failing the first read of a transaction.
+	var mu sync.Mutex
+	failed := 0
+	rpc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var call struct{ Method string }
+		json.Unmarshal(body, &call)
+		mu.Lock()
+		fail := call.Method == "eth_getTransactionByHash" && failed == 0
+		if fail {
+			failed++
+		}
+		mu.Unlock()
+		if fail {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		res, err := http.Post(ref.base+"/rpc", "application/json", bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		io.Copy(w, res.Body)
+	}))
+	t.Cleanup(rpc.Close)
+	host := strings.TrimPrefix(ref.base, "http://")
+	dbURL := demoDatabase(t)
+	userKey, agentKey := apiKeys(t, dbURL)
+	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
+		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
+		"X402_RPC_URLS": "eip155:84532=" + rpc.URL})
+	agent := agentCall(t, srv.base, agentKey, nil)
+	user := agentCall(t, srv.base, userKey, nil)
+	var s struct{ ID string }
+	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"upto-silent-chain"}`, &s); code != 201 {
+		t.Fatalf("session: %d", code)
+	}
+	var a struct {
+		Request struct{ ID string }
+		Payment struct{ ID string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"silent-chain","maximumDebit":"0.05",
+		"httpRequest":{"url":"`+ref.base+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
+		t.Fatalf("ask: %d\n%s", code, srv.logs)
+	}
+	if code := user("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
+		t.Fatalf("approve: %d", code)
+	}
+	var p uptoPayment
+	var agentID struct{ AgentID string }
+	eventually(60*time.Second, func() bool {
+		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
+		return p.Status == "settled" || p.Status == "failed"
+	})
+	agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &agentID)
+	mu.Lock()
+	if failed != 1 {
+		t.Errorf("the chain failed %d reads of a transaction, want 1", failed)
+	}
+	mu.Unlock()
+	ledger := ref.ledger(t)
+	if len(ledger) != 1 || ledger[0].Value != "3000" {
+		t.Fatalf("the chain's transfers %+v, want one of 3000", ledger)
+	}
+	if p.Status != "settled" || p.SettledAmount == nil || *p.SettledAmount != "3000" || p.Delivered == nil || !*p.Delivered ||
+		p.Transaction == nil || !strings.EqualFold(*p.Transaction, ledger[0].Transaction) {
+		t.Fatalf("the payment %s, settled %s, delivered %v, transaction %s: want settled at 3000, delivered, in %s\n%s\nseller:\n%s",
+			p.Status, deref(p.SettledAmount), p.Delivered != nil && *p.Delivered, deref(p.Transaction), ledger[0].Transaction, srv.logs, ref.logs)
+	}
+	var art struct {
+		Payment struct{ SettledAmount string }
+	}
+	if code := agent("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/claim", "", &art); code != 200 || art.Payment.SettledAmount != "3000" {
+		t.Errorf("claim: %d %+v", code, art)
+	}
+	var lim struct {
+		Spent struct{ Today string }
+	}
+	if user("GET", "/agents/"+agentID.AgentID+"/spending-limits", "", &lim); lim.Spent.Today != "0.003" {
+		t.Errorf("the agent's spend today %q, want 0.003, what moved", lim.Spent.Today)
+	}
 }

@@ -27,6 +27,9 @@ type Payer struct {
 	// Landings tell whether a Solana payment whose outcome is unknown landed (nil:
 	// such payments stay unknown).
 	Landings Landings
+	// Channels tell what an upto channel on Solana moved when it settled (nil:
+	// its maximum is recorded, the most it could have moved).
+	Channels Channels
 }
 
 // Pays reports whether the payer can pay asset on network: a network it is funded

@@ -356,6 +356,8 @@ type Payment struct {
 	Delivered *bool `json:"delivered"`
 	// Answer is what the seller answered to a payment left unknown, if it did.
 	Answer *request.SellerResponse `json:"-"`
+	// Settlement is the seller's settlement answer, as it named it, if one came.
+	Settlement *x402.Settlement `json:"-"`
 }
 
 // ErrAgentStopped is MarkSigned's answer for a payment whose agent was disabled, or

@@ -522,7 +522,15 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil {
+		switch {
+		case err != nil && f.Reads() && !errors.Is(err, x402.ErrNoChain) && !errors.Is(err, x402.ErrNoSettlement):
+			// The chain did not answer: what moved is not known yet. The payment
+			// is left unknown, counted at its maximum, with the seller's answer
+			// and settlement kept, for Resolve to record what moved once the
+			// chain answers.
+			return s.unknown(ctx, p, Outcome{Settlement: st, Receipt: o.Receipt}, "what the payment moved could not be read from the chain: "+
+				x402.Clean(err.Error(), 200))
+		case err != nil:
 			log.Warn("what the payment moved could not be read from the chain: its maximum is recorded", "err", err)
 		}
 		if m.Misstated {
@@ -626,7 +634,7 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		return true, nil
 	case ev.Used:
 		log.Info("payment settled, as the chain shows", "answered", p.Answer != nil)
-		m, err := s.family(p.Offer).Moved(ctx, *p, nil)
+		m, err := s.family(p.Offer).Moved(ctx, *p, p.Settlement)
 		switch {
 		case ctx.Err() != nil:
 			return true, ctx.Err()
@@ -636,13 +644,19 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 			log.Warn("payment outcome unknown: the chain did not tell what moved", "err", err)
 			return true, nil
 		}
-		if tx == "" {
-			tx = m.Transaction
+		if m.Transaction != "" {
+			tx = m.Transaction // the settlement's, where the evidence names the open's
 		}
-		o := Outcome{Status: StatusSettled, Transaction: tx, Moved: m.Amount, Receipt: s.receipt(*p, StatusSettled, "")}
+		if m.Misstated {
+			log.Warn("the seller's settlement answer misstates what moved: the chain's word is recorded",
+				"answered_amount", p.Settlement.Amount, "answered_transaction", p.Settlement.Transaction, "moved", m.Amount, "transaction", m.Transaction)
+		}
+		o := Outcome{Status: StatusSettled, Settlement: p.Settlement, Transaction: tx, Moved: m.Amount, Receipt: s.receipt(*p, StatusSettled, "")}
 		o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(*p, o.Moved)
-		// Paid, and the seller answered something else than what was paid for, or
-		// nothing the service received: nothing was delivered.
+		// Paid, and delivered only when the seller answered success (left unknown
+		// because the chain could not be read at once) and its settlement answer
+		// is the chain's; a refusal, an error or nothing delivered nothing.
+		o.Delivered = p.Answer != nil && p.Answer.Status < 300 && !m.Misstated
 		o.Receipt.Response, o.Receipt.Delivered = p.Answer, &o.Delivered
 		if tx != "" {
 			o.Receipt.Transaction = &tx

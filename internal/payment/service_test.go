@@ -780,3 +780,58 @@ func TestLifetimeNeverPassesTheCeiling(t *testing.T) {
 		t.Error("a ceiling set")
 	}
 }
+
+// TestWhatMovedUnreadRightAfterSuccessIsReadAgainLater: the seller answers its
+// report and a settlement, and the chain cannot be read for what moved. The payment
+// is left unknown (counted at its maximum) with the answer and the settlement kept,
+// not recorded at the maximum for good; once the chain answers, Resolve records
+// what moved, delivered as answered, or not delivered when the chain contradicts
+// the settlement answer. A chain that shows no settlement, or a family that reads
+// none, records the maximum at once, as before.
+func TestWhatMovedUnreadRightAfterSuccessIsReadAgainLater(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		reads   bool
+		err     error
+		unknown bool
+	}{
+		{"the chain silent", true, errors.New("timeout"), true},
+		{"no settlement on the chain", true, x402.ErrNoSettlement, false},
+		{"no chain", false, x402.ErrNoChain, false},
+	} {
+		store := newMemStore()
+		seller := &memSeller{offer: asks("50000", testPayTo), paid: answers(200, "0xabc", `{"report":1}`)}
+		chain := &fakeChain{reads: c.reads, moved: Moved{Amount: "50000"}, movedErr: c.err}
+		s := newTestService(chain, store, seller)
+		approved(t, s, store)
+		if did, err := s.Execute(context.Background()); !did || err != nil {
+			t.Fatalf("%s: Execute: %v %v", c.name, did, err)
+		}
+		o := store.outcome(t)
+		if !c.unknown {
+			if o.Status != StatusSettled || o.Moved != "50000" || !o.Delivered {
+				t.Errorf("%s: outcome %+v, want settled at the maximum", c.name, o)
+			}
+			continue
+		}
+		if o.Status != StatusUnknown || o.Settlement == nil || o.Settlement.Transaction != "0xabc" || o.Receipt.Response == nil ||
+			o.Receipt.Response.Status != 200 {
+			t.Fatalf("%s: outcome %+v, want unknown with the answer and the settlement kept", c.name, o)
+		}
+		for _, m := range []Moved{{Amount: "3000", Transaction: "0xabc"}, {Amount: "40000", Transaction: "0xabc", Misstated: true}} {
+			store := newMemStore()
+			store.unknowns = []Payment{{ID: "pay_1", Status: StatusUnknown, ValidBefore: testNow.Add(time.Minute).Unix(),
+				Answer: o.Receipt.Response, Settlement: o.Settlement,
+				Offer: Offer{Version: 2, Scheme: x402.SchemeExact, Network: "eip155:8453", Asset: testUSDC, PayTo: testPayTo, Amount: "50000", Value: 50_000}}}
+			chain := &fakeChain{reads: true, evidence: Evidence{Used: true}, moved: m}
+			if did, err := newTestService(chain, store, seller).Resolve(context.Background()); !did || err != nil {
+				t.Fatalf("Resolve: %v %v", did, err)
+			}
+			r := store.outcome(t)
+			if r.Status != StatusSettled || r.Moved != m.Amount || r.Transaction != "0xabc" || r.Delivered == m.Misstated ||
+				r.Receipt.Response == nil || r.Receipt.Response.Body != `{"report":1}` || r.Settlement != o.Settlement {
+				t.Errorf("resolved %+v, want settled at %s, delivered %v", r, m.Amount, !m.Misstated)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/big"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/waystation/waystation/internal/x402"
@@ -92,19 +93,50 @@ func (u svmUpto) open(p Payment) (x402.UptoSVMPayload, error) {
 	return u.payer.Solana.SignUptoOpen(t, p.Blockhash, slot, p.ValidAfter, p.ValidBefore, p.Nonce)
 }
 
-// Moved is what the seller's settlement names when it is an amount the channel
-// could pay (no more than the deposit), else the whole deposit, which is what left
-// the payer's account when the channel opened. The chain is not read for it yet.
-func (svmUpto) Moved(_ context.Context, p Payment, st *x402.Settlement) (Moved, error) {
-	max, _ := new(big.Int).SetString(p.Offer.Amount, 10)
-	if st == nil || max == nil {
-		return Moved{Amount: p.Offer.Amount}, nil
+// Channels are Solana's word on what an upto channel moved: the transaction that
+// settled it and what of the deposit it kept from the payer. x402.SolanaRPC
+// implements it.
+type Channels interface {
+	// ChannelSettlement is x402.ErrNoSettlement when the chain shows no
+	// settlement of the channel, x402.ErrNoChain without an endpoint for its
+	// network.
+	ChannelSettlement(ctx context.Context, q x402.SVMChannelQuery) (x402.Transfer, error)
+}
+
+// Moved is what the chain shows moved, never the seller's word: the deposit less
+// what the distribute of p's channel returned to the payer, in the transaction the
+// seller named when that is the channel's settlement, else in the one found among
+// the channel's own transactions. A seller's answer naming another amount or
+// another transaction misstated it. When the chain cannot tell, or shows no
+// settlement (the deposit still in the channel, reclaimable only by a close after
+// the grace period), it is the whole deposit: what left the payer's account when
+// the channel opened.
+func (u svmUpto) Moved(ctx context.Context, p Payment, st *x402.Settlement) (Moved, error) {
+	all := Moved{Amount: p.Offer.Amount}
+	if u.payer == nil || u.payer.Channels == nil {
+		return all, x402.ErrNoChain
 	}
-	n, ok := new(big.Int).SetString(st.Amount, 10)
-	if !ok || n.Sign() < 0 || n.Cmp(max) > 0 || n.String() != st.Amount {
-		return Moved{Amount: p.Offer.Amount}, nil
+	open, err := u.open(p)
+	if err != nil {
+		return all, err
 	}
-	return Moved{Amount: st.Amount}, nil
+	q := x402.SVMChannelQuery{Network: p.Offer.Network, Channel: open.ChannelID, Payer: open.From, Mint: p.Offer.Asset}
+	if q.Deposit, err = strconv.ParseUint(open.Deposit, 10, 64); err != nil {
+		return all, err
+	}
+	if st != nil {
+		q.Transaction = st.Transaction
+	}
+	t, err := u.payer.Channels.ChannelSettlement(ctx, q)
+	if err != nil {
+		return all, err
+	}
+	if t.Amount.Cmp(new(big.Int).SetUint64(q.Deposit)) > 0 {
+		t.Amount.SetUint64(q.Deposit) // the channel pays no more than its deposit
+	}
+	m := Moved{Amount: t.Amount.String(), Transaction: t.Transaction}
+	m.Misstated = st != nil && (st.Amount != "" && st.Amount != m.Amount || st.Transaction != "" && st.Transaction != m.Transaction)
+	return m, nil
 }
 
 // Settled looks up whether the open landed: then the deposit left the payer's

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -82,7 +83,8 @@ func TestAnUptoOfferOnSolanaIsQuotedAtItsDeposit(t *testing.T) {
 // TestAnUptoPaymentOnSolanaOpensOneChannelOfItsMaximum: signed, the payment is an
 // open that deposits the ceiling, whose vouchers expire when the payment's life
 // does; the same payment opens the same channel; the chain's word is the open's
-// landing; what moved is the seller's settled amount, never above the maximum.
+// landing; what moved is the chain's word on the channel's settlement, never the
+// seller's, never above the maximum.
 func TestAnUptoPaymentOnSolanaOpensOneChannelOfItsMaximum(t *testing.T) {
 	f, signer := svmUptoFamily(t)
 	o := svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", "345678901"))
@@ -114,13 +116,42 @@ func TestAnUptoPaymentOnSolanaOpensOneChannelOfItsMaximum(t *testing.T) {
 	if ev, err := f.Settled(context.Background(), p); err != nil || !ev.Used || ev.Transaction != "sig" {
 		t.Errorf("Settled: %+v %v", ev, err)
 	}
-	for claimed, want := range map[string]string{"3000": "3000", "250000": "250000", "250001": "250000", "-1": "250000", "": "250000"} {
-		if got, err := f.Moved(context.Background(), p, &x402.Settlement{Amount: claimed}); err != nil || got.Amount != want {
-			t.Errorf("a settlement of %q moved %q, want %q", claimed, got.Amount, want)
+	// What moved is the chain's word: the settlement of the payment's own channel.
+	open, _ := f.open(p)
+	chain := &fakeChannels{want: x402.SVMChannelQuery{Network: svmUptoMainnet, Channel: open.ChannelID, Payer: signer.Address(),
+		Mint: svmUptoUSDC, Deposit: 250000}, moved: x402.Transfer{Transaction: "settle", Amount: big.NewInt(3000)}}
+	f.payer.Channels = chain
+	for _, c := range []struct {
+		answer    *x402.Settlement
+		misstated bool
+	}{
+		{nil, false},
+		{&x402.Settlement{Amount: "3000", Transaction: "settle"}, false},
+		{&x402.Settlement{Amount: "300", Transaction: "settle"}, true},
+		{&x402.Settlement{Amount: "30000", Transaction: "settle"}, true},
+		{&x402.Settlement{Amount: "3000", Transaction: "another channel's"}, true},
+		{&x402.Settlement{Amount: "3000"}, false},
+	} {
+		got, err := f.Moved(context.Background(), p, c.answer)
+		if err != nil || got.Amount != "3000" || got.Transaction != "settle" || got.Misstated != c.misstated {
+			t.Errorf("answered %+v: moved %+v %v, want 3000 in the chain's transaction, misstated %v", c.answer, got, err, c.misstated)
+		}
+		if c.answer != nil && chain.asked.Transaction != c.answer.Transaction || chain.asked.Channel != chain.want.Channel {
+			t.Errorf("the chain was asked %+v", chain.asked)
 		}
 	}
+	// Never more than the deposit; the deposit when the chain cannot tell.
+	chain.moved.Amount = big.NewInt(250001)
 	if got, err := f.Moved(context.Background(), p, nil); err != nil || got.Amount != "250000" {
-		t.Errorf("the chain's word moved %q, want the maximum", got.Amount)
+		t.Errorf("a settlement above the deposit moved %+v %v, want the deposit", got, err)
+	}
+	chain.err = errors.New("timeout")
+	if got, err := f.Moved(context.Background(), p, &x402.Settlement{Amount: "3000"}); err == nil || got.Amount != "250000" {
+		t.Errorf("the chain silent: moved %+v %v, want the deposit and the error", got, err)
+	}
+	f.payer.Channels = nil
+	if got, err := f.Moved(context.Background(), p, &x402.Settlement{Amount: "3000"}); !errors.Is(err, x402.ErrNoChain) || got.Amount != "250000" {
+		t.Errorf("no chain: moved %+v %v, want the deposit, never the seller's word", got, err)
 	}
 	// A payment whose offer makes the payer its own fee payer is refused, not signed.
 	p.Raw = svmUptoOffer(svmUptoExtra(signer.Address(), "900", "345678901"))
@@ -334,4 +365,22 @@ func TestASellersSlotFarFromTheChainsIsNotSigned(t *testing.T) {
 			t.Errorf("read %d: %v", read, err)
 		}
 	}
+}
+
+// fakeChannels answers a channel's settlement for the query it wants.
+type fakeChannels struct {
+	want, asked x402.SVMChannelQuery
+	moved       x402.Transfer
+	err         error
+}
+
+func (c *fakeChannels) ChannelSettlement(_ context.Context, q x402.SVMChannelQuery) (x402.Transfer, error) {
+	c.asked = q
+	if c.err != nil {
+		return x402.Transfer{}, c.err
+	}
+	if q.Channel != c.want.Channel || q.Payer != c.want.Payer || q.Mint != c.want.Mint || q.Deposit != c.want.Deposit || q.Network != c.want.Network {
+		return x402.Transfer{}, x402.ErrNoSettlement
+	}
+	return x402.Transfer{Transaction: c.moved.Transaction, Amount: new(big.Int).Set(c.moved.Amount)}, nil
 }

@@ -37,19 +37,19 @@ const paymentColumns = `p.id, coalesce(p.request_id::text, ''), coalesce(p.sessi
 	` + paymentStatus + `, p.failure, p.hostname, p.http_request, p.offer, p.raw_offer, p.maximum_debit, p.merchant, p.override,
 	p.payer, p.transaction, p.created_at, p.signed_at, p.settled_at, p.nonce, coalesce(p.valid_after, 0),
 	coalesce(p.valid_before, 0), coalesce(p.blockhash, ''), coalesce(p.slot, 0), p.attempts, p.delivered, p.answer,
-	p.settled_amount, p.settled_value`
+	p.settled_amount, p.settled_value, p.settlement`
 
 const paymentFrom = ` FROM payments p LEFT JOIN requests r ON r.id = p.request_id`
 
 func scanPayment(row pgx.Row) (payment.Payment, error) {
 	var p payment.Payment
-	var env, offer, raw, merchant, answer []byte
+	var env, offer, raw, merchant, answer, settlement []byte
 	var maxDebit, slot int64
 	var settledValue *int64
 	err := row.Scan(&p.ID, &p.RequestID, &p.SessionID, &p.AgentID, &p.UserID, &p.Status, &p.Failure, &p.Host, &env, &offer, &raw,
 		&maxDebit, &merchant, &p.Override, &p.Payer, &p.Transaction, &p.CreatedAt, &p.SignedAt, &p.SettledAt, &p.Nonce,
 		&p.ValidAfter, &p.ValidBefore, &p.Blockhash, &slot, &p.Attempts, &p.Delivered, &answer,
-		&p.SettledAmount, &settledValue)
+		&p.SettledAmount, &settledValue, &settlement)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, payment.ErrNotFound
 	}
@@ -66,6 +66,11 @@ func scanPayment(row pgx.Row) (payment.Payment, error) {
 	}
 	if answer != nil {
 		if err := json.Unmarshal(answer, &p.Answer); err != nil {
+			return p, err
+		}
+	}
+	if settlement != nil {
+		if err := json.Unmarshal(settlement, &p.Settlement); err != nil {
 			return p, err
 		}
 	}

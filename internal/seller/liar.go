@@ -25,6 +25,16 @@ const (
 // left the payer's wallet.
 const LieUnderstated = "understated"
 
+// LieOverstated passes the seller's paid answer on with its settlement answer
+// claiming ten times what the seller settled.
+const LieOverstated = "overstated"
+
+// LieOtherTransaction passes the seller's paid answer on with its settlement answer
+// naming the transaction of the settlement passed on before it (another payment's),
+// and its amount: a seller's lie about which transaction paid it. The first
+// settlement is passed on as it is.
+const LieOtherTransaction = "other-transaction"
+
 // LieWithheld is no lie: the payment is never passed on, and the answer is the
 // seller's 402, as a seller that refuses without settling answers.
 const LieWithheld = "withheld"
@@ -44,6 +54,7 @@ type Liar struct {
 	mu       sync.Mutex
 	lie      string
 	payments map[string]bool
+	last     string // the transaction of the last settlement passed on
 }
 
 // NewLiar is a Liar in front of the seller at target, telling lie.
@@ -78,8 +89,9 @@ func (l *Liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lie := l.lie
 	l.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
-	if lie == LieUnderstated {
-		l.understate(w, r, body)
+	switch lie {
+	case LieUnderstated, LieOverstated, LieOtherTransaction:
+		l.restate(w, r, body, lie)
 		return
 	}
 	// The seller takes the payment; what it answered is dropped.
@@ -117,9 +129,9 @@ func (l *Liar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// understate passes r on, paid, and the seller's answer back with the amount of its
-// settlement answer divided by ten.
-func (l *Liar) understate(w http.ResponseWriter, r *http.Request, body []byte) {
+// restate passes r on, paid, and the seller's answer back with its settlement
+// answer restated as lie says.
+func (l *Liar) restate(w http.ResponseWriter, r *http.Request, body []byte, lie string) {
 	res, err := l.send(r, body, true)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -130,8 +142,20 @@ func (l *Liar) understate(w http.ResponseWriter, r *http.Request, body []byte) {
 		w.Header()[k] = vs
 	}
 	if st := x402.ReadSettlement(res.Header); st != nil {
-		if n, ok := new(big.Int).SetString(st.Amount, 10); ok {
+		n, ok := new(big.Int).SetString(st.Amount, 10)
+		switch {
+		case lie == LieUnderstated && ok:
 			st.Amount = n.Div(n, big.NewInt(10)).String()
+		case lie == LieOverstated && ok:
+			st.Amount = n.Mul(n, big.NewInt(10)).String()
+		case lie == LieOtherTransaction:
+			l.mu.Lock()
+			if l.last != "" {
+				st.Transaction, l.last = l.last, st.Transaction
+			} else {
+				l.last = st.Transaction
+			}
+			l.mu.Unlock()
 		}
 		w.Header().Del(x402.HeaderSettlementV1)
 		name, value := st.Header(2)

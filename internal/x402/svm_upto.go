@@ -1,6 +1,7 @@
 package x402
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/binary"
 	"encoding/json"
@@ -423,4 +424,171 @@ func addressCompare(a, b string) int {
 		}
 	}
 	return len(a) - len(b)
+}
+
+// distributeDiscriminator is the payment-channels program's distribute: the
+// instruction that pays a sealed channel's settled amount to its splits and returns
+// the rest of the deposit to the payer's token account.
+const distributeDiscriminator = 7
+
+// SVMChannelQuery names the settlement of an upto channel on Solana to find: the
+// channel Channel that Payer opened on Network with a deposit of Deposit of Mint,
+// and the transaction the seller named as its settlement, if any.
+type SVMChannelQuery struct {
+	Network     string
+	Channel     string
+	Payer       string
+	Mint        string
+	Deposit     uint64
+	Transaction string
+}
+
+// maxChannelSignatures bounds the channel's transactions listed to find its
+// settlement: an upto channel of the service sees its open, its settlement, and
+// perhaps a close.
+const maxChannelSignatures = 20
+
+// ChannelSettlement finds the transaction that settled q's channel and what it
+// moved out of the payer's hands: the deposit, less what the payment-channels
+// program's distribute returned to the payer's associated token account for the
+// mint in that transaction (its token balances before and after, as the
+// transaction's meta shows them). The payer's side is read, not the payee's: only
+// the payer's own signature takes from its account, while the payee's account may
+// be emptied in the same transaction by its owner. A transaction is the settlement
+// only when it succeeded and carries a distribute of this channel to this payer's
+// account for this mint; the one the seller named is read first, and when it is
+// not, the channel's own transactions are. ErrNoSettlement when neither shows one;
+// ErrNoChain without an endpoint for the network.
+func (r *SolanaRPC) ChannelSettlement(ctx context.Context, q SVMChannelQuery) (Transfer, error) {
+	if !r.Has(q.Network) {
+		return Transfer{}, ErrNoChain
+	}
+	channel, err1 := solana.PublicKeyFromBase58(q.Channel)
+	payer, err2 := solana.PublicKeyFromBase58(q.Payer)
+	mint, err3 := solana.PublicKeyFromBase58(q.Mint)
+	if err := errors.Join(err1, err2, err3); err != nil || q.Deposit == 0 {
+		return Transfer{}, errors.New("x402: channel settlement: malformed channel, payer, mint or deposit")
+	}
+	payerATA, err := tokenAccount(payer, solana.TokenProgramID, mint)
+	if err != nil {
+		return Transfer{}, err
+	}
+	c := channelCheck{rpc: r, q: q, channel: channel, mint: mint, payerATA: payerATA}
+	if sig, err := solana.SignatureFromBase58(q.Transaction); err == nil {
+		t, found, err := c.settlementIn(ctx, sig.String())
+		if err != nil || found {
+			return t, err
+		}
+	}
+	var sigs []struct {
+		Signature string          `json:"signature"`
+		Err       json.RawMessage `json:"err"`
+	}
+	if err := r.call(ctx, q.Network, "getSignaturesForAddress", []any{channel.String(),
+		map[string]any{"limit": maxChannelSignatures, "commitment": "confirmed"}}, &sigs); err != nil {
+		return Transfer{}, err
+	}
+	for _, s := range sigs {
+		if len(s.Err) > 0 && string(s.Err) != "null" || s.Signature == q.Transaction {
+			continue
+		}
+		t, found, err := c.settlementIn(ctx, s.Signature)
+		if err != nil || found {
+			return t, err
+		}
+	}
+	return Transfer{}, ErrNoSettlement
+}
+
+// channelCheck reads transactions for the settlement of one channel.
+type channelCheck struct {
+	rpc      *SolanaRPC
+	q        SVMChannelQuery
+	channel  solana.PublicKey
+	mint     solana.PublicKey
+	payerATA solana.PublicKey
+}
+
+// tokenBalance is a token account's balance in a transaction's meta.
+type tokenBalance struct {
+	AccountIndex  int    `json:"accountIndex"`
+	Mint          string `json:"mint"`
+	UITokenAmount struct {
+		Amount string `json:"amount"`
+	} `json:"uiTokenAmount"`
+}
+
+// settlementIn reads transaction sig: found when it succeeded and distributes the
+// channel, with what it kept of the deposit.
+func (c channelCheck) settlementIn(ctx context.Context, sig string) (Transfer, bool, error) {
+	var got *struct {
+		Transaction []string `json:"transaction"`
+		Meta        *struct {
+			Err               json.RawMessage `json:"err"`
+			PreTokenBalances  []tokenBalance  `json:"preTokenBalances"`
+			PostTokenBalances []tokenBalance  `json:"postTokenBalances"`
+			LoadedAddresses   *struct {
+				Writable []string `json:"writable"`
+				Readonly []string `json:"readonly"`
+			} `json:"loadedAddresses"`
+		} `json:"meta"`
+	}
+	if err := c.rpc.call(ctx, c.q.Network, "getTransaction", []any{sig, map[string]any{"encoding": "base64",
+		"commitment": "confirmed", "maxSupportedTransactionVersion": 0}}, &got); err != nil {
+		return Transfer{}, false, err
+	}
+	if got == nil || got.Meta == nil || len(got.Transaction) == 0 || len(got.Meta.Err) > 0 && string(got.Meta.Err) != "null" {
+		return Transfer{}, false, nil // not landed, or failed: it moved nothing
+	}
+	tx, err := solana.TransactionFromBase64(got.Transaction[0])
+	if err != nil || len(tx.Signatures) == 0 {
+		return Transfer{}, false, nil
+	}
+	// The accounts the instructions number: the message's own, then those its
+	// lookup tables loaded, writable first.
+	keys := slices.Clone(tx.Message.AccountKeys)
+	if l := got.Meta.LoadedAddresses; l != nil {
+		for _, a := range slices.Concat(l.Writable, l.Readonly) {
+			k, err := solana.PublicKeyFromBase58(a)
+			if err != nil {
+				return Transfer{}, false, nil
+			}
+			keys = append(keys, k)
+		}
+	}
+	key := func(i uint16) solana.PublicKey {
+		if int(i) < len(keys) {
+			return keys[i]
+		}
+		return solana.PublicKey{}
+	}
+	distributes := slices.ContainsFunc(tx.Message.Instructions, func(ix solana.CompiledInstruction) bool {
+		return key(ix.ProgramIDIndex).Equals(paymentChannels) && len(ix.Data) > 0 && ix.Data[0] == distributeDiscriminator &&
+			len(ix.Accounts) > 7 && key(ix.Accounts[0]).Equals(c.channel) && key(ix.Accounts[4]).Equals(c.payerATA) &&
+			key(ix.Accounts[7]).Equals(c.mint)
+	})
+	if !distributes {
+		return Transfer{}, false, nil
+	}
+	balance := func(bs []tokenBalance) (*big.Int, bool) {
+		for _, b := range bs {
+			if b.AccountIndex >= 0 && b.AccountIndex < len(keys) && keys[b.AccountIndex].Equals(c.payerATA) && b.Mint == c.mint.String() {
+				n, ok := new(big.Int).SetString(b.UITokenAmount.Amount, 10)
+				return n, ok && n.Sign() >= 0
+			}
+		}
+		return nil, false
+	}
+	// What came back to the payer's account; a meta that does not show its
+	// balances shows nothing back, and the whole deposit is kept.
+	kept := new(big.Int).SetUint64(c.q.Deposit)
+	pre, ok1 := balance(got.Meta.PreTokenBalances)
+	post, ok2 := balance(got.Meta.PostTokenBalances)
+	if ok1 && ok2 && post.Cmp(pre) > 0 {
+		kept.Sub(kept, post.Sub(post, pre))
+		if kept.Sign() < 0 {
+			kept.SetInt64(0) // more came back than the deposit: nothing of it was kept
+		}
+	}
+	return Transfer{Transaction: tx.Signatures[0].String(), Amount: kept}, true, nil
 }

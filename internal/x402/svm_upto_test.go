@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -267,5 +269,107 @@ func TestSolanaRPCReadsTheFinalizedSlot(t *testing.T) {
 	down, _ := ParseSolanaRPC("http://127.0.0.1:1/?api-key=secret", []string{"solana"}, nil)
 	if _, err := down.Slot(context.Background(), "solana"); err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("unreachable: %v", err)
+	}
+}
+
+// TestAChannelsSettlementIsReadFromItsDistribute: what an upto channel moved is the
+// deposit less what its distribute returned to the payer's token account, in a
+// transaction that succeeded and distributes that very channel to that payer's
+// account of that mint. The transaction a seller names is not believed when it is
+// another channel's, a failed one or one of another mint: the channel's own
+// transactions are read instead, and without a settlement among them there is none.
+func TestAChannelsSettlementIsReadFromItsDistribute(t *testing.T) {
+	payer, mint := solana.NewWallet().PublicKey(), solana.MustPublicKeyFromBase58("4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU")
+	ours, theirs := solana.NewWallet().PublicKey(), solana.NewWallet().PublicKey()
+	type landed struct {
+		b64    string
+		failed bool
+		back   uint64 // what came back to the payer's account
+	}
+	txs := map[string]landed{}
+	distribute := func(n byte, channel, m solana.PublicKey, back uint64, failed bool) string {
+		ata, _ := tokenAccount(payer, solana.TokenProgramID, m)
+		keys := []solana.PublicKey{solana.NewWallet().PublicKey(), channel, payer, solana.NewWallet().PublicKey(), ata, m, paymentChannels}
+		msg := solana.Message{AccountKeys: keys, Header: solana.MessageHeader{NumRequiredSignatures: 1},
+			Instructions: []solana.CompiledInstruction{{ProgramIDIndex: 6, Accounts: []uint16{1, 2, 3, 3, 4, 3, 3, 5, 3, 3, 6}, Data: []byte{distributeDiscriminator}}}}
+		tx := solana.Transaction{Message: msg, Signatures: []solana.Signature{solana.SignatureFromBytes(bytes.Repeat([]byte{n}, 64))}}
+		b64, _ := tx.ToBase64()
+		txs[tx.Signatures[0].String()] = landed{b64, failed, back}
+		return tx.Signatures[0].String()
+	}
+	var channelSigs []string
+	down := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var call struct {
+			Method string `json:"method"`
+			Params []any  `json:"params"`
+		}
+		json.NewDecoder(r.Body).Decode(&call)
+		if down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		var result any
+		switch call.Method {
+		case "getSignaturesForAddress":
+			out := []map[string]any{}
+			if call.Params[0] == ours.String() {
+				for _, s := range channelSigs {
+					out = append(out, map[string]any{"signature": s, "err": nil})
+				}
+			}
+			result = out
+		case "getTransaction":
+			if l, ok := txs[call.Params[0].(string)]; ok {
+				var errField any
+				if l.failed {
+					errField = map[string]any{"InstructionError": []any{0, "Custom"}}
+				}
+				balance := func(n uint64) []map[string]any {
+					return []map[string]any{{"accountIndex": 4, "mint": mint.String(), "uiTokenAmount": map[string]string{"amount": strconv.FormatUint(n, 10)}}}
+				}
+				result = map[string]any{"meta": map[string]any{"err": errField, "preTokenBalances": balance(1_000_000),
+					"postTokenBalances": balance(1_000_000 + l.back)}, "transaction": []string{l.b64, "base64"}}
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "result": result})
+	}))
+	defer srv.Close()
+	rpc, err := ParseSolanaRPC(srv.URL, []string{"solana-devnet"}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := SVMChannelQuery{Network: "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1", Channel: ours.String(), Payer: payer.String(), Mint: mint.String(), Deposit: 50000}
+	settle := distribute(1, ours, mint, 47000, false)
+	other := distribute(2, theirs, mint, 10000, false)
+	failed := distribute(3, ours, mint, 0, true)
+	otherMint := distribute(4, ours, solana.NewWallet().PublicKey(), 50000, false)
+	for _, c := range []struct {
+		name, named string
+		listed      []string
+		want        Transfer
+		err         error
+	}{
+		{"the named settlement", settle, nil, Transfer{settle, big.NewInt(3000)}, nil},
+		{"another channel's named", other, []string{settle}, Transfer{settle, big.NewInt(3000)}, nil},
+		{"a failed one named", failed, []string{failed, settle}, Transfer{settle, big.NewInt(3000)}, nil},
+		{"another mint's named", otherMint, []string{otherMint, settle}, Transfer{settle, big.NewInt(3000)}, nil},
+		{"none named", "", []string{settle}, Transfer{settle, big.NewInt(3000)}, nil},
+		{"no settlement", other, []string{failed, otherMint}, Transfer{}, ErrNoSettlement},
+	} {
+		channelSigs = c.listed
+		q.Transaction = c.named
+		got, err := rpc.ChannelSettlement(context.Background(), q)
+		if !errors.Is(err, c.err) || got.Transaction != c.want.Transaction || (c.want.Amount != nil) != (got.Amount != nil) ||
+			c.want.Amount != nil && got.Amount.Cmp(c.want.Amount) != 0 {
+			t.Errorf("%s: %+v %v, want %+v %v", c.name, got, err, c.want, c.err)
+		}
+	}
+	down = true
+	if _, err := rpc.ChannelSettlement(context.Background(), q); err == nil || errors.Is(err, ErrNoSettlement) {
+		t.Errorf("the RPC down: %v, want an error that is not the chain's no", err)
+	}
+	if _, err := (*SolanaRPC)(nil).ChannelSettlement(context.Background(), q); !errors.Is(err, ErrNoChain) {
+		t.Errorf("no RPC: %v", err)
 	}
 }

@@ -8,7 +8,9 @@
 // x402-seller-svm.mjs, and only as far as the payment-channels program's open,
 // settle_and_seal and distribute need: token balances by associated token account,
 // channel accounts in the program's layout, the Ed25519 precompile's voucher check,
-// transactions landed once by their first signature. GET /ledger lists what moved;
+// transactions landed once by their first signature, with the token balances they
+// changed before and after, as a node's getTransaction shows them in its meta. GET
+// /ledger lists what moved;
 // GET /payments the payment headers received, so that a test can replay one. With
 // no-slot, its server is given no rpcUrl, as the reference server runs by default:
 // its offers name no recentSlot, and its facilitator reads its own slot.
@@ -76,6 +78,10 @@ async function execute(base64, { send, allSigned = true, anyBlockhash = false })
   const first = firstSig ? b58.decode(firstSig) : "";
   if (landed.has(first)) return "AlreadyProcessed";
   const bal = new Map(balances);
+  // The token accounts the transaction touches, with their balances before it
+  // (undefined: created by it).
+  const before = new Map();
+  const touch = (a, created = false) => { if (!before.has(a)) before.set(a, created ? undefined : (bal.get(a) ?? START_BALANCE)); };
   const chans = new Map([...channels].map(([k, v]) => [k, { ...v }]));
   const moved = [];
   let verified = null;
@@ -111,6 +117,7 @@ async function execute(base64, { send, allSigned = true, anyBlockhash = false })
         if (pda !== channel || mint !== usdc || payerTA !== (await ata(payer)) || channelTA !== (await ata(channel))) return fail("InvalidSeeds");
         if (chans.has(channel)) return fail("AccountAlreadyInUse");
         if (get(payerTA) < deposit) return fail("InsufficientFunds");
+        touch(payerTA); touch(channelTA, true);
         bal.set(payerTA, get(payerTA) - deposit);
         bal.set(channelTA, deposit);
         chans.set(channel, { salt, deposit, settled: 0n, status: 0, gracePeriod, splits, payer, payee, authorizedSigner, mint, rentPayer, openSlot });
@@ -140,10 +147,12 @@ async function execute(base64, { send, allSigned = true, anyBlockhash = false })
           const share = (c.settled * BigInt(s.bps)) / 10000n;
           const to = ix.accounts[11 + k]?.address;
           if (to !== (await ata(s.recipient))) return fail("InvalidRecipientAccount");
+          touch(to);
           bal.set(to, get(to) + share);
           paid += share;
           if (share > 0n) moved.push({ from: c.payer, to: s.recipient, destination: to, value: share.toString(), asset: usdc, channel: acct(0) });
         }
+        touch(payerTA); touch(channelTA);
         bal.set(payerTA, get(payerTA) + (c.deposit - paid));
         bal.set(channelTA, 0n);
         c.status = 2;
@@ -157,7 +166,11 @@ async function execute(base64, { send, allSigned = true, anyBlockhash = false })
     for (const [k, v] of bal) balances.set(k, v);
     for (const [k, v] of chans) channels.set(k, v);
     const memo = message.instructions.find((ix) => ix.programAddress === "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
-    landed.set(first, { base64, accounts: compiled.staticAccounts, memo: memo ? new TextDecoder().decode(memo.data) : "" });
+    const tokenBalance = (a, amount) => ({ accountIndex: compiled.staticAccounts.indexOf(a), mint: usdc, programId: token.TOKEN_PROGRAM_ADDRESS,
+      uiTokenAmount: { amount: amount.toString(), decimals: 6, uiAmountString: (Number(amount) / 1e6).toString() } });
+    const pre = [...before].filter(([, v]) => v !== undefined).map(([a, v]) => tokenBalance(a, v));
+    const post = [...before.keys()].map((a) => tokenBalance(a, bal.get(a) ?? START_BALANCE));
+    landed.set(first, { base64, accounts: compiled.staticAccounts, memo: memo ? new TextDecoder().decode(memo.data) : "", pre, post });
     for (const m of moved) ledger.push({ transaction: first, ...m });
   }
   return { first, err: null };
@@ -223,7 +236,7 @@ async function answer(method, params) {
     }
     case "getTransaction": {
       const t = landed.get(params[0]);
-      return t ? { slot: Number(SLOT), blockTime: null, meta: { err: null }, transaction: [t.base64, "base64"] } : null;
+      return t ? { slot: Number(SLOT), blockTime: null, meta: { err: null, preTokenBalances: t.pre, postTokenBalances: t.post }, transaction: [t.base64, "base64"] } : null;
     }
   }
   throw Object.assign(new Error(`the fake chain does not answer ${method}`), { code: -32601 });
