@@ -5,7 +5,7 @@ import "sync"
 // derived holds the indexes other packages build over one snapshot, by key.
 type derived struct {
 	mu sync.Mutex // held while one is built
-	m  map[any]any
+	m  sync.Map   // read without a lock by every search
 }
 
 // Derived is what build makes of s for key, built on first use and kept as long as
@@ -21,15 +21,15 @@ func (s *Snapshot) Derived(key any, build func() any) any {
 	if s.derived == nil {
 		return build()
 	}
+	if x, ok := s.derived.m.Load(key); ok {
+		return x
+	}
 	s.derived.mu.Lock()
 	defer s.derived.mu.Unlock()
-	if x, ok := s.derived.m[key]; ok {
+	if x, ok := s.derived.m.Load(key); ok {
 		return x
 	}
 	x := build()
-	if s.derived.m == nil {
-		s.derived.m = make(map[any]any)
-	}
-	s.derived.m[key] = x
+	s.derived.m.Store(key, x)
 	return x
 }
