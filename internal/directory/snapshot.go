@@ -62,6 +62,10 @@ type Snapshot struct {
 	kind     map[string]bitset
 	payable  [2]bitset // false, true
 	byHost   map[string][]int
+
+	// derived holds what other packages build over the snapshot (Derived); each
+	// copy of a snapshot has its own.
+	derived *derived
 }
 
 // guidanceKey begins the guidance in a method's detail body, after its listing item.
@@ -112,7 +116,7 @@ func newSnapshot(prev *Snapshot, generatedAt time.Time, methods []Method, mercha
 	merchants = slices.Clone(merchants)
 	slices.SortFunc(merchants, func(a, b Merchant) int { return cmp.Compare(a.Hostname, b.Hostname) })
 	n := len(methods)
-	s := &Snapshot{
+	s := &Snapshot{derived: new(derived),
 		methods:   methods,
 		items:     make([]int32, n),
 		bySlug:    make(map[string]int, n),
@@ -385,6 +389,7 @@ func (s *Snapshot) WithListBody() *Snapshot {
 		return s
 	}
 	c := *s
+	c.derived = new(derived)
 	body := make([]byte, 0, s.list.size)
 	s.writeList(func(p []byte) { body = append(body, p...) }, nil, s.list.tail)
 	c.list.res = resource.NewForms(resource.JSON, body, s.list.res.Gzip, s.list.res.Brotli)
@@ -399,6 +404,7 @@ func (s *Snapshot) WithList(list *resource.Resource) (*Snapshot, error) {
 		return nil, fmt.Errorf("directory: the list %s is not the snapshot's %s", list.ETag, s.list.res.ETag)
 	}
 	c := *s
+	c.derived = new(derived)
 	c.list.res = list
 	return &c, nil
 }
@@ -426,6 +432,7 @@ func (s *Snapshot) ListFrom(list *resource.Resource) error {
 // snapshots share them.
 func (s *Snapshot) WithStored(method, merchant func(name string, res *resource.Resource) *resource.Resource) (*Snapshot, error) {
 	c := *s
+	c.derived = new(derived)
 	c.slugs = make([]*resource.Resource, len(s.slugs))
 	bodies := make([][]byte, len(s.slugs))
 	for i, res := range s.slugs {

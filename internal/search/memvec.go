@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/waystation/waystation/internal/directory"
 )
@@ -203,7 +204,9 @@ type memVectors struct {
 }
 
 type memHeld struct {
-	snap    *directory.Snapshot
+	// snap names the snapshot x was loaded for without keeping it alive: x is the
+	// store's vectors, not the snapshot's.
+	snap    weak.Pointer[directory.Snapshot]
 	x       *memIndex
 	version string
 	// checked is when the store was last asked whether x is stale.
@@ -242,12 +245,12 @@ func (e *Engine) memIndex(snap *directory.Snapshot, m ModelRecord) *memIndex {
 	// method's text changed is embedded again after: the store is asked whether they
 	// changed as often as the neighbour cache forgets, and they are loaded again
 	// when they did.
-	now := e.cfg.Now()
-	if !h.loading && (h.snap != snap || now.Sub(h.checked) >= neighbourCacheTTL) {
+	now, key := e.cfg.Now(), weak.Make(snap)
+	if !h.loading && (h.snap != key || now.Sub(h.checked) >= neighbourCacheTTL) {
 		h.loading, h.checked = true, now
 		go e.loadVectors(vs, h, snap, m)
 	}
-	if h.snap != snap {
+	if h.snap != key {
 		return nil
 	}
 	return h.x
@@ -258,10 +261,11 @@ func (e *Engine) memIndex(snap *directory.Snapshot, m ModelRecord) *memIndex {
 func (e *Engine) loadVectors(vs VectorStore, h *memHeld, snap *directory.Snapshot, m ModelRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	key := weak.Make(snap)
 	x, version, err := loadMemIndex(ctx, vs, m, func(version string) bool {
 		e.mem.mu.Lock()
 		defer e.mem.mu.Unlock()
-		return h.snap == snap && h.version == version
+		return h.snap == key && h.version == version
 	})
 	e.mem.mu.Lock()
 	defer e.mem.mu.Unlock()
@@ -269,7 +273,7 @@ func (e *Engine) loadVectors(vs VectorStore, h *memHeld, snap *directory.Snapsho
 	if err != nil || x == nil {
 		return
 	}
-	h.snap, h.x, h.version = snap, x, version
+	h.snap, h.x, h.version = key, x, version
 }
 
 // loadMemIndex reads the vectors under m into an index, with their version, unless
@@ -305,7 +309,7 @@ func (e *Engine) LoadVectors(ctx context.Context, snap *directory.Snapshot) (n, 
 		if e.mem.byModel == nil {
 			e.mem.byModel = make(map[string]*memHeld)
 		}
-		e.mem.byModel[m.Record.ID] = &memHeld{snap: snap, x: x, version: version, checked: e.cfg.Now()}
+		e.mem.byModel[m.Record.ID] = &memHeld{snap: weak.Make(snap), x: x, version: version, checked: e.cfg.Now()}
 		e.mem.mu.Unlock()
 		n, bytes = n+x.Len(), bytes+x.Bytes()
 	}

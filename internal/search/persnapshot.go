@@ -1,37 +1,19 @@
 package search
 
 import (
-	"sync"
-	"sync/atomic"
-
 	"github.com/waystation/waystation/internal/directory"
 )
 
-// perSnapshot holds an index of the snapshot searched last, built once for it:
-// callers that find none for their snapshot wait for the one building it rather than
-// each building its own, which at a hundred thousand methods, under a burst of first
-// searches after a generation, held hundreds of megabytes at once.
+// perSnapshot names an index an engine builds once for each snapshot. The snapshot
+// keeps it (directory.Snapshot.Derived), not the engine: an engine that held the
+// index of the snapshot searched last held that snapshot too, through the index,
+// after the directory had swapped in the next, until the next search (about 175 MB
+// at a hundred thousand methods, past the collection that follows a swap).
 type perSnapshot[T any] struct {
-	mu  sync.Mutex // held while one is built
-	cur atomic.Pointer[builtFor[T]]
-}
-
-type builtFor[T any] struct {
-	snap *directory.Snapshot
-	x    T
+	name string // so that each field is a key of its own
 }
 
 // get is the index of snap, built by build when there is none yet.
 func (p *perSnapshot[T]) get(snap *directory.Snapshot, build func() T) T {
-	if b := p.cur.Load(); b != nil && b.snap == snap {
-		return b.x
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if b := p.cur.Load(); b != nil && b.snap == snap {
-		return b.x
-	}
-	b := &builtFor[T]{snap: snap, x: build()}
-	p.cur.Store(b)
-	return b.x
+	return snap.Derived(p, func() any { return build() }).(T)
 }

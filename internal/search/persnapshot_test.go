@@ -21,7 +21,15 @@ func TestPerSnapshotBuildsOnceUnderABurst(t *testing.T) {
 		n := int(builds.Load())
 		return &n
 	}
-	for round, snap := range []*directory.Snapshot{{}, {}} {
+	var snaps []*directory.Snapshot
+	for range 2 {
+		snap, err := directory.NewSnapshot(time.Unix(1, 0), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, snap)
+	}
+	for round, snap := range snaps {
 		var wg sync.WaitGroup
 		got := make([]*int, 32)
 		for i := range got {
