@@ -423,7 +423,7 @@ x402-reference: $(X402_V2_DIR)/.installed $(X402_V1_DIR)/.installed $(X402_SVM_D
 
 # make test installs the tools its tests drive (these, and the MCP Inspector and the
 # OpenTelemetry JavaScript exporter above) and tells the tests where they are.
-test: x402-reference
+test-prep: x402-reference
 test: export WAYSTATION_NODE = $(abspath $(NODE))
 test: export WAYSTATION_X402_V2_DIR = $(abspath $(X402_V2_DIR))
 test: export WAYSTATION_X402_V1_DIR = $(abspath $(X402_V1_DIR))
@@ -447,9 +447,31 @@ tools:
 # servers, sellers and browsers they start), so they run side by side, four at a time
 # (-parallel 4; go test's default is one per core); those that time the service or bound
 # its provider tightly do not call t.Parallel and run alone first.
+#
+# Where the time goes is waiting, so make test waits on several things at once:
+# - Before the tests, the pinned npm tools (a dozen installs, each mostly waiting on
+#   the registry, about 95 s one after another from a fresh clone), the model and lint
+#   (CPU) are independent: test-prep makes them four at a time, each target's output
+#   kept together (--output-sync). The database and the system tools (apt-get, one
+#   at a time) come first, alone.
+# - TEST_P=4 has go test run four test binaries at once (-p; its default is one per
+#   core), as their tests mostly wait; it is not the default until the tests that
+#   time the service are seen to pass under it, again and again, on a quiet machine.
+# - go test starts packages' tests in the order it is given them (go list's, by name,
+#   unless told), so the longest (SLOW_PACKAGES, longest first) are given first: by
+#   name, cmd/server, the longest, started only after api/openapitest had ended, and
+#   the run's last sixth waited on it and generator alone.
 RELEVANCE := ./internal/search/eval
-test: go db tools lint model $(INSPECTOR) $(OTEL_JS) $(MCP_SDK) $(NODE) llm-clients
-	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 -timeout 45m -parallel 4 $$($(GO) list ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
+TEST_P ?=
+SLOW_PACKAGES := ./cmd/server ./api ./generator ./api/openapitest ./internal/directory ./web \
+	./internal/postgres ./internal/embedding/sentence ./internal/trust ./internal/redact \
+	./internal/search ./internal/resource ./internal/catalog
+.PHONY: test-prep
+test-prep: go lint model $(INSPECTOR) $(OTEL_JS) $(MCP_SDK) $(NODE) llm-clients
+
+test: go db tools
+	@$(MAKE) --no-print-directory -j 4 --output-sync=target test-prep
+	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -race -count=1 -timeout 45m $(if $(TEST_P),-p $(TEST_P)) -parallel 4 $$($(GO) list $(SLOW_PACKAGES) ./... | grep -vx 'github.com/waystation/waystation/internal/search/eval')
 	WAYSTATION_TEST_DATABASE_URL='$(TEST_DB_URL)' WAYSTATION_SENTENCE_MODEL='$(abspath $(SEARCH_MODEL_DIR))' $(GO) test -count=1 $(RELEVANCE)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory walk
