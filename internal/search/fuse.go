@@ -42,7 +42,8 @@ type Fusion struct {
 // the development set's queries and the phrasings an agent wrote for each (make
 // eval: the threshold chosen on the band's predictions for queries it was not fitted
 // on, the query alone answering where the fusion falls short, as search does, under
-// 0.05 false matches or the query alone's rate, whichever is more).
+// 0.05 false matches or the query alone's rate, whichever is more: the highest
+// threshold whose recall is within one on-topic query of the best there).
 var HybridFusion = Fusion{Least: 0.325, Top: 2, K: 1}
 
 // Fused is a fusion's answer: the methods kept, best first, each with its fused

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 	"weak"
@@ -50,6 +51,13 @@ type memIndex struct {
 	sparseAt  []int32
 	sparseIdx []uint16
 	sparseVal []float32
+	// The same entries by dimension (postings): the vectors holding dimension
+	// dense+d are postVec[postAt[d]:postAt[d+1]] (in the order they are held), with
+	// their values in postVal. A scan adds a query's few words from them, rather than
+	// reading every vector's words for the few the query holds.
+	postAt  []int32
+	postVec []int32
+	postVal []float32
 }
 
 // newMemIndex indexes vs, every one of dims dimensions (at most 65,536).
@@ -88,6 +96,22 @@ func newMemIndex(dims int, vs []SlugVector) *memIndex {
 		x.norms = append(x.norms, math.Sqrt(n))
 		x.sparseAt = append(x.sparseAt, int32(len(x.sparseIdx)))
 	}
+	x.postAt = make([]int32, dims-dense+1)
+	for _, j := range x.sparseIdx {
+		x.postAt[int(j)-dense+1]++
+	}
+	for d := 1; d < len(x.postAt); d++ {
+		x.postAt[d] += x.postAt[d-1]
+	}
+	next := slices.Clone(x.postAt[:len(x.postAt)-1])
+	x.postVec, x.postVal = make([]int32, len(x.sparseIdx)), make([]float32, len(x.sparseIdx))
+	for i := range x.slugs {
+		for s := x.sparseAt[i]; s < x.sparseAt[i+1]; s++ {
+			d := int(x.sparseIdx[s]) - dense
+			x.postVec[next[d]], x.postVal[next[d]] = int32(i), x.sparseVal[s]
+			next[d]++
+		}
+	}
 	return x
 }
 
@@ -96,7 +120,8 @@ func (x *memIndex) Len() int { return len(x.slugs) }
 
 // Bytes is about how much memory x's vectors take.
 func (x *memIndex) Bytes() int {
-	return 4*len(x.denseVals) + 8*len(x.norms) + 4*len(x.sparseAt) + 2*len(x.sparseIdx) + 4*len(x.sparseVal)
+	return 4*len(x.denseVals) + 8*len(x.norms) + 4*len(x.sparseAt) + 2*len(x.sparseIdx) + 4*len(x.sparseVal) +
+		4*len(x.postAt) + 4*len(x.postVec) + 4*len(x.postVal)
 }
 
 // vector is the whole vector i, as it was stored.
@@ -148,49 +173,114 @@ func dot32(a, b []float32) float32 {
 // vector; with only set, among those slugs alone. Equal similarities keep the
 // order the vectors were listed in.
 func (x *memIndex) Nearest(q []float32, k int, only []string) []Neighbour {
-	if len(q) != x.dims || k <= 0 {
-		return nil
-	}
-	var qn float64
-	for _, f := range q {
-		qn += float64(f) * float64(f)
-	}
-	qn = math.Sqrt(qn)
-	type scored struct {
-		sim float64
-		i   int
-	}
-	top := make([]scored, 0, k+1)
-	consider := func(i int) {
-		sim := x.similarity(q, qn, i)
-		if len(top) == k && sim <= top[k-1].sim {
-			return
+	return x.NearestEach([][]float32{q}, k, only)[0]
+}
+
+// NearestEach is Nearest for each of qs (of a search's phrasings), in one pass over
+// the vectors: each vector's dense part is read once for all of them, and each
+// query's sparse part adds what the vectors holding its few dimensions hold. Every
+// similarity is the one similarity gives, to the bit: the same products, summed in
+// the same order (a dimension q does not hold adds nothing).
+func (x *memIndex) NearestEach(qs [][]float32, k int, only []string) [][]Neighbour {
+	out := make([][]Neighbour, len(qs))
+	var live []int // the queries of x's dimensions
+	qn := make([]float64, len(qs))
+	for j, q := range qs {
+		if len(q) != x.dims || k <= 0 {
+			continue
 		}
-		j := len(top)
-		top = append(top, scored{})
-		for j > 0 && (top[j-1].sim < sim || top[j-1].sim == sim && top[j-1].i > i) {
-			top[j] = top[j-1]
-			j--
+		live = append(live, j)
+		for _, f := range q {
+			qn[j] += float64(f) * float64(f)
 		}
-		top[j] = scored{sim, i}
-		if len(top) > k {
-			top = top[:k]
+		qn[j] = math.Sqrt(qn[j])
+	}
+	if len(live) == 0 {
+		return out
+	}
+	if only != nil {
+		// A filter's few methods: each read whole, for each query.
+		for _, j := range live {
+			t := newTopK(k)
+			for _, s := range only {
+				if i, ok := x.bySlug[s]; ok {
+					t.consider(x.similarity(qs[j], qn[j], int(i)), int(i))
+				}
+			}
+			out[j] = x.neighbours(t)
+		}
+		return out
+	}
+	n := len(x.slugs)
+	dots := make([]float64, len(live)*n) // query l's dot with vector i at l*n+i
+	for i := range n {
+		d := x.denseVals[i*x.dense : (i+1)*x.dense]
+		for l, j := range live {
+			dots[l*n+i] = float64(dot32(qs[j][:len(d)], d))
 		}
 	}
-	if only == nil {
-		for i := range x.slugs {
-			consider(i)
-		}
-	} else {
-		for _, s := range only {
-			if i, ok := x.bySlug[s]; ok {
-				consider(int(i))
+	for l, j := range live {
+		dot := dots[l*n : (l+1)*n]
+		q := qs[j]
+		for dim := x.dense; dim < x.dims; dim++ {
+			w := float64(q[dim])
+			if w == 0 {
+				continue
+			}
+			from, to := x.postAt[dim-x.dense], x.postAt[dim-x.dense+1]
+			vecs, vals := x.postVec[from:to], x.postVal[from:to]
+			for p, i := range vecs {
+				dot[i] += w * float64(vals[p])
 			}
 		}
+		t := newTopK(k)
+		for i, d := range dot {
+			sim := 0.0
+			if qn[j] != 0 && x.norms[i] != 0 {
+				sim = d / (qn[j] * x.norms[i])
+			}
+			t.consider(sim, i)
+		}
+		out[j] = x.neighbours(t)
 	}
-	out := make([]Neighbour, len(top))
-	for n, t := range top {
-		out[n] = Neighbour{Slug: x.slugs[t.i], Similarity: t.sim, Vector: x.vector(t.i)}
+	return out
+}
+
+// topK keeps the k highest similarities considered, highest first; of equal ones,
+// the vector held first.
+type topK struct {
+	k   int
+	top []scored
+}
+
+type scored struct {
+	sim float64
+	i   int
+}
+
+func newTopK(k int) *topK { return &topK{k: k, top: make([]scored, 0, k+1)} }
+
+func (t *topK) consider(sim float64, i int) {
+	if len(t.top) == t.k && sim <= t.top[t.k-1].sim {
+		return
+	}
+	j := len(t.top)
+	t.top = append(t.top, scored{})
+	for j > 0 && (t.top[j-1].sim < sim || t.top[j-1].sim == sim && t.top[j-1].i > i) {
+		t.top[j] = t.top[j-1]
+		j--
+	}
+	t.top[j] = scored{sim, i}
+	if len(t.top) > t.k {
+		t.top = t.top[:t.k]
+	}
+}
+
+// neighbours are t's vectors, each with its vector as it was stored.
+func (x *memIndex) neighbours(t *topK) []Neighbour {
+	out := make([]Neighbour, len(t.top))
+	for n, s := range t.top {
+		out[n] = Neighbour{Slug: x.slugs[s.i], Similarity: s.sim, Vector: x.vector(s.i)}
 	}
 	return out
 }
@@ -212,16 +302,6 @@ type memHeld struct {
 	// checked is when the store was last asked whether x is stale.
 	checked time.Time
 	loading bool
-}
-
-// vectorSearch returns the k methods nearest to v under model m, from memory when
-// the engine holds snap's vectors under m, else from the store (and then the
-// vectors of snap are loaded for the searches after it, if it is small enough).
-func (e *Engine) vectorSearch(ctx context.Context, snap *directory.Snapshot, m ModelRecord, v []float32, k int, only []string) ([]Neighbour, error) {
-	if x := e.memIndex(snap, m); x != nil {
-		return x.Nearest(v, k, only), nil
-	}
-	return e.store.Nearest(ctx, m, v, k, only)
 }
 
 // memIndex is the index of snap's vectors under m, or nil when there is none yet

@@ -151,5 +151,75 @@ func BenchmarkMemIndexScan(b *testing.B) {
 			}
 			b.ReportMetric(float64(x.Bytes())/1e6, "MB")
 		})
+		// A query and its four phrasings: five scans, one after the other, or one
+		// pass for all five.
+		b.Run("methods="+strconv.Itoa(n)+"/five-each", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				for j := range 5 {
+					x.Nearest(qs[(i+j)%len(qs)].Vector, Reranked, nil)
+				}
+				i++
+			}
+		})
+		b.Run("methods="+strconv.Itoa(n)+"/five-one-pass", func(b *testing.B) {
+			i := 0
+			five := make([][]float32, 5)
+			for b.Loop() {
+				for j := range five {
+					five[j] = qs[(i+j)%len(qs)].Vector
+				}
+				x.NearestEach(five, Reranked, nil)
+				i++
+			}
+		})
+	}
+}
+
+// TestMemIndexOnePassIsTheScanOfEach: the phrasings of a search scanned together, in
+// one pass over the vectors (their dense parts read once, their words added from the
+// vectors holding them), get each the neighbours, similarities and order of a scan
+// of each alone, to the bit: the answers of a search said several ways do not
+// depend on how its scans are made.
+func TestMemIndexOnePassIsTheScanOfEach(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	vs := hybridLike(r, 3000)
+	for i := range vs {
+		if i%11 == 0 { // a word of negative weight, as a provider's vector has
+			vs[i].Vector[512+r.IntN(1024)] = -float32(r.Float64()) / 10
+		}
+	}
+	x := newMemIndex(1536, vs)
+	qs := make([][]float32, 0, 6)
+	for _, v := range hybridLike(r, 5) {
+		qs = append(qs, v.Vector)
+	}
+	qs = append(qs, make([]float32, 1536)) // nothing: every similarity 0
+	for qi, q := range qs {
+		// The scan of each alone, vector by vector.
+		var qn float64
+		for _, f := range q {
+			qn += float64(f) * float64(f)
+		}
+		qn = math.Sqrt(qn)
+		want := newTopK(40)
+		for i := range x.Len() {
+			want.consider(x.similarity(q, qn, i), i)
+		}
+		got := x.NearestEach(qs, 40, nil)[qi]
+		if len(got) != len(want.top) {
+			t.Fatalf("query %d: %d neighbours, want %d", qi, len(got), len(want.top))
+		}
+		for n, w := range want.top {
+			if got[n].Slug != x.slugs[w.i] || got[n].Similarity != w.sim {
+				t.Errorf("query %d, neighbour %d: %s at %v, the scan alone %s at %v", qi, n, got[n].Slug, got[n].Similarity, x.slugs[w.i], w.sim)
+			}
+			if !slices.Equal(got[n].Vector, vs[w.i].Vector) {
+				t.Errorf("query %d: the vector of %s is not as stored", qi, got[n].Slug)
+			}
+		}
+	}
+	if got := x.NearestEach([][]float32{qs[0], make([]float32, 3)}, 40, nil); len(got[0]) != 40 || got[1] != nil {
+		t.Errorf("a query of the wrong size beside another: %d and %d neighbours, want 40 and none", len(got[0]), len(got[1]))
 	}
 }

@@ -271,39 +271,47 @@ func (e *Engine) SearchPhrased(ctx context.Context, caller string, snap *directo
 		m, degraded = e.fallback, true
 	}
 	if phrasings := e.phrasings(norm, rewrites, m); len(phrasings) > 0 {
-		// The query is embedded and looked up while its phrasings are, in a pass of
-		// the model of their own, as they would be one after the other: the same
-		// vectors, on two processors. The query is charged first, as it would be.
+		// The query is embedded while its phrasings are, in a pass of the model of
+		// their own, as they would be one after the other: the same vectors, on two
+		// processors. The query is charged first, as it would be. Then all are
+		// looked up together: in memory, in one pass over the vectors.
 		paid, err := e.chargeNovel(ctx, caller, snap, m, norm, f)
 		if err != nil {
 			return Result{}, err
 		}
 		var (
-			near     []Neighbour
+			own      *vsearch
 			answered = m
 			fellBack = degraded
-			nearErr  error
+			ownErr   error
 			wg       sync.WaitGroup
 		)
 		wg.Go(func() {
-			near, answered, fellBack, nearErr = e.nearest(ctx, caller, snap, m, degraded, norm, f, paid)
+			own, answered, fellBack, ownErr = e.vectorOf(ctx, caller, snap, m, degraded, norm, f, paid)
 		})
-		all, err := e.readPhrasings(ctx, caller, snap, m, degraded, phrasings, f, false)
+		ls, err := e.phrasingVectors(ctx, caller, snap, m, degraded, phrasings, f, false)
 		wg.Wait()
-		if nearErr != nil {
-			return Result{}, nearErr
+		if ownErr != nil {
+			return Result{}, ownErr
 		}
 		if answered != m && !errors.Is(err, ErrAllowanceExhausted) {
 			// The provider failed on the query just now, and the fallback answered
 			// it: its phrasings are read again under the fallback, as below, each
 			// charged already.
-			return e.phrased(ctx, caller, snap, answered, fellBack, norm, near, rewrites, f, true)
+			if err := e.lookUp(ctx, snap, f, []*vsearch{own}); err != nil {
+				return Result{}, err
+			}
+			return e.phrased(ctx, caller, snap, answered, fellBack, norm, own.near, rewrites, f, true)
 		}
 		if err != nil {
 			return Result{}, err
 		}
+		ls = append([]*vsearch{own}, ls...)
+		if err := e.lookUp(ctx, snap, f, ls); err != nil {
+			return Result{}, err
+		}
 		res := Result{Match: MatchNone, Model: m.Record.ID, Degraded: degraded}
-		return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), append([][]Neighbour{near}, all...)), nil
+		return e.fuse(res, snap, f, m, append([]string{norm}, phrasings...), nearOf(ls)), nil
 	}
 	near, m, degraded, err := e.nearest(ctx, caller, snap, m, degraded, norm, f, false)
 	if err != nil {
@@ -344,8 +352,22 @@ func (e *Engine) phrased(ctx context.Context, caller string, snap *directory.Sna
 
 // readPhrasings returns the nearest methods of each of the normalised phrasings
 // under m: those to embed are embedded in one pass of the model (unless paid, each
-// charged to the allowance), then all looked up at once.
+// charged to the allowance), then all looked up together.
 func (e *Engine) readPhrasings(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, phrasings []string, f directory.Filter, paid bool) ([][]Neighbour, error) {
+	ls, err := e.phrasingVectors(ctx, caller, snap, m, degraded, phrasings, f, paid)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.lookUp(ctx, snap, f, ls); err != nil {
+		return nil, err
+	}
+	return nearOf(ls), nil
+}
+
+// phrasingVectors returns the vector search to make for each of the normalised
+// phrasings under m (or its answer, from the cache): those to embed are embedded in
+// one pass of the model, unless paid each charged to the allowance.
+func (e *Engine) phrasingVectors(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, phrasings []string, f directory.Filter, paid bool) ([]*vsearch, error) {
 	var warmed map[string]bool
 	if !paid {
 		var err error
@@ -353,13 +375,15 @@ func (e *Engine) readPhrasings(ctx context.Context, caller string, snap *directo
 			return nil, err
 		}
 	}
-	all := make([][]Neighbour, len(phrasings))
-	err := each(len(phrasings), func(i int) error {
-		n, _, _, err := e.nearest(ctx, caller, snap, m, degraded, phrasings[i], f, paid || warmed[phrasings[i]])
-		all[i] = n
-		return err
-	})
-	return all, err
+	ls := make([]*vsearch, len(phrasings))
+	for i, p := range phrasings {
+		l, _, _, err := e.vectorOf(ctx, caller, snap, m, degraded, p, f, paid || warmed[p])
+		if err != nil {
+			return nil, err
+		}
+		ls[i] = l
+	}
+	return ls, nil
 }
 
 // each runs fn for each of 0..n-1 (n is at most 1+MaxRewrites), all at once, and
@@ -464,9 +488,44 @@ func (e *Engine) Novel(snap *directory.Snapshot, q string, rewrites []string) in
 // provider fails this once, under the fallback (degraded), which it returns. A
 // phrasing already paid for is not charged to the allowance again.
 func (e *Engine) nearest(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, norm string, f directory.Filter, paid bool) ([]Neighbour, *Model, bool, error) {
+	l, m, degraded, err := e.vectorOf(ctx, caller, snap, m, degraded, norm, f, paid)
+	if err != nil {
+		return nil, m, degraded, err
+	}
+	if err := e.lookUp(ctx, snap, f, []*vsearch{l}); err != nil {
+		return nil, m, degraded, err
+	}
+	return l.near, m, degraded, nil
+}
+
+// vsearch is one phrasing's vector search: its nearest methods, from the neighbour
+// cache or once looked up, and until then the vector to look them up by under the
+// model that embedded it.
+type vsearch struct {
+	key    neighbourKey
+	model  *Model
+	vec    []float32
+	near   []Neighbour
+	cached bool
+}
+
+// nearOf are the nearest methods of each of ls.
+func nearOf(ls []*vsearch) [][]Neighbour {
+	out := make([][]Neighbour, len(ls))
+	for i, l := range ls {
+		out[i] = l.near
+	}
+	return out
+}
+
+// vectorOf is the vector search of the normalised query norm under m among the
+// methods of snap f selects: its answer from the cache, or its vector, embedded;
+// when the provider fails this once, under the fallback (degraded), which it
+// returns. A phrasing already paid for is not charged to the allowance again.
+func (e *Engine) vectorOf(ctx context.Context, caller string, snap *directory.Snapshot, m *Model, degraded bool, norm string, f directory.Filter, paid bool) (*vsearch, *Model, bool, error) {
 	key := neighbourKey{snapshot: snap.Info().ID, model: m.Record.ID, query: norm, filter: filterKey(f)}
 	if near, ok := e.neighbours.Get(key); ok {
-		return near, m, degraded, nil
+		return &vsearch{key: key, model: m, near: near, cached: true}, m, degraded, nil
 	}
 	vec, err := e.embed(ctx, caller, m, norm, paid)
 	if err != nil && m == e.primary && e.fallback != nil && !errors.Is(err, ErrAllowanceExhausted) && ctx.Err() == nil {
@@ -477,28 +536,68 @@ func (e *Engine) nearest(ctx context.Context, caller string, snap *directory.Sna
 	if err != nil {
 		return nil, m, degraded, err
 	}
-	if isZero(vec) {
-		return nil, m, degraded, nil
+	key.model = m.Record.ID // the fallback's, if the provider failed just now
+	return &vsearch{key: key, model: m, vec: vec}, m, degraded, nil
+}
+
+// lookUp finds the nearest methods of each of ls not answered yet, among those of
+// snap f selects, and caches them: under a model whose vectors are held in memory,
+// all of them in one pass over the vectors; else each from the store, all at once.
+// A vector of zeros (a query the model reads nothing in) has none.
+func (e *Engine) lookUp(ctx context.Context, snap *directory.Snapshot, f directory.Filter, ls []*vsearch) error {
+	var todo []*vsearch
+	for _, l := range ls {
+		if !l.cached && l.near == nil && !isZero(l.vec) {
+			todo = append(todo, l)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
 	}
 	var only []string
 	if !filtersNothing(f) {
 		pos := snap.Matching(f)
 		if len(pos) == 0 {
-			return nil, m, degraded, nil
+			return nil
 		}
 		only = make([]string, len(pos))
 		for i, p := range pos {
 			only[i] = snap.Methods()[p].Slug
 		}
 	}
-	near, err := e.vectorSearch(ctx, snap, m.Record, vec, fetched, only)
-	if err != nil {
-		return nil, m, degraded, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	// By model: a phrasing whose provider failed was embedded by the fallback.
+	for len(todo) > 0 {
+		m := todo[0].model
+		var same, rest []*vsearch
+		for _, l := range todo {
+			if l.model == m {
+				same = append(same, l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		todo = rest
+		found := make([][]Neighbour, len(same))
+		if x := e.memIndex(snap, m.Record); x != nil {
+			vecs := make([][]float32, len(same))
+			for i, l := range same {
+				vecs[i] = l.vec
+			}
+			found = x.NearestEach(vecs, fetched, only)
+		} else if err := each(len(same), func(i int) error {
+			var err error
+			found[i], err = e.store.Nearest(ctx, m.Record, same[i].vec, fetched, only)
+			return err
+		}); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		for i, l := range same {
+			SplitParts(m.Embedder, l.vec, found[i])
+			l.near = found[i]
+			e.neighbours.Add(l.key, found[i])
+		}
 	}
-	SplitParts(m.Embedder, vec, near)
-	key.model = m.Record.ID // the fallback's, if the provider failed just now
-	e.neighbours.Add(key, near)
-	return near, m, degraded, nil
+	return nil
 }
 
 // answer fills res with the neighbours of query norm in m's band that the filter

@@ -149,17 +149,45 @@ func (fx fixture) chooseFusion(qs []phrased, reads [][]search.Reading, budget fl
 		budget = max(budget, fx.fusionScore(qs, reads, never, bands).FalseMatchRate())
 	}
 	best, bestRecall := search.Fusion{Least: 1, Top: search.HybridFusion.Top, K: search.HybridFusion.K}, -1.0
+	var recalls []float64
 	for _, f := range fusionGrid() {
 		sc := fx.fusionScore(qs, reads, f, bands)
 		if sc.FalseMatchRate() > budget {
+			recalls = append(recalls, -1)
 			continue
 		}
-		if r := sc.Recall(); r > bestRecall+1e-9 || (r > bestRecall-1e-9 && f.Least > best.Least) {
+		r := sc.Recall()
+		recalls = append(recalls, r)
+		if r > bestRecall+1e-9 || (r > bestRecall-1e-9 && f.Least > best.Least) {
 			best, bestRecall = f, r
+		}
+	}
+	if spare > 0 {
+		// The highest threshold within spare on-topic queries of the best recall.
+		on := 0
+		for _, q := range qs {
+			if !q.Off {
+				on++
+			}
+		}
+		for i, f := range fusionGrid() {
+			if recalls[i] >= bestRecall-float64(spare)/float64(on)-1e-9 && f.Least > best.Least {
+				best = f
+			}
 		}
 	}
 	return best
 }
+
+// spare, while over 0, has chooseFusion take the highest threshold whose recall
+// is within that many on-topic queries of the best, rather than the best.
+var spare int
+
+// fusionSpare is the service's spare: a threshold chosen at the very edge of the
+// training folds' false matches lets more through on queries it was not chosen on,
+// and one on-topic query of recall given back for a higher threshold keeps the
+// false matches of queries kept apart within 0.10 (make eval's table).
+const fusionSpare = 1
 
 // fusionBudget is the false-match rate the fusion's threshold is chosen under.
 const fusionBudget = 0.05
@@ -189,16 +217,38 @@ func (fx fixture) rewriteTable(own, dev []search.Labelled, qs []phrased) string 
 			trainBands, testBands := repeat(c, len(train)), repeat(c, len(test))
 			for i, b := range budgets {
 				fused[i] = append(fused[i], fx.fusionScore(test, testReads, fx.chooseFusion(train, trainReads, b, nil), nil))
+				spare = fusionSpare
 				orAlone[i] = append(orAlone[i], fx.fusionScore(test, testReads, fx.chooseFusion(train, trainReads, b, trainBands), testBands))
+				spare = 0
 			}
+		}
+	}
+	var spared [2][]search.CalibrationScore
+	for r := range cvRepeats {
+		for _, fold := range search.Folds(dev, cvFolds, uint64(r)*7919+1) {
+			train, test := split(qs, fold)
+			c := search.Calibrate(append(slices.Clone(own), labelledOf(train)...), bandOptions)
+			trainReads, testReads := fx.readAll(train, c), fx.readAll(test, c)
+			trainBands, testBands := repeat(c, len(train)), repeat(c, len(test))
+			for n := range spared {
+				spare = []int{0, 2}[n]
+				spared[n] = append(spared[n], fx.fusionScore(test, testReads, fx.chooseFusion(train, trainReads, fusionBudget, trainBands), testBands))
+				spare = 0
+			}
+		}
+	}
+	extra := func() {
+		for n := range spared {
+			t.row(fmt.Sprintf("the same as the service, the highest threshold within %d on-topic queries of the best recall; under %.2f or the query alone's rate", []int{0, 2}[n], fusionBudget), spared[n])
 		}
 	}
 	t.row("the query alone (the band as it is)", alone)
 	t.row("the query and its phrasings, fused, never refused (the ranking's ceiling)", ceiling)
 	for i, b := range budgets {
 		t.row(fmt.Sprintf("the query and its phrasings, fused, nothing else; the threshold chosen under %.2f false matches", b), fused[i])
-		t.row(fmt.Sprintf("fused, or the query alone where the fusion falls short and its band answers (the service); under %.2f or the query alone's rate", b), orAlone[i])
+		t.row(fmt.Sprintf("fused, or the query alone where the fusion falls short and its band answers (the service); the highest threshold within %d on-topic query of the best recall under %.2f or the query alone's rate", fusionSpare, b), orAlone[i])
 	}
+	extra()
 	return t.b.String()
 }
 
@@ -216,6 +266,8 @@ func (fx fixture) outOfFoldFusion(own []search.Labelled, dev []search.Labelled, 
 			bands[i] = c
 		}
 	}
+	spare = fusionSpare
+	defer func() { spare = 0 }()
 	return fx.chooseFusion(qs, reads, fusionBudget, bands)
 }
 
