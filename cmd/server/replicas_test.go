@@ -5,19 +5,23 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +67,22 @@ func TestAReplicaKilledAtEveryStepOfAnUptoPayment(t *testing.T) {
 	}
 }
 
+// TestAReplicaKilledAtEveryStepOfASolanaUptoPayment kills the replica paying the
+// Solana upto reference seller (up to 0.05, the call using 0.003) at each step of
+// the payment, as TestAReplicaKilledAtEveryStepOfAPayment does. The other replica
+// sends the very same open again (its nonce, blockhash and slot were recorded
+// before it left, so it names the same channel), or, when the seller refuses it
+// because the channel is open already, settles it from the chain: one payment for
+// the approval, one channel opened, one settlement, of what the call used, and the
+// record, the receipt and the agent's spend saying that amount, not the maximum.
+func TestAReplicaKilledAtEveryStepOfASolanaUptoPayment(t *testing.T) {
+	t.Parallel()
+	bin := buildServer(t)
+	for _, step := range []string{"asked", "approved", "taken", "signed", "sent", "answered"} {
+		t.Run(step, func(t *testing.T) { killAtStep(t, bin, step, paySVMUpto) })
+	}
+}
+
 // TestAReplicaKilledBetweenSigningAndSettlingASolanaPayment kills the replica paying
 // on Solana once it signed and sent the transaction and before the seller answered
 // (unsettled), and once the seller settled it but before its answer came back. The
@@ -84,40 +104,122 @@ var testSolanaPayerKey = solana.PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([
 // replica is taken up within it.
 const paymentLease = 3 * time.Second
 
-// What killAtStep pays: exact on EVM, exact on Solana, or upto on EVM.
+// What killAtStep pays: exact on EVM, exact on Solana, upto on EVM, or upto on
+// Solana.
 const (
 	payEVM     = "evm"
 	paySVM     = "svm"
 	payEVMUpto = "evm-upto"
+	paySVMUpto = "svm-upto"
 )
+
+// killedSeller is the seller a replica is killed paying: what serves the route,
+// the route and its query, the agent's maximumDebit, the offer's amount, what
+// moves (the upto call's use; "" when the offer's amount always does) and the
+// agent's spend after, the replicas' settings for its chains, and its chain's
+// transfers.
+type killedSeller struct {
+	handler                http.Handler
+	route, query, maximum  string
+	amount, settled, spent string
+	env                    map[string]string
+	ledger                 func() []referenceTransfer
+	// channels, on Solana upto, are the channels the payments the seller received
+	// open, each with its transactions on the chain.
+	channels func() map[string]int
+}
+
+// sellerToKillAt is kind's seller. Exact and upto on EVM and exact on Solana are
+// the local seller, its facilitator at facilitator; a sending repeated after a
+// settlement is refused, as the reference stack refuses a used nonce (and the
+// metered route a used upto nonce), while on Solana the seller answers the same
+// transaction again (as Solana lands it once) and would settle another one a second
+// time. Upto on Solana is the reference seller built from @x402/svm's upto
+// schemes: a payment sent again opens a channel already open, and is refused.
+func sellerToKillAt(t *testing.T, kind, facilitator string) killedSeller {
+	t.Helper()
+	if kind == paySVMUpto {
+		node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
+		dir := referenceTool(t, "the x402 Solana reference packages", "WAYSTATION_X402_SVM_DIR", "../../var/tools/x402-svm-2.*")
+		ref := startReferenceSeller(t, node, "x402-seller-svm-upto.mjs", dir, referenceSolanaPayTo)
+		target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
+		return killedSeller{handler: httputil.NewSingleHostReverseProxy(target), route: "/report", query: "?topic=tides&use=3000",
+			maximum: "0.05", amount: "50000", settled: "3000", spent: "0.003",
+			env:    map[string]string{"SOLANA_PAYER_KEY": testSolanaPayerKey, "SOLANA_PAYER_NETWORKS": "solana-devnet", "SOLANA_RPC_URL": ref.base + "/rpc"},
+			ledger: func() []referenceTransfer { return ref.ledger(t) }, channels: func() map[string]int { return openedChannels(t, ref) }}
+	}
+	sel := seller.New(seller.Config{FacilitatorURL: facilitator})
+	rpc := strings.TrimSuffix(facilitator, "/facilitator") + "/rpc"
+	k := killedSeller{handler: sel, route: "/v2/report", query: "?topic=tides", maximum: "0.02", amount: "10000", spent: "0.01",
+		env: map[string]string{"X402_RPC_URLS": seller.DefaultNetwork + "=" + rpc},
+		ledger: func() []referenceTransfer {
+			var l []referenceTransfer
+			for _, tr := range sel.Ledger() {
+				l = append(l, referenceTransfer{Transaction: tr.Transaction, From: tr.From, To: tr.To, Value: tr.Value, Nonce: tr.Nonce, Asset: tr.Asset})
+			}
+			return l
+		}}
+	switch kind {
+	case paySVM:
+		k.route = "/v2/solana"
+		k.env["SOLANA_PAYER_KEY"], k.env["SOLANA_PAYER_NETWORKS"], k.env["SOLANA_RPC_URL"] = testSolanaPayerKey, "solana-devnet", rpc
+		return k
+	case payEVMUpto:
+		k.route, k.query, k.maximum, k.amount, k.settled, k.spent = "/v2/metered", "?topic=tides&use=3000", "0.05", seller.UptoMaximum, "3000", "0.003"
+		// The payer's one-time approval of Permit2 on the token, made beforehand.
+		signer, err := x402.ParseSigner(testPayerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		sel.ServeHTTP(rec, httptest.NewRequest("POST", "/approve?owner="+signer.Address(), nil))
+		if rec.Code != 204 {
+			t.Fatalf("approve Permit2: %d", rec.Code)
+		}
+	}
+	if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// openedChannels are the channels of the payments ref received, each with the
+// number of its transactions on ref's chain.
+func openedChannels(t *testing.T, ref referenceSeller) map[string]int {
+	t.Helper()
+	var headers []string
+	getJSON(t, ref.base+"/payments", &headers)
+	out := map[string]int{}
+	for _, h := range headers {
+		doc, _ := base64.StdEncoding.DecodeString(h)
+		var sent struct{ Payload struct{ ChannelID string } }
+		if err := json.Unmarshal(doc, &sent); err != nil {
+			t.Fatalf("a payment the seller received: %v", err)
+		}
+		var rpc struct{ Result []struct{ Signature string } }
+		body := `{"jsonrpc":"2.0","id":1,"method":"getSignaturesForAddress","params":["` + sent.Payload.ChannelID + `"]}`
+		res, err := http.Post(ref.base+"/rpc", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(res.Body).Decode(&rpc)
+		res.Body.Close()
+		out[sent.Payload.ChannelID] = len(rpc.Result)
+	}
+	return out
+}
 
 func killAtStep(t *testing.T, bin, step, kind string) {
 	ts := httptest.NewUnstartedServer(nil)
-	sel := seller.New(seller.Config{FacilitatorURL: "http://" + ts.Listener.Addr().String() + "/facilitator"})
-	svm := kind == paySVM
-	// A sending repeated after a settlement is refused, as the reference stack
-	// refuses a used nonce (and the metered route refuses a used upto nonce). On
-	// Solana the seller answers the same transaction again (as Solana lands it
-	// once), and would settle another one a second time.
-	route, query, maximum, amount, spent := "/v2/report", "?topic=tides", "0.02", "10000", "0.01"
-	switch kind {
-	case paySVM:
-		route = "/v2/solana"
-	case payEVMUpto:
-		route, query, maximum, amount, spent = "/v2/metered", "?topic=tides&use=3000", "0.05", seller.UptoMaximum, "0.003"
-	}
-	if !svm {
-		if err := sel.SetMode(seller.ModeReplayRefused); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := sellerToKillAt(t, kind, "http://"+ts.Listener.Addr().String()+"/facilitator")
+	route := k.route
 	var armed, fired atomic.Bool
 	reached := make(chan string, 1) // the address of the replica at the step
 	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paid := r.Header.Get(x402.HeaderPaymentV2) != "" || r.Header.Get(x402.HeaderPaymentV1) != ""
 		hold := armed.Load() && r.URL.Path == route && (paid == (step != "taken")) && fired.CompareAndSwap(false, true)
 		if !hold {
-			sel.ServeHTTP(w, r)
+			k.handler.ServeHTTP(w, r)
 			return
 		}
 		switch step {
@@ -125,10 +227,10 @@ func killAtStep(t *testing.T, bin, step, kind string) {
 			// The offer's re-reading, or the paid call, is never answered: the
 			// seller settles nothing.
 		case "sent":
-			sel.ServeHTTP(httptest.NewRecorder(), r) // settled; the answer never leaves
+			k.handler.ServeHTTP(httptest.NewRecorder(), r) // settled; the answer never leaves
 		case "answered":
 			rec := httptest.NewRecorder()
-			sel.ServeHTTP(rec, r)
+			k.handler.ServeHTTP(rec, r)
 			for k, v := range rec.Header() {
 				w.Header()[k] = v
 			}
@@ -147,24 +249,11 @@ func killAtStep(t *testing.T, bin, step, kind string) {
 	userKey, agentKey := apiKeys(t, dbURL)
 	env := func() map[string]string {
 		m := map[string]string{"DATABASE_URL": dbURL, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
-			"PAYMENT_ALLOW_HOSTS": host, "X402_RPC_URLS": seller.DefaultNetwork + "=" + ts.URL + "/rpc", "SITE_DIR": t.TempDir(),
-			"PAYMENT_LEASE": paymentLease.String()}
-		if svm {
-			m["SOLANA_PAYER_KEY"], m["SOLANA_PAYER_NETWORKS"], m["SOLANA_RPC_URL"] = testSolanaPayerKey, "solana-devnet", ts.URL+"/rpc"
+			"PAYMENT_ALLOW_HOSTS": host, "SITE_DIR": t.TempDir(), "PAYMENT_LEASE": paymentLease.String()}
+		for name, v := range k.env {
+			m[name] = v
 		}
 		return m
-	}
-	if kind == payEVMUpto {
-		// The payer's one-time approval of Permit2 on the token, made beforehand.
-		signer, err := x402.ParseSigner(testPayerKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := http.Post(ts.URL+"/approve?owner="+signer.Address(), "", nil)
-		if err != nil || res.StatusCode != 204 {
-			t.Fatalf("approve Permit2: %v %v", res, err)
-		}
-		res.Body.Close()
 	}
 	a, b := startChild(t, bin, env()), startChild(t, bin, env())
 	kill := func(c *child) (survivor *child) {
@@ -188,8 +277,8 @@ func killAtStep(t *testing.T, bin, step, kind string) {
 		Request struct{ ID string }
 		Payment struct{ ID string }
 	}
-	if code := agentA("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"`+maximum+`",
-		"httpRequest":{"url":"http://`+host+route+query+`"}}`, &asked); code != 201 {
+	if code := agentA("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"p1","maximumDebit":"`+k.maximum+`",
+		"httpRequest":{"url":"http://`+host+route+k.query+`"}}`, &asked); code != 201 {
 		t.Fatalf("ask: %d", code)
 	}
 	approve := func(c *child) {
@@ -241,12 +330,18 @@ func killAtStep(t *testing.T, bin, step, kind string) {
 		t.Fatalf("payment %s %v 30s after the kill, want settled\n%s", pay.Status, pay.Failure, survivor.logs)
 	}
 	t.Logf("killed %s: the other replica settled the payment %s after the kill (lease %s)", step, time.Since(killed).Round(100*time.Millisecond), paymentLease)
-	ledger := sel.Ledger()
+	ledger := k.ledger()
 	if len(ledger) != 1 {
 		t.Fatalf("%d transfers, want 1", len(ledger))
 	}
-	if kind == payEVMUpto && (ledger[0].Value != "3000" || pay.SettledAmount == nil || *pay.SettledAmount != "3000") {
-		t.Errorf("the chain moved %s, the record says settled %s: want 3000 both", ledger[0].Value, deref(pay.SettledAmount))
+	if k.settled != "" && (ledger[0].Value != k.settled || pay.SettledAmount == nil || *pay.SettledAmount != k.settled) {
+		t.Errorf("the chain moved %s, the record says settled %s: want %s both", ledger[0].Value, deref(pay.SettledAmount), k.settled)
+	}
+	if k.channels != nil {
+		// One channel, whatever was sent again: its open and its settlement.
+		if ch := k.channels(); len(ch) != 1 || slices.Collect(maps.Values(ch))[0] != 2 {
+			t.Errorf("the payments sent open channels %v (with their transactions), want one, opened and settled", ch)
+		}
 	}
 	if pay.Transaction != nil && *pay.Transaction != ledger[0].Transaction {
 		t.Errorf("the record says transaction %s, the ledger %s", *pay.Transaction, ledger[0].Transaction)
@@ -261,8 +356,8 @@ func killAtStep(t *testing.T, bin, step, kind string) {
 		Payment struct{ Status, Amount, SettledAmount string }
 	}
 	if code := call("POST", "/sessions/"+s.ID+"/requests/"+asked.Request.ID+"/claim", "", &art); code != 200 ||
-		art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != amount ||
-		(kind == payEVMUpto && art.Payment.SettledAmount != "3000") {
+		art.Type != "payment" || art.Payment.Status != "settled" || art.Payment.Amount != k.amount ||
+		(k.settled != "" && art.Payment.SettledAmount != k.settled) {
 		t.Errorf("claim: %d %+v", code, art)
 	}
 	var me struct {
@@ -271,8 +366,8 @@ func killAtStep(t *testing.T, bin, step, kind string) {
 		}
 	}
 	call("GET", "/agent/me", "", &me)
-	if got := me.Limits.Spending.Spent.Today; got != spent {
-		t.Errorf("spent today %s, want %s", got, spent)
+	if got := me.Limits.Spending.Spent.Today; got != k.spent {
+		t.Errorf("spent today %s, want %s", got, k.spent)
 	}
 }
 

@@ -523,11 +523,12 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 			return ctx.Err()
 		}
 		switch {
-		case err != nil && f.Reads() && !errors.Is(err, x402.ErrNoChain) && !errors.Is(err, x402.ErrNoSettlement):
-			// The chain did not answer: what moved is not known yet. The payment
+		case err != nil && f.Reads() && !errors.Is(err, x402.ErrNoChain) && (!errors.Is(err, x402.ErrNoSettlement) || s.mayStillSettle(p)):
+			// The chain did not answer, or does not show the settlement yet (an
+			// RPC behind the seller's): what moved is not known yet. The payment
 			// is left unknown, counted at its maximum, with the seller's answer
 			// and settlement kept, for Resolve to record what moved once the
-			// chain answers.
+			// chain shows it.
 			return s.unknown(ctx, p, Outcome{Settlement: st, Receipt: o.Receipt}, "what the payment moved could not be read from the chain: "+
 				x402.Clean(err.Error(), 200))
 		case err != nil:
@@ -599,6 +600,16 @@ func (s *Service) unknown(ctx context.Context, p Payment, o Outcome, why string)
 // two to be seen.
 const settleGrace = 60 * time.Second
 
+// mayStillSettle reports whether p's authorization may still be settled, or its
+// settlement not yet be shown by a chain a little behind the seller's: until its
+// window closes (on EVM its deadline, on Solana the channel's expiresAt, after
+// which the seller's facilitator settles no voucher) and settleGrace after. Until
+// then a chain that shows no settlement of a payment the seller answered says
+// only that it has not seen one yet.
+func (s *Service) mayStillSettle(p Payment) bool {
+	return !s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace))
+}
+
 // Resolve settles one payment whose outcome is unknown, if one is due a check, from
 // the chain, whatever the seller answered: its authorization used (on Solana, its
 // transaction landed) means it settled, once, whoever sent it, and the seller
@@ -638,8 +649,11 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 		switch {
 		case ctx.Err() != nil:
 			return true, ctx.Err()
+		case errors.Is(err, x402.ErrNoSettlement) && s.mayStillSettle(*p):
+			log.Info("payment outcome unknown: the chain shows its authorization used and no settlement of it yet")
+			return true, nil
 		case errors.Is(err, x402.ErrNoSettlement):
-			log.Warn("the chain shows the payment's authorization used and no transaction of it: its maximum is recorded")
+			log.Warn("the chain shows the payment's authorization used and no settlement of it, and it can no longer settle: its maximum is recorded")
 		case err != nil:
 			log.Warn("payment outcome unknown: the chain did not tell what moved", "err", err)
 			return true, nil
@@ -662,7 +676,7 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 			o.Receipt.Transaction = &tx
 		}
 		return true, s.Store.Finish(ctx, *p, o)
-	case ev.Closed || s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace)):
+	case ev.Closed || !s.mayStillSettle(*p):
 		log.Info("payment not settled, as the chain shows after it could no longer be used")
 		return true, s.fail(ctx, *p, FailNotSettled)
 	}

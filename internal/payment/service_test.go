@@ -172,6 +172,9 @@ type fakeChain struct {
 	// moved is what the family says a settlement moved, movedErr its error.
 	moved    Moved
 	movedErr error
+	// lagging is how many reads of what moved find no settlement before one
+	// does: a chain behind the seller's.
+	lagging int
 }
 
 var _ Family = (*fakeChain)(nil)
@@ -208,7 +211,11 @@ func (c *fakeChain) Sign(p Payment) (http.Header, error) {
 	return http.Header{http.CanonicalHeaderKey(x402.HeaderPaymentV2): {"signed " + p.ID}}, nil
 }
 
-func (c *fakeChain) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) {
+func (c *fakeChain) Moved(_ context.Context, p Payment, _ *x402.Settlement) (Moved, error) {
+	if c.lagging > 0 {
+		c.lagging--
+		return Moved{Amount: p.Offer.Amount}, x402.ErrNoSettlement
+	}
 	return c.moved, c.movedErr
 }
 
@@ -611,9 +618,10 @@ func TestResolveSettlesAnUnknownPaymentFromTheChain(t *testing.T) {
 // seller answers its report and a settlement; when the family reads on the chain
 // that more moved than the answer says, the chain's amount and transaction are
 // recorded, and the payment as a lie is: settled, not delivered, its answer kept.
-// When the chain shows no settlement of an unknown payment whose nonce is used, the
-// family's answer (the maximum) is recorded; when it cannot tell, the payment stays
-// unknown, to be read again.
+// When the chain shows no settlement of an unknown payment whose nonce is used, it
+// stays unknown while the authorization may still settle, and the family's answer
+// (the maximum) is recorded once it cannot; when the chain cannot tell, the payment
+// stays unknown, to be read again.
 func TestASellerThatMisstatesWhatMovedIsRecordedAtTheChainsWordAndNotDelivered(t *testing.T) {
 	store := newMemStore()
 	seller := &memSeller{offer: asks("50000", testPayTo), paid: answers(200, "0xabc", `{"report":1}`)}
@@ -636,15 +644,19 @@ func TestASellerThatMisstatesWhatMovedIsRecordedAtTheChainsWordAndNotDelivered(t
 		moved  Moved
 		err    error
 		status string
+		later  time.Duration
 	}{
-		{"found", Moved{Amount: "3000", Transaction: "0x123"}, nil, StatusSettled},
-		{"no transaction found", Moved{Amount: "50000"}, x402.ErrNoSettlement, StatusSettled},
-		{"the chain silent", Moved{Amount: "50000"}, errors.New("timeout"), ""},
+		{"found", Moved{Amount: "3000", Transaction: "0x123"}, nil, StatusSettled, 0},
+		{"no transaction found in its window", Moved{Amount: "50000"}, x402.ErrNoSettlement, "", 0},
+		{"no transaction found past its window", Moved{Amount: "50000"}, x402.ErrNoSettlement, StatusSettled, time.Minute + settleGrace + time.Second},
+		{"the chain silent", Moved{Amount: "50000"}, errors.New("timeout"), "", 0},
 	} {
 		store := newMemStore()
 		store.unknowns = []Payment{unknown}
 		chain := &fakeChain{reads: true, evidence: Evidence{Used: true}, moved: c.moved, movedErr: c.err}
-		if did, err := newTestService(chain, store, &memSeller{}).Resolve(context.Background()); !did || err != nil {
+		s := newTestService(chain, store, &memSeller{})
+		s.Now = func() time.Time { return testNow.Add(c.later) }
+		if did, err := s.Resolve(context.Background()); !did || err != nil {
 			t.Fatalf("%s: Resolve: %v %v", c.name, did, err)
 		}
 		if c.status == "" {
@@ -786,8 +798,9 @@ func TestLifetimeNeverPassesTheCeiling(t *testing.T) {
 // is left unknown (counted at its maximum) with the answer and the settlement kept,
 // not recorded at the maximum for good; once the chain answers, Resolve records
 // what moved, delivered as answered, or not delivered when the chain contradicts
-// the settlement answer. A chain that shows no settlement, or a family that reads
-// none, records the maximum at once, as before.
+// the settlement answer. A chain that shows no settlement yet is read again as well
+// (TestAChainBehindTheSellerIsReadAgainUntilTheAuthorizationEnds); a family that
+// reads none records the maximum at once.
 func TestWhatMovedUnreadRightAfterSuccessIsReadAgainLater(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -796,7 +809,7 @@ func TestWhatMovedUnreadRightAfterSuccessIsReadAgainLater(t *testing.T) {
 		unknown bool
 	}{
 		{"the chain silent", true, errors.New("timeout"), true},
-		{"no settlement on the chain", true, x402.ErrNoSettlement, false},
+		{"no settlement on the chain yet", true, x402.ErrNoSettlement, true},
 		{"no chain", false, x402.ErrNoChain, false},
 	} {
 		store := newMemStore()
@@ -832,6 +845,67 @@ func TestWhatMovedUnreadRightAfterSuccessIsReadAgainLater(t *testing.T) {
 				r.Receipt.Response == nil || r.Receipt.Response.Body != `{"report":1}` || r.Settlement != o.Settlement {
 				t.Errorf("resolved %+v, want settled at %s, delivered %v", r, m.Amount, !m.Misstated)
 			}
+		}
+	}
+}
+
+// TestAChainBehindTheSellerIsReadAgainUntilTheAuthorizationEnds: the seller
+// answers its report and a settlement, and the chain, a few blocks behind the
+// seller's, shows no settlement yet. That is not "nothing moved": the payment is
+// left unknown (counted at its maximum) with the answer and the settlement kept,
+// and read again; once the chain shows the settlement it is recorded at what
+// moved, delivered. Only once the authorization can no longer be used (its window
+// closed, and the grace after it) with still no settlement shown is the maximum
+// recorded, what left the payer and may never come back.
+func TestAChainBehindTheSellerIsReadAgainUntilTheAuthorizationEnds(t *testing.T) {
+	store := newMemStore()
+	seller := &memSeller{offer: asks("50000", testPayTo), paid: answers(200, "0xabc", `{"report":1}`)}
+	chain := &fakeChain{reads: true, evidence: Evidence{Used: true}, moved: Moved{Amount: "3000", Transaction: "0xabc"}, lagging: 2}
+	s := newTestService(chain, store, seller)
+	p := approved(t, s, store)
+	if did, err := s.Execute(context.Background()); !did || err != nil {
+		t.Fatalf("Execute: %v %v", did, err)
+	}
+	o := store.outcome(t)
+	if o.Status != StatusUnknown || o.Settlement == nil || o.Settlement.Transaction != "0xabc" || o.Receipt.Response == nil {
+		t.Fatalf("outcome %+v, want unknown with the answer and the settlement kept, not the maximum for good", o)
+	}
+	p.Status, p.Answer, p.Settlement, p.ValidBefore = StatusUnknown, o.Receipt.Response, o.Settlement, testNow.Add(time.Minute).Unix()
+	resolve := func(now time.Time) []Outcome {
+		t.Helper()
+		store := newMemStore()
+		store.unknowns = []Payment{p}
+		s := newTestService(chain, store, seller)
+		s.Now = func() time.Time { return now }
+		if did, err := s.Resolve(context.Background()); !did || err != nil {
+			t.Fatalf("Resolve: %v %v", did, err)
+		}
+		return store.finished
+	}
+	if got := resolve(testNow); len(got) != 0 {
+		t.Fatalf("the chain still behind: recorded %+v, want it left unknown", got)
+	}
+	if got := resolve(testNow); len(got) != 1 || got[0].Status != StatusSettled || got[0].Moved != "3000" || !got[0].Delivered ||
+		got[0].Transaction != "0xabc" || got[0].Receipt.Response == nil || got[0].Receipt.Response.Body != `{"report":1}` {
+		t.Fatalf("the chain caught up: recorded %+v, want settled at 3000, delivered", got)
+	}
+
+	chain.lagging = 1_000
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want string
+	}{
+		{"in its window", testNow.Add(time.Minute), ""},
+		{"in the grace after it", testNow.Add(time.Minute + settleGrace), ""},
+		{"past the grace", testNow.Add(time.Minute + settleGrace + time.Second), "50000"},
+	} {
+		got := resolve(c.now)
+		switch {
+		case c.want == "" && len(got) != 0:
+			t.Errorf("%s, no settlement shown: recorded %+v, want it left unknown", c.name, got)
+		case c.want != "" && (len(got) != 1 || got[0].Status != StatusSettled || got[0].Moved != c.want):
+			t.Errorf("%s, no settlement shown: recorded %+v, want settled at the maximum", c.name, got)
 		}
 	}
 }
