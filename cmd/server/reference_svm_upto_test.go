@@ -143,8 +143,8 @@ func TestTheServicePaysASolanaUptoSellerBuiltFromTheX402ReferencePackages(t *tes
 	// grace period returns it. The seller's error leaves the payment unknown; the
 	// chain, read again, shows the open and no settlement, which before the channel
 	// expires says only that none has come yet: the payment stays unknown, counted
-	// at its maximum in the agent's spend (recorded at the maximum only a minute
-	// after expiresAt, TestAChainBehindTheSellerIsReadAgainUntilTheAuthorizationEnds).
+	// at its maximum in the agent's spend, until the seller's facilitator's cleanup
+	// may have returned the deposit (TestASolanaUptoDepositThatComesBackIsNotSpent).
 	overAsked, over := pay("over", "&use=60000")
 	time.Sleep(6 * time.Second) // the resolver's next look at the chain (every 5 s)
 	agent("GET", "/sessions/"+s.ID+"/x402/payments/"+overAsked.Payment.ID, "", &over)

@@ -102,6 +102,10 @@ func (e evm) sign(p Payment) (x402.ExactPayload, error) {
 
 func (evm) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) { return Moved{}, nil }
 
+// SettlesUntil is the authorization's validBefore (upto's, its Permit2 deadline)
+// and settleGrace after it.
+func (evm) SettlesUntil(p Payment) time.Time { return windowEnd(p) }
+
 func (e evm) Reads() bool { return e.chain != nil }
 
 // Settled reads the token's authorizationState of p's nonce: used means it settled,

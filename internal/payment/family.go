@@ -46,6 +46,10 @@ type Family interface {
 	// amount is not fixed. On an error, it is still an answer: the most p could
 	// have moved.
 	Moved(ctx context.Context, p Payment, st *x402.Settlement) (Moved, error)
+	// SettlesUntil is when p, signed, can no longer settle, nor its settlement
+	// still be unseen by a chain a little behind the seller's: until then a
+	// chain that shows no settlement of p says only that none came yet.
+	SettlesUntil(p Payment) time.Time
 	// Reads reports whether the family reads its chains at all, so that payments
 	// whose outcome is unknown can be settled.
 	Reads() bool
@@ -150,6 +154,10 @@ func refused(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// windowEnd is when a payment whose authorization can be used until its
+// ValidBefore can no longer settle unseen: settleGrace after it.
+func windowEnd(p Payment) time.Time { return time.Unix(p.ValidBefore, 0).Add(settleGrace) }
 
 // paymentHeader is the header carrying sig, p's signed payment, to the seller.
 func paymentHeader(p Payment, sig any) (http.Header, error) {

@@ -265,7 +265,7 @@ const (
 	FailLimit         = "limit_exceeded" // a spending limit would be passed at signing time: nothing signed
 	FailUnreachable   = "unreachable"    // the seller could not be reached with the payment
 	FailNoBlockhash   = "no_blockhash"   // Solana's RPC gave no recent blockhash (or upto slot) to sign with: nothing signed
-	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed: nothing moved
+	FailNotSettled    = "not_settled"    // its outcome was unknown, and the chain shows it unused after its window closed, or what left the payer come back whole: nothing moved
 	FailAgentDisabled = "agent_disabled" // its agent was disabled, or its payments paused, before it was signed: nothing signed
 	// FailSellerRefused is how payments the seller answered 402 were recorded before
 	// any answer after signing left them unknown; none is recorded so any more.

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -538,6 +539,9 @@ func (s *Service) execute(ctx context.Context, p Payment) error {
 			log.Warn("the seller's settlement answer misstates what moved: the chain's word is recorded",
 				"answered_amount", st.Amount, "answered_transaction", st.Transaction, "moved", m.Amount, "transaction", m.Transaction)
 		}
+		if returned(m) && (resp.StatusCode >= 300 || m.Misstated) {
+			return s.comeBack(ctx, p, m.Transaction)
+		}
 		o.Status, o.Delivered, o.Moved, o.Transaction = StatusSettled, resp.StatusCode < 300 && !m.Misstated, m.Amount, m.Transaction
 		if o.Transaction == "" && st != nil {
 			o.Transaction = st.Transaction
@@ -602,12 +606,33 @@ const settleGrace = 60 * time.Second
 
 // mayStillSettle reports whether p's authorization may still be settled, or its
 // settlement not yet be shown by a chain a little behind the seller's: until its
-// window closes (on EVM its deadline, on Solana the channel's expiresAt, after
-// which the seller's facilitator settles no voucher) and settleGrace after. Until
-// then a chain that shows no settlement of a payment the seller answered says
-// only that it has not seen one yet.
+// family's SettlesUntil (on EVM its deadline, and settleGrace after; on Solana's
+// upto, the channel's expiresAt and the seller's facilitator's cleanup after it,
+// which returns an abandoned deposit). Until then a chain that shows no settlement
+// of a payment the seller answered says only that it has not seen one yet.
 func (s *Service) mayStillSettle(p Payment) bool {
-	return !s.now().After(time.Unix(p.ValidBefore, 0).Add(settleGrace))
+	until := windowEnd(p)
+	if f := s.family(p.Offer); f != nil {
+		until = f.SettlesUntil(p)
+	}
+	return !s.now().After(until)
+}
+
+// returned reports whether m, what a settled payment moved, is nothing: the
+// whole of what left the payer came back (on Solana's upto, a distribute that
+// returned the whole deposit, as the seller's facilitator does with a channel
+// never settled). Unless the seller delivered, such a payment was not settled, and
+// nothing of it is spent.
+func returned(m Moved) bool {
+	return m.Amount != "" && strings.TrimLeft(m.Amount, "0") == ""
+}
+
+// comeBack records p, whose whole deposit the chain shows back with the payer in
+// transaction tx, as not settled: nothing spent, the limits freed.
+func (s *Service) comeBack(ctx context.Context, p Payment, tx string) error {
+	s.Log.Info("payment not settled: the chain shows what left the payer come back whole", "payment", p.ID, "host", p.Host, "transaction", tx)
+	return s.Store.Finish(ctx, p, Outcome{Status: StatusFailed, Failure: FailNotSettled, Transaction: tx,
+		Receipt: s.receipt(p, StatusFailed, FailNotSettled)})
 }
 
 // Resolve settles one payment whose outcome is unknown, if one is due a check, from
@@ -665,12 +690,17 @@ func (s *Service) Resolve(ctx context.Context) (bool, error) {
 			log.Warn("the seller's settlement answer misstates what moved: the chain's word is recorded",
 				"answered_amount", p.Settlement.Amount, "answered_transaction", p.Settlement.Transaction, "moved", m.Amount, "transaction", m.Transaction)
 		}
-		o := Outcome{Status: StatusSettled, Settlement: p.Settlement, Transaction: tx, Moved: m.Amount, Receipt: s.receipt(*p, StatusSettled, "")}
-		o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(*p, o.Moved)
 		// Paid, and delivered only when the seller answered success (left unknown
 		// because the chain could not be read at once) and its settlement answer
-		// is the chain's; a refusal, an error or nothing delivered nothing.
-		o.Delivered = p.Answer != nil && p.Answer.Status < 300 && !m.Misstated
+		// is the chain's; a refusal, an error or nothing delivered nothing. A
+		// deposit that came back whole, undelivered, was not paid at all.
+		delivered := p.Answer != nil && p.Answer.Status < 300 && !m.Misstated
+		if returned(m) && !delivered {
+			return true, s.comeBack(ctx, *p, tx)
+		}
+		o := Outcome{Status: StatusSettled, Settlement: p.Settlement, Transaction: tx, Moved: m.Amount, Receipt: s.receipt(*p, StatusSettled, "")}
+		o.Receipt.SettledAmount, o.Receipt.SettledValue = s.settled(*p, o.Moved)
+		o.Delivered = delivered
 		o.Receipt.Response, o.Receipt.Delivered = p.Answer, &o.Delivered
 		if tx != "" {
 			o.Receipt.Transaction = &tx

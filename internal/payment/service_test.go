@@ -221,6 +221,8 @@ func (c *fakeChain) Moved(_ context.Context, p Payment, _ *x402.Settlement) (Mov
 
 func (c *fakeChain) Reads() bool { return c.reads }
 
+func (*fakeChain) SettlesUntil(p Payment) time.Time { return windowEnd(p) }
+
 func (c *fakeChain) Settled(context.Context, Payment) (Evidence, error) {
 	return c.evidence, c.settleErr
 }
@@ -907,5 +909,24 @@ func TestAChainBehindTheSellerIsReadAgainUntilTheAuthorizationEnds(t *testing.T)
 		case c.want != "" && (len(got) != 1 || got[0].Status != StatusSettled || got[0].Moved != c.want):
 			t.Errorf("%s, no settlement shown: recorded %+v, want settled at the maximum", c.name, got)
 		}
+	}
+}
+
+// TestASettlementThatMovedNothingAndDeliveredNothingIsNotSpent: a seller answers
+// 402 with a settlement success, and the chain shows that what left the payer came
+// back whole. Nothing was paid and nothing delivered: the payment is not settled,
+// nothing of it spent, not a payment settled at 0.
+func TestASettlementThatMovedNothingAndDeliveredNothingIsNotSpent(t *testing.T) {
+	t.Parallel()
+	store := newMemStore()
+	seller := &memSeller{offer: asks("50000", testPayTo), paid: answers(402, "0xabc", `{}`)}
+	chain := &fakeChain{reads: true, moved: Moved{Amount: "0", Transaction: "0xabc"}}
+	s := newTestService(chain, store, seller)
+	approved(t, s, store)
+	if did, err := s.Execute(context.Background()); !did || err != nil {
+		t.Fatalf("Execute: %v %v", did, err)
+	}
+	if o := store.outcome(t); o.Status != StatusFailed || o.Failure != FailNotSettled || o.Moved != "" || o.Transaction != "0xabc" {
+		t.Errorf("outcome %+v, want failed %s in 0xabc", o, FailNotSettled)
 	}
 }

@@ -119,6 +119,9 @@ func (s svm) sign(p Payment) (x402.ExactSVMPayload, error) {
 
 func (svm) Moved(context.Context, Payment, *x402.Settlement) (Moved, error) { return Moved{}, nil }
 
+// SettlesUntil is the blockhash's window and settleGrace after it.
+func (svm) SettlesUntil(p Payment) time.Time { return windowEnd(p) }
+
 func (s svm) Reads() bool { return s.payer != nil && s.payer.Landings != nil }
 
 // Settled looks up whether p's transaction landed (the very one that left: signing

@@ -139,6 +139,32 @@ func (u svmUpto) Moved(ctx context.Context, p Payment, st *x402.Settlement) (Mov
 	return m, nil
 }
 
+// svmUptoCleanupDelay is how long after a channel's expiresAt the reference
+// facilitator leaves it open before it settles it without a voucher and returns the
+// whole deposit to the payer: @x402/svm 2.27's UptoSvmRentCleanupManager takes an
+// Open channel for an "abandon_close" (settle_and_seal with no voucher, then
+// distribute) once its clock reaches expiresAt + abandonGraceSecs, whose default is
+// DEFAULT_ABANDON_GRACE_SECS = 120.
+const svmUptoCleanupDelay = 120 * time.Second
+
+// SettlesUntil is when p's channel can no longer settle unseen. A voucher may be
+// settled until its expiresAt (p's ValidBefore); after it, the seller's
+// facilitator settles an abandoned channel on its next cleanup pass at
+// svmUptoCleanupDelay past it, and distributes the whole deposit back to the
+// payer. The pass runs at an interval its operator chooses: the channel's own
+// grace period (its withdrawDelay, at most SVMUptoMaxGracePeriod) is what the
+// service gives it, as the program gives the payee that long to settle once the
+// payer asks to close. settleGrace after that, for the chain to show the
+// distribute. Until then a chain that shows no settlement says only that none came
+// yet; after it, the deposit is counted as gone.
+func (u svmUpto) SettlesUntil(p Payment) time.Time {
+	grace := time.Duration(x402.SVMUptoMaxGracePeriod) * time.Second
+	if t, err := x402.SVMUptoTermsOf(p.Raw); err == nil {
+		grace = time.Duration(t.GracePeriod) * time.Second
+	}
+	return time.Unix(p.ValidBefore, 0).Add(svmUptoCleanupDelay + grace + settleGrace)
+}
+
 // Settled looks up whether the open landed: then the deposit left the payer's
 // account, and what came back is not known here, so it moved its maximum. An open
 // whose blockhash expired never lands.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/gagliardetto/solana-go"
 
+	"github.com/waystation/waystation/internal/request"
 	"github.com/waystation/waystation/internal/x402"
 )
 
@@ -383,4 +385,69 @@ func (c *fakeChannels) ChannelSettlement(_ context.Context, q x402.SVMChannelQue
 		return x402.Transfer{}, x402.ErrNoSettlement
 	}
 	return x402.Transfer{Transaction: c.moved.Transaction, Amount: new(big.Int).Set(c.moved.Amount)}, nil
+}
+
+// TestASolanaUptoDepositThatComesBackIsNotSpent: the seller opened the channel and
+// never settled it (it answered 402), so the payment is unknown, its deposit held
+// in the channel. The reference facilitator's cleanup settles an abandoned channel
+// after its expiresAt and distributes the whole deposit back to the payer. Until
+// that may have happened (expiresAt, the cleanup's delay, the channel's
+// withdrawDelay and settleGrace) a chain that shows no settlement says only that
+// none came yet: the payment stays unknown. A distribute that returned everything
+// is a payment that moved nothing: not settled, nothing spent; one that returned
+// part is settled at what the payee kept; only a chain that shows nothing after the
+// whole window has the maximum recorded.
+func TestASolanaUptoDepositThatComesBackIsNotSpent(t *testing.T) {
+	t.Parallel()
+	f, signer := svmUptoFamily(t)
+	o := svmUptoOffer(svmUptoExtra(svmUptoFeePayer, "900", "345678901"))
+	w, err := f.Window(context.Background(), svmUptoMainnet, testNow, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := signedPayment(o, w, signer.Address())
+	p.Status, p.Offer.Amount, p.Offer.Value = StatusUnknown, o.Ceiling, 250_000
+	p.Answer = &request.SellerResponse{Status: 402}
+	open, _ := f.open(p)
+	expires := time.Unix(open.ExpiresAt, 0)
+	ends := expires.Add(svmUptoCleanupDelay + 900*time.Second + settleGrace)
+	resolve := func(now time.Time, moved x402.Transfer, err error) []Outcome {
+		t.Helper()
+		f, _ := svmUptoFamily(t)
+		f.payer.Channels = &fakeChannels{want: x402.SVMChannelQuery{Network: svmUptoMainnet, Channel: open.ChannelID, Payer: signer.Address(),
+			Mint: svmUptoUSDC, Deposit: 250000}, moved: moved, err: err}
+		store := newMemStore()
+		store.unknowns = []Payment{p}
+		s := &Service{Store: store, Payer: &Payer{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now },
+			chains: []Family{f}}
+		if did, err := s.Resolve(context.Background()); !did || err != nil {
+			t.Fatalf("Resolve: %v %v", did, err)
+		}
+		return store.finished
+	}
+	for _, now := range []time.Time{expires, expires.Add(settleGrace + time.Second), expires.Add(svmUptoCleanupDelay + settleGrace), ends} {
+		if got := resolve(now, x402.Transfer{}, x402.ErrNoSettlement); len(got) != 0 {
+			t.Errorf("%v after expiresAt, no settlement shown: recorded %+v, want it left unknown while the cleanup may still return the deposit",
+				now.Sub(expires), got)
+		}
+	}
+	if got := resolve(ends.Add(time.Second), x402.Transfer{}, x402.ErrNoSettlement); len(got) != 1 || got[0].Status != StatusSettled || got[0].Moved != "250000" {
+		t.Errorf("past the whole window, no settlement shown: recorded %+v, want settled at the maximum", got)
+	}
+	for _, now := range []time.Time{expires.Add(svmUptoCleanupDelay + time.Second), ends.Add(time.Hour)} {
+		got := resolve(now, x402.Transfer{Transaction: "cleanup", Amount: big.NewInt(0)}, nil)
+		if len(got) != 1 || got[0].Status != StatusFailed || got[0].Failure != FailNotSettled || got[0].Moved != "" || got[0].Transaction != "cleanup" {
+			t.Errorf("the whole deposit back to the payer: recorded %+v, want failed %s (nothing spent), in the cleanup's transaction", got, FailNotSettled)
+		}
+		p.Answer = &request.SellerResponse{Status: 200, Body: `{"report":1}`}
+		got = resolve(now, x402.Transfer{Transaction: "cleanup", Amount: big.NewInt(0)}, nil)
+		if len(got) != 1 || got[0].Status != StatusSettled || got[0].Moved != "0" || !got[0].Delivered {
+			t.Errorf("the whole deposit back after the seller delivered: recorded %+v, want settled at 0, delivered, nothing spent", got)
+		}
+		p.Answer = &request.SellerResponse{Status: 402}
+		got = resolve(now, x402.Transfer{Transaction: "settle", Amount: big.NewInt(100000)}, nil)
+		if len(got) != 1 || got[0].Status != StatusSettled || got[0].Moved != "100000" || got[0].Delivered || got[0].Transaction != "settle" {
+			t.Errorf("part of the deposit back: recorded %+v, want settled at 100000, what moved, not delivered", got)
+		}
+	}
 }
