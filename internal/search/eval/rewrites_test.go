@@ -117,11 +117,14 @@ func (fx fixture) fusionScore(qs []phrased, reads [][]search.Reading, f search.F
 	return sc
 }
 
-// anyRelevant tells whether a method of kept is one of labels (endpoint keys).
+// anyRelevant tells whether a method of kept, or a near-duplicate of its group (one
+// answer, search.Collapse), is one of labels (endpoint keys).
 func (fx fixture) anyRelevant(labels []string, kept []search.Neighbour) bool {
 	for _, n := range kept {
-		if slices.Contains(labels, normURL(fx.urlOf[n.Slug])) {
-			return true
+		for _, s := range fx.hybrid.Twins(fx.snap, n.Slug) {
+			if slices.Contains(labels, normURL(fx.urlOf[s])) {
+				return true
+			}
 		}
 	}
 	return false
