@@ -260,12 +260,12 @@ func TestALargeCatalogIsAnsweredByItsOwnBand(t *testing.T) {
 		}
 		var asked int
 		m := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &read}}
-		eng, err := search.NewEngine(search.Config{}, fixedStore{near, &asked}, m, nil)
+		eng, err := search.NewEngine(search.Config{}, countedStore{fixedStore{near, &asked}, &counter{callers: map[string]int{}}}, m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, rewrites := range [][]string{nil, {"weather forecast", "city weather api"}} {
-			res, err := eng.SearchPhrased(context.Background(), "", snap, "weather in a city", rewrites, directory.Filter{})
+			res, err := eng.SearchPhrased(context.Background(), "caller", snap, "weather in a city", rewrites, directory.Filter{})
 			if err != nil {
 				t.Fatal(err)
 			}
