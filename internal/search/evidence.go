@@ -436,6 +436,20 @@ type Calibration struct {
 	// Fusion, when set, is how the band answers a query said several ways; nil
 	// means HybridFusion.
 	Fusion *Fusion
+	// Large, when set, is the band for a catalog of at least LargeFrom methods: a
+	// catalog seven times the size has nearer near misses and fewer leads, and a band
+	// fitted on its own neighbourhoods reads them as they are (For).
+	Large     *Calibration
+	LargeFrom int
+}
+
+// For is the band c answers in snap with: Large when snap holds at least LargeFrom
+// methods, else c.
+func (c *Calibration) For(snap *directory.Snapshot) *Calibration {
+	if c.Large != nil && c.LargeFrom > 0 && snap.Len() >= c.LargeFrom {
+		return c.Large
+	}
+	return c
 }
 
 // fusion is how c answers a query said several ways.
@@ -466,13 +480,16 @@ type calibrationJSON struct {
 	Margin   float64            `json:"margin"`
 	Rerank   float64            `json:"rerank,omitempty"`
 	Fusion   *Fusion            `json:"fusion,omitempty"`
+	Large    *Calibration       `json:"large,omitempty"`
+	From     int                `json:"large_from,omitempty"`
 }
 
 // MarshalJSON writes the weights by feature name; a feature it does not weigh is
 // left out, so that a version of the service that does not know it (one before the
 // thesaurus' features) reads the calibration all the same.
 func (c Calibration) MarshalJSON() ([]byte, error) {
-	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin, Rerank: c.Rerank, Fusion: c.Fusion}
+	out := calibrationJSON{Evidence: c.Evidence, Weights: map[string]float64{}, Bias: c.Bias, Least: c.Least, Margin: c.Margin, Rerank: c.Rerank, Fusion: c.Fusion,
+		Large: c.Large, From: c.LargeFrom}
 	for i, w := range c.Weights {
 		if w != 0 {
 			out.Weights[FeatureNames[i]] = w
@@ -488,7 +505,8 @@ func (c *Calibration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Rerank: in.Rerank, Evidence: in.Evidence, Fusion: in.Fusion}
+	*c = Calibration{Bias: in.Bias, Least: in.Least, Margin: in.Margin, Rerank: in.Rerank, Evidence: in.Evidence, Fusion: in.Fusion,
+		Large: in.Large, LargeFrom: in.From}
 	for name, w := range in.Weights {
 		i := featureIndex(name)
 		if i < 0 {

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -226,5 +227,51 @@ func TestPhrasingsFollowTheQueryToTheFallback(t *testing.T) {
 	}
 	if res.Model != embedding.BuiltinModel || !res.Degraded || res.Band == nil || res.Band.Phrasings != 4 || allowance.used != 4 {
 		t.Errorf("model %q, degraded %v, band %+v, allowance used %d: want the fallback's answer of the four phrasings, each charged once", res.Model, res.Degraded, res.Band, allowance.used)
+	}
+}
+
+// TestALargeCatalogIsAnsweredByItsOwnBand: a calibration with a band for large
+// catalogs answers a snapshot of at least LargeFrom methods with that band, alone
+// and with phrasings, and a smaller one with its own; stored and read back, it keeps
+// both.
+func TestALargeCatalogIsAnsweredByItsOwnBand(t *testing.T) {
+	snap := nearSnapshot(t)
+	answers, refuses := search.HybridCalibration, search.HybridCalibration
+	answers.Least, refuses.Least = 0, 2
+	refusing := search.Fusion{Least: 2, Top: 2, K: 1}
+	refuses.Fusion = &refusing
+	near := []search.Neighbour{{Slug: "a", Similarity: 0.8}, {Slug: "b", Similarity: 0.7}}
+	for _, c := range []struct {
+		from   int
+		answer bool
+	}{{snap.Len(), false}, {snap.Len() + 1, true}} {
+		cal := answers
+		cal.Large, cal.LargeFrom = &refuses, c.from
+		b, err := json.Marshal(cal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read search.Calibration
+		if err := json.Unmarshal(b, &read); err != nil {
+			t.Fatal(err)
+		}
+		if read.Large == nil || read.LargeFrom != c.from || read.Large.Least != 2 || read.Large.Fusion == nil {
+			t.Fatalf("read back %s: %+v", b, read)
+		}
+		var asked int
+		m := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Calibration: &read}}
+		eng, err := search.NewEngine(search.Config{}, countedStore{fixedStore{near, &asked}, &counter{callers: map[string]int{}}}, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rewrites := range [][]string{nil, {"weather forecast", "city weather api"}} {
+			res, err := eng.SearchPhrased(context.Background(), "caller", snap, "weather in a city", rewrites, directory.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(res.Hits) > 0; got != c.answer {
+				t.Errorf("%d methods, large from %d, %d phrasings: answered %v, want %v (band %+v)", snap.Len(), c.from, len(rewrites), got, c.answer, res.Band)
+			}
+		}
 	}
 }

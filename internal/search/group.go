@@ -253,6 +253,34 @@ func (x *textIndex) similar(pos int, snap *directory.Snapshot, f directory.Filte
 	return out
 }
 
+// twins are the list positions of the methods of pos's group, pos among them: pos
+// alone for a method in none.
+func (x *textIndex) twins(pos int) []int {
+	g := x.groups
+	if pos < 0 || pos >= len(g.of) || g.of[pos] < 0 {
+		return []int{pos}
+	}
+	out := make([]int, len(g.members[g.of[pos]]))
+	for i, p := range g.members[g.of[pos]] {
+		out[i] = int(p)
+	}
+	return out
+}
+
+// Twins are the slugs of the methods of slug's group in snap, slug among them: one
+// answer, whichever of them is its face. A method in none is its own.
+func (e *Engine) Twins(snap *directory.Snapshot, slug string) []string {
+	p, ok := snap.Position(slug)
+	if !ok {
+		return []string{slug}
+	}
+	var out []string
+	for _, q := range e.textIndex(snap).twins(p) {
+		out = append(out, snap.Methods()[q].Slug)
+	}
+	return out
+}
+
 // group names the near-duplicate group of the method slug: the group's number, or
 // the slug itself for a method in none (Fusion.Fuse).
 func (x *textIndex) group(slug string) string {

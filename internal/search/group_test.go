@@ -160,3 +160,48 @@ func TestOurOwnOrganicPayersChooseATwinsFace(t *testing.T) {
 		})
 	}
 }
+
+// TestATwinOfTheLabelledMethodIsAHit: a group of near-duplicates is one answer, so a
+// query labelled with one reseller of an API is answered when the group's face is
+// another (the most trusted): labelled relevant, as calibration and the evaluation
+// count it. A method outside the group is not made relevant by it.
+func TestATwinOfTheLabelledMethodIsAHit(t *testing.T) {
+	snap := twinSnapshot(t)
+	ms := slices.Clone(snap.Methods())
+	for i := range ms {
+		ms[i].Endpoint = directory.Endpoint{Method: "GET", URL: "https://" + ms[i].Hostname + "/" + ms[i].Slug}
+	}
+	snap, err := directory.NewSnapshot(time.Unix(1, 0), ms, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := func(slug string, sim float64) search.Neighbour { return search.Neighbour{Slug: slug, Similarity: sim} }
+	near := []search.Neighbour{nb("quote-a", 0.9), nb("quote-c", 0.895), nb("quote-b", 0.893), nb("price", 0.85), nb("price-history", 0.8)}
+	var asked int
+	model := &search.Model{Embedder: embedding.Lexhash{}, Record: search.ModelRecord{ID: embedding.BuiltinModel, Dimensions: embedding.BuiltinDimensions, Floor: 0.5, Margin: 0.2}}
+	eng, err := search.NewEngine(search.Config{}, fixedStore{near, &asked}, model, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		label string
+		want  []bool
+	}{
+		{"https://a.example/quote-a", []bool{true, false, false}}, // the face is quote-b, the most trusted
+		{"https://eth.example/price-history", []bool{false, false, true}},
+	} {
+		l, err := eng.Label(context.Background(), snap, model, "t", search.Query{ID: "q", Text: "stock ticker price", Relevant: []string{c.label}, Kind: "task"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(l.Slugs, []string{"quote-b", "price", "price-history"}) || !slices.Equal(l.Relevant, c.want) {
+			t.Errorf("labelled %s: ranked %v relevant %v, want %v", c.label, l.Slugs, l.Relevant, c.want)
+		}
+	}
+	if got := eng.Twins(snap, "quote-b"); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"quote-a", "quote-b", "quote-c"}) {
+		t.Errorf("twins of quote-b: %v", got)
+	}
+	if got := eng.Twins(snap, "price"); !slices.Equal(got, []string{"price"}) {
+		t.Errorf("twins of price: %v", got)
+	}
+}

@@ -95,7 +95,8 @@ func (e *Engine) Relabel(snap *directory.Snapshot, m *Model, l Labelled, near []
 }
 
 // ranking is how l reads over ranked, its nearest methods in a ranking's order: the
-// evidence, the nearest one's category, and which of the first three are relevant.
+// evidence, the nearest one's category, and which of the first three are relevant:
+// a method is when it or a near-duplicate of its group is labelled.
 func (x *textIndex) ranking(snap *directory.Snapshot, m *Model, l Labelled, ranked []Neighbour) Ranking {
 	relevant := map[string]bool{}
 	for _, k := range l.Labels {
@@ -109,11 +110,17 @@ func (x *textIndex) ranking(snap *directory.Snapshot, m *Model, l Labelled, rank
 	}
 	for _, n := range ranked[:min(len(ranked), MaxResults)] {
 		url := ""
+		hit := false
 		if p, ok := snap.Position(n.Slug); ok {
 			url = snap.Methods()[p].Endpoint.URL
+			// A group of near-duplicates is one answer (Collapse): it answers the
+			// query when any of its methods is labelled, whichever is its face.
+			for _, q := range x.twins(p) {
+				hit = hit || relevant[EndpointKey(snap.Methods()[q].Endpoint.URL)]
+			}
 		}
 		r.Similarities = append(r.Similarities, n.Similarity)
-		r.Relevant = append(r.Relevant, relevant[EndpointKey(url)])
+		r.Relevant = append(r.Relevant, hit)
 		r.Keys = append(r.Keys, EndpointKey(url))
 		r.Slugs = append(r.Slugs, n.Slug)
 	}

@@ -613,6 +613,7 @@ func (e *Engine) answer(res Result, snap *directory.Snapshot, f directory.Filter
 	}
 	x := e.textIndex(snap)
 	if c := m.Record.Calibration; c != nil {
+		c = c.For(snap)
 		near = x.Rerank(norm, near, c.Rerank)
 		band := c.Report(x.Gather(norm, near, generalEnglish(m)), near)
 		return banded(res, snap, f, x, band, c.Band(band.Confidence, near, want), near, want)
@@ -647,7 +648,7 @@ func (e *Engine) fuse(res Result, snap *directory.Snapshot, f directory.Filter, 
 	if f.Limit > 0 {
 		want = min(want, f.Limit)
 	}
-	c := m.Record.Calibration
+	c := m.Record.Calibration.For(snap)
 	x := e.textIndex(snap)
 	rs := make([]Reading, len(norms))
 	var own Evidence // the query's own, for its band alone

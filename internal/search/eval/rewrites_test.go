@@ -117,11 +117,14 @@ func (fx fixture) fusionScore(qs []phrased, reads [][]search.Reading, f search.F
 	return sc
 }
 
-// anyRelevant tells whether a method of kept is one of labels (endpoint keys).
+// anyRelevant tells whether a method of kept, or a near-duplicate of its group (one
+// answer, search.Collapse), is one of labels (endpoint keys).
 func (fx fixture) anyRelevant(labels []string, kept []search.Neighbour) bool {
 	for _, n := range kept {
-		if slices.Contains(labels, normURL(fx.urlOf[n.Slug])) {
-			return true
+		for _, s := range fx.hybrid.Twins(fx.snap, n.Slug) {
+			if slices.Contains(labels, normURL(fx.urlOf[s])) {
+				return true
+			}
 		}
 	}
 	return false
@@ -256,11 +259,17 @@ func (fx fixture) rewriteTable(own, dev []search.Labelled, qs []phrased) string 
 // where the fusion falls short and its band answers): on every dev query read
 // by a band fitted without it (five folds), under fusionBudget.
 func (fx fixture) outOfFoldFusion(own []search.Labelled, dev []search.Labelled, qs []phrased) search.Fusion {
+	return fx.outOfFoldFusionUnder(own, dev, qs, bandOptions, fusionBudget)
+}
+
+// outOfFoldFusionUnder is outOfFoldFusion with the band fitted under o and the
+// fusion's threshold chosen under budget.
+func (fx fixture) outOfFoldFusionUnder(own []search.Labelled, dev []search.Labelled, qs []phrased, o search.CalibrationOptions, budget float64) search.Fusion {
 	reads := make([][]search.Reading, len(qs))
 	bands := make([]search.Calibration, len(qs))
 	for _, fold := range search.Folds(dev, cvFolds, 1) {
 		train, _ := split(qs, fold)
-		c := search.Calibrate(append(slices.Clone(own), labelledOf(train)...), bandOptions)
+		c := search.Calibrate(append(slices.Clone(own), labelledOf(train)...), o)
 		for _, i := range fold {
 			reads[i] = fx.readings(qs[i], c)
 			bands[i] = c
@@ -268,7 +277,7 @@ func (fx fixture) outOfFoldFusion(own []search.Labelled, dev []search.Labelled, 
 	}
 	spare = fusionSpare
 	defer func() { spare = 0 }()
-	return fx.chooseFusion(qs, reads, fusionBudget, bands)
+	return fx.chooseFusion(qs, reads, budget, bands)
 }
 
 func (fx fixture) readAll(qs []phrased, c search.Calibration) [][]search.Reading {
@@ -332,9 +341,92 @@ func TestRewrites(t *testing.T) {
 	qs := fx.labelPhrased(t, set, dev, rewrites)
 	fmt.Print(fx.rewriteTable(own, dev, qs))
 	if os.Getenv("WAYSTATION_EVAL_LISTINGS") != "" {
-		return // the fusion is chosen on the catalog alone
+		fmt.Print(fx.listingsBandTable(own, dev, qs))
+		fx.checkLargeCalibration(t, own, dev, qs)
+		return // the catalog's own fusion is chosen on the catalog alone
+	}
+	if c := search.HybridCalibration; c.Large != nil && fx.snap.Len() >= c.LargeFrom {
+		t.Errorf("the catalog alone (%d methods) is answered by the large catalog's band (from %d)", fx.snap.Len(), c.LargeFrom)
 	}
 	if got := fx.outOfFoldFusion(own, dev, qs); got != search.HybridFusion {
 		t.Errorf("search.HybridFusion is not the fusion chosen on the dev set's out-of-fold readings; paste: %#v", got)
+	}
+}
+
+// listingsBudget is the false matches the issue allows search with the Bazaar's
+// listings loaded.
+const listingsBudget = 0.20
+
+// listingsBandTable cross-validates bands fitted for a catalog of the listings' size
+// (make eval-listings): as rewriteTable, the band fitted on the own set and the dev
+// queries outside the fold, all read with the listings loaded, but under
+// listingsBudget, the band's threshold and the fusion's each chosen to stay under
+// it on the training folds, or under the service's budgets for comparison.
+func (fx fixture) listingsBandTable(own, dev []search.Labelled, qs []phrased) string {
+	note := fmt.Sprintf("%d folds × %d shuffles, the band and the fusion's threshold chosen on other folds than the one scored", cvFolds, cvRepeats)
+	t := newCVTable("bands fitted with the Bazaar's listings loaded, under their own budgets", dev, note)
+	type cfg struct{ band, fusion float64 }
+	cfgs := []cfg{{0.15, 0.05}, {0.15, 0.10}, {0.15, listingsBudget}, {listingsBudget, 0.05}, {listingsBudget, 0.10}, {listingsBudget, listingsBudget}, {0.25, 0.10}}
+	alone := map[float64][]search.CalibrationScore{}
+	orAlone := make([][]search.CalibrationScore, len(cfgs))
+	for r := range cvRepeats {
+		for _, fold := range search.Folds(dev, cvFolds, uint64(r)*7919+1) {
+			train, test := split(qs, fold)
+			bands := map[float64]search.Calibration{}
+			for _, b := range []float64{0.15, listingsBudget, 0.25} {
+				o := bandOptions
+				o.MaxFalseMatch = b
+				bands[b] = search.Calibrate(append(slices.Clone(own), labelledOf(train)...), o)
+				alone[b] = append(alone[b], bands[b].Score(labelledOf(test)))
+			}
+			for i, c := range cfgs {
+				band := bands[c.band]
+				trainReads, testReads := fx.readAll(train, band), fx.readAll(test, band)
+				spare = fusionSpare
+				f := fx.chooseFusion(train, trainReads, c.fusion, repeat(band, len(train)))
+				spare = 0
+				orAlone[i] = append(orAlone[i], fx.fusionScore(test, testReads, f, repeat(band, len(test))))
+			}
+		}
+	}
+	for _, b := range []float64{0.15, listingsBudget, 0.25} {
+		t.row(fmt.Sprintf("the query alone, the band's threshold under %.2f", b), alone[b])
+	}
+	for i, c := range cfgs {
+		t.row(fmt.Sprintf("fused, or the query alone where the fusion falls short; the band under %.2f, the fusion's threshold under %.2f or the query alone's rate", c.band, c.fusion), orAlone[i])
+	}
+	return t.b.String()
+}
+
+// largeBudgets are the false-match budgets search.HybridCalibration.Large is fitted
+// under: its band's threshold and its fusion's.
+var largeBudgets = struct{ band, fusion float64 }{listingsBudget, 0.10}
+
+// checkLargeCalibration fits the band for a catalog of the listings' size as the
+// catalog's own is fitted (make calibrate's fit, on the own set up to
+// lastFittedQuery and the dev set, here read with the listings loaded), under
+// largeBudgets, its fusion chosen on out-of-fold readings as outOfFoldFusion does,
+// and checks that search.HybridCalibration.Large is that fit, and that the catalog
+// alone is below HybridCalibration.LargeFrom and the listings above it.
+func (fx fixture) checkLargeCalibration(t *testing.T, own, dev []search.Labelled, qs []phrased) {
+	o := bandOptions
+	o.MaxFalseMatch = largeBudgets.band
+	got := search.Calibrate(append(slices.Clone(own), dev...), o)
+	f := fx.outOfFoldFusionUnder(own, dev, qs, o, largeBudgets.fusion)
+	want := search.HybridCalibration.Large
+	// With the listings loaded the nearest methods come from the approximate index,
+	// whose neighbours change a little from one build to the next: the fit is the
+	// same within a step of the fusion's grid and 0.02 of probability.
+	same := want != nil && want.Fusion != nil && want.Fusion.Top == f.Top && want.Fusion.K == f.K &&
+		math.Abs(want.Fusion.Least-f.Least) <= 0.0125+1e-9 &&
+		math.Abs(got.Least-want.Least) < 0.02 && got.Margin == want.Margin && got.Rerank == want.Rerank
+	for _, s := range append(slices.Clone(own), dev...) {
+		same = same && math.Abs(got.Probability(s.Evidence)-want.Probability(s.Evidence)) < 0.02
+	}
+	if !same {
+		t.Errorf("search.HybridCalibration.Large is not the fit with the listings loaded; paste:\n%#v\nFusion: %#v", got, f)
+	}
+	if n := fx.snap.Len(); n < search.HybridCalibration.LargeFrom {
+		t.Errorf("the catalog with the listings holds %d methods, under HybridCalibration.LargeFrom %d", n, search.HybridCalibration.LargeFrom)
 	}
 }
