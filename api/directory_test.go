@@ -564,7 +564,7 @@ func TestMerchantRecordsAnswerFromTheirFiles(t *testing.T) {
 	stored, err := snap.WithStored(
 		func(_ string, res *resource.Resource) *resource.Resource { return res },
 		func(h string, res *resource.Resource) *resource.Resource {
-			for i, b := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
+			for i, b := range [...][]byte{res.Body, res.Gzip(), res.Brotli()} {
 				if err := os.WriteFile(filepath.Join(dir, h+[...]string{"", ".gz", ".br"}[i]), b, 0o644); err != nil {
 					t.Fatal(err)
 				}

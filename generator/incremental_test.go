@@ -289,7 +289,7 @@ func TestServedSnapshotsAnswerFromTheirPublishedFiles(t *testing.T) {
 	check := func(step string, snap *directory.Snapshot, files map[string][]byte) {
 		t.Helper()
 		answer := func(path string, res *resource.Resource) {
-			if res.Gzip != nil || res.Brotli != nil {
+			if res.Gzip() != nil || res.Brotli() != nil {
 				t.Errorf("%s: %s holds its encoded forms", step, path)
 			}
 			for ae, x := range map[string]string{"identity": "", "gzip": ".gz", "br": ".br"} {

@@ -897,7 +897,7 @@ func (w *siteWriter) put(kind urlKind, path string, source sourceID, build func(
 	if res, err = res.Encoded(); err != nil {
 		return fmt.Errorf("generator: write %s: %w", path, err)
 	}
-	if res.Gzip == nil {
+	if res.Gzip() == nil {
 		// A body the snapshot left unencoded is compressed here, as
 		// directory.NewSnapshotAfter would have; served learns its forms' sizes
 		// from the manifest.
@@ -924,7 +924,7 @@ func (w *siteWriter) putList(snap *directory.Snapshot) error {
 	if done || err != nil {
 		return err
 	}
-	if res.Gzip == nil || res.Brotli == nil {
+	if res.Gzip() == nil || res.Brotli() == nil {
 		// A snapshot's list whose forms went to the files of a publication before.
 		return fmt.Errorf("generator: write %s: the snapshot no longer holds its list's forms (published already)", ListFile)
 	}
@@ -993,9 +993,9 @@ func (w *siteWriter) writeForms(p string, res *resource.Resource, body func(p st
 		case 0:
 			err = body(p)
 		case 1:
-			err = writeBody(p+x, res.Gzip)
+			err = writeBody(p+x, res.Gzip())
 		default:
-			err = writeBody(p+x, res.Brotli)
+			err = writeBody(p+x, res.Brotli())
 		}
 		if err != nil {
 			return err
@@ -1013,7 +1013,7 @@ func (w *siteWriter) record(kind urlKind, path string, source sourceID, k int, r
 		return fmt.Errorf("generator: write %s: %w", path, err)
 	}
 	e := fileEntry{source: source, url: kind, contentType: ct, sum: sum,
-		sizes: [3]int32{int32(size), int32(len(res.Gzip)), int32(len(res.Brotli))}}
+		sizes: [3]int32{int32(size), int32(len(res.Gzip())), int32(len(res.Brotli()))}}
 	if f := e.manifestFile(path); f.ETag != res.ETag || f.GzipETag != res.GzipETag || f.BrotliETag != res.BrotliETag {
 		return fmt.Errorf("generator: write %s: its ETags are not its body's hash's", path)
 	}

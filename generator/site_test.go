@@ -192,7 +192,7 @@ func TestLoadSiteRebuildsTheSameSnapshot(t *testing.T) {
 		r.Header.Set("Accept-Encoding", ae)
 		w := httptest.NewRecorder()
 		resource.Serve(w, r, got.List(), http.StatusOK)
-		want := map[string][]byte{"": list.Body, "gzip": list.Gzip, "br": list.Brotli}[ae]
+		want := map[string][]byte{"": list.Body, "gzip": list.Gzip(), "br": list.Brotli()}[ae]
 		if got.List().Body != nil || !bytes.Equal(w.Body.Bytes(), want) {
 			t.Errorf("the loaded list (%q) holds %d bytes, sends %d of the %d published", ae, len(got.List().Body), w.Body.Len(), len(want))
 		}
@@ -270,7 +270,7 @@ func TestServedAnswersTheListFromMemoryWhenItsFilesDoNotOpen(t *testing.T) {
 	for _, c := range []struct {
 		ae   string
 		body []byte
-	}{{"", want.Body}, {"gzip", want.Gzip}, {"br", want.Brotli}} {
+	}{{"", want.Body}, {"gzip", want.Gzip()}, {"br", want.Brotli()}} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("Accept-Encoding", c.ae)
 		w := httptest.NewRecorder()

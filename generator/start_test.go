@@ -196,14 +196,14 @@ func TestLoadedSitesAnswerFromTheirFiles(t *testing.T) {
 
 func checkStored(t *testing.T, res *resource.Resource, files map[string][]byte, path string) {
 	t.Helper()
-	if res.Gzip != nil || res.Brotli != nil {
+	if res.Gzip() != nil || res.Brotli() != nil {
 		t.Errorf("%s holds its encoded forms", path)
 	}
 	enc, err := res.Encoded()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for form, body := range map[string][]byte{"": enc.Body, ".gz": enc.Gzip, ".br": enc.Brotli} {
+	for form, body := range map[string][]byte{"": enc.Body, ".gz": enc.Gzip(), ".br": enc.Brotli()} {
 		if want := files[filepath.FromSlash(path+form)]; len(want) == 0 || !bytes.Equal(body, want) {
 			t.Errorf("%s%s answers %d bytes, not the %d published", path, form, len(body), len(want))
 		}

@@ -122,7 +122,7 @@ func TestLivePagesAreTheGeneratedPagesByteForByte(t *testing.T) {
 		if r := get(t, srv, url, "If-None-Match", res.ETag); r.StatusCode != http.StatusNotModified {
 			t.Errorf("%s: revalidation gave %d", url, r.StatusCode)
 		}
-		if r := get(t, srv, url, "Accept-Encoding", "gzip"); r.Header.Get("Content-Encoding") != "gzip" || body(t, r) != string(res.Gzip) {
+		if r := get(t, srv, url, "Accept-Encoding", "gzip"); r.Header.Get("Content-Encoding") != "gzip" || body(t, r) != string(res.Gzip()) {
 			t.Errorf("%s: gzip differs", url)
 		}
 	}

@@ -47,7 +47,7 @@ func TestListGzipIsOneMemberMadeOfPiecesSharedWithTheSnapshotBefore(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gunzip(t, prev.List().Gzip); !bytes.Equal(got, prev.List().Body) {
+	if got := gunzip(t, prev.List().Gzip()); !bytes.Equal(got, prev.List().Body) {
 		t.Fatal("the gzip form does not decode to the list")
 	}
 	if n := len(prev.list.pieces); n < 3000/listPieceEvery/2 {
@@ -69,10 +69,10 @@ func TestListGzipIsOneMemberMadeOfPiecesSharedWithTheSnapshotBefore(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.List().Gzip, want.List().Gzip) || !bytes.Equal(got.List().Brotli, want.List().Brotli) {
+	if !bytes.Equal(got.List().Gzip(), want.List().Gzip()) || !bytes.Equal(got.List().Brotli(), want.List().Brotli()) {
 		t.Fatal("the list's encoded forms after another snapshot are not those made afresh")
 	}
-	if body := gunzip(t, got.List().Gzip); !bytes.Equal(body, want.List().Body) {
+	if body := gunzip(t, got.List().Gzip()); !bytes.Equal(body, want.List().Body) {
 		t.Fatal("the gzip form does not decode to the list")
 	}
 	made := 0
@@ -132,27 +132,27 @@ func TestAListMadeToBePublishedIsNotHeldAndHasTheFormsOfOneHeld(t *testing.T) {
 		if err != nil || n != int64(out.Len()) || !bytes.Equal(out.Bytes(), body) || size != len(body) || sum != sha256.Sum256(body) {
 			t.Errorf("step %d: WriteList wrote %d bytes (%v), ListSum says %d; the list is %d", step, n, err, size, len(body))
 		}
-		if want := resource.NewForms(resource.JSON, body, list.Gzip, list.Brotli); list.ETag != want.ETag ||
+		if want := resource.NewForms(resource.JSON, body, list.Gzip(), list.Brotli()); list.ETag != want.ETag ||
 			list.GzipETag != want.GzipETag || list.BrotliETag != want.BrotliETag {
 			t.Errorf("step %d: ETags %s %s %s, the body's are %s %s %s", step, list.ETag, list.GzipETag, list.BrotliETag, want.ETag,
 				want.GzipETag, want.BrotliETag)
 		}
-		if !bytes.Equal(gunzip(t, list.Gzip), body) {
+		if !bytes.Equal(gunzip(t, list.Gzip()), body) {
 			t.Errorf("step %d: the gzip form does not decode to the list", step)
 		}
-		if whole := resource.Brotli(body, resource.LevelsFor(len(body)).Brotli); !bytes.Equal(list.Brotli, whole) {
-			t.Errorf("step %d: the list's brotli (%d bytes) is not the whole body's (%d bytes)", step, len(list.Brotli), len(whole))
+		if whole := resource.Brotli(body, resource.LevelsFor(len(body)).Brotli); !bytes.Equal(list.Brotli(), whole) {
+			t.Errorf("step %d: the list's brotli (%d bytes) is not the whole body's (%d bytes)", step, len(list.Brotli()), len(whole))
 		}
 		if step == 1 {
 			afresh, err := NewSnapshotUnencoded(nil, at, slices.Clone(methods), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a := afresh.List(); a.ETag != list.ETag || !bytes.Equal(a.Gzip, list.Gzip) || !bytes.Equal(a.Brotli, list.Brotli) {
+			if a := afresh.List(); a.ETag != list.ETag || !bytes.Equal(a.Gzip(), list.Gzip()) || !bytes.Equal(a.Brotli(), list.Brotli()) {
 				t.Error("the list's forms after another snapshot are not those made afresh")
 			}
 		}
-		if b := got.WithListBody().List(); !bytes.Equal(b.Body, body) || b.ETag != list.ETag || !bytes.Equal(b.Brotli, list.Brotli) {
+		if b := got.WithListBody().List(); !bytes.Equal(b.Body, body) || b.ETag != list.ETag || !bytes.Equal(b.Brotli(), list.Brotli()) {
 			t.Errorf("step %d: the list made again is not the list", step)
 		}
 		prev = got
@@ -169,7 +169,7 @@ func TestAListMadeToBePublishedIsNotHeldAndHasTheFormsOfOneHeld(t *testing.T) {
 	}
 	want, got := held.List(), published.List()
 	if got.Body != nil || !bytes.Equal(want.Body, published.AppendList(nil, Filter{})) || got.ETag != want.ETag ||
-		!bytes.Equal(got.Gzip, want.Gzip) || !bytes.Equal(got.Brotli, want.Brotli) {
+		!bytes.Equal(got.Gzip(), want.Gzip()) || !bytes.Equal(got.Brotli(), want.Brotli()) {
 		t.Error("a held list is not the one made to be published")
 	}
 }

@@ -31,16 +31,16 @@ func TestSnapshotIDDependsOnContentNotOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s1.Info() != s2.Info() || !bytes.Equal(s1.List().Gzip, s2.List().Gzip) {
+	if s1.Info() != s2.Info() || !bytes.Equal(s1.List().Gzip(), s2.List().Gzip()) {
 		t.Fatalf("order changed the snapshot: %v %v", s1.Info(), s2.Info())
 	}
 	for _, h := range []string{"a.example", "b.example"} {
 		r1, _ := s1.Merchant(h)
 		r2, _ := s2.Merchant(h)
-		if !bytes.Equal(r1.Gzip, r2.Gzip) {
+		if !bytes.Equal(r1.Gzip(), r2.Gzip()) {
 			t.Errorf("%s: gzip bytes differ", h)
 		}
-		zr, err := gzip.NewReader(bytes.NewReader(r1.Gzip))
+		zr, err := gzip.NewReader(bytes.NewReader(r1.Gzip()))
 		if err != nil {
 			t.Fatal(err)
 		}

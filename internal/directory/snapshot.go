@@ -392,7 +392,7 @@ func (s *Snapshot) WithListBody() *Snapshot {
 	c.derived = new(derived)
 	body := make([]byte, 0, s.list.size)
 	s.writeList(func(p []byte) { body = append(body, p...) }, nil, s.list.tail)
-	c.list.res = resource.NewForms(resource.JSON, body, s.list.res.Gzip, s.list.res.Brotli)
+	c.list.res = resource.NewForms(resource.JSON, body, s.list.res.Gzip(), s.list.res.Brotli())
 	return &c
 }
 

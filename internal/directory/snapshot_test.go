@@ -192,7 +192,7 @@ func TestNewSnapshotAfterIsNewSnapshotSharingWhatDidNotChange(t *testing.T) {
 	for _, m := range want.Methods() {
 		a, _ := got.Method(m.Slug)
 		b, _ := want.Method(m.Slug)
-		if !bytes.Equal(a.Body, b.Body) || !bytes.Equal(a.Gzip, b.Gzip) || !bytes.Equal(a.Brotli, b.Brotli) || a.ETag != b.ETag {
+		if !bytes.Equal(a.Body, b.Body) || !bytes.Equal(a.Gzip(), b.Gzip()) || !bytes.Equal(a.Brotli(), b.Brotli()) || a.ETag != b.ETag {
 			t.Errorf("%s differs", m.Slug)
 		}
 		old, had := prev.Method(m.Slug)
@@ -204,7 +204,7 @@ func TestNewSnapshotAfterIsNewSnapshotSharingWhatDidNotChange(t *testing.T) {
 		a, _ := got.Merchant(h)
 		b, _ := want.Merchant(h)
 		old, _ := prev.Merchant(h)
-		if a.ETag != b.ETag || !bytes.Equal(a.Brotli, b.Brotli) || (old == a) != (i == 0) {
+		if a.ETag != b.ETag || !bytes.Equal(a.Brotli(), b.Brotli()) || (old == a) != (i == 0) {
 			t.Errorf("merchant %s: ETag %s, want %s; shared %v", h, a.ETag, b.ETag, old == a)
 		}
 	}

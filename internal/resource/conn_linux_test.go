@@ -75,7 +75,7 @@ func TestListenerSendsFilesAsNetDoes(t *testing.T) {
 	if conns == 0 || conns > 32 {
 		t.Errorf("answers sent through %d of the listener's connections, want 1 to 32 (kept alive)", conns)
 	}
-	for form, f := range res.files {
+	for form, f := range res.mem.files {
 		if f == nil {
 			continue
 		}
@@ -267,7 +267,7 @@ func BenchmarkSendFile(b *testing.B) {
 	body := bytes.Repeat([]byte(`{"slug":"a-method","name":"A method","price":"0.01"},`), 10000)
 	mem := New(JSON, body)
 	dir := b.TempDir()
-	for i, form := range [...][]byte{mem.Body, mem.Gzip, mem.Brotli} {
+	for i, form := range [...][]byte{mem.Body, mem.Gzip(), mem.Brotli()} {
 		if err := os.WriteFile(filepath.Join(dir, "list"+suffixes[i]), form, 0o644); err != nil {
 			b.Fatal(err)
 		}

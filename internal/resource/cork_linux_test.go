@@ -80,7 +80,7 @@ func TestFromFilesCorksTheHeadersUntilTheBody(t *testing.T) {
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if want := [...][]byte{mem.Body, mem.Gzip, mem.Brotli}[i]; err != nil || !bytes.Equal(b, want) {
+		if want := [...][]byte{mem.Body, mem.Gzip(), mem.Brotli()}[i]; err != nil || !bytes.Equal(b, want) {
 			t.Errorf("%s: %d bytes, want %d (%v)", ae, len(b), len(want), err)
 		}
 	}

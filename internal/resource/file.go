@@ -16,10 +16,10 @@ import (
 // body (the directory's list) serves faster, and is not held twice, in the heap and
 // in the page cache. The files are opened now and stay open as long as the resource
 // is held, so that a later change of the directory they are in changes nothing;
-// their sizes must be the forms'. Body, Gzip and Brotli are nil.
+// their sizes must be the forms'. Its Body is nil, and it holds no form in memory.
 func (res *Resource) FromFiles(path string) (*Resource, error) {
 	out := &Resource{ETag: res.ETag, GzipETag: res.GzipETag, BrotliETag: res.BrotliETag, ContentType: res.ContentType,
-		lengths: res.lengths, files: &[3]*file{}}
+		lengths: res.lengths, mem: &inMemory{}}
 	for form, suffix := range [...]string{"", ".gz", ".br"} {
 		if !res.has(form) {
 			continue
@@ -28,7 +28,7 @@ func (res *Resource) FromFiles(path string) (*Resource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("resource: %w", err)
 		}
-		out.files[form] = f
+		out.mem.files[form] = f
 	}
 	return out, nil
 }

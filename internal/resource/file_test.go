@@ -19,7 +19,7 @@ import (
 func published(t *testing.T, res *Resource) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "index.json")
-	for i, b := range [...][]byte{res.Body, res.Gzip, res.Brotli} {
+	for i, b := range [...][]byte{res.Body, res.Gzip(), res.Brotli()} {
 		if err := os.WriteFile(path+[...]string{"", ".gz", ".br"}[i], b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestFromFilesAnswersAsFromMemory(t *testing.T) {
 		wg.Wait()
 	}
 	check()
-	if resp, b := get(http.MethodHead, "gzip", ""); resp.StatusCode != 200 || len(b) != 0 || resp.ContentLength != int64(len(mem.Gzip)) {
+	if resp, b := get(http.MethodHead, "gzip", ""); resp.StatusCode != 200 || len(b) != 0 || resp.ContentLength != int64(len(mem.Gzip())) {
 		t.Errorf("HEAD: %d, %d bytes, length %d", resp.StatusCode, len(b), resp.ContentLength)
 	}
 	if resp, _ := get(http.MethodGet, "gzip", mem.ETag); resp.StatusCode != http.StatusNotModified || resp.Header.Get("Etag") != mem.GzipETag {
@@ -99,14 +99,14 @@ func TestFromFilesAnswersAsFromMemory(t *testing.T) {
 		}
 	}
 	check()
-	zr, err := gzip.NewReader(bytes.NewReader(mem.Gzip))
+	zr, err := gzip.NewReader(bytes.NewReader(mem.Gzip()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := io.ReadAll(zr); !bytes.Equal(b, body) {
 		t.Error("the gzip form does not hold the body")
 	}
-	if b, _ := io.ReadAll(brotli.NewReader(bytes.NewReader(mem.Brotli))); !bytes.Equal(b, body) {
+	if b, _ := io.ReadAll(brotli.NewReader(bytes.NewReader(mem.Brotli()))); !bytes.Equal(b, body) {
 		t.Error("the brotli form does not hold the body")
 	}
 }

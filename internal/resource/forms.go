@@ -12,7 +12,7 @@ import (
 // and brotli must decode to body (brotli nil for none). Its ETags are body's hash's,
 // as New's are, whatever bytes the forms hold.
 func NewForms(contentType string, body, gzip, brotli []byte) *Resource {
-	r := &Resource{Body: body, Gzip: gzip, Brotli: brotli}
+	r := (&Resource{Body: body}).withForms(gzip, brotli)
 	r.init(contentType)
 	return r
 }
@@ -23,7 +23,7 @@ func NewForms(contentType string, body, gzip, brotli []byte) *Resource {
 // FromFiles): a body of tens of megabytes (the directory's list) need not be held
 // whole to be published.
 func NewFormsUnheld(contentType string, sum [sha256.Size]byte, size int, gzip, brotli []byte) *Resource {
-	r := &Resource{Gzip: gzip, Brotli: brotli}
+	r := (&Resource{}).withForms(gzip, brotli)
 	var a [24]byte
 	r.setHeaders(contentType, tagOfSum(&a, sum), size, len(gzip), len(brotli))
 	return r
@@ -31,7 +31,7 @@ func NewFormsUnheld(contentType string, sum [sha256.Size]byte, size int, gzip, b
 
 // InFiles reports whether the resource is answered from the files of its forms (see
 // FromFiles).
-func (res *Resource) InFiles() bool { return res.files != nil }
+func (res *Resource) InFiles() bool { return res.mem != nil && res.mem.files[identity] != nil }
 
 // Brotli is body's brotli form at quality, as NewLevels makes it.
 func Brotli(body []byte, quality int) []byte { return compressBrotli(nil, body, quality) }

@@ -30,9 +30,9 @@ func TestPublishedAnswersAsNewDoes(t *testing.T) {
 func publishedAnswersAsNewDoes(t *testing.T, body []byte) {
 	mem := New(JSON, body)
 	path := published(t, mem)
-	res := NewIdentity(JSON, body).Published(len(mem.Gzip), len(mem.Brotli))
-	if res.Gzip != nil || res.Brotli != nil || res.ETag != mem.ETag || res.GzipETag != mem.GzipETag || res.BrotliETag != mem.BrotliETag {
-		t.Fatalf("published: gzip held %v, brotli held %v, ETags %s %s %s", res.Gzip != nil, res.Brotli != nil, res.ETag, res.GzipETag, res.BrotliETag)
+	res := NewIdentity(JSON, body).Published(len(mem.Gzip()), len(mem.Brotli()))
+	if res.Gzip() != nil || res.Brotli() != nil || res.ETag != mem.ETag || res.GzipETag != mem.GzipETag || res.BrotliETag != mem.BrotliETag {
+		t.Fatalf("published: gzip held %v, brotli held %v, ETags %s %s %s", res.Gzip() != nil, res.Brotli() != nil, res.ETag, res.GzipETag, res.BrotliETag)
 	}
 	stored := res.Stored(NewStore(filepath.Dir(path), NewCache(8)), filepath.Base(path))
 	for _, c := range formsOf(mem) {
@@ -47,8 +47,8 @@ func publishedAnswersAsNewDoes(t *testing.T, body []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(enc.Gzip, mem.Gzip) || !bytes.Equal(enc.Brotli, mem.Brotli) {
-		t.Errorf("encoded again without its files: %d and %d bytes, New's %d and %d", len(enc.Gzip), len(enc.Brotli), len(mem.Gzip), len(mem.Brotli))
+	if !bytes.Equal(enc.Gzip(), mem.Gzip()) || !bytes.Equal(enc.Brotli(), mem.Brotli()) {
+		t.Errorf("encoded again without its files: %d and %d bytes, New's %d and %d", len(enc.Gzip()), len(enc.Brotli()), len(mem.Gzip()), len(mem.Brotli()))
 	}
 }
 
@@ -95,7 +95,7 @@ func TestBrotliWriterMakesBrotlisBytes(t *testing.T) {
 func TestAnUnheldResourceIsAnsweredFromItsFilesAsNewIs(t *testing.T) {
 	body := bytes.Repeat([]byte(`{"slug":"a-method","b":[1,2,3]},`), 400)
 	mem := New(JSON, body)
-	res := NewFormsUnheld(JSON, sha256.Sum256(body), len(body), mem.Gzip, mem.Brotli)
+	res := NewFormsUnheld(JSON, sha256.Sum256(body), len(body), mem.Gzip(), mem.Brotli())
 	if res.Body != nil || res.ETag != mem.ETag || res.GzipETag != mem.GzipETag || res.BrotliETag != mem.BrotliETag ||
 		res.lengths != mem.lengths || res.InFiles() {
 		t.Fatalf("unheld: %+v, New: %+v", res, mem)

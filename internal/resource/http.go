@@ -76,14 +76,14 @@ func Serve(w http.ResponseWriter, r *http.Request, res *Resource, status int) er
 	w.WriteHeader(status)
 	switch {
 	case r.Method == http.MethodHead:
-	case res.files != nil:
-		res.files[form].send(w, r)
+	case res.InFiles():
+		res.mem.files[form].send(w, r)
 	case file != nil:
 		sendFile(w, r, file, res.size(form))
 	case body != nil:
 		w.Write(body)
 	default:
-		w.Write([...][]byte{res.Body, res.Gzip, res.Brotli}[form])
+		w.Write([...][]byte{res.Body, res.Gzip(), res.Brotli()}[form])
 	}
 	return nil
 }

@@ -25,8 +25,6 @@ const (
 // strong ETags. The three forms are different representations, so their ETags differ.
 type Resource struct {
 	Body       []byte
-	Gzip       []byte
-	Brotli     []byte
 	ETag       string
 	GzipETag   string
 	BrotliETag string
@@ -39,12 +37,45 @@ type Resource struct {
 	// are slices of one string. A snapshot of a hundred thousand methods holds as many
 	// resources, so what each holds beside its bytes counts.
 	lengths [3]string
-	// files, when set, send the forms from published files instead (see FromFiles).
-	files *[3]*file
-	// at, when set, is where the encoded forms are instead of Gzip and Brotli (see
-	// Stored); levels are those they were made at, to make them again.
+	// mem, when set, holds the encoded forms in memory, or the files they are sent
+	// from (see FromFiles). A stored resource (nearly every one a snapshot holds) has
+	// neither, so they are not fields of every resource.
+	mem *inMemory
+	// at, when set, is where the encoded forms are instead (see Stored); levels are
+	// those they were made at, to make them again.
 	at     *stored
 	levels [2]int8
+}
+
+// inMemory is what a resource holds of its encoded forms outside its files: their
+// bytes, or the published files it sends them from (files[identity] set).
+type inMemory struct {
+	gzip, brotli []byte
+	files        [3]*file
+}
+
+// Gzip is the resource's gzip form when it holds it in memory, else nil.
+func (r *Resource) Gzip() []byte {
+	if r.mem == nil {
+		return nil
+	}
+	return r.mem.gzip
+}
+
+// Brotli is the resource's brotli form when it holds it in memory, else nil.
+func (r *Resource) Brotli() []byte {
+	if r.mem == nil {
+		return nil
+	}
+	return r.mem.brotli
+}
+
+// withForms is r holding gzip and brotli in memory (nil for a form it holds none of).
+func (r *Resource) withForms(gzip, brotli []byte) *Resource {
+	if gzip != nil || brotli != nil {
+		r.mem = &inMemory{gzip: gzip, brotli: brotli}
+	}
+	return r
 }
 
 // Indexes of the header values a resource answers with (see header): the type, then
@@ -114,10 +145,12 @@ func newLevels(s *Scratch, contentType string, body []byte, l Levels) *Resource 
 	if s != nil {
 		gz, br = &s.forms[0], &s.forms[1]
 	}
-	r := &Resource{Body: body, Gzip: compress(gz, body, l.Gzip), levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
+	r := &Resource{Body: body, levels: [2]int8{int8(l.Gzip), int8(l.Brotli)}}
+	var b []byte
 	if l.Brotli > 0 {
-		r.Brotli = compressBrotli(br, body, l.Brotli)
+		b = compressBrotli(br, body, l.Brotli)
 	}
+	r.withForms(compress(gz, body, l.Gzip), b)
 	r.init(contentType)
 	return r
 }
@@ -135,7 +168,7 @@ func NewIdentity(contentType string, body []byte) *Resource {
 // string but the type is a slice of one, so that they cost one allocation.
 func (r *Resource) init(contentType string) {
 	var a [24]byte
-	r.setHeaders(contentType, tagOf(&a, r.Body), len(r.Body), len(r.Gzip), len(r.Brotli))
+	r.setHeaders(contentType, tagOf(&a, r.Body), len(r.Body), len(r.Gzip()), len(r.Brotli()))
 }
 
 // tagOf is what names body in its ETags, from its hash, made in a.

@@ -110,7 +110,7 @@ func TestServeAnswersEitherFormWithItsHeaders(t *testing.T) {
 	}
 	gz := serve(res, http.StatusOK, http.MethodGet, "Accept-Encoding", "gzip")
 	if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("Etag") != res.GzipETag ||
-		gz.Header().Get("Content-Length") != strconv.Itoa(len(res.Gzip)) {
+		gz.Header().Get("Content-Length") != strconv.Itoa(len(res.Gzip())) {
 		t.Fatalf("gzip: %v", gz.Header())
 	}
 	zr, err := gzip.NewReader(gz.Body)
@@ -161,7 +161,7 @@ func TestServeKeepsTheCallersHeaders(t *testing.T) {
 func TestIdentityResourceIsNeverServedGzipped(t *testing.T) {
 	body := []byte(`{"object":"search"}`)
 	res, full := NewIdentity(JSON, body), New(JSON, body)
-	if res.Gzip != nil || res.ETag != full.ETag || res.GzipETag != full.GzipETag {
+	if res.Gzip() != nil || res.ETag != full.ETag || res.GzipETag != full.GzipETag {
 		t.Fatalf("identity resource %+v", res)
 	}
 	w := serve(res, http.StatusOK, http.MethodGet, "Accept-Encoding", "gzip")
@@ -243,8 +243,8 @@ func TestServeAnswersBrotliThatDecodesToTheBody(t *testing.T) {
 	res := New(JSON, body)
 	w := serve(res, http.StatusOK, http.MethodGet, "Accept-Encoding", "gzip, br")
 	if w.Header().Get("Content-Encoding") != "br" || w.Header().Get("Etag") != res.BrotliETag ||
-		w.Header().Get("Content-Length") != strconv.Itoa(len(res.Brotli)) || len(res.Brotli) >= len(res.Gzip) {
-		t.Fatalf("brotli: %v (%d bytes, gzip %d)", w.Header(), len(res.Brotli), len(res.Gzip))
+		w.Header().Get("Content-Length") != strconv.Itoa(len(res.Brotli())) || len(res.Brotli()) >= len(res.Gzip()) {
+		t.Fatalf("brotli: %v (%d bytes, gzip %d)", w.Header(), len(res.Brotli()), len(res.Gzip()))
 	}
 	if b, err := io.ReadAll(brotli.NewReader(w.Body)); err != nil || !bytes.Equal(b, body) {
 		t.Fatalf("the brotli form does not hold the body: %v", err)
@@ -253,7 +253,7 @@ func TestServeAnswersBrotliThatDecodesToTheBody(t *testing.T) {
 		t.Errorf("brotli tag: %d", w.Code)
 	}
 	again := New(JSON, body)
-	if !bytes.Equal(again.Brotli, res.Brotli) {
+	if !bytes.Equal(again.Brotli(), res.Brotli()) {
 		t.Error("the brotli bytes differ between two encodings of one body")
 	}
 }

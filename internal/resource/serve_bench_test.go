@@ -15,7 +15,7 @@ import (
 func BenchmarkServe(b *testing.B) {
 	mem := New(JSON, bytes.Repeat([]byte(`{"slug":"a-method","name":"A method"},`), 40))
 	dir := b.TempDir()
-	for i, form := range [...][]byte{mem.Body, mem.Gzip, mem.Brotli} {
+	for i, form := range [...][]byte{mem.Body, mem.Gzip(), mem.Brotli()} {
 		if err := os.WriteFile(filepath.Join(dir, "m"+suffixes[i]), form, 0o644); err != nil {
 			b.Fatal(err)
 		}

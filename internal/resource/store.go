@@ -186,7 +186,7 @@ func (res *Resource) Stored(st *Store, name string) *Resource {
 	defer st.mu.Unlock()
 	out := blocks.Next(&st.resources)
 	*out = *res
-	out.Gzip, out.Brotli, out.files = nil, nil, nil
+	out.mem = nil
 	if from := res.at; st.carry && from != nil && from.st != st && from.st.bodies == st.bodies {
 		at := stored{st: st, name: from.name}
 		if name != from.name {
@@ -326,6 +326,7 @@ func (res *Resource) Encoded() (*Resource, error) {
 		return nil, err
 	}
 	out.Body = body
+	var forms [3][]byte
 	for _, form := range [...]int{gzipForm, brotliForm} {
 		if !res.has(form) {
 			continue
@@ -335,11 +336,7 @@ func (res *Resource) Encoded() (*Resource, error) {
 		if err != nil {
 			return nil, err
 		}
-		if form == gzipForm {
-			out.Gzip = b
-		} else {
-			out.Brotli = b
-		}
+		forms[form] = b
 	}
-	return &out, nil
+	return out.withForms(forms[gzipForm], forms[brotliForm]), nil
 }

@@ -40,8 +40,8 @@ func TestStoredAnswersAsFromMemory(t *testing.T) {
 	path := published(t, mem)
 	cache := NewCache(8)
 	res := mem.Stored(NewStore(filepath.Dir(path), cache), filepath.Base(path))
-	if res.Gzip != nil || res.Brotli != nil || !bytes.Equal(res.Body, body) || res.ETag != mem.ETag {
-		t.Fatalf("stored: gzip held %v, brotli held %v, ETag %s", res.Gzip != nil, res.Brotli != nil, res.ETag)
+	if res.Gzip() != nil || res.Brotli() != nil || !bytes.Equal(res.Body, body) || res.ETag != mem.ETag {
+		t.Fatalf("stored: gzip held %v, brotli held %v, ETag %s", res.Gzip() != nil, res.Brotli() != nil, res.ETag)
 	}
 	check := func() {
 		t.Helper()
@@ -64,14 +64,14 @@ func TestStoredAnswersAsFromMemory(t *testing.T) {
 		}
 	}
 	check()
-	if w := serveStored(res, http.MethodHead, "gzip", ""); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") != strconv.Itoa(len(mem.Gzip)) {
+	if w := serveStored(res, http.MethodHead, "gzip", ""); w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") != strconv.Itoa(len(mem.Gzip())) {
 		t.Errorf("HEAD: %d, %d bytes, %v", w.Code, w.Body.Len(), w.Header())
 	}
 	if w := serveStored(res, http.MethodGet, "gzip", mem.ETag); w.Code != http.StatusNotModified || w.Header().Get("Etag") != mem.GzipETag {
 		t.Errorf("If-None-Match: %d %v", w.Code, w.Header())
 	}
 	enc, err := res.Encoded()
-	if err != nil || !bytes.Equal(enc.Gzip, mem.Gzip) || !bytes.Equal(enc.Brotli, mem.Brotli) || enc.ETag != mem.ETag {
+	if err != nil || !bytes.Equal(enc.Gzip(), mem.Gzip()) || !bytes.Equal(enc.Brotli(), mem.Brotli()) || enc.ETag != mem.ETag {
 		t.Errorf("encoded: %v", err)
 	}
 	if enc, _ := mem.Encoded(); enc != mem {
@@ -83,6 +83,26 @@ func TestStoredAnswersAsFromMemory(t *testing.T) {
 // gone, or of another size, is encoded again from the body, byte for byte the form
 // published; and that a form that cannot be had at all is not offered: the body
 // goes, with its own headers.
+// A snapshot of a hundred thousand methods holds as many stored resources, which
+// leave their encoded forms in their files: a stored resource has no field for forms
+// held in memory or sent from files it opened, only its body, its header values and
+// where its files are.
+func TestStoredResourceHoldsNoFieldForFormsItNeverHolds(t *testing.T) {
+	body := []byte(`{"slug":"weather-now","name":"Weather now"}`)
+	res := New(JSON, body).Stored(NewStore(t.TempDir(), NewCache(8)), "m")
+	if res.mem != nil || res.Gzip() != nil || res.Brotli() != nil || res.InFiles() {
+		t.Fatalf("a stored resource holds forms in memory: %+v", res.mem)
+	}
+	// Body, the type, three ETags, three lengths, where its files are, the levels.
+	const need = unsafe.Sizeof([]byte(nil)) + 7*unsafe.Sizeof("") + unsafe.Sizeof(&stored{}) + unsafe.Sizeof([2]int8{})
+	// One pointer more for the forms of the few resources that hold them in memory,
+	// and the alignment of the levels.
+	const most = need + unsafe.Sizeof(&inMemory{}) + unsafe.Alignof(&stored{}) - unsafe.Sizeof([2]int8{})
+	if n := unsafe.Sizeof(*res); n > most {
+		t.Fatalf("a stored resource takes %d bytes, where what it holds needs %d (at most %d)", n, need, most)
+	}
+}
+
 func TestStoredEncodesAgainWhatItsFilesDoNotHold(t *testing.T) {
 	body := bytes.Repeat([]byte(`{"hostname":"a.example","methods":[]},`), 30)
 	mem := New(JSON, body)
@@ -94,16 +114,16 @@ func TestStoredEncodesAgainWhatItsFilesDoNotHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := mem.Stored(NewStore(filepath.Dir(path), NewCache(8)), filepath.Base(path))
-	if w := serveStored(res, http.MethodGet, "gzip", ""); !bytes.Equal(w.Body.Bytes(), mem.Gzip) || w.Header().Get("Etag") != mem.GzipETag {
+	if w := serveStored(res, http.MethodGet, "gzip", ""); !bytes.Equal(w.Body.Bytes(), mem.Gzip()) || w.Header().Get("Etag") != mem.GzipETag {
 		t.Errorf("gzip: %d bytes, %v", w.Body.Len(), w.Header())
 	}
-	if w := serveStored(res, http.MethodGet, "br", ""); !bytes.Equal(w.Body.Bytes(), mem.Brotli) || w.Header().Get("Etag") != mem.BrotliETag {
+	if w := serveStored(res, http.MethodGet, "br", ""); !bytes.Equal(w.Body.Bytes(), mem.Brotli()) || w.Header().Get("Etag") != mem.BrotliETag {
 		t.Errorf("brotli: %d bytes, %v", w.Body.Len(), w.Header())
 	}
 	// Made at the best levels, its forms are made again at those.
 	best := NewLevels(JSON, body, Best)
 	res = best.Stored(NewStore(t.TempDir(), NewCache(8)), "gone")
-	if enc, err := res.Encoded(); err != nil || !bytes.Equal(enc.Gzip, best.Gzip) || !bytes.Equal(enc.Brotli, best.Brotli) {
+	if enc, err := res.Encoded(); err != nil || !bytes.Equal(enc.Gzip(), best.Gzip()) || !bytes.Equal(enc.Brotli(), best.Brotli()) {
 		t.Errorf("encoded at the best levels: %v", err)
 	}
 	// A form of a size nothing makes.
@@ -150,7 +170,7 @@ func TestStoredHoldsNothingOfTheResourceItWasMadeFrom(t *testing.T) {
 	for i := range 50 {
 		mem := New(JSON, bytes.Repeat([]byte(fmt.Sprintf(`{"slug":"m-%d"},`, i)), 10+i))
 		name := strconv.Itoa(i)
-		for j, b := range [...][]byte{mem.Body, mem.Gzip, mem.Brotli} {
+		for j, b := range [...][]byte{mem.Body, mem.Gzip(), mem.Brotli()} {
 			if err := os.WriteFile(filepath.Join(dir, name+suffixes[j]), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -194,8 +214,8 @@ type form struct {
 func formsOf(r *Resource) []form {
 	return []form{
 		{"identity", "", r.ETag, r.Body},
-		{"gzip", "gzip", r.GzipETag, r.Gzip},
-		{"br, gzip", "br", r.BrotliETag, r.Brotli},
+		{"gzip", "gzip", r.GzipETag, r.Gzip()},
+		{"br, gzip", "br", r.BrotliETag, r.Brotli()},
 	}
 }
 
@@ -212,7 +232,7 @@ func TestStoredHoldsCopiesOfItsNameAndCacheKeys(t *testing.T) {
 	if unsafe.StringData(res.at.name) == unsafe.StringData(name) || res.at.name != name {
 		t.Errorf("the stored name %q is the one it was given, not a copy", res.at.name)
 	}
-	if w := serveStored(res, http.MethodGet, "gzip", ""); !bytes.Equal(w.Body.Bytes(), mem.Gzip) {
+	if w := serveStored(res, http.MethodGet, "gzip", ""); !bytes.Equal(w.Body.Bytes(), mem.Gzip()) {
 		t.Fatalf("gzip: %d bytes", w.Body.Len())
 	}
 	keys := cache.lru.Keys()
@@ -270,7 +290,7 @@ func TestBodyStoreLeavesBodiesInFiles(t *testing.T) {
 			t.Errorf("%d: Holds does not tell its body from another", len(body))
 		}
 		enc, err := res.Encoded()
-		if err != nil || !bytes.Equal(enc.Body, body) || !bytes.Equal(enc.Gzip, mem.Gzip) || !bytes.Equal(enc.Brotli, mem.Brotli) {
+		if err != nil || !bytes.Equal(enc.Body, body) || !bytes.Equal(enc.Gzip(), mem.Gzip()) || !bytes.Equal(enc.Brotli(), mem.Brotli()) {
 			t.Errorf("%d: Encoded: %v", len(body), err)
 		}
 		// Its files gone (a damaged site), the cache's forms still answer; any other
@@ -331,7 +351,7 @@ func TestCarrySharesWhatAnotherStoreHolds(t *testing.T) {
 	publish := func(res []*Resource) string {
 		dir := t.TempDir()
 		for i, r := range res {
-			for j, b := range [...][]byte{r.Body, r.Gzip, r.Brotli} {
+			for j, b := range [...][]byte{r.Body, r.Gzip(), r.Brotli()} {
 				if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)+suffixes[j]), b, 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -71,7 +71,7 @@ func TestScratchMakesWhatNewMakes(t *testing.T) {
 	for _, n := range []int{40, 3, LargeBody/len(row) + 100, 1, 0, 500} {
 		body := bytes.Repeat(row, n)
 		want, got := New(HTML, body), s.New(HTML, body)
-		if !bytes.Equal(got.Gzip, want.Gzip) || !bytes.Equal(got.Brotli, want.Brotli) {
+		if !bytes.Equal(got.Gzip(), want.Gzip()) || !bytes.Equal(got.Brotli(), want.Brotli()) {
 			t.Fatalf("%d bytes: the scratch's forms differ from New's", len(body))
 		}
 		if got.ETag != want.ETag || got.GzipETag != want.GzipETag || got.BrotliETag != want.BrotliETag || got.lengths != want.lengths || got.levels != want.levels {

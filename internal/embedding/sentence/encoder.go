@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Encoder embeds text with the model. It is safe for concurrent use.
@@ -20,9 +21,17 @@ type Encoder struct {
 	maxLen int
 	// scratch keeps the working memory of the layers for the next texts.
 	scratch sync.Pool
-	layers  []layer
-	tanhW   weight
-	tanhB   []float32
+	// slots bounds the texts computed at once to the processors, each with its
+	// working memory (a query's about half a megabyte): the work is the processors'
+	// alone, so that more at once would finish none sooner, but a server answering
+	// sixty-four novel queries at once would hold sixty-four working memories.
+	slots chan struct{}
+	// inUse and mostInUse count the working memories in use, now and at most, for
+	// a test.
+	inUse, mostInUse atomic.Int64
+	layers           []layer
+	tanhW            weight
+	tanhB            []float32
 }
 
 type layer struct {
@@ -66,7 +75,7 @@ func Load(dir string) (*Encoder, error) {
 }
 
 func build(w *weights, tok *Tokenizer) (*Encoder, error) {
-	e := &Encoder{tok: tok}
+	e := &Encoder{tok: tok, slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	emb, ok := w.floats["module/Embeddings_en"]
 	if !ok || len(emb.shape) != 2 || emb.shape[0] < len(tok.pieces) {
 		return nil, fmt.Errorf("no embedding table for %d pieces", len(tok.pieces))
@@ -248,6 +257,10 @@ func (e *Encoder) Vector(text string) []float32 {
 // attention and pooling look at one text at a time. Its products run on up to procs
 // goroutines (matmulAddOn): the same vectors, sooner when processors are idle.
 func (e *Encoder) vectors(ids [][]int, procs int) [][]float32 {
+	e.slots <- struct{}{}
+	if n := e.inUse.Add(1); n > e.mostInUse.Load() {
+		e.mostInUse.Store(n) // at most off by a race between two, enough for a test
+	}
 	s, _ := e.scratch.Get().(*scratch)
 	if s == nil {
 		s = new(scratch)
@@ -256,6 +269,8 @@ func (e *Encoder) vectors(ids [][]int, procs int) [][]float32 {
 	defer func() {
 		s.reset()
 		e.scratch.Put(s)
+		e.inUse.Add(-1)
+		<-e.slots
 	}()
 	lens := make([]int, len(ids))
 	n := 0

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -259,5 +261,35 @@ func TestVectorsBitForBit(t *testing.T) {
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != vectorsSum {
 		t.Errorf("the vectors' sum is %s, not %s: the encoder's arithmetic changed", got, vectorsSum)
+	}
+}
+
+// A server answering many novel queries at once embeds them on its processors, which
+// no more at once would finish sooner: it holds the working memory of as many
+// queries as it has processors, not of every query in flight (sixty-four at once
+// under make bench's load, half a megabyte each).
+func TestQueriesAtOnceHoldTheWorkingMemoryOfTheProcessorsOnly(t *testing.T) {
+	e, err := Load(modelDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.Vector("flight prices from city 1 to 2")
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			<-start
+			for j := range 3 {
+				v := e.Vector(fmt.Sprintf("flight prices from city %d to %d", i, j))
+				if i == 1 && j == 2 && !slices.Equal(v, want) {
+					t.Errorf("a query embedded among others: not the vector it has alone")
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if most, procs := e.mostInUse.Load(), runtime.GOMAXPROCS(0); most > int64(procs) {
+		t.Fatalf("64 queries at once held up to %d working memories, for %d processors", most, procs)
 	}
 }
