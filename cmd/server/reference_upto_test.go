@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
@@ -245,6 +246,24 @@ type uptoPayment struct {
 // today and the server's and the seller's logs.
 func payUptoThroughLiar(t *testing.T, lie string, use int) (uptoPayment, []referenceTransfer, string, string) {
 	t.Helper()
+	r := payUpto(t, lie, nil, use)
+	return r.payment, r.ledger, r.spent, r.logs
+}
+
+// uptoPaid is what payUpto answers: the payment once settled or failed, the chain's
+// transfers, the agent's spend today, the server's and the seller's logs, and the
+// agent's claim of the request's artifact.
+type uptoPaid struct {
+	payment     uptoPayment
+	ledger      []referenceTransfer
+	spent, logs string
+	claim       func(out any) int
+}
+
+// payUpto is payUptoThroughLiar with the seller reached directly when lie is "",
+// and the service reading the chain through rpc, when not nil, given the chain's RPC.
+func payUpto(t *testing.T, lie string, rpc func(chain http.Handler) http.Handler, use int) uptoPaid {
+	t.Helper()
 	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
 	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
 	ref := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
@@ -253,14 +272,23 @@ func payUptoThroughLiar(t *testing.T, lie string, use int) (uptoPayment, []refer
 		t.Fatalf("approve Permit2: %v %v", res, err)
 	}
 	target, _ := url.Parse(strings.Replace(ref.base, "localhost", "127.0.0.1", 1))
-	proxy := httptest.NewServer(seller.NewLiar(target, lie))
-	t.Cleanup(proxy.Close)
-	host := "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
+	host := strings.TrimPrefix(ref.base, "http://")
+	if lie != "" {
+		proxy := httptest.NewServer(seller.NewLiar(target, lie))
+		t.Cleanup(proxy.Close)
+		host = "localhost" + proxy.URL[strings.LastIndex(proxy.URL, ":"):]
+	}
+	chain := ref.base + "/rpc"
+	if rpc != nil {
+		front := httptest.NewServer(rpc(httputil.NewSingleHostReverseProxy(target)))
+		t.Cleanup(front.Close)
+		chain = front.URL + "/rpc"
+	}
 	dbURL := demoDatabase(t)
 	userKey, agentKey := apiKeys(t, dbURL)
 	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
 		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
-		"X402_RPC_URLS": "eip155:84532=" + ref.base + "/rpc"})
+		"X402_RPC_URLS": "eip155:84532=" + chain})
 	agent := agentCall(t, srv.base, agentKey, nil)
 	user := agentCall(t, srv.base, userKey, nil)
 	var s struct{ ID string }
@@ -291,7 +319,8 @@ func payUptoThroughLiar(t *testing.T, lie string, use int) (uptoPayment, []refer
 	if code := user("GET", "/agents/"+agentID.AgentID+"/spending-limits", "", &lim); code != 200 {
 		t.Fatalf("spending limits: %d", code)
 	}
-	return p, ref.ledger(t), lim.Spent.Today, srv.logs.String() + "\nseller:\n" + ref.logs.String()
+	return uptoPaid{payment: p, ledger: ref.ledger(t), spent: lim.Spent.Today, logs: srv.logs.String() + "\nseller:\n" + ref.logs.String(),
+		claim: func(out any) int { return agent("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/claim", "", out) }}
 }
 
 // TestAnUptoPaymentWhoseChainIsSilentAtFirstIsRecordedAtWhatMovedOnceItAnswers pays
@@ -302,94 +331,50 @@ func payUptoThroughLiar(t *testing.T, lie string, use int) (uptoPayment, []refer
 // not the maximum), delivered, the report given to the agent.
 func TestAnUptoPaymentWhoseChainIsSilentAtFirstIsRecordedAtWhatMovedOnceItAnswers(t *testing.T) {
 	t.Parallel()
-	node := referenceTool(t, "Node.js", "WAYSTATION_NODE", "../../var/tools/node-*/node_modules/node-linux-*/bin/node")
-	dir := referenceTool(t, "the x402 v2 reference packages", "WAYSTATION_X402_V2_DIR", "../../var/tools/x402-express-2.*")
-	ref := startReferenceSeller(t, node, "x402-seller-upto.mjs", dir, referencePayTo)
-	signer, _ := x402.ParseSigner(testPayerKey)
-	if res, err := http.Post(ref.base+"/approve?owner="+signer.Address(), "", nil); err != nil || res.StatusCode != 204 {
-		t.Fatalf("approve Permit2: %v %v", res, err)
-	}
 	// The chain's RPC, failing the first read of a transaction.
 	var mu sync.Mutex
 	failed := 0
-	rpc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var call struct{ Method string }
-		json.Unmarshal(body, &call)
-		mu.Lock()
-		fail := call.Method == "eth_getTransactionByHash" && failed == 0
-		if fail {
-			failed++
-		}
-		mu.Unlock()
-		if fail {
-			http.Error(w, "unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		res, err := http.Post(ref.base+"/rpc", "application/json", bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer res.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		io.Copy(w, res.Body)
-	}))
-	t.Cleanup(rpc.Close)
-	host := strings.TrimPrefix(ref.base, "http://")
-	dbURL := demoDatabase(t)
-	userKey, agentKey := apiKeys(t, dbURL)
-	srv := serveLogged(t, map[string]string{"DATABASE_URL": dbURL, "LOOPBACK_HTTP": "true", "LOG_FORMAT": "json",
-		"PAYMENT_ALLOW_HOSTS": host, "X402_PAYER_KEY": testPayerKey, "X402_PAYER_NETWORKS": "eip155:84532",
-		"X402_RPC_URLS": "eip155:84532=" + rpc.URL})
-	agent := agentCall(t, srv.base, agentKey, nil)
-	user := agentCall(t, srv.base, userKey, nil)
-	var s struct{ ID string }
-	if code := agent("POST", "/sessions", `{"type":"purchase","description":"Buy a metered report","clientSessionId":"upto-silent-chain"}`, &s); code != 201 {
-		t.Fatalf("session: %d", code)
-	}
-	var a struct {
-		Request struct{ ID string }
-		Payment struct{ ID string }
-	}
-	if code := agent("POST", "/sessions/"+s.ID+"/x402/payments", `{"clientRequestId":"silent-chain","maximumDebit":"0.05",
-		"httpRequest":{"url":"`+ref.base+`/report?topic=tides&use=3000"}}`, &a); code != 201 {
-		t.Fatalf("ask: %d\n%s", code, srv.logs)
-	}
-	if code := user("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/decision", `{"decision":"approve"}`, nil); code != 200 {
-		t.Fatalf("approve: %d", code)
-	}
-	var p uptoPayment
-	var agentID struct{ AgentID string }
-	eventually(60*time.Second, func() bool {
-		agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &p)
-		return p.Status == "settled" || p.Status == "failed"
-	})
-	agent("GET", "/sessions/"+s.ID+"/x402/payments/"+a.Payment.ID, "", &agentID)
+	r := payUpto(t, "", func(chain http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var call struct{ Method string }
+			json.Unmarshal(body, &call)
+			mu.Lock()
+			fail := call.Method == "eth_getTransactionByHash" && failed == 0
+			if fail {
+				failed++
+			}
+			mu.Unlock()
+			if fail {
+				http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			chain.ServeHTTP(w, r)
+		})
+	}, 3000)
+	p, ledger := r.payment, r.ledger
 	mu.Lock()
 	if failed != 1 {
 		t.Errorf("the chain failed %d reads of a transaction, want 1", failed)
 	}
 	mu.Unlock()
-	ledger := ref.ledger(t)
 	if len(ledger) != 1 || ledger[0].Value != "3000" {
 		t.Fatalf("the chain's transfers %+v, want one of 3000", ledger)
 	}
 	if p.Status != "settled" || p.SettledAmount == nil || *p.SettledAmount != "3000" || p.Delivered == nil || !*p.Delivered ||
 		p.Transaction == nil || !strings.EqualFold(*p.Transaction, ledger[0].Transaction) {
-		t.Fatalf("the payment %s, settled %s, delivered %v, transaction %s: want settled at 3000, delivered, in %s\n%s\nseller:\n%s",
-			p.Status, deref(p.SettledAmount), p.Delivered != nil && *p.Delivered, deref(p.Transaction), ledger[0].Transaction, srv.logs, ref.logs)
+		t.Fatalf("the payment %s, settled %s, delivered %v, transaction %s: want settled at 3000, delivered, in %s\n%s",
+			p.Status, deref(p.SettledAmount), p.Delivered != nil && *p.Delivered, deref(p.Transaction), ledger[0].Transaction, r.logs)
 	}
 	var art struct {
 		Payment struct{ SettledAmount string }
 	}
-	if code := agent("POST", "/sessions/"+s.ID+"/requests/"+a.Request.ID+"/claim", "", &art); code != 200 || art.Payment.SettledAmount != "3000" {
+	if code := r.claim(&art); code != 200 || art.Payment.SettledAmount != "3000" {
 		t.Errorf("claim: %d %+v", code, art)
 	}
-	var lim struct {
-		Spent struct{ Today string }
-	}
-	if user("GET", "/agents/"+agentID.AgentID+"/spending-limits", "", &lim); lim.Spent.Today != "0.003" {
-		t.Errorf("the agent's spend today %q, want 0.003, what moved", lim.Spent.Today)
+	if r.spent != "0.003" {
+		t.Errorf("the agent's spend today %q, want 0.003, what moved", r.spent)
 	}
 }
